@@ -1,0 +1,1 @@
+"""jethexa_dynamics.models."""
