@@ -1,0 +1,479 @@
+"""rosbag2 I/O with ``rosbags`` (no ROS install needed): a writer for recording, a checked reader for validation.
+
+Writing -- metadata version
+    ``rosbags`` 0.11 writes rosbag2 metadata version 8 or 9. ROS 2 Humble's rosbag2 (0.15.x, its own
+    ``BagMetadata.version`` is 5) decodes ``metadata.yaml`` field by field and reads
+    ``topic_metadata.offered_qos_profiles`` as a *string*; fields it does not know (``type_description_hash``,
+    ``custom_data``, ``ros_distro``) are ignored. Version 9 changed ``offered_qos_profiles`` to a YAML
+    sequence, which Humble's yaml-cpp rejects ("bad conversion", ros2/rosbag2#1520 and #1895), so the
+    newest version Humble's ``ros2 bag`` accepts is **8**: :data:`HUMBLE_METADATA_VERSION`.
+    MCAP is the default storage (on Humble it needs ``ros-humble-rosbag2-storage-mcap``); ``sqlite3``
+    on request.
+
+Reading
+    :func:`read_bag` returns numpy time series (seconds from the bag start, recording clock) for the
+    topics of :class:`~jethexa_dynamics.validation.topics.TopicNames` and turns every problem into a
+    :class:`~jethexa_dynamics.validation.errors.BagError` with a message for the user.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+from rosbags.rosbag2 import StoragePlugin, Writer
+
+from . import messages
+from .errors import (CorruptBagError, EmptyWindowError, MissingTopicsError, NotABagError, TimeJumpError,
+                     UnknownMessageTypeError, BagError)
+from .topics import ROLE_TYPES, TopicNames, normalize
+
+#: rosbag2 metadata version written by :class:`BagWriter` (the newest one ROS 2 Humble reads, see above)
+HUMBLE_METADATA_VERSION = 8
+
+STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
+
+#: default largest allowed gap between two IMU messages inside the window (s)
+DEFAULT_MAX_GAP = 1.0
+
+
+# ----------------------------------------------------------------------------------------------- writing
+class BagWriter:
+    """Write a rosbag2 bag that ROS 2 Humble's ``ros2 bag info/play`` accepts.
+
+    >>> with BagWriter("run1", storage="mcap") as w:          # doctest: +SKIP
+    ...     w.add_topic("/imu/data", "sensor_msgs/msg/Imu")
+    ...     w.write_cdr("/imu/data", t_ns, cdr_bytes)        # raw CDR, e.g. from rclpy raw=True
+    ...     w.write("/imu/data", t_ns, messages.imu(t_ns, q))  # or a typestore message
+
+    Thread-safe (one lock around the storage). ``path`` must not exist yet.
+    """
+
+    def __init__(self, path, storage: str = "mcap", version: int = HUMBLE_METADATA_VERSION):
+        if storage not in STORAGES:
+            raise ValueError("storage must be one of {}, got {!r}".format(sorted(STORAGES), storage))
+        self.path = Path(path)
+        if self.path.exists():
+            raise ValueError("bag path {} exists already; rosbag2 bags are never overwritten".format(self.path))
+        self.storage = storage
+        self._writer = Writer(self.path, version=version, storage_plugin=STORAGES[storage])
+        self._writer.open()
+        self._connections = {}
+        self._lock = threading.Lock()
+        self.counts: Dict[str, int] = {}
+
+    def add_topic(self, topic: str, msgtype: str):
+        """Register ``topic`` with ``msgtype`` (e.g. ``sensor_msgs/msg/Imu``); a repeat is a no-op."""
+        topic = normalize(topic)
+        with self._lock:
+            if topic in self._connections:
+                if self._connections[topic].msgtype != msgtype:
+                    raise ValueError("topic {} already registered with type {}".format(
+                        topic, self._connections[topic].msgtype))
+                return
+            if msgtype not in messages.typestore().fielddefs:
+                raise ValueError("unknown message type {!r} (not a ROS 2 Humble type)".format(msgtype))
+            self._connections[topic] = self._writer.add_connection(topic, msgtype,
+                                                                   typestore=messages.typestore())
+            self.counts[topic] = 0
+
+    def write_cdr(self, topic: str, t_ns: int, data) -> None:
+        """Append serialized CDR bytes received at ``t_ns`` (ns since the epoch of the recording clock)."""
+        topic = normalize(topic)
+        with self._lock:
+            if self._writer is None:
+                raise ValueError("bag {} is closed".format(self.path))
+            try:
+                conn = self._connections[topic]
+            except KeyError:
+                raise ValueError("topic {} not registered (add_topic first)".format(topic)) from None
+            self._writer.write(conn, int(t_ns), bytes(data))
+            self.counts[topic] += 1
+
+    def write(self, topic: str, t_ns: int, msg) -> None:
+        """Append a typestore message (see :mod:`.messages`); registers the topic on first use."""
+        self.add_topic(topic, msg.__msgtype__)
+        self.write_cdr(topic, t_ns, messages.serialize(msg))
+
+    @property
+    def closed(self) -> bool:
+        return self._writer is None
+
+    def close(self) -> None:
+        """Finish the storage file and write ``metadata.yaml`` (idempotent)."""
+        with self._lock:
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                writer.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+# ----------------------------------------------------------------------------------------------- reading
+@dataclass
+class JointSeries:
+    """Joint vectors against time; ``t_target`` is when a commanded point is to be reached."""
+
+    t: np.ndarray
+    names: Tuple[str, ...]
+    q: np.ndarray
+    t_target: Optional[np.ndarray] = None
+
+    def __len__(self):
+        return len(self.t)
+
+
+@dataclass
+class ImuSeries:
+    t: np.ndarray
+    quat: np.ndarray    # (N, 4) w, x, y, z
+    gyro: np.ndarray    # (N, 3) rad/s
+    accel: np.ndarray   # (N, 3) m/s^2
+
+    def __len__(self):
+        return len(self.t)
+
+
+@dataclass
+class PoseSeries:
+    t: np.ndarray
+    pos: np.ndarray     # (N, 3) m
+    quat: np.ndarray    # (N, 4) w, x, y, z
+
+    def __len__(self):
+        return len(self.t)
+
+
+@dataclass
+class MorphologySeries:
+    t: np.ndarray
+    links: np.ndarray   # (M, n_legs) intact links per leg
+
+    def __len__(self):
+        return len(self.t)
+
+
+@dataclass
+class BagData:
+    """What :func:`read_bag` extracted. Times in seconds from the bag start (recording clock)."""
+
+    path: Path
+    storage: str
+    metadata_version: int
+    start_ns: int
+    duration: float                     # whole bag, s
+    window: Tuple[float, float]         # analysed part, s
+    topics: Dict[str, Optional[str]]    # role -> topic found in the bag (None if absent)
+    available: Dict[str, str]           # every topic of the bag -> type
+    commands: JointSeries               # includes the last command before the window
+    imu: ImuSeries
+    joint_states: Optional[JointSeries] = None
+    morphology: Optional[MorphologySeries] = None   # includes the last entry before the window
+    ground_truth: Optional[PoseSeries] = None
+    n_messages: int = 0                 # messages of the used topics inside the window
+    notes: list = field(default_factory=list)
+
+
+def resolve_bag_path(path) -> Path:
+    """The rosbag2 directory for ``path`` (the directory, its metadata.yaml or its storage file)."""
+    p = Path(path)
+    if not p.exists():
+        raise NotABagError("{}: no such file or directory".format(p))
+    if p.is_file():
+        if (p.parent / "metadata.yaml").is_file() and (p.name == "metadata.yaml"
+                                                      or p.suffix in (".mcap", ".db3")):
+            return p.parent
+        if p.suffix in (".mcap", ".db3"):
+            raise NotABagError("{} is a storage file without metadata.yaml next to it; recreate the metadata "
+                               "with `ros2 bag reindex {} {}`".format(
+                                   p, p.parent, "mcap" if p.suffix == ".mcap" else "sqlite3"))
+        raise NotABagError("{} is a file, not a rosbag2 directory (expected a directory with metadata.yaml "
+                           "and .mcap/.db3 files)".format(p))
+    if not (p / "metadata.yaml").is_file():
+        inside = sorted(x.name for x in p.iterdir())[:10]
+        raise NotABagError("{} is not a rosbag2 directory: no metadata.yaml (it holds: {})".format(
+            p, ", ".join(inside) or "nothing"))
+    return p
+
+
+def _time_s(stamp) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def _stamp_ns(stamp) -> int:
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+class _JointAccumulator:
+    """Forward-fills joint vectors by name (messages may carry a subset or another order)."""
+
+    def __init__(self):
+        self.index: Dict[str, int] = {}
+        self.cur = []
+        self.rows, self.t, self.t_target = [], [], []
+
+    def add(self, t, names, values, t_target=None):
+        if len(names) != len(values):
+            raise CorruptBagError("joint message with {} names but {} positions".format(len(names), len(values)))
+        for n, v in zip(names, values):
+            i = self.index.get(n)
+            if i is None:
+                i = self.index[n] = len(self.cur)
+                self.cur.append(np.nan)
+            self.cur[i] = float(v)
+        self.rows.append(list(self.cur))
+        self.t.append(t)
+        self.t_target.append(t if t_target is None else t_target)
+
+    def series(self, with_target=False) -> JointSeries:
+        n = len(self.cur)
+        q = np.full((len(self.rows), n), np.nan)
+        for k, r in enumerate(self.rows):
+            q[k, :len(r)] = r
+        return JointSeries(np.asarray(self.t, float), tuple(self.index), q,
+                           np.asarray(self.t_target, float) if with_target else None)
+
+
+def _quat_wxyz(q):
+    return (q.w, q.x, q.y, q.z)
+
+
+def _check_header_order(role, topic, stamps_ns, t_rel):
+    """Header stamps of one topic must never go backwards (zero stamps = not set, ignored)."""
+    s = np.asarray(stamps_ns, dtype=np.int64)
+    ok = s > 0
+    if ok.sum() < 2:
+        return
+    s, t = s[ok], np.asarray(t_rel)[ok]
+    d = np.diff(s)
+    bad = np.flatnonzero(d < 0)
+    if bad.size:
+        k = bad[0]
+        raise TimeJumpError("time jump in {} ({}): header stamp goes back by {:.3f} s at t={:.3f} s of the bag"
+                            .format(topic, role, -d[k] * 1e-9, t[k + 1]))
+
+
+def _check_gaps(topic, t, max_gap):
+    if len(t) < 2:
+        return
+    d = np.diff(t)
+    k = int(np.argmax(d))
+    if d[k] > max_gap:
+        raise TimeJumpError("time jump in {}: no message for {:.3f} s between t={:.3f} s and t={:.3f} s of the bag "
+                            "(largest allowed gap {:.3f} s, see --max-gap)".format(topic, d[k], t[k], t[k + 1],
+                                                                                   max_gap))
+
+
+def read_bag(path, topics: TopicNames = TopicNames(), start: Optional[float] = None,
+             end: Optional[float] = None, max_gap: float = DEFAULT_MAX_GAP) -> BagData:
+    """Read and check the validation inputs of a rosbag2 bag.
+
+    ``start``/``end``: window in seconds from the bag start (None = bag start/end). Raises a
+    :class:`BagError` subclass for every problem with the bag (see :mod:`.errors`).
+    """
+    from rosbags.highlevel import AnyReader
+
+    bag = resolve_bag_path(path)
+    if start is not None and end is not None and end <= start:
+        raise EmptyWindowError("empty window: --end ({:.3f} s) is not after --start ({:.3f} s)".format(end, start))
+    try:
+        reader = AnyReader([bag], default_typestore=messages.typestore())
+        reader.open()
+    except BagError:
+        raise
+    except Exception as err:  # rosbags/apsw/mcap/yaml raise many types; all mean "cannot read this bag"
+        raise CorruptBagError("cannot open bag {}: {}".format(bag, _why(err))) from None
+    try:
+        return _read_open(reader, bag, topics, start, end, max_gap)
+    finally:
+        try:
+            reader.close()
+        except Exception:  # closing a broken bag may fail again; the first error is the one to report
+            pass
+
+
+def _why(err) -> str:
+    text = str(err).strip() or type(err).__name__
+    return text if len(text) < 400 else text[:400] + "..."
+
+
+def _read_open(reader, bag, topics, start, end, max_gap) -> BagData:
+    try:
+        info = read_metadata_yaml(bag)
+        version, storage = int(info["version"]), str(info["storage_identifier"])
+    except Exception:  # rosbags opened it, so this is only informative
+        version, storage = -1, "unknown"
+    if int(reader.message_count) == 0:
+        raise EmptyWindowError("bag {} holds no messages".format(bag))
+    available = {c.topic: c.msgtype for c in reader.connections}
+    by_norm = {}
+    for c in reader.connections:
+        by_norm.setdefault(normalize(c.topic), []).append(c)
+
+    found, conns = {}, {}
+    missing = []
+    for role, topic in topics.items():
+        cs = by_norm.get(topic)
+        if not cs:
+            found[role] = None
+            if role in TopicNames.REQUIRED:
+                missing.append("{} ({})".format(topic, role))
+            continue
+        types = {c.msgtype for c in cs}
+        if len(types) != 1 or next(iter(types)) not in ROLE_TYPES[role]:
+            raise UnknownMessageTypeError(
+                "topic {} ({}) has message type {}; expected {}".format(
+                    topic, role, " and ".join(sorted(types)), " or ".join(ROLE_TYPES[role])))
+        found[role] = cs[0].topic
+        conns[role] = cs
+    if missing:
+        raise MissingTopicsError(missing, available)
+    for role, cs in conns.items():
+        if cs[0].msgtype not in reader.typestore.fielddefs:
+            raise UnknownMessageTypeError("topic {} has type {} whose definition is neither in the bag nor in the "
+                                          "ROS 2 Humble typestore".format(cs[0].topic, cs[0].msgtype))
+
+    t0_ns = int(reader.start_time)
+    duration = max(0.0, (int(reader.end_time) - 1 - t0_ns) * 1e-9)  # rosbags: end_time = last + 1 ns
+    w0 = 0.0 if start is None else float(start)
+    w1 = duration if end is None else float(end)
+    if w0 >= duration or w1 <= 0.0:
+        raise EmptyWindowError("empty window [{:.3f}, {:.3f}] s: the bag spans 0 to {:.3f} s".format(
+            w0, w1, duration))
+    stop_ns = t0_ns + int(round(w1 * 1e9)) + 1
+
+    role_of = {}
+    for role, cs in conns.items():
+        for c in cs:
+            role_of[id(c)] = role
+    cmd, js = _JointAccumulator(), _JointAccumulator()
+    imu_t, imu_q, imu_w, imu_a, imu_stamp, imu_has_q = [], [], [], [], [], []
+    gt_t, gt_p, gt_q, gt_stamp = [], [], [], []
+    mo_t, mo_l = [], []
+    stamps = {"commands": [], "joint_states": []}
+    msg_t = {"commands": [], "joint_states": []}
+    all_conns = [c for cs in conns.values() for c in cs]
+    try:
+        for conn, t_ns, raw in reader.messages(connections=all_conns, stop=stop_ns):
+            role = role_of[id(conn)]
+            t = (t_ns - t0_ns) * 1e-9
+            msg = reader.deserialize(raw, conn.msgtype)
+            if role == "imu":
+                imu_t.append(t)
+                imu_q.append(_quat_wxyz(msg.orientation))
+                imu_has_q.append(not msg.orientation_covariance[0] == -1.0)
+                v, a = msg.angular_velocity, msg.linear_acceleration
+                imu_w.append((v.x, v.y, v.z))
+                imu_a.append((a.x, a.y, a.z))
+                imu_stamp.append(_stamp_ns(msg.header.stamp))
+            elif role == "commands":
+                stamps["commands"].append(_stamp_ns(msg.header.stamp))
+                msg_t["commands"].append(t)
+                for pt in msg.points:
+                    cmd.add(t, list(msg.joint_names), list(pt.positions), t + _time_s(pt.time_from_start))
+            elif role == "joint_states":
+                stamps["joint_states"].append(_stamp_ns(msg.header.stamp))
+                msg_t["joint_states"].append(t)
+                js.add(t, list(msg.name), list(msg.position))
+            elif role == "morphology":
+                mo_t.append(t)
+                mo_l.append(np.asarray(msg.data, dtype=np.int64))
+            elif role == "ground_truth":
+                gt_t.append(t)
+                p = msg.pose.position
+                gt_p.append((p.x, p.y, p.z))
+                gt_q.append(_quat_wxyz(msg.pose.orientation))
+                gt_stamp.append(_stamp_ns(msg.header.stamp))
+    except BagError:
+        raise
+    except Exception as err:  # truncated chunks, bad CDR, sqlite errors ...
+        raise CorruptBagError("bag {} is corrupt or truncated: {}".format(bag, _why(err))) from None
+
+    notes = []
+    imu_t = np.asarray(imu_t)
+    sel = imu_t >= w0
+    n_imu = int(sel.sum())
+    if n_imu < 2:
+        raise EmptyWindowError("empty window [{:.3f}, {:.3f}] s: {} message(s) of {} in it (need 2; the bag spans "
+                               "0 to {:.3f} s)".format(w0, w1, n_imu, found["imu"], duration))
+    if not np.all(np.asarray(imu_has_q)[sel]):
+        raise BagError("IMU topic {} carries no orientation (orientation_covariance[0] = -1); give the filtered "
+                       "topic with --imu-topic (e.g. imu/data)".format(found["imu"]))
+    _check_header_order("imu", found["imu"], np.asarray(imu_stamp)[sel], imu_t[sel])
+    _check_gaps(found["imu"], imu_t[sel], max_gap)
+    imu = ImuSeries(imu_t[sel], np.asarray(imu_q)[sel], np.asarray(imu_w)[sel], np.asarray(imu_a)[sel])
+    imu.quat /= np.linalg.norm(imu.quat, axis=1, keepdims=True)
+
+    commands = cmd.series(with_target=True)
+    keep = _from_last_before(commands.t, w0)
+    if keep is None:
+        raise EmptyWindowError("empty window [{:.3f}, {:.3f}] s: no message of {} at or before its end".format(
+            w0, w1, found["commands"]))
+    _check_header_order("commands", found["commands"], stamps["commands"], msg_t["commands"])
+    commands = JointSeries(commands.t[keep:], commands.names, commands.q[keep:], commands.t_target[keep:])
+    n_msgs = n_imu + int(np.count_nonzero(np.asarray(msg_t["commands"]) >= w0))
+
+    joint_states = None
+    if found["joint_states"] is not None:
+        s = js.series()
+        _check_header_order("joint_states", found["joint_states"], stamps["joint_states"], msg_t["joint_states"])
+        m = s.t >= w0
+        if m.any():
+            joint_states = JointSeries(s.t[m], s.names, s.q[m])
+            n_msgs += int(m.sum())
+
+    morphology = None
+    if found["morphology"] is not None and mo_t:
+        lens = {len(x) for x in mo_l}
+        if len(lens) != 1:
+            raise CorruptBagError("morphology messages on {} have different lengths {}".format(
+                found["morphology"], sorted(lens)))
+        mt = np.asarray(mo_t)
+        k = _from_last_before(mt, w0)
+        if k is not None:
+            morphology = MorphologySeries(mt[k:], np.vstack(mo_l)[k:])
+            n_msgs += int(np.count_nonzero(mt >= w0))
+    if morphology is None:
+        notes.append("no morphology message at or before the window: all legs assumed intact")
+
+    ground_truth = None
+    if found["ground_truth"] is not None:
+        gt_t = np.asarray(gt_t)
+        m = gt_t >= w0
+        if m.sum() >= 1:
+            _check_header_order("ground_truth", found["ground_truth"], np.asarray(gt_stamp)[m], gt_t[m])
+            q = np.asarray(gt_q)[m]
+            q = q / np.linalg.norm(q, axis=1, keepdims=True)
+            ground_truth = PoseSeries(gt_t[m], np.asarray(gt_p)[m], q)
+            n_msgs += int(m.sum())
+    if ground_truth is None:
+        notes.append("no ground-truth pose ({}) in the window: position metrics not available".format(
+            topics.ground_truth))
+
+    return BagData(path=bag, storage=storage, metadata_version=version, start_ns=t0_ns, duration=duration,
+                   window=(w0, min(w1, duration)), topics=found, available=available, commands=commands, imu=imu,
+                   joint_states=joint_states, morphology=morphology, ground_truth=ground_truth, n_messages=n_msgs,
+                   notes=notes)
+
+
+def _from_last_before(t, t_start):
+    """Index of the last sample at or before ``t_start`` (or of the first one after it); None if empty."""
+    if len(t) == 0:
+        return None
+    k = int(np.searchsorted(t, t_start, side="right")) - 1
+    return max(k, 0)
+
+
+def read_metadata_yaml(path) -> dict:
+    """The parsed ``metadata.yaml`` of a bag (``rosbag2_bagfile_information`` mapping)."""
+    import yaml
+
+    with open(resolve_bag_path(path) / "metadata.yaml", "r", encoding="utf8") as fh:
+        return yaml.safe_load(fh)["rosbag2_bagfile_information"]

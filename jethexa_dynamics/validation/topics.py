@@ -1,0 +1,59 @@
+"""Topic names and message types used by recording and validation (one place for both)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
+JOINT_STATE = "sensor_msgs/msg/JointState"
+IMU = "sensor_msgs/msg/Imu"
+UINT8_MULTI_ARRAY = "std_msgs/msg/UInt8MultiArray"
+POSE_STAMPED = "geometry_msgs/msg/PoseStamped"
+TWIST = "geometry_msgs/msg/Twist"
+
+#: message type(s) accepted for each role of :class:`TopicNames`
+ROLE_TYPES = {
+    "commands": (JOINT_TRAJECTORY,),
+    "joint_states": (JOINT_STATE,),
+    "imu": (IMU,),
+    "morphology": (UINT8_MULTI_ARRAY,),
+    "ground_truth": (POSE_STAMPED,),
+}
+
+#: topics the recorder takes by default (name -> type); what the demo and the emulator publish
+DEFAULT_RECORD_TOPICS = {
+    "joint_commands": JOINT_TRAJECTORY,
+    "joint_states": JOINT_STATE,
+    "imu/data_raw": IMU,
+    "imu/data": IMU,
+    "morphology": UINT8_MULTI_ARRAY,
+    "mocap/pose": POSE_STAMPED,
+    "predicted/pose": POSE_STAMPED,
+    "measured/pose": POSE_STAMPED,
+    "cmd_vel": TWIST,
+}
+
+
+def normalize(topic: str) -> str:
+    """Canonical form of a topic name: leading slash, no trailing slash (``imu/data`` -> ``/imu/data``)."""
+    t = topic.strip().strip("/")
+    if not t:
+        raise ValueError("empty topic name")
+    return "/" + t
+
+
+@dataclass(frozen=True)
+class TopicNames:
+    """Which bag topic plays which role. Names are matched with or without the leading slash."""
+
+    commands: str = "joint_commands"
+    joint_states: str = "joint_states"
+    imu: str = "imu/data"
+    morphology: str = "morphology"
+    ground_truth: str = "mocap/pose"
+
+    #: roles that must be in the bag; the others are used when present
+    REQUIRED = ("commands", "imu")
+
+    def items(self):
+        """(role, normalized topic) pairs."""
+        return [(f.name, normalize(getattr(self, f.name))) for f in fields(self)]
