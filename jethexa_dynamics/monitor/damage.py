@@ -1,0 +1,342 @@
+"""Damage detection from servo health, damage specs and the servo-health wire format (no rclpy).
+
+The servo driver keeps one :class:`ServoHealth` per joint (:class:`ServoHealthTracker`) and publishes it on
+``/diagnostics`` (:func:`encode_servo_status`); the damage monitor decodes it (:func:`decode_servo_status`)
+and feeds :class:`DamageDetector`, which decides the morphology: one entry per leg = number of intact links.
+
+A joint whose servo is lost (no reply, stall, persistent position error) takes the link it drives and every
+link after it out of the model: a dead tibia servo leaves 2 links, a dead femur 1, a dead coxa 0.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+LINK_TYPES = ("coxa", "femur", "tibia")
+
+#: Hiwonder LED_ERROR bits (cmd 35/36): 1 over-temperature, 2 over-voltage, 4 locked rotor (stall).
+ERR_OVER_TEMP, ERR_OVER_VOLTAGE, ERR_STALL = 1, 2, 4
+
+#: Named damage scenarios (Farghdani et al. Sec. VI-B; see docs/DEV_NOTES.md for the leg numbering).
+SCENARIOS = {
+    "healthy": {},
+    "scenario1": {"RM": 0, "LM": 0},  # legs 3 and 4 removed
+    "scenario2": {"LM": 1, "RR": 1},  # legs 4 and 5 keep only the coxa
+}
+
+
+def joint_leg_link(joint_names: Sequence[str], leg_names: Sequence[str]) -> List[Tuple[int, int]]:
+    """(leg index, link index) of every joint, from names like ``femur_joint_LF``."""
+    out = []
+    for name in joint_names:
+        kind, _, leg = name.partition("_joint_")
+        if kind not in LINK_TYPES or leg not in leg_names:
+            raise ValueError("joint name %r: expected <coxa|femur|tibia>_joint_<leg> with leg in %s"
+                             % (name, list(leg_names)))
+        out.append((list(leg_names).index(leg), LINK_TYPES.index(kind)))
+    return out
+
+
+def parse_damage_spec(spec: str, leg_names: Sequence[str], links: int = 3) -> List[int]:
+    """Intact links per leg from a damage spec.
+
+    Accepted: ``""``/``healthy``/``none``; a scenario name (``scenario1``, ``scenario2``); a comma list of
+    ``LEG`` (leg removed) or ``LEG:N`` (leg keeps N links), e.g. ``RM,LM`` or ``LM:1,RR:1``; or one number
+    per leg, e.g. ``3,3,0,0,3,3``.
+    """
+    text = (spec or "").strip()
+    out = [links] * len(leg_names)
+    if text.lower() in ("", "none", "healthy"):
+        return out
+    if text.lower() in SCENARIOS:
+        for leg, n in SCENARIOS[text.lower()].items():
+            out[list(leg_names).index(leg)] = n
+        return out
+    items = [t.strip() for t in text.replace(" ", ",").split(",") if t.strip()]
+    if len(items) == len(leg_names) and all(t.isdigit() for t in items):
+        vals = [int(t) for t in items]
+        if any(v > links for v in vals):
+            raise ValueError("damage spec %r: link counts must be in [0, %d]" % (spec, links))
+        return vals
+    for item in items:
+        leg, _, n = item.partition(":")
+        if leg not in leg_names:
+            raise ValueError("damage spec %r: unknown leg %r (legs: %s; or one of %s)"
+                             % (spec, leg, ",".join(leg_names), ", ".join(SCENARIOS)))
+        try:
+            k = int(n) if n else 0
+        except ValueError:
+            raise ValueError("damage spec %r: %r is not a link count" % (spec, n)) from None
+        if not 0 <= k <= links:
+            raise ValueError("damage spec %r: link count %d for %s must be in [0, %d]" % (spec, k, leg, links))
+        out[list(leg_names).index(leg)] = k
+    return out
+
+
+def format_morphology(links_per_leg: Sequence[int], leg_names: Sequence[str], links: int = 3) -> str:
+    """``healthy`` or e.g. ``LM:0 RM:0`` (only the damaged legs)."""
+    dmg = ["%s:%d" % (leg, n) for leg, n in zip(leg_names, links_per_leg) if n < links]
+    return " ".join(dmg) if dmg else "healthy"
+
+
+# ---------------------------------------------------------------------------------------------- health
+@dataclass
+class ServoHealth:
+    """What the servo driver knows about one servo."""
+
+    joint: str
+    servo_id: int
+    reads: int = 0                  # read attempts
+    misses: int = 0                 # read attempts without a (valid) reply
+    consecutive_misses: int = 0
+    last_reply_age: float = math.inf  # s since the last valid reply (inf = never)
+    voltage_mv: float = math.nan
+    temperature_c: float = math.nan
+    error_bits: int = 0
+    commanded: float = math.nan     # rad
+    measured: float = math.nan      # rad (last position read)
+    measured_age: float = math.inf  # s since that position read
+    torque: bool = True
+
+    @property
+    def position_error(self) -> float:
+        if math.isnan(self.commanded) or math.isnan(self.measured):
+            return math.nan
+        return self.measured - self.commanded
+
+
+_INT_FIELDS = {"servo_id", "reads", "misses", "consecutive_misses", "error_bits"}
+
+
+def encode_servo_status(h: ServoHealth) -> Tuple[int, str, List[Tuple[str, str]]]:
+    """(level 0/1/2, message, key/value pairs) of one servo for ``diagnostic_msgs/DiagnosticStatus``."""
+    level, msg = 0, "ok"
+    if h.reads and h.consecutive_misses:
+        level, msg = (2, "no reply") if h.consecutive_misses >= 2 else (1, "missed reply")
+    if h.error_bits & ERR_STALL:
+        level, msg = 2, "stall (locked rotor)"
+    elif h.error_bits & (ERR_OVER_TEMP | ERR_OVER_VOLTAGE):
+        level = max(level, 1)
+        msg = "over-temperature" if h.error_bits & ERR_OVER_TEMP else "over-voltage"
+    if not h.torque:
+        msg += ", torque off"
+    values = []
+    for f in fields(h):
+        v = getattr(h, f.name)
+        if isinstance(v, bool):
+            values.append((f.name, "true" if v else "false"))
+        elif isinstance(v, float):
+            values.append((f.name, "%.6g" % v))
+        else:
+            values.append((f.name, str(v)))
+    return level, msg, values
+
+
+def decode_servo_status(values: Dict[str, str]) -> ServoHealth:
+    """Inverse of :func:`encode_servo_status` (raises ``ValueError`` naming a malformed key)."""
+    kw = {}
+    for f in fields(ServoHealth):
+        if f.name not in values:
+            if f.name in ("joint", "servo_id"):
+                raise ValueError("servo status: key %r missing" % f.name)
+            continue
+        raw = values[f.name]
+        try:
+            if f.name == "joint":
+                kw[f.name] = raw
+            elif f.name == "torque":
+                kw[f.name] = raw.strip().lower() == "true"
+            elif f.name in _INT_FIELDS:
+                kw[f.name] = int(raw)
+            else:
+                kw[f.name] = float(raw)
+        except ValueError:
+            raise ValueError("servo status: key %r = %r is not a number" % (f.name, raw)) from None
+    return ServoHealth(**kw)
+
+
+class ServoHealthTracker:
+    """Book-keeping of read results per servo (the driver calls ``record_*`` as reads complete)."""
+
+    def __init__(self, joints: Sequence[Tuple[str, int]]):
+        self.health: Dict[str, ServoHealth] = {j: ServoHealth(j, sid) for j, sid in joints}
+        self._last_reply: Dict[str, float] = {}
+        self._last_position: Dict[str, float] = {}
+
+    def record_reply(self, joint: str, now: float, **values) -> None:
+        """A valid reply: ``values`` may hold ``measured``, ``voltage_mv``, ``temperature_c``, ``error_bits``."""
+        h = self.health[joint]
+        h.reads += 1
+        h.consecutive_misses = 0
+        self._last_reply[joint] = now
+        for k, v in values.items():
+            setattr(h, k, v)
+        if "measured" in values:
+            self._last_position[joint] = now
+
+    def record_miss(self, joint: str, now: float) -> None:
+        h = self.health[joint]
+        h.reads += 1
+        h.misses += 1
+        h.consecutive_misses += 1
+
+    def set_commanded(self, positions: Dict[str, float]) -> None:
+        for j, v in positions.items():
+            if j in self.health:
+                self.health[j].commanded = float(v)
+
+    def set_torque(self, on: bool) -> None:
+        for h in self.health.values():
+            h.torque = on
+
+    def snapshot(self, now: float) -> List[ServoHealth]:
+        """Copies with ages computed at ``now``."""
+        out = []
+        for j, h in self.health.items():
+            c = ServoHealth(**{f.name: getattr(h, f.name) for f in fields(h)})
+            if j in self._last_reply:
+                c.last_reply_age = max(0.0, now - self._last_reply[j])
+            if j in self._last_position:
+                c.measured_age = max(0.0, now - self._last_position[j])
+            out.append(c)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------- detector
+@dataclass
+class DetectorConfig:
+    """Thresholds of :class:`DamageDetector` (the damage monitor's parameters)."""
+
+    no_reply_timeout: float = 0.3        # s without a valid reply ...
+    min_missed_reads: int = 2            # ... and at least this many consecutive misses -> lost
+    stall_hold: float = 0.5              # s the stall bit must persist
+    position_error_threshold: float = 0.6  # rad |measured - commanded|
+    position_error_hold: float = 0.5     # s it must persist (with fresh measurements)
+    measurement_max_age: float = 0.5     # s: older position reads are not compared
+    latch: bool = True                   # faults stay until reset()
+
+
+@dataclass
+class JointFault:
+    joint: str
+    reason: str
+    since: float
+
+
+@dataclass
+class _Pending:
+    stall_since: Optional[float] = None
+    perr_since: Optional[float] = None
+
+
+class DamageDetector:
+    """Decide the morphology (intact links per leg) from servo health over time."""
+
+    def __init__(self, joint_names: Sequence[str], leg_names: Sequence[str], config: Optional[DetectorConfig] = None,
+                 links: int = 3):
+        self.joint_names = list(joint_names)
+        self.leg_names = list(leg_names)
+        self.links = links
+        self.config = config or DetectorConfig()
+        self._leg_link = dict(zip(self.joint_names, joint_leg_link(self.joint_names, self.leg_names)))
+        self._pending: Dict[str, _Pending] = {j: _Pending() for j in self.joint_names}
+        self.faults: Dict[str, JointFault] = {}
+        self.last_update: Optional[float] = None
+
+    def reset(self) -> None:
+        self.faults.clear()
+        self._pending = {j: _Pending() for j in self.joint_names}
+
+    def _fault_reason(self, h: ServoHealth, now: float) -> Optional[str]:
+        c = self.config
+        p = self._pending[h.joint]
+        if h.consecutive_misses >= c.min_missed_reads and h.last_reply_age >= c.no_reply_timeout:
+            return "no reply for %s (%d reads missed)" % (
+                "ever" if math.isinf(h.last_reply_age) else "%.2f s" % h.last_reply_age, h.consecutive_misses)
+        if h.error_bits & ERR_STALL:
+            p.stall_since = now if p.stall_since is None else p.stall_since
+            if now - p.stall_since >= c.stall_hold:
+                return "stall bit set for %.2f s" % (now - p.stall_since)
+        else:
+            p.stall_since = None
+        err = h.position_error
+        if not math.isnan(err) and h.measured_age <= c.measurement_max_age and h.torque:
+            if abs(err) > c.position_error_threshold:
+                p.perr_since = now if p.perr_since is None else p.perr_since
+                if now - p.perr_since >= c.position_error_hold:
+                    return "position error %.2f rad > %.2f rad for %.2f s" % (
+                        err, c.position_error_threshold, now - p.perr_since)
+            else:
+                p.perr_since = None
+        return None
+
+    def update(self, now: float, health: Iterable[ServoHealth]) -> List[JointFault]:
+        """Feed a health snapshot; returns the faults that are NEW in this update."""
+        new = []
+        self.last_update = now
+        for h in health:
+            if h.joint not in self._pending:
+                continue  # not one of our joints (e.g. another robot's diagnostics)
+            reason = self._fault_reason(h, now)
+            if reason is not None and h.joint not in self.faults:
+                f = JointFault(h.joint, reason, now)
+                self.faults[h.joint] = f
+                new.append(f)
+            elif reason is None and h.joint in self.faults and not self.config.latch:
+                del self.faults[h.joint]
+        return new
+
+    def detected(self) -> List[int]:
+        """Intact links per leg implied by the current faults."""
+        out = [self.links] * len(self.leg_names)
+        for j in self.faults:
+            leg, link = self._leg_link[j]
+            out[leg] = min(out[leg], link)
+        return out
+
+    def morphology(self, override: Optional[Sequence[int]] = None) -> List[int]:
+        """Detected morphology with a per-leg manual override (entries -1 = automatic)."""
+        det = self.detected()
+        if override is None:
+            return det
+        return [d if o < 0 else int(o) for d, o in zip(det, override)]
+
+
+@dataclass
+class MorphologyChange:
+    """A morphology swap as seen by the damage monitor (for logs and the demo summary)."""
+
+    time: float
+    old: List[int]
+    new: List[int]
+    reasons: List[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------- wire format
+def morphology_label(leg_names: Sequence[str]) -> str:
+    """Layout label of the ``morphology`` topic: the leg names, comma separated, in data order."""
+    return ",".join(leg_names)
+
+
+def morphology_from_wire(data: Sequence[int], label: str, leg_names: Sequence[str], links: int = 3) -> List[int]:
+    """Links per leg (in ``leg_names`` order) from a ``morphology`` message's data and layout label.
+
+    An empty label means URDF leg order; a label that lists the same legs in another order is honoured.
+    Raises ``ValueError`` naming the field and the allowed range.
+    """
+    vals = [int(v) for v in data]
+    if len(vals) != len(leg_names):
+        raise ValueError("morphology.data: has %d entries, expected %d (one per leg %s)"
+                         % (len(vals), len(leg_names), ",".join(leg_names)))
+    for i, v in enumerate(vals):
+        if not 0 <= v <= links:
+            raise ValueError("morphology.data[%d] = %d: must be in [0, %d] intact links" % (i, v, links))
+    if not label:
+        return vals
+    order = [t.strip() for t in label.split(",")]
+    if sorted(order) != sorted(leg_names):
+        raise ValueError("morphology.layout.dim[0].label = %r: must list the legs %s"
+                         % (label, morphology_label(leg_names)))
+    by_leg = dict(zip(order, vals))
+    return [by_leg[leg] for leg in leg_names]

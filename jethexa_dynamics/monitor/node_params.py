@@ -1,0 +1,117 @@
+"""The parameters of every node: name, type, default, description and allowed range (no rclpy).
+
+``config/<node>.yaml`` holds the defaults a launch file passes; these specs are what the nodes declare and
+validate against (the launch tests check that each YAML only names parameters declared here).
+"""
+from __future__ import annotations
+
+import math
+
+from .params import ParamSet, ParamSpec as P
+
+LEGS = 6
+
+SERVO_DRIVER = ParamSet("servo_driver", [
+    P("transport", "string", "direct_uart", "bus transport: direct_uart (Jetson UART, 0x55 0x55 frames) or rrc "
+      "(STM32 robot controller board, 0xAA 0x55 + CRC8)", choices=("direct_uart", "rrc"), read_only=True),
+    P("port", "string", "/dev/ttyTHS1", "serial device of the servo bus (the emulator's pty link in simulation)",
+      read_only=True),
+    P("baudrate", "int", 115200, "serial baud rate (115200 direct UART, 1000000 RRC board)", lo=9600, hi=3000000,
+      unit="baud", read_only=True),
+    P("servo_table", "string", "", "servo table YAML (IDs, directions, offsets, limits); empty = the packaged "
+      "config/servos.yaml", read_only=True),
+    P("open_timeout", "double", 10.0, "keep retrying to open the port this long at start-up (the emulator's pty "
+      "may appear after the driver starts)", lo=0.0, hi=600.0, unit="s", read_only=True),
+    P("publish_rate", "double", 50.0, "joint_states publication rate", lo=1.0, hi=200.0, unit="Hz"),
+    P("reads_per_cycle", "int", 3, "servo reads (position, then voltage/temperature/error bits in turn) per "
+      "publish cycle, round-robin over the servos; each read costs ~6 ms of bus time on the real robot",
+      lo=0, hi=18),
+    P("reply_timeout", "double", 0.012, "wait for a servo reply before counting a miss", lo=0.001, hi=0.5,
+      unit="s"),
+    P("default_move_time", "double", 0.02, "servo move time when a joint_commands point has time_from_start 0",
+      lo=0.0, hi=30.0, unit="s"),
+    P("diagnostics_rate", "double", 10.0, "per-servo /diagnostics publication rate", lo=0.1, hi=50.0, unit="Hz"),
+    P("torque_on_start", "bool", True, "load the servos (torque on) when the driver starts"),
+])
+
+IMU = ParamSet("imu", [
+    P("source", "string", "i2c", "i2c: MPU6050 on an I2C bus; emulator: the MPU6050 model driven by the emulated "
+      "robot's motion (topic emulator/imu_motion)", choices=("i2c", "emulator"), read_only=True),
+    P("i2c_bus", "int", 1, "I2C bus number (/dev/i2c-N)", lo=0, hi=32, read_only=True),
+    P("address", "int", 0x68, "MPU6050 I2C address (0x68, or 0x69 with AD0 high)", lo=0x68, hi=0x69,
+      read_only=True),
+    P("rate", "double", 100.0, "sampling and publication rate", lo=1.0, hi=1000.0, unit="Hz"),
+    P("frame_id", "string", "imu_link", "frame_id of the published messages (REP-145)"),
+    P("linear_acceleration_stddev", "double", 0.04, "accelerometer noise std dev (covariance diagonal = its "
+      "square)", lo=0.0, hi=10.0, unit="m/s^2"),
+    P("angular_velocity_stddev", "double", 0.005, "gyroscope noise std dev", lo=0.0, hi=10.0, unit="rad/s"),
+    P("orientation_stddev", "double", 0.02, "filtered orientation std dev (roll/pitch; yaw drifts without a "
+      "magnetometer)", lo=0.0, hi=math.pi, unit="rad"),
+    P("filter_gain", "double", 0.02, "complementary-filter gain of the accelerometer tilt correction",
+      lo=0.0, hi=1.0),
+])
+
+GAIT_CONTROLLER = ParamSet("gait_controller", [
+    P("control_rate", "double", 50.0, "joint_commands rate (50 Hz is what the 115200-baud bus carries)",
+      lo=1.0, hi=200.0, unit="Hz"),
+    P("cmd_vel_timeout", "double", 0.5, "stop the gait and hold the stance when cmd_vel is older than this",
+      lo=0.05, hi=10.0, unit="s"),
+    P("gait", "string", "tripod", "gait of the healthy robot (a damaged robot walks a wave over its remaining "
+      "legs)", choices=("tripod", "ripple", "wave")),
+    P("cycle_time", "double", 1.3, "gait cycle time", lo=0.3, hi=10.0, unit="s"),
+    P("step_height", "double", 0.02, "swing apex height", lo=0.0, hi=0.05, unit="m"),
+    P("body_height", "double", 0.12, "hip height above the ground", lo=0.04, hi=0.2, unit="m"),
+    P("stance_radius", "double", 0.13, "horizontal distance from the hip to the neutral foot", lo=0.06, hi=0.2,
+      unit="m"),
+    P("max_linear_speed", "double", 0.1, "cmd_vel linear speed is clamped to this", lo=0.0, hi=0.3, unit="m/s"),
+    P("max_angular_speed", "double", 0.6, "cmd_vel yaw rate is clamped to this", lo=0.0, hi=3.0, unit="rad/s"),
+])
+
+PREDICTOR = ParamSet("predictor", [
+    P("predictor", "string", "boltzmann_hamel", "dynamics model: boltzmann_hamel (the modular whole-body model) or "
+      "a second-opinion model of the PREDICTORS registry", choices=("boltzmann_hamel", "slip", "newton_euler")),
+    P("rate", "double", 100.0, "prediction/publication rate", lo=1.0, hi=1000.0, unit="Hz"),
+    P("horizon", "double", 2.0, "re-anchor the prediction on the measurements every horizon", lo=0.05, hi=600.0,
+      unit="s"),
+    P("joint_source", "string", "commands", "joint input: commands (joint_commands, what the servos are told) or "
+      "joint_states (commanded with measured values merged in)", choices=("commands", "joint_states")),
+    P("mocap_timeout", "double", 0.5, "mocap/pose older than this is not used as the measured position", lo=0.01,
+      hi=60.0, unit="s"),
+    P("publish_slip", "bool", True, "also run the slip model and publish slip/pose and slip/odom"),
+    P("odom_frame", "string", "odom", "frame of predicted/odom and of the poses (REP-105)"),
+    P("base_frame", "string", "base_link", "child frame of predicted/odom (REP-105)"),
+    P("diagnostics_rate", "double", 1.0, "cycle-time /diagnostics rate", lo=0.1, hi=10.0, unit="Hz"),
+    P("stats_window", "int", 2000, "cycles kept for the p50/p99 cycle-time figures", lo=10, hi=100000),
+])
+
+DAMAGE_MONITOR = ParamSet("damage_monitor", [
+    P("morphology", "int_array", [-1] * LEGS, "manual override, one entry per leg (LF LM LR RF RM RR) = intact "
+      "links; -1 = automatic detection for that leg", lo=-1, hi=3, length=LEGS),
+    P("no_reply_timeout", "double", 0.3, "a servo without a valid reply this long (and min_missed_reads misses "
+      "in a row) is lost", lo=0.02, hi=30.0, unit="s"),
+    P("min_missed_reads", "int", 2, "consecutive missed reads before a servo can be declared lost", lo=1, hi=100),
+    P("stall_hold", "double", 0.5, "a stall (locked-rotor) bit must persist this long", lo=0.0, hi=30.0, unit="s"),
+    P("position_error_threshold", "double", 0.6, "|measured - commanded| beyond this counts as a fault",
+      lo=0.05, hi=math.pi, unit="rad"),
+    P("position_error_hold", "double", 0.5, "a position error must persist this long", lo=0.0, hi=30.0, unit="s"),
+    P("latch", "bool", True, "detected faults stay until the reset service is called"),
+    P("check_rate", "double", 10.0, "rate of the staleness check (detection also runs on every /diagnostics "
+      "message)", lo=0.5, hi=100.0, unit="Hz"),
+    P("servo_diagnostics_timeout", "double", 2.0, "warn when no servo diagnostics arrived for this long",
+      lo=0.1, hi=600.0, unit="s"),
+])
+
+ROBOT_EMULATOR = ParamSet("robot_emulator", [
+    P("port_link", "string", "/tmp/jethexa_emulated_bus", "path of a symlink to the emulated bus pty (what "
+      "servo_driver's port points at)", read_only=True),
+    P("rate", "double", 100.0, "world update rate (the engine substeps inside) and joint-feedback rate",
+      lo=10.0, hi=1000.0, unit="Hz"),
+    P("imu_rate", "double", 100.0, "emulator/imu_motion publication rate", lo=1.0, hi=1000.0, unit="Hz"),
+    P("mocap_rate", "double", 50.0, "mocap/pose (ground truth) publication rate", lo=1.0, hi=1000.0, unit="Hz"),
+    P("damage", "string", "", "damage in the world: '' (healthy), scenario1, scenario2, 'LEG' or 'LEG:N' lists "
+      "(e.g. 'RM,LM' or 'LM:1,RR:1') or one link count per leg; removes the links and silences their servos"),
+    P("record", "string", "", "record the run's topics to this rosbag2 directory (empty = off)", read_only=True),
+    P("seed", "int", 0, "random seed of sensor noise", lo=0, hi=2 ** 31 - 1, read_only=True),
+])
+
+ALL = {p.node_name: p for p in (SERVO_DRIVER, IMU, GAIT_CONTROLLER, PREDICTOR, DAMAGE_MONITOR, ROBOT_EMULATOR)}

@@ -1,0 +1,199 @@
+"""Declarative parameter specifications and their validation (no rclpy).
+
+A :class:`ParamSpec` names a node parameter, its type, default, description and allowed range.
+``nodes/_common.py`` turns specs into declared rclpy parameters (with descriptors and ranges) and uses
+:meth:`ParamSpec.validate` to accept or reject ``ros2 param set`` changes; the launch tests use the same
+specs to check that every ``config/*.yaml`` only names declared parameters with valid values.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
+
+import yaml
+
+KINDS = ("bool", "int", "double", "string", "int_array", "double_array", "string_array")
+
+
+class ParamError(ValueError):
+    """A parameter value outside its declared type or range (message names the parameter and range)."""
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return "%g" % v
+    return repr(v)
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One node parameter.
+
+    ``lo``/``hi`` bound numbers (inclusive; for arrays every element), ``choices`` restricts strings (and
+    every element of a string array), ``length`` fixes an array's length (an int or a tuple of allowed
+    lengths), ``read_only`` parameters can only be set at start-up (launch/YAML).
+    """
+
+    name: str
+    kind: str
+    default: Any
+    description: str
+    lo: Optional[float] = None
+    hi: Optional[float] = None
+    choices: Optional[Tuple[str, ...]] = None
+    length: Any = None
+    unit: str = ""
+    read_only: bool = False
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError("ParamSpec %s: kind must be one of %s" % (self.name, KINDS))
+        self.validate(self.default)  # a spec's own default must be valid
+
+    # ------------------------------------------------------------------ describing
+    def range_text(self) -> str:
+        """Human-readable allowed range, e.g. ``float in [1, 100] Hz``."""
+        base = {"bool": "true|false", "int": "integer", "double": "number", "string": "string",
+                "int_array": "integer list", "double_array": "number list",
+                "string_array": "string list"}[self.kind]
+        parts = [base]
+        if self.lo is not None or self.hi is not None:
+            lo = "-inf" if self.lo is None else _fmt(self.lo)
+            hi = "inf" if self.hi is None else _fmt(self.hi)
+            parts.append("in [%s, %s]%s" % (lo, hi, (" " + self.unit) if self.unit else ""))
+        elif self.unit:
+            parts.append("(%s)" % self.unit)
+        if self.choices:
+            parts.append("one of {%s}" % ", ".join(self.choices))
+        if self.length is not None:
+            lens = self.length if isinstance(self.length, tuple) else (self.length,)
+            parts.append("of length %s" % " or ".join(str(n) for n in lens))
+        return " ".join(parts)
+
+    def full_description(self) -> str:
+        return "%s [%s]%s" % (self.description, self.range_text(), " (read-only)" if self.read_only else "")
+
+    # ------------------------------------------------------------------ validating
+    def _fail(self, value: Any, why: str) -> ParamError:
+        return ParamError("parameter '%s' = %s rejected: %s (allowed: %s)"
+                          % (self.name, _short(value), why, self.range_text()))
+
+    def _scalar(self, v: Any, kind: str) -> Any:
+        if kind == "bool":
+            if not isinstance(v, bool):
+                raise self._fail(v, "not a boolean")
+            return v
+        if kind == "int":
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise self._fail(v, "not an integer")
+            return self._bounded(int(v))
+        if kind == "double":
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise self._fail(v, "not a number")
+            v = float(v)
+            if not math.isfinite(v):
+                raise self._fail(v, "not finite")
+            return self._bounded(v)
+        if not isinstance(v, str):
+            raise self._fail(v, "not a string")
+        if self.choices and v not in self.choices:
+            raise self._fail(v, "unknown value")
+        return v
+
+    def _bounded(self, v):
+        if self.lo is not None and v < self.lo:
+            raise self._fail(v, "below %s" % _fmt(self.lo))
+        if self.hi is not None and v > self.hi:
+            raise self._fail(v, "above %s" % _fmt(self.hi))
+        return v
+
+    def validate(self, value: Any) -> Any:
+        """Return the normalised value or raise :class:`ParamError` naming the parameter and range."""
+        if not self.kind.endswith("_array"):
+            return self._scalar(value, self.kind)
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+            raise self._fail(value, "not a list")
+        items = list(value)
+        if self.length is not None:
+            lens = self.length if isinstance(self.length, tuple) else (self.length,)
+            if len(items) not in lens:
+                raise self._fail(value, "wrong length %d" % len(items))
+        elem = self.kind[: -len("_array")]
+        return [self._scalar(v, elem) for v in items]
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(list(value)) if isinstance(value, (tuple, list)) else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class ParamSet:
+    """An ordered collection of :class:`ParamSpec` for one node."""
+
+    def __init__(self, node_name: str, specs: Iterable[ParamSpec]):
+        self.node_name = node_name
+        self.specs: Dict[str, ParamSpec] = {}
+        for s in specs:
+            if s.name in self.specs:
+                raise ValueError("duplicate parameter %s in %s" % (s.name, node_name))
+            self.specs[s.name] = s
+
+    def __iter__(self):
+        return iter(self.specs.values())
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.specs
+
+    def __getitem__(self, name: str) -> ParamSpec:
+        return self.specs[name]
+
+    def defaults(self) -> Dict[str, Any]:
+        return {n: s.default for n, s in self.specs.items()}
+
+    def validate(self, values: Mapping[str, Any]) -> Dict[str, Any]:
+        """Validate a mapping of parameter values; unknown names are rejected."""
+        out = {}
+        for name, value in values.items():
+            if name not in self.specs:
+                raise ParamError("parameter '%s' is not declared by node %s (known: %s)"
+                                 % (name, self.node_name, ", ".join(sorted(self.specs))))
+            out[name] = self.specs[name].validate(value)
+        return out
+
+
+def load_node_yaml(path: str, node_name: str) -> Dict[str, Any]:
+    """Read ``<node_name>: ros__parameters: {...}`` from a ROS 2 parameter file (``/**`` also accepted)."""
+    with open(path, "r", encoding="utf-8") as f:
+        doc = yaml.safe_load(f) or {}
+    for key in (node_name, "/" + node_name, "/**"):
+        section = doc.get(key)
+        if isinstance(section, dict) and isinstance(section.get("ros__parameters"), dict):
+            return dict(section["ros__parameters"])
+    raise ParamError("%s: no '%s: ros__parameters:' section" % (path, node_name))
+
+
+def config_dir() -> str:
+    """Directory of the packaged ``config/*.yaml`` (works from a source tree and a pip/colcon install)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [os.path.join(here, "..", "data", "config"), os.path.join(here, "..", "..", "config")]
+    try:  # colcon install: share/jethexa_dynamics/config
+        from ament_index_python.packages import get_package_share_directory  # type: ignore
+
+        candidates.append(os.path.join(get_package_share_directory("jethexa_dynamics"), "config"))
+    except Exception:  # noqa: BLE001 - ament index absent or package not registered
+        pass
+    for c in candidates:
+        if os.path.isdir(c):
+            return os.path.normpath(c)
+    return os.path.normpath(candidates[0])
+
+
+def config_defaults(node_name: str, params: ParamSet) -> Dict[str, Any]:
+    """Spec defaults overlaid with ``config/<node_name>.yaml`` (validated) when that file exists."""
+    values = params.defaults()
+    path = os.path.join(config_dir(), node_name + ".yaml")
+    if os.path.exists(path):
+        values.update(params.validate(load_node_yaml(path, node_name)))
+    return values

@@ -1,0 +1,166 @@
+"""Validation of incoming message fields (no rclpy): every check names the field and the allowed range.
+
+Nodes extract plain Python/numpy values from their messages and call these functions; an invalid message
+raises :class:`InvalidMessage` (a ``ValueError``) whose text is the one log line the node prints before
+rejecting the message and carrying on.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+
+class InvalidMessage(ValueError):
+    """A message field outside its allowed range; ``str(exc)`` names the field and the range."""
+
+
+def finite_vector(field: str, values: Sequence[float], length: Optional[int] = None,
+                  lo: Optional[float] = None, hi: Optional[float] = None) -> np.ndarray:
+    """``values`` as a float array, checked for length, finiteness and (optional) bounds."""
+    try:
+        arr = np.asarray(values, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise InvalidMessage("%s: not a list of numbers" % field) from None
+    if length is not None and arr.size != length:
+        raise InvalidMessage("%s: has %d entries, expected %d" % (field, arr.size, length))
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        i = int(bad[0])
+        raise InvalidMessage("%s[%d] = %s: must be a finite number" % (field, i, arr[i]))
+    if lo is not None or hi is not None:
+        lo_ = -np.inf if lo is None else lo
+        hi_ = np.inf if hi is None else hi
+        out = np.flatnonzero((arr < lo_) | (arr > hi_))
+        if out.size:
+            i = int(out[0])
+            raise InvalidMessage("%s[%d] = %.6g: must be in [%.6g, %.6g]" % (field, i, arr[i], lo_, hi_))
+    return arr
+
+
+def joint_indices(field: str, names: Sequence[str], known: Sequence[str]) -> List[int]:
+    """Indices of ``names`` in ``known``; rejects an empty list, unknown and duplicated names."""
+    if len(names) == 0:
+        raise InvalidMessage("%s: empty (expected joint names out of %d known joints)" % (field, len(known)))
+    index = {n: i for i, n in enumerate(known)}
+    out, seen = [], set()
+    for n in names:
+        if n not in index:
+            raise InvalidMessage("%s: unknown joint %r (expected names like %r)" % (field, n, known[0]))
+        if n in seen:
+            raise InvalidMessage("%s: joint %r listed twice" % (field, n))
+        seen.add(n)
+        out.append(index[n])
+    return out
+
+
+def joint_state(names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
+                effort: Sequence[float], known: Sequence[str], prefix: str = "joint_states"
+                ) -> Tuple[List[int], np.ndarray, Optional[np.ndarray]]:
+    """Check a ``sensor_msgs/JointState``: returns (joint indices, positions, velocities or None)."""
+    idx = joint_indices(prefix + ".name", names, known)
+    pos = finite_vector(prefix + ".position", position, len(idx))
+    vel = None
+    if len(velocity):
+        vel = finite_vector(prefix + ".velocity", velocity, len(idx))
+    if len(effort):
+        finite_vector(prefix + ".effort", effort, len(idx))
+    return idx, pos, vel
+
+
+def trajectory(joint_names: Sequence[str], points: Sequence[Tuple[Sequence[float], Sequence[float], float]],
+               known: Sequence[str], lower: Optional[Sequence[float]] = None,
+               upper: Optional[Sequence[float]] = None, prefix: str = "joint_commands"
+               ) -> Tuple[List[int], np.ndarray, float]:
+    """Check a ``trajectory_msgs/JointTrajectory`` given as (positions, velocities, time_from_start [s]) points.
+
+    Returns (joint indices, positions of the LAST point, its time_from_start). Positions are checked
+    against ``lower``/``upper`` (arrays over ``known``) when given.
+    """
+    idx = joint_indices(prefix + ".joint_names", joint_names, known)
+    if len(points) == 0:
+        raise InvalidMessage("%s.points: empty (expected at least one point with %d positions)"
+                             % (prefix, len(idx)))
+    last_t = -1.0
+    pos = None
+    for k, (p, v, t) in enumerate(points):
+        f = "%s.points[%d]" % (prefix, k)
+        pos = finite_vector(f + ".positions", p, len(idx))
+        if len(v):
+            finite_vector(f + ".velocities", v, len(idx))
+        if not math.isfinite(t) or t < 0.0 or t > 30.0:
+            raise InvalidMessage("%s.time_from_start = %.6g s: must be in [0, 30] s" % (f, t))
+        if t < last_t:
+            raise InvalidMessage("%s.time_from_start = %.6g s: must not decrease (previous %.6g s)"
+                                 % (f, t, last_t))
+        last_t = t
+        if lower is not None and upper is not None:
+            lo = np.asarray(lower, dtype=float)[idx]
+            hi = np.asarray(upper, dtype=float)[idx]
+            out = np.flatnonzero((pos < lo) | (pos > hi))
+            if out.size:
+                j = int(out[0])
+                raise InvalidMessage("%s.positions[%d] (%s) = %.4f rad: must be in [%.4f, %.4f] rad"
+                                     % (f, j, known[idx[j]], pos[j], lo[j], hi[j]))
+    return idx, pos, float(last_t)
+
+
+def quaternion(field: str, xyzw: Sequence[float], tol: float = 0.1) -> np.ndarray:
+    """Check a quaternion (x, y, z, w): finite, norm within ``1 +- tol``; returns it normalised."""
+    q = finite_vector(field, xyzw, 4)
+    n = float(np.linalg.norm(q))
+    if abs(n - 1.0) > tol:
+        raise InvalidMessage("%s: norm %.4g, must be a unit quaternion (norm in [%.2g, %.2g])"
+                             % (field, n, 1.0 - tol, 1.0 + tol))
+    return q / n
+
+
+def twist(linear: Sequence[float], angular: Sequence[float], max_linear: float, max_angular: float,
+          prefix: str = "cmd_vel") -> Tuple[np.ndarray, bool]:
+    """Check a ``geometry_msgs/Twist`` for finiteness; returns ((vx, vy, wz) clamped to the limits, clamped?)."""
+    lin = finite_vector(prefix + ".linear", linear, 3)
+    ang = finite_vector(prefix + ".angular", angular, 3)
+    cmd = np.array([lin[0], lin[1], ang[2]])
+    speed = float(np.hypot(cmd[0], cmd[1]))
+    clamped = False
+    if speed > max_linear:
+        cmd[:2] *= max_linear / speed
+        clamped = True
+    if abs(cmd[2]) > max_angular:
+        cmd[2] = math.copysign(max_angular, cmd[2])
+        clamped = True
+    return cmd, clamped
+
+
+def imu_orientation(orientation: Sequence[float], orientation_covariance: Sequence[float],
+                    prefix: str = "imu/data") -> np.ndarray:
+    """The orientation of a ``sensor_msgs/Imu`` that must carry one (covariance[0] != -1)."""
+    cov = finite_vector(prefix + ".orientation_covariance", orientation_covariance, 9)
+    if cov[0] == -1.0:
+        raise InvalidMessage("%s.orientation_covariance[0] = -1: message has no orientation "
+                             "(expected the filtered imu/data, not imu/data_raw)" % prefix)
+    return quaternion(prefix + ".orientation", orientation)
+
+
+
+
+def frame_id(field: str, value: str, allowed: Sequence[str]) -> str:
+    """Check a header frame id (empty is accepted as the default frame)."""
+    if value and value not in allowed:
+        raise InvalidMessage("%s = %r: must be one of %s" % (field, value, list(allowed)))
+    return value
+
+
+def pose(position: Sequence[float], orientation: Sequence[float], prefix: str,
+         max_abs: float = 1.0e4) -> Tuple[np.ndarray, np.ndarray]:
+    """Check a ``geometry_msgs/Pose``: finite position within ``+-max_abs`` m and a unit quaternion."""
+    p = finite_vector(prefix + ".position", position, 3, -max_abs, max_abs)
+    q = quaternion(prefix + ".orientation", orientation)
+    return p, q
+
+
+def named_values(field: str, names: Sequence[str], values: Sequence[float]) -> Dict[str, float]:
+    """Pairs of names and finite values of equal length."""
+    v = finite_vector(field + ".values", values, len(names))
+    return dict(zip(names, v.tolist()))

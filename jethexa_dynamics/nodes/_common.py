@@ -1,0 +1,230 @@
+"""Shared rclpy plumbing of the thin nodes: declared/validated parameters, guarded callbacks, diagnostics.
+
+Only wiring lives here; the rules (parameter ranges, message validation) are in ``jethexa_dynamics.monitor``.
+Compatible with ROS 2 Humble's rclpy (``add_on_set_parameters_callback``, no newer APIs).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import time
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import rclpy
+import rclpy.executors
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+
+from jethexa_dynamics.monitor.params import ParamError, ParamSet, ParamSpec
+
+#: sensor streams (imu, joint_states, mocap): best effort, keep last 5
+SENSOR_QOS = qos_profile_sensor_data
+#: commands and computed outputs: reliable, keep last 10
+RELIABLE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+#: morphology: reliable + transient local so late joiners get the current one
+LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+_PTYPE = {
+    "bool": Parameter.Type.BOOL, "int": Parameter.Type.INTEGER, "double": Parameter.Type.DOUBLE,
+    "string": Parameter.Type.STRING, "int_array": Parameter.Type.INTEGER_ARRAY,
+    "double_array": Parameter.Type.DOUBLE_ARRAY, "string_array": Parameter.Type.STRING_ARRAY,
+}
+
+
+def _descriptor(spec: ParamSpec) -> ParameterDescriptor:
+    d = ParameterDescriptor(name=spec.name, type=_PTYPE[spec.kind].value, description=spec.full_description(),
+                            read_only=spec.read_only)
+    if spec.kind == "int" and spec.lo is not None and spec.hi is not None:
+        d.integer_range = [IntegerRange(from_value=int(spec.lo), to_value=int(spec.hi), step=0)]
+    elif spec.kind == "double" and spec.lo is not None and spec.hi is not None:
+        d.floating_point_range = [FloatingPointRange(from_value=float(spec.lo), to_value=float(spec.hi), step=0.0)]
+    return d
+
+
+def stamp_to_sec(stamp) -> float:
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+class ThinNode(Node):
+    """A node whose parameters come from a :class:`ParamSet` and whose callbacks never kill it.
+
+    * ``self.p`` holds the current (validated) parameter values.
+    * ``apply_params(changed)`` (override) is called with validated changes at run time; raising
+      ``ValueError`` there rejects the change.
+    * ``guard(topic)`` wraps a subscription callback: ``ValueError`` -> one log line + rejected count,
+      any other exception -> logged with its traceback once, the node keeps serving.
+    """
+
+    def __init__(self, params: ParamSet, node_name: Optional[str] = None, **kwargs):
+        super().__init__(node_name or params.node_name, **kwargs)
+        self.params = params
+        self.p: Dict[str, Any] = {}
+        self.rejected: Dict[str, int] = {}
+        self.last_rejection: str = ""
+        self.errors = 0
+        self._log_times: Dict[str, float] = {}
+        self._tracebacks_shown: set = set()
+        for spec in params:
+            self.p[spec.name] = self._declare(spec)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+
+    # ------------------------------------------------------------------ parameters
+    def _declare(self, spec: ParamSpec) -> Any:
+        desc = _descriptor(spec)
+        try:
+            value = self.declare_parameter(spec.name, spec.default, desc).value
+            return spec.validate(value)
+        except Exception as exc:  # noqa: BLE001 - a bad start-up override must not kill the node
+            if isinstance(exc, ParamError):
+                why = str(exc)
+            else:
+                why = "parameter '%s' rejected at start-up: %s (allowed: %s)" % (spec.name, exc, spec.range_text())
+            self.reject("parameter " + spec.name, why + "; using the default %r" % (spec.default,))
+            if self.has_parameter(spec.name):
+                self.set_parameters([Parameter(spec.name, _PTYPE[spec.kind], spec.default)])
+            else:
+                self.declare_parameter(spec.name, spec.default, desc, ignore_override=True)
+            return spec.default
+
+    def _on_set_parameters(self, params: List[Parameter]) -> SetParametersResult:
+        changed = {}
+        try:
+            for prm in params:
+                if prm.name not in self.params:
+                    continue  # e.g. use_sim_time
+                spec = self.params[prm.name]
+                if spec.read_only and prm.value != self.p.get(prm.name):
+                    raise ParamError("parameter '%s' is read-only (set it at start-up)" % prm.name)
+                changed[prm.name] = spec.validate(prm.value)
+            if changed:
+                old = dict(self.p)
+                self.p.update(changed)
+                try:
+                    self.apply_params(changed)
+                except Exception:
+                    self.p = old
+                    raise
+        except ValueError as exc:
+            self.reject("parameter", str(exc))
+            return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
+
+    def apply_params(self, changed: Dict[str, Any]) -> None:
+        """Hook: react to validated run-time parameter changes (raise ValueError to reject)."""
+
+    # ------------------------------------------------------------------ rejections and guards
+    def reject(self, topic: str, why: str) -> None:
+        """Count a rejected message/parameter and log one line (at most one per topic per 2 s)."""
+        self.rejected[topic] = self.rejected.get(topic, 0) + 1
+        self.last_rejection = "%s: %s" % (topic, why)
+        now = time.monotonic()
+        if now - self._log_times.get(topic, -1e9) >= 2.0:
+            self._log_times[topic] = now
+            n = self.rejected[topic]
+            more = " (%d rejected so far)" % n if n > 1 else ""
+            self.get_logger().warning("rejected %s: %s%s" % (topic, why, more))
+
+    def guard(self, topic: str, fn: Callable) -> Callable:
+        """Wrap a callback: invalid data is rejected with a log line, unexpected errors are logged."""
+
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except ValueError as exc:
+                self.reject(topic, str(exc))
+            except Exception as exc:  # noqa: BLE001 - a node never dies on bad data
+                self.errors += 1
+                key = (topic, type(exc).__name__)
+                if key not in self._tracebacks_shown:
+                    self._tracebacks_shown.add(key)
+                    self.get_logger().error("%s: unexpected %s: %s\n%s" % (topic, type(exc).__name__, exc,
+                                                                         traceback.format_exc()))
+                else:
+                    self.reject(topic, "%s: %s" % (type(exc).__name__, exc))
+            return None
+
+        return wrapped
+
+    def sub(self, msg_type, topic: str, callback: Callable, qos=RELIABLE_QOS):
+        return self.create_subscription(msg_type, topic, self.guard(topic, callback), qos)
+
+    def timer(self, period: float, callback: Callable, name: str = "timer"):
+        return self.create_timer(period, self.guard(name, callback))
+
+    # ------------------------------------------------------------------ diagnostics
+    def node_status(self, message: str = "running", level: int = 0,
+                    values: Sequence[Tuple[str, Any]] = ()) -> DiagnosticStatus:
+        """The node's own status: rejected messages/parameters and unexpected errors."""
+        kv = [("rejected_total", sum(self.rejected.values())), ("errors", self.errors)]
+        kv += [("rejected " + t, n) for t, n in sorted(self.rejected.items())]
+        if self.last_rejection:
+            kv.append(("last_rejection", self.last_rejection))
+        kv += list(values)
+        if self.errors and level == 0:
+            level = 1
+        return status(self.get_name() + ": node", message, level, kv, hardware_id=self.get_name())
+
+    def publish_diagnostics(self, statuses: Sequence[DiagnosticStatus]) -> None:
+        arr = DiagnosticArray()
+        arr.header.stamp = self.get_clock().now().to_msg()
+        arr.status = list(statuses)
+        self.diag_pub.publish(arr)
+
+    def now_sec(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+
+def status(name: str, message: str, level: int, values: Sequence[Tuple[str, Any]],
+           hardware_id: str = "") -> DiagnosticStatus:
+    s = DiagnosticStatus()
+    s.level = bytes([level]) if isinstance(DiagnosticStatus().level, bytes) else level
+    s.name = name
+    s.message = message
+    s.hardware_id = hardware_id
+    s.values = [KeyValue(key=str(k), value=_fmt(v)) for k, v in values]
+    return s
+
+
+def level_of(s: DiagnosticStatus) -> int:
+    lv = s.level
+    return lv[0] if isinstance(lv, (bytes, bytearray)) else int(lv)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else "%.6g" % v
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def run(factory: Callable[..., Node], args=None, executor_cls=None) -> int:
+    """``main()`` of every node: init, spin until Ctrl-C/shutdown, always ``close()`` and destroy the node."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = factory()
+        executor = (executor_cls or rclpy.executors.SingleThreadedExecutor)()
+        executor.add_node(node)
+        try:
+            executor.spin()
+        finally:
+            executor.shutdown()
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            close = getattr(node, "close", None)
+            if close is not None:
+                close()
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0

@@ -1,0 +1,18 @@
+"""The robot model the nodes share within one process (built once; ``LeggedRobot.jethexa()``)."""
+from __future__ import annotations
+
+import functools
+from typing import List, Tuple
+
+
+@functools.lru_cache(maxsize=None)
+def jethexa():
+    from jethexa_dynamics.model import LeggedRobot
+
+    return LeggedRobot.jethexa()
+
+
+def robot_names() -> Tuple[List[str], List[str]]:
+    """(leg names, joint names) in URDF order (leg-major joints)."""
+    robot = jethexa()
+    return list(robot.leg_names), list(robot.joint_names)

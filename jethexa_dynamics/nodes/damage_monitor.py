@@ -1,0 +1,122 @@
+"""damage_monitor: decides the robot's morphology and publishes it on ``morphology`` (latched).
+
+Inputs: the servo driver's per-servo statuses on ``/diagnostics`` (no reply, stall bit, position error
+against command). Manual override: the ``morphology`` parameter (one entry per leg, -1 = automatic), e.g.
+``ros2 param set /damage_monitor morphology "[3,3,3,3,0,0]"``. Service ``~/reset`` (std_srvs/Trigger)
+clears latched faults. Detection rules: ``jethexa_dynamics.monitor.damage.DamageDetector``.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from diagnostic_msgs.msg import DiagnosticArray
+from std_msgs.msg import MultiArrayDimension, UInt8MultiArray
+from std_srvs.srv import Trigger
+
+from jethexa_dynamics.monitor import node_params
+from jethexa_dynamics.monitor.damage import (DamageDetector, DetectorConfig, MorphologyChange, decode_servo_status,
+                                             format_morphology, morphology_label)
+from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, ThinNode, run
+from jethexa_dynamics.nodes._robot import robot_names
+
+_CONFIG_KEYS = ("no_reply_timeout", "min_missed_reads", "stall_hold", "position_error_threshold",
+                "position_error_hold", "latch")
+
+
+def morphology_msg(links_per_leg, leg_names) -> UInt8MultiArray:
+    msg = UInt8MultiArray()
+    msg.layout.dim = [MultiArrayDimension(label=morphology_label(leg_names), size=len(leg_names),
+                                          stride=len(leg_names))]
+    msg.data = [int(v) for v in links_per_leg]
+    return msg
+
+
+class DamageMonitor(ThinNode):
+    def __init__(self, **kwargs):
+        super().__init__(node_params.DAMAGE_MONITOR, **kwargs)
+        self.leg_names, self.joint_names = robot_names()
+        self.detector = DamageDetector(self.joint_names, self.leg_names, self._config())
+        self.current: Optional[List[int]] = None
+        self.changes: List[MorphologyChange] = []
+        self.last_servo_diag: Optional[float] = None
+        self.pub = self.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
+        self.sub(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS)
+        self.create_service(Trigger, "~/reset", self._on_reset)
+        self.timer(1.0 / self.p["check_rate"], self._on_check, "check")
+        self._decide(self.now_sec(), ["start-up"])
+
+    def _config(self) -> DetectorConfig:
+        return DetectorConfig(**{k: self.p[k] for k in _CONFIG_KEYS})
+
+    def apply_params(self, changed: Dict[str, Any]) -> None:
+        if any(k in changed for k in _CONFIG_KEYS):
+            self.detector.config = self._config()
+        if "morphology" in changed:
+            self._decide(self.now_sec(), ["manual override %s" % list(changed["morphology"])])
+
+    def _override(self) -> Optional[List[int]]:
+        o = list(self.p["morphology"])
+        return o if any(v >= 0 for v in o) else None
+
+    def _decide(self, now: float, reasons: List[str]) -> None:
+        new = self.detector.morphology(self._override())
+        if new == self.current:
+            return
+        old = self.current
+        self.current = new
+        self.pub.publish(morphology_msg(new, self.leg_names))
+        if old is not None:
+            self.changes.append(MorphologyChange(now, old, new, reasons))
+            self.get_logger().warning("morphology %s -> %s (%s)" % (
+                format_morphology(old, self.leg_names), format_morphology(new, self.leg_names), "; ".join(reasons)))
+        else:
+            self.get_logger().info("morphology %s" % format_morphology(new, self.leg_names))
+
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        healths = []
+        for st in msg.status:
+            values = {kv.key: kv.value for kv in st.values}
+            if "servo_id" not in values or "joint" not in values:
+                continue  # not a servo status
+            try:
+                healths.append(decode_servo_status(values))
+            except ValueError as exc:
+                self.reject("/diagnostics", "%s: %s" % (st.name, exc))
+        if not healths:
+            return
+        now = self.now_sec()
+        self.last_servo_diag = now
+        new = self.detector.update(now, healths)
+        if new:
+            self._decide(now, ["%s: %s" % (f.joint, f.reason) for f in new])
+            self._publish_status()
+
+    def _on_reset(self, request, response):
+        self.detector.reset()
+        self._decide(self.now_sec(), ["reset"])
+        response.success = True
+        response.message = "faults cleared; morphology %s" % format_morphology(self.current, self.leg_names)
+        return response
+
+    def _on_check(self) -> None:
+        self._publish_status()
+
+    def _publish_status(self) -> None:
+        now = self.now_sec()
+        level, message = 0, "morphology %s" % format_morphology(self.current, self.leg_names)
+        if self.last_servo_diag is None or now - self.last_servo_diag > self.p["servo_diagnostics_timeout"]:
+            level, message = 1, message + "; no servo diagnostics (is servo_driver running?)"
+        values = [("morphology", list(self.current)), ("legs", morphology_label(self.leg_names)),
+                  ("override", list(self.p["morphology"]))]
+        values += [("fault " + j, f.reason) for j, f in sorted(self.detector.faults.items())]
+        if self.detector.faults and level == 0:
+            level = 1
+        self.publish_diagnostics([self.node_status(message, level, values)])
+
+
+def main(args=None):
+    return run(DamageMonitor, args)
+
+
+if __name__ == "__main__":
+    main()

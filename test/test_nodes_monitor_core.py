@@ -1,0 +1,180 @@
+"""Pure-Python core of the nodes (jethexa_dynamics.monitor): parameter specs, message validation, damage."""
+import math
+
+import numpy as np
+import pytest
+
+from jethexa_dynamics.monitor import node_params, validate
+from jethexa_dynamics.monitor.damage import (DamageDetector, DetectorConfig, ServoHealth, ServoHealthTracker,
+                                             decode_servo_status, encode_servo_status, format_morphology,
+                                             joint_leg_link, morphology_from_wire, parse_damage_spec)
+from jethexa_dynamics.monitor.params import ParamError, ParamSpec, load_node_yaml
+
+LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
+JOINTS = ["%s_joint_%s" % (k, leg) for leg in LEGS for k in ("coxa", "femur", "tibia")]
+
+
+# ---------------------------------------------------------------------------------------------- params
+def test_param_spec_rejects_out_of_range_with_a_clear_message():
+    s = ParamSpec("rate", "double", 50.0, "rate", lo=1.0, hi=100.0, unit="Hz")
+    assert s.validate(20) == 20.0
+    with pytest.raises(ParamError, match=r"'rate' = 500.*above 100.*\[1, 100\] Hz"):
+        s.validate(500.0)
+    with pytest.raises(ParamError, match="not finite"):
+        s.validate(float("nan"))
+    with pytest.raises(ParamError, match="not a number"):
+        s.validate("fast")
+
+
+def test_param_spec_arrays_strings_and_bad_defaults():
+    m = node_params.DAMAGE_MONITOR["morphology"]
+    assert m.validate([3, 3, 0, 0, 3, 3]) == [3, 3, 0, 0, 3, 3]
+    with pytest.raises(ParamError, match="wrong length 5"):
+        m.validate([3, 3, 3, 3, 3])
+    with pytest.raises(ParamError, match=r"above 3"):
+        m.validate([3, 3, 7, 3, 3, 3])
+    g = node_params.GAIT_CONTROLLER["gait"]
+    with pytest.raises(ParamError, match="unknown value.*tripod"):
+        g.validate("gallop")
+    with pytest.raises(ValueError):
+        ParamSpec("x", "int", 5, "x", lo=0, hi=3)  # default outside its own range
+
+
+@pytest.mark.parametrize("name", sorted(node_params.ALL))
+def test_config_yaml_matches_the_declared_parameters(name):
+    """config/<node>.yaml names only declared parameters, with valid values equal to the spec defaults."""
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "..", "config", name + ".yaml")
+    values = load_node_yaml(path, name)
+    ps = node_params.ALL[name]
+    assert ps.validate(values) == {k: ps[k].default for k in values}
+    assert set(values) == set(ps.specs)
+
+
+# ---------------------------------------------------------------------------------------------- validate
+def test_joint_state_validation_names_fields():
+    idx, pos, vel = validate.joint_state(JOINTS[:2], [0.1, 0.2], [], [], JOINTS)
+    assert idx == [0, 1] and vel is None and pos.tolist() == [0.1, 0.2]
+    with pytest.raises(validate.InvalidMessage, match=r"joint_states.position\[1\] = nan"):
+        validate.joint_state(JOINTS[:2], [0.1, math.nan], [], [], JOINTS)
+    with pytest.raises(validate.InvalidMessage, match="unknown joint 'knee'"):
+        validate.joint_state(["knee"], [0.1], [], [], JOINTS)
+    with pytest.raises(validate.InvalidMessage, match="has 1 entries, expected 2"):
+        validate.joint_state(JOINTS[:2], [0.1], [], [], JOINTS)
+    with pytest.raises(validate.InvalidMessage, match="empty"):
+        validate.joint_state([], [], [], [], JOINTS)
+    with pytest.raises(validate.InvalidMessage, match="listed twice"):
+        validate.joint_state([JOINTS[0], JOINTS[0]], [0, 0], [], [], JOINTS)
+
+
+def test_trajectory_validation():
+    lo, hi = -np.ones(18), np.ones(18)
+    idx, pos, t = validate.trajectory(JOINTS, [(np.zeros(18), [], 0.02)], JOINTS, lo, hi)
+    assert len(idx) == 18 and t == 0.02
+    with pytest.raises(validate.InvalidMessage, match="points: empty"):
+        validate.trajectory(JOINTS, [], JOINTS)
+    with pytest.raises(validate.InvalidMessage, match=r"coxa_joint_LF\) = 2.0000 rad: must be in \[-1"):
+        validate.trajectory(JOINTS, [(np.r_[2.0, np.zeros(17)], [], 0.0)], JOINTS, lo, hi)
+    with pytest.raises(validate.InvalidMessage, match="time_from_start"):
+        validate.trajectory(JOINTS, [(np.zeros(18), [], -1.0)], JOINTS)
+
+
+def test_twist_quaternion_imu():
+    cmd, clamped = validate.twist([1.0, 0, 0], [0, 0, 5.0], 0.1, 0.5)
+    assert clamped and np.allclose(cmd, [0.1, 0, 0.5])
+    with pytest.raises(validate.InvalidMessage, match=r"cmd_vel.linear\[0\] = inf"):
+        validate.twist([math.inf, 0, 0], [0, 0, 0], 0.1, 0.5)
+    with pytest.raises(validate.InvalidMessage, match="unit quaternion"):
+        validate.quaternion("q", [0, 0, 0, 0])
+    with pytest.raises(validate.InvalidMessage, match="has no orientation"):
+        validate.imu_orientation([0, 0, 0, 1], [-1.0] + [0.0] * 8)
+
+
+# ---------------------------------------------------------------------------------------------- damage
+def test_damage_spec_parsing():
+    assert parse_damage_spec("", LEGS) == [3] * 6
+    assert parse_damage_spec("scenario1", LEGS) == [3, 0, 3, 3, 0, 3]
+    assert parse_damage_spec("scenario2", LEGS) == [3, 1, 3, 3, 3, 1]
+    assert parse_damage_spec("RM, LM", LEGS) == [3, 0, 3, 3, 0, 3]
+    assert parse_damage_spec("LF:2", LEGS) == [2, 3, 3, 3, 3, 3]
+    assert parse_damage_spec("3,3,0,0,3,3", LEGS) == [3, 3, 0, 0, 3, 3]
+    for bad in ("XX", "LF:4", "LF:x"):
+        with pytest.raises(ValueError, match="damage spec"):
+            parse_damage_spec(bad, LEGS)
+    assert format_morphology([3, 0, 3, 3, 0, 3], LEGS) == "LM:0 RM:0"
+
+
+def test_joint_leg_link_and_wire_format():
+    assert joint_leg_link(JOINTS, LEGS)[4] == (1, 1)
+    assert morphology_from_wire([3, 0, 3, 3, 3, 3], "LF,LM,LR,RF,RM,RR", LEGS) == [3, 0, 3, 3, 3, 3]
+    assert morphology_from_wire([0, 3, 3, 3, 3, 3], "LM,LF,LR,RF,RM,RR", LEGS) == [3, 0, 3, 3, 3, 3]
+    with pytest.raises(ValueError, match="has 5 entries"):
+        morphology_from_wire([3] * 5, "", LEGS)
+    with pytest.raises(ValueError, match=r"data\[2\] = 9"):
+        morphology_from_wire([3, 3, 9, 3, 3, 3], "", LEGS)
+    with pytest.raises(ValueError, match="label"):
+        morphology_from_wire([3] * 6, "a,b,c,d,e,f", LEGS)
+
+
+def test_servo_status_roundtrip():
+    h = ServoHealth("femur_joint_LM", 9, reads=10, misses=3, consecutive_misses=3, last_reply_age=0.7,
+                    error_bits=4, commanded=0.1, measured=0.3, measured_age=0.05, voltage_mv=11800.0,
+                    temperature_c=41.0)
+    level, msg, values = encode_servo_status(h)
+    assert level == 2 and "stall" in msg
+    back = decode_servo_status(dict(values))
+    assert back == h
+    with pytest.raises(ValueError, match="'reads'"):
+        decode_servo_status(dict(values, reads="many"))
+
+
+def _healthy(now_age=0.01):
+    return [ServoHealth(j, i + 1, reads=5, last_reply_age=now_age) for i, j in enumerate(JOINTS)]
+
+
+def test_detector_no_reply_femur_leaves_one_link():
+    det = DamageDetector(JOINTS, LEGS, DetectorConfig(no_reply_timeout=0.3, min_missed_reads=2))
+    assert det.update(0.0, _healthy()) == [] and det.detected() == [3] * 6
+    hs = _healthy()
+    hs[4].consecutive_misses, hs[4].last_reply_age = 1, 0.5  # femur_joint_LM: one miss only
+    assert det.update(0.5, hs) == []
+    hs[4].consecutive_misses = 2
+    new = det.update(0.6, hs)
+    assert [f.joint for f in new] == ["femur_joint_LM"] and "no reply" in new[0].reason
+    assert det.detected() == [3, 1, 3, 3, 3, 3]
+    # latched: recovery does not clear it, reset does
+    det.update(0.7, _healthy())
+    assert det.detected() == [3, 1, 3, 3, 3, 3]
+    det.reset()
+    assert det.detected() == [3] * 6
+    # manual override per leg
+    assert det.morphology([-1, -1, -1, -1, 0, -1]) == [3, 3, 3, 3, 0, 3]
+
+
+def test_detector_stall_and_position_error_need_persistence():
+    det = DamageDetector(JOINTS, LEGS, DetectorConfig(stall_hold=0.5, position_error_threshold=0.5,
+                                                      position_error_hold=0.3, latch=False))
+    hs = _healthy()
+    hs[0].error_bits = 4
+    assert det.update(0.0, hs) == []
+    assert det.update(0.4, hs) == []
+    assert [f.joint for f in det.update(0.5, hs)] == ["coxa_joint_LF"]
+    assert det.detected()[0] == 0
+    hs[0].error_bits = 0
+    det.update(0.6, hs)
+    assert det.detected()[0] == 3  # not latched
+    hs[8].commanded, hs[8].measured, hs[8].measured_age = 0.0, 0.9, 0.05
+    assert det.update(1.0, hs) == []
+    assert [f.joint for f in det.update(1.3, hs)] == ["tibia_joint_LR"]
+    assert det.detected()[2] == 2
+
+
+def test_health_tracker_ages():
+    t = ServoHealthTracker([("coxa_joint_LF", 5)])
+    t.record_reply("coxa_joint_LF", 1.0, measured=0.2)
+    t.record_miss("coxa_joint_LF", 1.1)
+    t.record_miss("coxa_joint_LF", 1.2)
+    (h,) = t.snapshot(1.5)
+    assert (h.reads, h.misses, h.consecutive_misses) == (3, 2, 2)
+    assert h.last_reply_age == pytest.approx(0.5) and h.measured == 0.2
