@@ -1,0 +1,207 @@
+"""Closed-form forward/inverse kinematics of the 3-DoF JetHexa leg (coxa yaw, femur and tibia pitch).
+
+Frames and units: positions in metres in ``base_link`` (REP-103, x forward, y left, z up), angles in rad.
+Joint conventions (docs/DEV_NOTES.md): the coxa turns about +z of its mount (positive = CCW from above);
+femur and tibia turn about -y of the leg frame (positive lifts the link). At zero the coxa is radial, the
+femur horizontal and the tibia ``bend`` (85 deg) below the femur line. In the vertical plane of the leg,
+with ``r`` the horizontal distance from the coxa axis and ``z`` the height above the hip:
+
+    r = L1 + L2 cos(t2) + L3 cos(t2 + t3 - bend),     z = L2 sin(t2) + L3 sin(t2 + t3 - bend)
+
+The IK picks the knee-up branch (tibia steeper than the femur, the usual hexapod stance).
+
+``leg_fk`` / ``leg_ik`` are numba functions: the simulation loop calls them compiled, Python calls them
+directly (through ``LegGeometry.fk`` / ``LegGeometry.ik``, which turn status codes into ValueErrors).
+Geometry rows (one per leg): ``[hip_x, hip_y, hip_z, hip_yaw, L1, L2, L3, bend]``.
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+# geometry row layout
+G_HX, G_HY, G_HZ, G_YAW, G_L1, G_L2, G_L3, G_BEND = range(8)
+N_GEOM = 8
+
+# leg_ik status codes
+IK_OK = 0
+IK_TOO_FAR = 1      # beyond the femur+tibia reach
+IK_TOO_CLOSE = 2    # inside the femur/tibia minimum reach (or on the coxa axis)
+IK_LIMIT = 3        # 3 + j: joint j (0 coxa, 1 femur, 2 tibia) outside its limits
+JOINT_KIND = ("coxa", "femur", "tibia")
+
+
+@njit(cache=True)
+def leg_fk(geom, theta, out):
+    """Foot position (m, base_link) of one leg for joint angles ``theta[0:3]`` (rad); written to out[0:3]."""
+    ang = geom[G_YAW] + theta[0]
+    tib = theta[1] + theta[2] - geom[G_BEND]
+    r = geom[G_L1] + geom[G_L2] * math.cos(theta[1]) + geom[G_L3] * math.cos(tib)
+    out[0] = geom[G_HX] + r * math.cos(ang)
+    out[1] = geom[G_HY] + r * math.sin(ang)
+    out[2] = geom[G_HZ] + geom[G_L2] * math.sin(theta[1]) + geom[G_L3] * math.sin(tib)
+
+
+@njit(cache=True)
+def leg_ik(geom, limits, foot, out):
+    """Joint angles (rad) placing the foot at ``foot`` (m, base_link); returns a status code.
+
+    ``limits`` is (3, 2) [lower, upper] per joint. On failure ``out`` is left unchanged and the status is
+    IK_TOO_FAR, IK_TOO_CLOSE or IK_LIMIT + joint index.
+    """
+    dx = foot[0] - geom[G_HX]
+    dy = foot[1] - geom[G_HY]
+    c = math.cos(geom[G_YAW])
+    s = math.sin(geom[G_YAW])
+    px = c * dx + s * dy          # foot in the mount frame (x radial at coxa zero)
+    py = -s * dx + c * dy
+    rho = math.sqrt(px * px + py * py)
+    if rho < 1e-9:
+        return IK_TOO_CLOSE
+    t1 = math.atan2(py, px)
+    r = rho - geom[G_L1]
+    z = foot[2] - geom[G_HZ]
+    l2 = geom[G_L2]
+    l3 = geom[G_L3]
+    cphi = (r * r + z * z - l2 * l2 - l3 * l3) / (2.0 * l2 * l3)
+    if cphi > 1.0:
+        return IK_TOO_FAR
+    if cphi < -1.0:
+        return IK_TOO_CLOSE
+    phi = -math.acos(cphi)        # knee up: tibia below the femur line
+    t2 = math.atan2(z, r) - math.atan2(l3 * math.sin(phi), l2 + l3 * math.cos(phi))
+    t3 = phi + geom[G_BEND]
+    # wrap to (-pi, pi] so the limit check sees the principal angle
+    t2 = math.atan2(math.sin(t2), math.cos(t2))
+    t3 = math.atan2(math.sin(t3), math.cos(t3))
+    if t1 < limits[0, 0] or t1 > limits[0, 1]:
+        return IK_LIMIT + 0
+    if t2 < limits[1, 0] or t2 > limits[1, 1]:
+        return IK_LIMIT + 1
+    if t3 < limits[2, 0] or t3 > limits[2, 1]:
+        return IK_LIMIT + 2
+    out[0] = t1
+    out[1] = t2
+    out[2] = t3
+    return IK_OK
+
+
+def _yaw_of(R):
+    return math.atan2(R[1, 0], R[0, 0])
+
+
+class LegGeometry:
+    """Per-leg kinematic parameters of a hexapod (healthy morphology), in ``robot.leg_names`` order.
+
+    Attributes: ``names`` (leg names), ``geom`` (n_legs, 8) rows as in the module docstring,
+    ``limits`` (n_legs, 3, 2) joint limits (rad).
+    """
+
+    def __init__(self, names, geom, limits):
+        self.names = list(names)
+        self.geom = np.ascontiguousarray(geom, dtype=np.float64)
+        self.limits = np.ascontiguousarray(limits, dtype=np.float64)
+        if self.geom.shape != (len(self.names), N_GEOM) or self.limits.shape != (len(self.names), 3, 2):
+            raise ValueError("geom must be (n_legs, 8) and limits (n_legs, 3, 2), got %s and %s"
+                             % (self.geom.shape, self.limits.shape))
+
+    @classmethod
+    def from_robot(cls, robot):
+        """Hip poses, link lengths, tibia bend and joint limits of a ``LeggedRobot`` (its healthy form)."""
+        from jethexa_dynamics.model.urdf import parse_urdf
+
+        full = getattr(robot, "full", robot)
+        urdf = getattr(full, "urdf", None)
+        if urdf is None or isinstance(urdf, str):
+            urdf = parse_urdf(urdf or full.urdf_path)
+        names = list(full.leg_names)
+        triples = [[full.joint_names[k] for k in np.asarray(full.leg_joint_index(leg))] for leg in names]
+        hips = full.hip_poses()
+        return cls.from_urdf(urdf, names, triples, [hips[leg] for leg in names])
+
+    @classmethod
+    def from_urdf(cls, urdf, leg_names, joint_triples, hip_poses=None):
+        """Build from a parsed URDF (``model.urdf.parse_urdf``) and each leg's (coxa, femur, tibia) joints.
+
+        ``hip_poses`` (4x4 per leg, base_link) default to the coxa joint origins (coxa on the root link).
+        Checks the leg has the layout the closed form assumes (DEV_NOTES joint conventions).
+        """
+        from jethexa_dynamics.model.urdf import origin_to_matrix
+
+        names = list(leg_names)
+        geom = np.zeros((len(names), N_GEOM))
+        limits = np.zeros((len(names), 3, 2))
+        for i, (leg, triple) in enumerate(zip(names, joint_triples)):
+            if len(triple) != 3:
+                raise ValueError("leg %s has %d joints; the closed-form IK needs 3 (coxa, femur, tibia)"
+                                 % (leg, len(triple)))
+            coxa, femur, tibia = (urdf.joint(n) for n in triple)
+            feet = [j for j in urdf.joints if j.parent == tibia.child and j.type == "fixed"]
+            ok = (len(feet) == 1 and np.allclose(coxa.axis, [0, 0, 1]) and np.allclose(femur.axis, [0, -1, 0])
+                  and np.allclose(tibia.axis, [0, -1, 0]) and np.allclose(femur.origin_xyz[1:], 0)
+                  and np.allclose(femur.origin_rpy, 0) and np.allclose(tibia.origin_xyz[1:], 0)
+                  and np.allclose(tibia.origin_rpy[[0, 2]], 0) and np.allclose(feet[0].origin_xyz[1:], 0))
+            if not ok:
+                raise ValueError("leg %s: the closed-form IK needs a coxa about +z, femur and tibia about -y "
+                                 "with in-line links and a fixed foot frame on the tibia x axis" % leg)
+            H = np.asarray(hip_poses[i]) if hip_poses is not None else origin_to_matrix(coxa.origin_xyz,
+                                                                                         coxa.origin_rpy)
+            geom[i] = (H[0, 3], H[1, 3], H[2, 3], _yaw_of(H), femur.origin_xyz[0], tibia.origin_xyz[0],
+                       feet[0].origin_xyz[0], tibia.origin_rpy[1])
+            limits[i] = [(j.lower, j.upper) for j in (coxa, femur, tibia)]
+        return cls(names, geom, limits)
+
+    @property
+    def n_legs(self):
+        return len(self.names)
+
+    def leg_index(self, leg):
+        try:
+            return self.names.index(leg)
+        except ValueError:
+            raise ValueError("leg must be one of %s, got %r" % (self.names, leg)) from None
+
+    def fk(self, leg, theta):
+        """Foot position (m, base_link) of ``leg`` for its 3 joint angles (rad)."""
+        th = np.asarray(theta, dtype=np.float64)
+        if th.shape != (3,) or not np.all(np.isfinite(th)):
+            raise ValueError("theta must be 3 finite joint angles (rad), got %r" % (theta,))
+        out = np.empty(3)
+        leg_fk(self.geom[self.leg_index(leg)], th, out)
+        return out
+
+    def ik(self, leg, foot):
+        """Joint angles (rad) of ``leg`` that put its foot at ``foot`` (m, base_link); ValueError if unreachable."""
+        i = self.leg_index(leg)
+        p = np.asarray(foot, dtype=np.float64)
+        if p.shape != (3,) or not np.all(np.isfinite(p)):
+            raise ValueError("foot target must be 3 finite coordinates (m), got %r" % (foot,))
+        out = np.empty(3)
+        status = leg_ik(self.geom[i], self.limits[i], p, out)
+        if status != IK_OK:
+            raise ValueError(self.describe_failure(i, p, status))
+        return out
+
+    def reach(self, i):
+        """(min, max) distance (m) from the femur joint the foot can reach for leg index i."""
+        g = self.geom[i]
+        return abs(g[G_L2] - g[G_L3]), g[G_L2] + g[G_L3]
+
+    def describe_failure(self, i, foot, status):
+        g = self.geom[i]
+        leg = self.names[i]
+        d = np.asarray(foot) - g[:3]
+        c, s = math.cos(g[G_YAW]), math.sin(g[G_YAW])
+        rho = math.hypot(c * d[0] + s * d[1], -s * d[0] + c * d[1])
+        dist = math.hypot(rho - g[G_L1], d[2])
+        lo, hi = self.reach(i)
+        where = "foot target %s m (base_link)" % np.array2string(np.asarray(foot), precision=4)
+        if status == IK_TOO_FAR:
+            return ("leg %s cannot reach %s: %.4f m from the femur joint, allowed range [%.4f, %.4f] m"
+                    % (leg, where, dist, lo, hi))
+        if status == IK_TOO_CLOSE:
+            return ("leg %s cannot reach %s: %.4f m from the femur joint (or on the coxa axis), "
+                    "allowed range [%.4f, %.4f] m" % (leg, where, dist, lo, hi))
+        j = status - IK_LIMIT
+        return ("leg %s cannot reach %s: the %s joint would leave its limits [%.3f, %.3f] rad"
+                % (leg, where, JOINT_KIND[j], self.limits[i, j, 0], self.limits[i, j, 1]))
