@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 import numpy as np
+from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 from rosbags.rosbag2 import StoragePlugin, Writer
 
 from . import messages
@@ -32,6 +33,10 @@ from .topics import ROLE_TYPES, TopicNames, normalize
 
 #: rosbag2 metadata version written by :class:`BagWriter` (the newest one ROS 2 Humble reads, see above)
 HUMBLE_METADATA_VERSION = 8
+
+#: offered QoS stored for latched topics (reliable, transient local, keep last 1)
+LATCHED_QOS = Qos(QosHistory.KEEP_LAST, 1, QosReliability.RELIABLE, QosDurability.TRANSIENT_LOCAL, QosTime(0, 0),
+                  QosTime(0, 0), QosLiveliness.AUTOMATIC, QosTime(0, 0), False)
 
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 
@@ -64,8 +69,12 @@ class BagWriter:
         self._lock = threading.Lock()
         self.counts: Dict[str, int] = {}
 
-    def add_topic(self, topic: str, msgtype: str):
-        """Register ``topic`` with ``msgtype`` (e.g. ``sensor_msgs/msg/Imu``); a repeat is a no-op."""
+    def add_topic(self, topic: str, msgtype: str, latched: bool = False):
+        """Register ``topic`` with ``msgtype`` (e.g. ``sensor_msgs/msg/Imu``); a repeat is a no-op.
+
+        ``latched``: record the offered QoS as reliable + transient local (depth 1) so that ``ros2 bag play``
+        republishes it latched (e.g. ``morphology``); otherwise no QoS is stored (play uses its default).
+        """
         topic = normalize(topic)
         with self._lock:
             if topic in self._connections:
@@ -75,8 +84,8 @@ class BagWriter:
                 return
             if msgtype not in messages.typestore().fielddefs:
                 raise ValueError("unknown message type {!r} (not a ROS 2 Humble type)".format(msgtype))
-            self._connections[topic] = self._writer.add_connection(topic, msgtype,
-                                                                   typestore=messages.typestore())
+            self._connections[topic] = self._writer.add_connection(
+                topic, msgtype, typestore=messages.typestore(), offered_qos_profiles=[LATCHED_QOS] if latched else ())
             self.counts[topic] = 0
 
     def write_cdr(self, topic: str, t_ns: int, data) -> None:
