@@ -125,7 +125,10 @@ class ParamSpec:
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = repr(list(value)) if isinstance(value, (tuple, list)) else repr(value)
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        text = repr(value)
+    else:
+        text = repr(list(value))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

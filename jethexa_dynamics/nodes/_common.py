@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import rclpy
 import rclpy.executors
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
@@ -37,13 +37,12 @@ _PTYPE = {
 
 
 def _descriptor(spec: ParamSpec) -> ParameterDescriptor:
-    d = ParameterDescriptor(name=spec.name, type=_PTYPE[spec.kind].value, description=spec.full_description(),
-                            read_only=spec.read_only)
-    if spec.kind == "int" and spec.lo is not None and spec.hi is not None:
-        d.integer_range = [IntegerRange(from_value=int(spec.lo), to_value=int(spec.hi), step=0)]
-    elif spec.kind == "double" and spec.lo is not None and spec.hi is not None:
-        d.floating_point_range = [FloatingPointRange(from_value=float(spec.lo), to_value=float(spec.hi), step=0.0)]
-    return d
+    # Type and range are checked by ParamSpec.validate in our own callback (rclpy's descriptor checks would
+    # reject silently, before any callback could log the line the user needs), so the descriptor carries
+    # them in its description and allows dynamic typing (an integer for a double is accepted).
+    return ParameterDescriptor(name=spec.name, type=_PTYPE[spec.kind].value, description=spec.full_description(),
+                               additional_constraints=spec.range_text(), read_only=spec.read_only,
+                               dynamic_typing=True)
 
 
 def stamp_to_sec(stamp) -> float:

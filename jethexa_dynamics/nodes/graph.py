@@ -1,0 +1,137 @@
+"""Run several nodes in one process on one rclpy executor (the demo and the node tests use it).
+
+Every message still goes through DDS (loopback), exactly as between the processes that
+``sim.launch.py`` starts. ``Graph`` owns its own rclpy context, so several graphs (or tests) never share
+global state; ``Watcher`` is a node that records what arrives on chosen topics.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict, deque
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import rclpy
+from rclpy.context import Context
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+
+def overrides(params: Optional[Dict[str, Any]]) -> List[Parameter]:
+    return [Parameter(k, value=v) for k, v in (params or {}).items()]
+
+
+class Graph:
+    """Nodes on one executor spinning in a background thread, with an explicit ``close()``."""
+
+    def __init__(self, threads: int = 1, domain_id: Optional[int] = None):
+        self.context = Context()
+        kw = {} if domain_id is None else {"domain_id": domain_id}
+        rclpy.init(context=self.context, **kw)
+        self.executor = (MultiThreadedExecutor(num_threads=threads, context=self.context) if threads > 1
+                         else SingleThreadedExecutor(context=self.context))
+        self.nodes: List[Node] = []
+        self._thread: Optional[threading.Thread] = None
+        self.spin_error: Optional[BaseException] = None
+
+    def add(self, node_cls: Callable[..., Node], params: Optional[Dict[str, Any]] = None, **kwargs) -> Node:
+        node = node_cls(context=self.context, parameter_overrides=overrides(params), **kwargs)
+        self.nodes.append(node)
+        self.executor.add_node(node)
+        return node
+
+    def remove(self, node: Node) -> None:
+        """Take one node out (close it, as on Ctrl-C) while the rest keep running."""
+        self.executor.remove_node(node)
+        self.nodes.remove(node)
+        _close(node)
+
+    def start(self) -> "Graph":
+        def spin():
+            try:
+                while self.context.ok():
+                    self.executor.spin_once(timeout_sec=0.05)
+            except BaseException as exc:  # noqa: BLE001 - reported to the caller (tests assert on it)
+                if self.context.ok():
+                    self.spin_error = exc
+
+        self._thread = threading.Thread(target=spin, name="rclpy-graph", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Close every node (torque off etc.), stop the executor and shut the context down."""
+        for node in reversed(self.nodes):
+            try:
+                self.executor.remove_node(node)
+            except Exception:  # noqa: BLE001
+                pass
+            _close(node)
+        self.nodes.clear()
+        try:
+            self.context.try_shutdown()
+        except Exception:  # noqa: BLE001
+            pass
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+        self.executor.shutdown(timeout_sec=1.0)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _close(node: Node) -> None:
+    try:
+        close = getattr(node, "close", None)
+        if close is not None:
+            close()
+    finally:
+        node.destroy_node()
+
+
+class Watcher(Node):
+    """Records messages (arrival time, message) on the topics given to ``watch``."""
+
+    def __init__(self, name: str = "watcher", **kwargs):
+        super().__init__(name, **kwargs)
+        self.lock = threading.Lock()
+        self.msgs: Dict[str, deque] = defaultdict(lambda: deque(maxlen=5000))
+
+    def watch(self, msg_type, topic: str, qos=10) -> None:
+        def cb(msg, topic=topic):
+            with self.lock:
+                self.msgs[topic].append((time.monotonic(), msg))
+
+        self.create_subscription(msg_type, topic, cb, qos)
+
+    def count(self, topic: str) -> int:
+        with self.lock:
+            return len(self.msgs[topic])
+
+    def last(self, topic: str) -> Any:
+        with self.lock:
+            q = self.msgs[topic]
+            return q[-1][1] if q else None
+
+    def since(self, topic: str, t0: float) -> List[Tuple[float, Any]]:
+        with self.lock:
+            return [(t, m) for t, m in self.msgs[topic] if t >= t0]
+
+    def rate(self, topic: str, window: float) -> float:
+        """Messages per second over the last ``window`` seconds."""
+        now = time.monotonic()
+        return len(self.since(topic, now - window)) / window
+
+
+def wait_for(cond: Callable[[], Any], timeout: float, poll: float = 0.02) -> Any:
+    """Poll ``cond()`` until it returns something truthy (returned) or ``timeout`` s pass (returns it falsy)."""
+    end = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v or time.monotonic() > end:
+            return v
+        time.sleep(poll)
