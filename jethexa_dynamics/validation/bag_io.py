@@ -344,10 +344,6 @@ def _read_open(reader, bag, topics, start, end, max_gap) -> BagData:
         conns[role] = cs
     if missing:
         raise MissingTopicsError(missing, available)
-    for role, cs in conns.items():
-        if cs[0].msgtype not in reader.typestore.fielddefs:
-            raise UnknownMessageTypeError("topic {} has type {} whose definition is neither in the bag nor in the "
-                                          "ROS 2 Humble typestore".format(cs[0].topic, cs[0].msgtype))
 
     t0_ns = int(reader.start_time)
     duration = max(0.0, (int(reader.end_time) - 1 - t0_ns) * 1e-9)  # rosbags: end_time = last + 1 ns
