@@ -25,8 +25,9 @@ from jethexa_dynamics.monitor.params import ParamError, ParamSet, ParamSpec
 SENSOR_QOS = qos_profile_sensor_data
 #: commands and computed outputs: reliable, keep last 10
 RELIABLE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-#: morphology: reliable + transient local so late joiners get the current one
-LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+#: morphology: reliable + transient local so late joiners get the current one (the last in the replayed
+#: history); depth > 1 so quick successive changes are not collapsed for live subscribers
+LATCHED_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 _PTYPE = {

@@ -16,3 +16,10 @@ def robot_names() -> Tuple[List[str], List[str]]:
     """(leg names, joint names) in URDF order (leg-major joints)."""
     robot = jethexa()
     return list(robot.leg_names), list(robot.joint_names)
+
+
+@functools.lru_cache(maxsize=None)
+def leg_geometry():
+    from jethexa_dynamics.control.ik import LegGeometry
+
+    return LegGeometry.from_robot(jethexa())

@@ -1,0 +1,129 @@
+"""gait_controller over real DDS: cmd_vel -> joint_commands, stale stop, morphology follow, bad input."""
+import math
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy")
+
+from geometry_msgs.msg import Twist  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from std_msgs.msg import MultiArrayDimension, UInt8MultiArray  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
+
+from jethexa_dynamics.monitor.walking import remaining_leg_offsets  # noqa: E402
+from jethexa_dynamics.nodes._common import LATCHED_QOS  # noqa: E402
+from jethexa_dynamics.nodes.damage_monitor import morphology_msg  # noqa: E402
+from jethexa_dynamics.nodes.gait_controller import GaitController  # noqa: E402
+from jethexa_dynamics.nodes.graph import Graph, Watcher, wait_for  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.timeout(90)]
+LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
+
+
+@pytest.fixture
+def setup():
+    g = Graph()
+    try:
+        gc = g.add(GaitController, {"cmd_vel_timeout": 0.4})
+        w = g.add(Watcher)
+        w.watch(JointTrajectory, "joint_commands")
+        cmd = w.create_publisher(Twist, "cmd_vel", 10)
+        morph = w.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
+        g.start()
+        yield g, gc, w, cmd, morph
+    finally:
+        g.close()
+
+
+def twist(vx=0.0, vy=0.0, wz=0.0):
+    t = Twist()
+    t.linear.x, t.linear.y, t.angular.z = vx, vy, wz
+    return t
+
+
+def positions_since(w, t0):
+    return [np.array(m.points[0].positions) for _, m in w.since("joint_commands", t0)]
+
+
+def walk(cmd, seconds, vx=0.05):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        cmd.publish(twist(vx))
+        time.sleep(0.05)
+
+
+def test_walks_on_cmd_vel_then_holds_stance_when_stale(setup):
+    g, gc, w, cmd, _ = setup
+    assert wait_for(lambda: w.count("joint_commands") > 5, 10.0)
+    last = w.last("joint_commands")
+    assert len(last.joint_names) == 18 and last.joint_names[0] == "coxa_joint_LF"
+    assert gc.state in ("stale", "stance")
+    t0 = time.monotonic()
+    walk(cmd, 1.0)
+    moving = positions_since(w, t0 + 0.2)
+    assert len(moving) > 10 and gc.state == "walking"
+    assert np.ptp(np.array(moving), axis=0).max() > 0.05  # the legs move
+    # stop publishing: after the timeout the commands settle on one constant stance
+    assert wait_for(lambda: gc.state == "stale", 3.0)
+    t1 = time.monotonic() + 0.1
+    assert wait_for(lambda: len(positions_since(w, t1)) > 5, 5.0)
+    still = np.array(positions_since(w, t1))
+    assert np.ptp(still, axis=0).max() < 1e-9
+    assert np.allclose(still[0], gc.walker.stance)
+
+
+def test_follows_morphology_without_restart(setup):
+    g, gc, w, cmd, morph = setup
+    walk(cmd, 0.4)
+    morph.publish(morphology_msg([3, 0, 3, 3, 0, 3], LEGS))  # scenario 1: RM, LM removed
+    t0 = time.monotonic()
+    end = t0 + 1.5
+    while time.monotonic() < end:
+        cmd.publish(twist(0.05))
+        time.sleep(0.05)
+    assert wait_for(lambda: len(w.last("joint_commands").joint_names) == 12, 3.0)
+    names = w.last("joint_commands").joint_names
+    assert not any(n.endswith("_LM") or n.endswith("_RM") for n in names)
+    assert gc.walker.walking_legs == ["LF", "LR", "RF", "RR"] and gc.state == "walking"
+    offsets, duty = remaining_leg_offsets(["LF", "LR", "RF", "RR"])
+    assert np.allclose(gc.walker.gait.offsets, offsets) and duty == 0.75
+    # keeps walking on the remaining legs
+    recent = positions_since(w, time.monotonic() - 0.8)
+    assert np.ptp(np.array([p for p in recent if len(p) == 12]), axis=0).max() > 0.03
+    # too few legs: holds the stance and publishes only the remaining joints
+    morph.publish(morphology_msg([3, 0, 0, 3, 0, 1], LEGS))
+    assert wait_for(lambda: len(w.last("joint_commands").joint_names) == 6, 3.0)
+    assert not gc.walker.can_walk
+
+
+def test_bad_input_is_rejected_and_node_keeps_running(setup):
+    g, gc, w, cmd, morph = setup
+    cmd.publish(twist(math.nan))
+    cmd.publish(twist(0.0, wz=math.inf))
+    bad = UInt8MultiArray(data=[3, 3, 3, 3, 3])
+    morph.publish(bad)
+    morph.publish(UInt8MultiArray())
+    m = UInt8MultiArray(data=[3, 3, 3, 3, 3, 3])
+    m.layout.dim = [MultiArrayDimension(label="a,b,c,d,e,f", size=6, stride=6)]
+    morph.publish(m)
+    assert wait_for(lambda: gc.rejected.get("cmd_vel", 0) >= 2, 5.0)
+    assert wait_for(lambda: gc.rejected.get("morphology", 0) >= 3, 5.0), gc.rejected
+    assert "cmd_vel.linear[0] = nan" in gc.last_rejection or "morphology" in gc.last_rejection
+    # huge command: clamped (logged) and still walkable
+    cmd.publish(twist(5.0))
+    assert wait_for(lambda: gc.rejected.get("cmd_vel (clamped)", 0) >= 1, 5.0)
+    assert np.hypot(*gc.walker.command[:2]) <= 0.1 + 1e-9
+    # parameters: out of range, unknown choice, unreachable stance -> rejected; good ones accepted
+    for name, value in (("control_rate", 0.0), ("gait", "gallop"), ("cmd_vel_timeout", -1.0)):
+        res = gc.set_parameters([Parameter(name, value=value)])[0]
+        assert not res.successful and name in res.reason
+    res = gc.set_parameters([Parameter("body_height", value=0.2), Parameter("stance_radius", value=0.2)])[0]
+    assert not res.successful and "unreachable" in res.reason
+    assert gc.p["body_height"] == 0.12
+    res = gc.set_parameters([Parameter("control_rate", value=25.0), Parameter("gait", value="ripple")])[0]
+    assert res.successful and gc.walker.settings["kind"] == "ripple"
+    n = w.count("joint_commands")
+    assert wait_for(lambda: w.count("joint_commands") > n + 3, 5.0)
+    assert g.spin_error is None
