@@ -12,7 +12,7 @@ from rcl_interfaces.srv import SetParameters  # noqa: E402
 from std_msgs.msg import UInt8MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from jethexa_dynamics.monitor.damage import ServoHealth, encode_servo_status  # noqa: E402
+from jethexa_dynamics.monitor.damage import ServoStatus, encode_servo_status  # noqa: E402
 from jethexa_dynamics.nodes._common import LATCHED_QOS  # noqa: E402
 from jethexa_dynamics.nodes.damage_monitor import DamageMonitor  # noqa: E402
 from jethexa_dynamics.nodes.graph import Graph, Watcher, wait_for  # noqa: E402
@@ -26,7 +26,7 @@ JOINTS = ["%s_joint_%s" % (k, leg) for leg in LEGS for k in ("coxa", "femur", "t
 def servo_array(silent=(), age=0.0):
     arr = DiagnosticArray()
     for i, j in enumerate(JOINTS):
-        h = ServoHealth(j, i + 1, reads=20, last_reply_age=0.01)
+        h = ServoStatus(j, i + 1, reads=20, last_reply_age=0.01)
         if j in silent:
             h.consecutive_misses, h.misses, h.last_reply_age = 5, 5, age
         level, msg, values = encode_servo_status(h)

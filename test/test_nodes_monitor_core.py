@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from jethexa_dynamics.monitor import node_params, validate
-from jethexa_dynamics.monitor.damage import (DamageDetector, DetectorConfig, ServoHealth, ServoHealthTracker,
+from jethexa_dynamics.monitor.damage import (DamageDetector, DetectorConfig, ServoStatus, ServoStatusTracker,
                                              decode_servo_status, encode_servo_status, format_morphology,
                                              joint_leg_link, morphology_from_wire, parse_damage_spec)
 from jethexa_dynamics.monitor.params import ParamError, ParamSpec, load_node_yaml
@@ -118,7 +118,7 @@ def test_joint_leg_link_and_wire_format():
 
 
 def test_servo_status_roundtrip():
-    h = ServoHealth("femur_joint_LM", 9, reads=10, misses=3, consecutive_misses=3, last_reply_age=0.7,
+    h = ServoStatus("femur_joint_LM", 9, reads=10, misses=3, consecutive_misses=3, last_reply_age=0.7,
                     error_bits=4, commanded=0.1, measured=0.3, measured_age=0.05, voltage_mv=11800.0,
                     temperature_c=41.0)
     level, msg, values = encode_servo_status(h)
@@ -130,7 +130,7 @@ def test_servo_status_roundtrip():
 
 
 def _healthy(now_age=0.01):
-    return [ServoHealth(j, i + 1, reads=5, last_reply_age=now_age) for i, j in enumerate(JOINTS)]
+    return [ServoStatus(j, i + 1, reads=5, last_reply_age=now_age) for i, j in enumerate(JOINTS)]
 
 
 def test_detector_no_reply_femur_leaves_one_link():
@@ -171,7 +171,7 @@ def test_detector_stall_and_position_error_need_persistence():
 
 
 def test_health_tracker_ages():
-    t = ServoHealthTracker([("coxa_joint_LF", 5)])
+    t = ServoStatusTracker([("coxa_joint_LF", 5)])
     t.record_reply("coxa_joint_LF", 1.0, measured=0.2)
     t.record_miss("coxa_joint_LF", 1.1)
     t.record_miss("coxa_joint_LF", 1.2)

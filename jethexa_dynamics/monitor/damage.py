@@ -1,6 +1,6 @@
 """Damage detection from servo health, damage specs and the servo-health wire format (no rclpy).
 
-The servo driver keeps one :class:`ServoHealth` per joint (:class:`ServoHealthTracker`) and publishes it on
+The servo driver keeps one :class:`ServoStatus` per joint (:class:`ServoStatusTracker`) and publishes it on
 ``/diagnostics`` (:func:`encode_servo_status`); the damage monitor decodes it (:func:`decode_servo_status`)
 and feeds :class:`DamageDetector`, which decides the morphology: one entry per leg = number of intact links.
 
@@ -82,7 +82,7 @@ def format_morphology(links_per_leg: Sequence[int], leg_names: Sequence[str], li
 
 # ---------------------------------------------------------------------------------------------- health
 @dataclass
-class ServoHealth:
+class ServoStatus:
     """What the servo driver knows about one servo."""
 
     joint: str
@@ -109,7 +109,7 @@ class ServoHealth:
 _INT_FIELDS = {"servo_id", "reads", "misses", "consecutive_misses", "error_bits"}
 
 
-def encode_servo_status(h: ServoHealth) -> Tuple[int, str, List[Tuple[str, str]]]:
+def encode_servo_status(h: ServoStatus) -> Tuple[int, str, List[Tuple[str, str]]]:
     """(level 0/1/2, message, key/value pairs) of one servo for ``diagnostic_msgs/DiagnosticStatus``."""
     level, msg = 0, "ok"
     if h.reads and h.consecutive_misses:
@@ -133,10 +133,10 @@ def encode_servo_status(h: ServoHealth) -> Tuple[int, str, List[Tuple[str, str]]
     return level, msg, values
 
 
-def decode_servo_status(values: Dict[str, str]) -> ServoHealth:
+def decode_servo_status(values: Dict[str, str]) -> ServoStatus:
     """Inverse of :func:`encode_servo_status` (raises ``ValueError`` naming a malformed key)."""
     kw = {}
-    for f in fields(ServoHealth):
+    for f in fields(ServoStatus):
         if f.name not in values:
             if f.name in ("joint", "servo_id"):
                 raise ValueError("servo status: key %r missing" % f.name)
@@ -153,19 +153,21 @@ def decode_servo_status(values: Dict[str, str]) -> ServoHealth:
                 kw[f.name] = float(raw)
         except ValueError:
             raise ValueError("servo status: key %r = %r is not a number" % (f.name, raw)) from None
-    return ServoHealth(**kw)
+    return ServoStatus(**kw)
 
 
-class ServoHealthTracker:
+class ServoStatusTracker:
     """Book-keeping of read results per servo (the driver calls ``record_*`` as reads complete)."""
 
     def __init__(self, joints: Sequence[Tuple[str, int]]):
-        self.health: Dict[str, ServoHealth] = {j: ServoHealth(j, sid) for j, sid in joints}
+        self.health: Dict[str, ServoStatus] = {j: ServoStatus(j, sid) for j, sid in joints}
         self._last_reply: Dict[str, float] = {}
         self._last_position: Dict[str, float] = {}
 
     def record_reply(self, joint: str, now: float, **values) -> None:
         """A valid reply: ``values`` may hold ``measured``, ``voltage_mv``, ``temperature_c``, ``error_bits``."""
+        if joint not in self.health:
+            return
         h = self.health[joint]
         h.reads += 1
         h.consecutive_misses = 0
@@ -181,6 +183,24 @@ class ServoHealthTracker:
         h.misses += 1
         h.consecutive_misses += 1
 
+    def ingest(self, now: float, readings) -> None:
+        """Book one poll of the joint layer (``hardware.joints.JointReadings``-like: ``positions`` [rad],
+        ``voltages`` [V], ``temperatures``, ``fault_bits`` and ``errors`` dicts keyed by joint). A read that
+        failed without any value (timeout, bad checksum) counts as a miss; a fault-bit reply is a reply."""
+        for j, q in readings.positions.items():
+            self.record_reply(j, now, measured=float(q))
+        for j, v in readings.voltages.items():
+            self.record_reply(j, now, voltage_mv=1000.0 * float(v))
+        for j, c in readings.temperatures.items():
+            self.record_reply(j, now, temperature_c=float(c))
+        for j, bits in readings.fault_bits.items():
+            self.record_reply(j, now, error_bits=int(bits))
+        answered = set(readings.positions) | set(readings.voltages) | set(readings.temperatures) | set(
+            readings.fault_bits)
+        for j in readings.errors:
+            if j not in answered and j in self.health:
+                self.record_miss(j, now)
+
     def set_commanded(self, positions: Dict[str, float]) -> None:
         for j, v in positions.items():
             if j in self.health:
@@ -190,11 +210,11 @@ class ServoHealthTracker:
         for h in self.health.values():
             h.torque = on
 
-    def snapshot(self, now: float) -> List[ServoHealth]:
+    def snapshot(self, now: float) -> List[ServoStatus]:
         """Copies with ages computed at ``now``."""
         out = []
         for j, h in self.health.items():
-            c = ServoHealth(**{f.name: getattr(h, f.name) for f in fields(h)})
+            c = ServoStatus(**{f.name: getattr(h, f.name) for f in fields(h)})
             if j in self._last_reply:
                 c.last_reply_age = max(0.0, now - self._last_reply[j])
             if j in self._last_position:
@@ -248,7 +268,7 @@ class DamageDetector:
         self.faults.clear()
         self._pending = {j: _Pending() for j in self.joint_names}
 
-    def _fault_reason(self, h: ServoHealth, now: float) -> Optional[str]:
+    def _fault_reason(self, h: ServoStatus, now: float) -> Optional[str]:
         c = self.config
         p = self._pending[h.joint]
         if h.consecutive_misses >= c.min_missed_reads and h.last_reply_age >= c.no_reply_timeout:
@@ -271,7 +291,7 @@ class DamageDetector:
                 p.perr_since = None
         return None
 
-    def update(self, now: float, health: Iterable[ServoHealth]) -> List[JointFault]:
+    def update(self, now: float, health: Iterable[ServoStatus]) -> List[JointFault]:
         """Feed a health snapshot; returns the faults that are NEW in this update."""
         new = []
         self.last_update = now

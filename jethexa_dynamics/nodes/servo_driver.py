@@ -1,0 +1,218 @@
+"""servo_driver: owns the Hiwonder bus (``jethexa_dynamics.hardware``).
+
+* ``joint_commands`` (trajectory_msgs/JointTrajectory) -> one group move (the last point, in its
+  ``time_from_start``); joint limits are enforced by the joint layer before a byte is sent.
+* ``joint_states`` (sensor_msgs/JointState) at ``publish_rate``: the commanded positions, with the measured
+  positions merged in for the joints the read scheduler read in that cycle (Hiwonder's bus cannot read 18
+  positions at 50 Hz).
+* ``/diagnostics``: one status per servo (reply statistics, voltage, temperature, error bits, commanded vs
+  measured position) -- what ``damage_monitor`` decides from.
+* Services ``~/emergency_stop`` (std_srvs/Trigger: stop + torque off, refuse moves) and ``~/set_torque``
+  (std_srvs/SetBool: true = clear the e-stop and load, false = unload). Torque off on shutdown.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Dict, Optional
+
+from sensor_msgs.msg import JointState
+from std_srvs.srv import SetBool, Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from jethexa_dynamics.hardware.bus import DirectUartBus, RrcBoardBus
+from jethexa_dynamics.hardware.errors import HardwareError
+from jethexa_dynamics.hardware.joints import JointServoBus
+from jethexa_dynamics.hardware.servo_table import load_servo_table
+from jethexa_dynamics.monitor import node_params, validate
+from jethexa_dynamics.monitor.damage import ServoStatusTracker, encode_servo_status
+from jethexa_dynamics.nodes._common import RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec, status
+
+
+class ServoDriver(ThinNode):
+    def __init__(self, **kwargs):
+        super().__init__(node_params.SERVO_DRIVER, **kwargs)
+        self.table = load_servo_table(self.p["servo_table"] or None)
+        self.joint_names = list(self.table.joint_names)
+        self.lower = [s.lower for s in self.table]
+        self.upper = [s.upper for s in self.table]
+        self.tracker = ServoStatusTracker([(s.joint, s.servo_id) for s in self.table])
+        self.joints: Optional[JointServoBus] = None
+        self.lock = threading.RLock()  # the bus is used by callbacks and by close() (possibly another thread)
+        self.open_error = ""
+        self.closed = False
+        self._t_start = time.monotonic()
+        self._open_logged = False
+        self.commanded: Dict[str, float] = {}
+        self.commands_applied = 0
+        self.state_pub = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
+        self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS)
+        self.create_service(Trigger, "~/emergency_stop", self._on_estop)
+        self.create_service(SetBool, "~/set_torque", self._on_set_torque)
+        self._timer = self.timer(1.0 / self.p["publish_rate"], self._on_tick, "read cycle")
+        self._diag_timer = self.timer(1.0 / self.p["diagnostics_rate"], self._on_diag, "diagnostics")
+        self._try_open()
+
+    # ------------------------------------------------------------------ bus
+    def _try_open(self) -> bool:
+        if self.joints is not None:
+            return True
+        if self.closed:
+            return False
+        try:
+            if self.p["transport"] == "rrc":
+                bus = RrcBoardBus(self.p["port"], self.p["baudrate"], reply_timeout=self.p["reply_timeout"])
+            else:
+                bus = DirectUartBus(self.p["port"], self.p["baudrate"], reply_timeout=self.p["reply_timeout"])
+        except Exception as exc:  # noqa: BLE001 - serial errors vary by platform; retried
+            self.open_error = "cannot open %s (%s): %s" % (self.p["port"], self.p["transport"], exc)
+            waited = time.monotonic() - self._t_start
+            if not self._open_logged and waited >= self.p["open_timeout"]:
+                self._open_logged = True
+                self.get_logger().error(self.open_error + "; still retrying every cycle")
+            return False
+        self.joints = JointServoBus(bus, self.table, read_timeout=self.p["reply_timeout"])
+        self.open_error = ""
+        self.get_logger().info("servo bus open on %s (%s, %d baud, %d servos)" % (
+            self.p["port"], self.p["transport"], self.p["baudrate"], len(self.table)))
+        if self.p["torque_on_start"]:
+            self._guarded_bus(self.joints.load_all)
+            self.tracker.set_torque(True)
+        return True
+
+    def _guarded_bus(self, fn, *args) -> Optional[str]:
+        try:
+            fn(*args)
+        except HardwareError as exc:
+            if isinstance(exc, ValueError):
+                raise
+            self.reject("servo bus", str(exc))
+            return str(exc)
+        return None
+
+    def apply_params(self, changed: Dict[str, Any]) -> None:
+        if "publish_rate" in changed:
+            self._timer.cancel()
+            self.destroy_timer(self._timer)
+            self._timer = self.timer(1.0 / changed["publish_rate"], self._on_tick, "read cycle")
+        if "diagnostics_rate" in changed:
+            self._diag_timer.cancel()
+            self.destroy_timer(self._diag_timer)
+            self._diag_timer = self.timer(1.0 / changed["diagnostics_rate"], self._on_diag, "diagnostics")
+
+    # ------------------------------------------------------------------ callbacks
+    def _on_commands(self, msg: JointTrajectory) -> None:
+        with self.lock:
+            self._command(msg)
+
+    def _command(self, msg: JointTrajectory) -> None:
+        points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
+        idx, pos, t = validate.trajectory(msg.joint_names, points, self.joint_names, self.lower, self.upper)
+        if self.joints is None:
+            raise ValueError("joint_commands: servo bus not open (%s)" % self.open_error)
+        if self.joints.emergency_stopped:
+            raise ValueError("joint_commands: emergency stop active (call ~/set_torque true to resume)")
+        target = {self.joint_names[i]: float(q) for i, q in zip(idx, pos)}
+        duration = t if t > 0.0 else self.p["default_move_time"]
+        if self._guarded_bus(self.joints.command, target, duration) is None:
+            self.commanded.update(target)
+            self.tracker.set_commanded(target)
+            self.commands_applied += 1
+
+    def _on_tick(self) -> None:
+        with self.lock:
+            self._tick()
+
+    def _tick(self) -> None:
+        if not self._try_open():
+            return
+        measured: Dict[str, float] = {}
+        if self.p["reads_per_cycle"] > 0 and not self.joints.emergency_stopped:
+            budget = 0.5 / self.p["publish_rate"]
+            try:
+                readings = self.joints.poll(budget, max_reads=self.p["reads_per_cycle"])
+            except HardwareError as exc:
+                self.reject("servo bus", str(exc))
+            else:
+                self.tracker.ingest(time.monotonic(), readings)
+                measured = readings.positions
+        names = [j for j in self.joint_names if j in self.commanded or j in measured]
+        if not names:
+            return
+        msg = JointState()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.name = names
+        msg.position = [float(measured.get(j, self.commanded.get(j))) for j in names]
+        self.state_pub.publish(msg)
+
+    def _on_estop(self, request, response):
+        with self.lock:
+            return self._estop(response)
+
+    def _estop(self, response):
+        if self.joints is None:
+            response.success, response.message = False, "servo bus not open: " + self.open_error
+            return response
+        errors = self.joints.emergency_stop()
+        self.tracker.set_torque(False)
+        self.get_logger().warning("emergency stop: servos stopped and unloaded; moves refused until "
+                                  "~/set_torque true")
+        response.success = not errors
+        response.message = "torque off" + ("; errors: %s" % "; ".join(map(str, errors)) if errors else "")
+        return response
+
+    def _on_set_torque(self, request, response):
+        with self.lock:
+            return self._set_torque(request, response)
+
+    def _set_torque(self, request, response):
+        if self.joints is None:
+            response.success, response.message = False, "servo bus not open: " + self.open_error
+            return response
+        if request.data:
+            self.joints.reset_emergency_stop()
+            err = self._guarded_bus(self.joints.load_all)
+        else:
+            err = self._guarded_bus(self.joints.unload_all)
+        if err is None:
+            self.tracker.set_torque(bool(request.data))
+        response.success = err is None
+        response.message = err or ("torque on" if request.data else "torque off")
+        return response
+
+    def _on_diag(self) -> None:
+        with self.lock:
+            self._diag()
+
+    def _diag(self) -> None:
+        now = time.monotonic()
+        statuses = []
+        for h in self.tracker.snapshot(now):
+            level, message, values = encode_servo_status(h)
+            statuses.append(status("%s: servo %d (%s)" % (self.get_name(), h.servo_id, h.joint), message, level,
+                                   values, hardware_id="bus_servo_%d" % h.servo_id))
+        if self.joints is None:
+            node = self.node_status(self.open_error or "opening the bus", 2)
+        else:
+            node = self.node_status("e-stop active" if self.joints.emergency_stopped else "running",
+                                    1 if self.joints.emergency_stopped else 0,
+                                    [("port", self.p["port"]), ("commands_applied", self.commands_applied)])
+        self.publish_diagnostics([node] + statuses)
+
+    def close(self) -> None:
+        """Torque off and close the bus (called on shutdown)."""
+        with self.lock:
+            if self.joints is None:
+                return
+            self.closed = True
+            self.joints.close()
+            self.joints = None
+            self.get_logger().info("servos unloaded (torque off), bus closed")
+
+
+def main(args=None):
+    return run(ServoDriver, args)
+
+
+if __name__ == "__main__":
+    main()
