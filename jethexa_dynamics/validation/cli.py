@@ -1,0 +1,122 @@
+"""``jethexa-validate BAG``: how well does the model predict the robot recorded in a rosbag2 bag?
+
+Reads joint commands/states, IMU orientation, morphology and (optionally) a ground-truth pose from the
+bag, replays the inputs through a predictor faster than real time and compares its predicted body
+orientation/position with the measurements. Prints a table, writes ``report.json``, ``timeseries_*.csv``
+and PNG plots. Exit status: 0 = done, 2 = bad bag or bad option (message on stderr, no traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import bag_io, metrics, replay as replay_mod
+from .errors import EXIT_BAD_INPUT, BagError
+from .topics import TopicNames
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="jethexa-validate",
+        description="Replay a JetHexa rosbag2 bag through the dynamics predictor and report how well it predicts "
+                    "the measured body orientation (IMU) and position (motion capture).",
+        epilog="Exit status 0 on success, 2 for a bad bag or option. See docs/validation.md.")
+    p.add_argument("bag", help="rosbag2 directory (MCAP or sqlite3), or its metadata.yaml / storage file")
+    g = p.add_argument_group("predictor")
+    g.add_argument("--predictor", default=None, help="which predictor (default: dynamics); see --list-predictors")
+    g.add_argument("--compare-all", action="store_true",
+                   help="run every available predictor; one report, table and plots side by side")
+    g.add_argument("--list-predictors", action="store_true", help="print the available predictors and exit")
+    g.add_argument("--model", metavar="FILE", default=None,
+                   help="model parameters file (a URDF, e.g. with measured masses); default: the packaged JetHexa")
+    g.add_argument("--reanchor-horizon", type=float, metavar="S", default=None,
+                   help="re-anchor the prediction on the measurements every S seconds (default: predictor's own)")
+    g = p.add_argument_group("window and topics")
+    g.add_argument("--start", type=float, metavar="S", default=None, help="window start, s from the bag start")
+    g.add_argument("--end", type=float, metavar="S", default=None, help="window end, s from the bag start")
+    d = TopicNames()
+    g.add_argument("--commands-topic", default=d.commands, help="trajectory_msgs/JointTrajectory (required)")
+    g.add_argument("--joint-states-topic", default=d.joint_states, help="sensor_msgs/JointState (optional)")
+    g.add_argument("--imu-topic", default=d.imu, help="sensor_msgs/Imu with orientation (required)")
+    g.add_argument("--morphology-topic", default=d.morphology,
+                   help="std_msgs/UInt8MultiArray, intact links per leg (optional: absent = intact)")
+    g.add_argument("--ground-truth-topic", default=d.ground_truth,
+                   help="geometry_msgs/PoseStamped ground truth, e.g. motion capture (optional)")
+    g.add_argument("--max-gap", type=float, metavar="S", default=bag_io.DEFAULT_MAX_GAP,
+                   help="largest allowed gap between IMU messages before it counts as a time jump (default %(default)s)")
+    g = p.add_argument_group("output")
+    g.add_argument("--out", metavar="DIR", default=None,
+                   help="output directory (default: <bag>_validation next to the bag)")
+    g.add_argument("--json", metavar="FILE", default=None, help="JSON report path (default: OUT/report.json)")
+    g.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    g.add_argument("--quiet", action="store_true", help="no table on stdout")
+    return p
+
+
+def _fail(msg: str) -> int:
+    print("jethexa-validate: error: " + msg.replace("\n", "\n  "), file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def run(args) -> dict:
+    """Do the validation for parsed ``args``; returns the report (raises BagError/ValueError on bad input)."""
+    from . import plots, report as report_mod
+
+    if args.compare_all and args.predictor:
+        raise ValueError("--predictor and --compare-all exclude each other")
+    names = replay_mod.predictor_names() if args.compare_all else [args.predictor or "dynamics"]
+    if args.model is not None and not Path(args.model).is_file():
+        raise ValueError("model parameters file {} does not exist".format(args.model))
+    for opt in ("max_gap", "reanchor_horizon"):
+        v = getattr(args, opt)
+        if v is not None and not v > 0:
+            raise ValueError("--{} must be > 0, got {}".format(opt.replace("_", "-"), v))
+    unknown = [n for n in names if n not in replay_mod.predictor_names()]
+    if unknown or not names:
+        raise ValueError("unknown predictor {!r}; available: {}".format(
+            unknown[0] if unknown else "", ", ".join(replay_mod.predictor_names()) or "none"))
+
+    topics = TopicNames(commands=args.commands_topic, joint_states=args.joint_states_topic, imu=args.imu_topic,
+                        morphology=args.morphology_topic, ground_truth=args.ground_truth_topic)
+    bag = bag_io.read_bag(args.bag, topics=topics, start=args.start, end=args.end, max_gap=args.max_gap)
+    predictors = [replay_mod.make_predictor(n, model=args.model, horizon=args.reanchor_horizon) for n in names]
+    segs = metrics.segments(bag.window, None if bag.morphology is None else bag.morphology.t,
+                            None if bag.morphology is None else bag.morphology.links)
+    results = [replay_mod.replay(bag, pr) for pr in predictors]
+    evaluations = [metrics.evaluate(r, segs) for r in results]
+
+    out = Path(args.out) if args.out else bag.path.parent / (bag.path.name + "_validation")
+    options = {"predictors": names, "model": args.model, "reanchor_horizon_s": args.reanchor_horizon,
+               "start_s": args.start, "end_s": args.end, "max_gap_s": args.max_gap,
+               "topics": dict(topics.items()), "out": str(out)}
+    rep = report_mod.build_report(bag, results, evaluations, options)
+    files = {"json": str(report_mod.write_json(rep, args.json or out / "report.json"))}
+    files["csv"] = [str(report_mod.write_csv(r, out / "timeseries_{}.csv".format(r.predictor))) for r in results]
+    if not args.no_plots:
+        files["plots"] = [str(p) for p in plots.plot_all(results, segs, out, title=bag.path.name)]
+    rep["files"] = files
+    report_mod.write_json(rep, files["json"])
+    return rep
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.list_predictors:
+        print("\n".join(replay_mod.predictor_names()))
+        return 0
+    try:
+        rep = run(args)
+    except (BagError, ValueError, OSError) as err:
+        return _fail(str(err))
+    if not args.quiet:
+        from .report import format_table
+
+        print(format_table(rep))
+        print("\nreport: {}\nplots:  {}".format(rep["files"]["json"], ", ".join(rep["files"].get("plots", [])) or "-"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
