@@ -1,0 +1,51 @@
+"""The ``jethexa-bus-emulator`` console script, run as a subprocess and driven through its pty."""
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from jethexa_dynamics.hardware.bus import open_bus
+from jethexa_dynamics.hardware.errors import ServoTimeout
+from jethexa_dynamics.hardware.joints import JointServoBus
+from jethexa_dynamics.hardware.servo_table import load_servo_table
+
+
+def launch(*args):
+    exe = os.path.join(os.path.dirname(sys.executable), "jethexa-bus-emulator")
+    cmd = [exe] if os.path.exists(exe) else [sys.executable, "-m", "jethexa_dynamics.hardware.emulator_cli"]
+    return subprocess.Popen(cmd + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("transport", ["uart", "rrc"])
+def test_cli_serves_until_sigint(transport):
+    proc = launch("--transport", transport, "--faults", "11:no_reply")
+    try:
+        port = proc.stdout.readline().strip()  # the first line is the pty path
+        assert port.startswith("/dev/"), (port, proc.stderr.read() if proc.poll() is not None else "")
+        table = load_servo_table()
+        joints = JointServoBus(open_bus(transport, port, reply_timeout=1.0), table, read_timeout=1.0)
+        joints.command({j: 0.25 for j in table.joint_names}, 0.0)
+        pos, errs = joints.read_all_positions(timeout=1.0)
+        assert list(errs) == ["coxa_joint_LM"] and isinstance(errs["coxa_joint_LM"], ServoTimeout)
+        assert all(abs(v - 0.25) < 0.003 for v in pos.values()) and len(pos) == 17
+        joints.close()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_cli_rejects_bad_fault_spec():
+    proc = launch("--faults", "5:explode")
+    try:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2 and "fault kind" in err and out == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
