@@ -1,0 +1,205 @@
+"""robot_emulator: the emulated JetHexa for ``sim.launch.py`` and the demo.
+
+* World: the simulation engine (``jethexa_dynamics.sim.engine.Engine``, external joint targets), advanced in
+  real time on a timer at ``rate``.
+* Servo bus: ``hardware.emulator.BusEmulator`` on a pseudo-terminal, linked at ``port_link``; ``servo_driver``
+  opens it as the robot's UART. The servos' commanded trajectories drive the engine's joint targets and
+  position reads report the engine's joint angles.
+* IMU: the body's angular velocity, specific force and orientation at the IMU on ``emulator/imu_motion``
+  (sensor_msgs/Imu, frame imu_link) -- the motion source of the MPU6050 model in the ``imu`` node
+  (``source: emulator``).
+* Ground truth: ``mocap/pose`` (geometry_msgs/PoseStamped, frame ``world``).
+* Damage injection: parameter ``damage`` (``ros2 param set /robot_emulator damage scenario1``) removes links
+  in the world and silences their servos; the damage monitor has to find out by itself.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped
+from sensor_msgs.msg import Imu
+from transforms3d.quaternions import mat2quat
+
+from jethexa_dynamics.hardware.emulator import BusEmulator
+from jethexa_dynamics.monitor import node_params
+from jethexa_dynamics.monitor.damage import format_morphology, joint_leg_link, parse_damage_spec
+from jethexa_dynamics.nodes._common import RELIABLE_QOS, SENSOR_QOS, ThinNode, run
+from jethexa_dynamics.nodes._robot import jethexa
+
+MAX_CATCH_UP = 0.25  # s of simulated time per tick at most; beyond, the world falls behind (counted)
+
+
+class RobotEmulator(ThinNode):
+    def __init__(self, **kwargs):
+        super().__init__(node_params.ROBOT_EMULATOR, **kwargs)
+        from jethexa_dynamics.sim.engine import Engine, SimulationError
+
+        self._SimulationError = SimulationError
+        robot = jethexa()
+        self.leg_names = list(robot.leg_names)
+        self.joint_names = list(robot.joint_names)
+        self._leg_link = joint_leg_link(self.joint_names, self.leg_names)
+        self.lock = threading.RLock()
+        self.engine = Engine(robot, gait=None, record_every=0)
+        self.bus = BusEmulator(seed=self.p["seed"]).start()
+        self._hold_standing_pose()
+        self.port = self.bus.port
+        self._link_port()
+        self.world_morphology = [3] * len(self.leg_names)
+        self.silenced: List[str] = []
+        self.sim_failures = 0
+        self.lag_events = 0
+        self._t0 = time.monotonic()
+        self._wall_offset = 0.0  # wall seconds the world skipped (fell behind)
+        self.mocap_pub = self.create_publisher(PoseStamped, "mocap/pose", SENSOR_QOS)
+        self.imu_pub = self.create_publisher(Imu, "emulator/imu_motion", SENSOR_QOS)
+        self.recorder = None
+        if self.p["record"]:
+            from jethexa_dynamics.nodes.bag_recorder import BagRecorder
+
+            self.recorder = BagRecorder(self, self.p["record"])
+        self._apply_damage(self.p["damage"])
+        self._world_timers = {}
+        self._make_timers()
+        self._diag_timer = self.timer(1.0, self._on_diag, "diagnostics")
+        self.get_logger().info("emulated servo bus on %s (linked at %s)" % (self.port, self.p["port_link"]))
+
+    # ------------------------------------------------------------------ set-up
+    def _hold_standing_pose(self) -> None:
+        """The emulated servos start where the engine's robot stands (not at their centre)."""
+        for j, q in zip(self.joint_names, self.engine.joint_angles):
+            spec = self.bus.table.by_joint(j)
+            s = self.bus.servo(j)
+            s.start = s.target = float(spec.to_ticks(q))
+
+    def _link_port(self) -> None:
+        link = self.p["port_link"]
+        if not link:
+            return
+        if os.path.lexists(link):
+            if not os.path.islink(link):
+                raise ValueError("port_link %r exists and is not a symlink; refusing to replace it" % link)
+            os.unlink(link)
+        os.symlink(self.port, link)
+
+    def _make_timers(self) -> None:
+        for t in self._world_timers.values():
+            t.cancel()
+            self.destroy_timer(t)
+        self._world_timers = {
+            "world": self.timer(1.0 / self.p["rate"], self._on_world, "world"),
+            "imu": self.timer(1.0 / self.p["imu_rate"], self._on_imu, "imu"),
+            "mocap": self.timer(1.0 / self.p["mocap_rate"], self._on_mocap, "mocap"),
+        }
+
+    def apply_params(self, changed: Dict[str, Any]) -> None:
+        if "damage" in changed:
+            self._apply_damage(changed["damage"])
+        if any(k in changed for k in ("rate", "imu_rate", "mocap_rate")):
+            self._make_timers()
+
+    def _apply_damage(self, spec: str) -> None:
+        links = parse_damage_spec(spec, self.leg_names)  # ValueError -> parameter rejected
+        with self.lock:
+            self.engine.set_morphology(links)
+            lost = [j for j, (leg, k) in zip(self.joint_names, self._leg_link) if k >= links[leg]]
+            self.bus.clear_faults()
+            for j in lost:
+                self.bus.silence(j)
+            self.world_morphology, self.silenced = links, lost
+        if spec:
+            self.get_logger().warning("damage injected in the world: %s (servos silenced: %s)" % (
+                format_morphology(links, self.leg_names), ", ".join(lost) or "none"))
+
+    # ------------------------------------------------------------------ world
+    def sim_target_time(self) -> float:
+        return time.monotonic() - self._t0 - self._wall_offset
+
+    def _on_world(self) -> None:
+        with self.lock:
+            e = self.engine
+            target = self.sim_target_time()
+            if target - e.time > MAX_CATCH_UP:
+                self._wall_offset += target - e.time - MAX_CATCH_UP
+                self.lag_events += 1
+                target = e.time + MAX_CATCH_UP
+            dt = target - e.time
+            if dt < e.dt:
+                return
+            t_bus = self.bus.now()
+            idx = [i for i, j in enumerate(self.joint_names) if j not in self.silenced]
+            goal = [self.bus.commanded_position(self.joint_names[i], t_bus + dt) for i in idx]
+            try:
+                e.set_joint_targets(goal, move_time=dt, joints=idx)
+                e.advance(target)
+            except self._SimulationError as exc:
+                self.sim_failures += 1
+                self.get_logger().error("world: %s; robot reset to standing" % exc)
+                e.reset_standing()
+                return
+            q = e.joint_angles
+            self.bus.set_measured_positions({self.joint_names[i]: float(q[i]) for i in idx})
+
+    def _stamp(self, msg, frame: str) -> None:
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = frame
+
+    def _on_imu(self) -> None:
+        with self.lock:
+            gyro, acc = self.engine.imu()
+            R = self.engine.pose[:3, :3]
+        msg = Imu()
+        self._stamp(msg, "imu_link")
+        w, x, y, z = mat2quat(R)
+        msg.orientation.w, msg.orientation.x, msg.orientation.y, msg.orientation.z = map(float, (w, x, y, z))
+        msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = map(float, gyro)
+        msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = map(float, acc)
+        self.imu_pub.publish(msg)
+
+    def _on_mocap(self) -> None:
+        with self.lock:
+            g = self.engine.pose
+        msg = PoseStamped()
+        self._stamp(msg, "world")
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, g[:3, 3])
+        w, x, y, z = mat2quat(g[:3, :3])
+        msg.pose.orientation.w, msg.pose.orientation.x, msg.pose.orientation.y, msg.pose.orientation.z = \
+            map(float, (w, x, y, z))
+        self.mocap_pub.publish(msg)
+
+    def true_pose(self) -> np.ndarray:
+        with self.lock:
+            return self.engine.pose
+
+    def _on_diag(self) -> None:
+        with self.lock:
+            sim_t, wall = self.engine.time, self.engine.wall_time
+        rtf = sim_t / max(1e-9, time.monotonic() - self._t0)
+        level = 1 if (self.lag_events or self.sim_failures) else 0
+        values = [("port", self.port), ("port_link", self.p["port_link"]), ("sim_time", sim_t),
+                  ("real_time_factor", rtf), ("engine_wall_time", wall), ("lag_events", self.lag_events),
+                  ("sim_failures", self.sim_failures),
+                  ("world_morphology", format_morphology(self.world_morphology, self.leg_names)),
+                  ("silenced_servos", ",".join(self.silenced))]
+        self.publish_diagnostics([self.node_status("world running", level, values)])
+
+    def close(self) -> None:
+        if self.recorder is not None:
+            self.recorder.close()
+            self.recorder = None
+        self.bus.stop()
+        link = self.p["port_link"]
+        if link and os.path.islink(link) and os.readlink(link) == self.port:
+            os.unlink(link)
+
+
+def main(args=None):
+    return run(RobotEmulator, args)
+
+
+if __name__ == "__main__":
+    main()
