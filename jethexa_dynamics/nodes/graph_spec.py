@@ -1,0 +1,162 @@
+"""The node graph of ``bringup.launch.py`` (robot) and ``sim.launch.py`` (emulated robot), as plain data.
+
+The launch files turn this into a ``LaunchDescription`` (:func:`launch_description`, imports ``launch`` and
+``launch_ros`` lazily); ``jethexa-demo`` builds the same graph in one process from the same data
+(:func:`node_parameters`), and the launch tests check it statically without a ROS install.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from jethexa_dynamics.monitor import node_params
+from jethexa_dynamics.monitor.params import config_dir, load_node_yaml
+
+PACKAGE = "jethexa_dynamics"
+
+
+@dataclass(frozen=True)
+class Argument:
+    name: str
+    default: str
+    description: str
+    targets: Tuple[Tuple[str, str], ...]  # (node, parameter) pairs the argument sets
+
+
+@dataclass(frozen=True)
+class NodeEntry:
+    executable: str
+    name: str
+    fixed: Dict[str, Any] = field(default_factory=dict)  # parameters this graph sets regardless of YAML
+
+
+BUS_LINK = "/tmp/jethexa_emulated_bus"
+
+_COMMON_ARGS = [
+    Argument("predictor", "boltzmann_hamel", "dynamics model of the predictor (boltzmann_hamel, slip, newton_euler)",
+             (("predictor", "predictor"),)),
+    Argument("horizon", "2.0", "predictor re-anchoring horizon [s]", (("predictor", "horizon"),)),
+    Argument("control_rate", "50.0", "gait controller rate [Hz] (the 115200-baud bus carries 50 Hz)",
+             (("gait_controller", "control_rate"),)),
+    Argument("gait", "tripod", "gait of the healthy robot (tripod, ripple, wave)", (("gait_controller", "gait"),)),
+    Argument("cmd_vel_timeout", "0.5", "stop walking when cmd_vel is older than this [s]",
+             (("gait_controller", "cmd_vel_timeout"),)),
+]
+
+GRAPHS: Dict[str, Dict[str, Any]] = {
+    "bringup": {
+        "nodes": [NodeEntry("servo_driver", "servo_driver"), NodeEntry("imu", "imu"),
+                  NodeEntry("gait_controller", "gait_controller"), NodeEntry("predictor", "predictor"),
+                  NodeEntry("damage_monitor", "damage_monitor")],
+        "arguments": [
+            Argument("port", "/dev/ttyTHS1", "servo bus serial device", (("servo_driver", "port"),)),
+            Argument("transport", "direct_uart", "bus transport: direct_uart (Jetson Nano UART) or rrc (STM32 board)",
+                     (("servo_driver", "transport"),)),
+            Argument("baudrate", "115200", "bus baud rate (1000000 for rrc)", (("servo_driver", "baudrate"),)),
+            Argument("i2c_bus", "1", "I2C bus of the MPU6050", (("imu", "i2c_bus"),)),
+        ] + _COMMON_ARGS,
+    },
+    "sim": {
+        "nodes": [NodeEntry("robot_emulator", "robot_emulator"),
+                  NodeEntry("servo_driver", "servo_driver", {"open_timeout": 30.0}),
+                  NodeEntry("imu", "imu", {"source": "emulator"}),
+                  NodeEntry("gait_controller", "gait_controller"), NodeEntry("predictor", "predictor"),
+                  NodeEntry("damage_monitor", "damage_monitor")],
+        "arguments": [
+            Argument("port_link", BUS_LINK, "where the emulator links its pty (servo_driver opens it)",
+                     (("robot_emulator", "port_link"), ("servo_driver", "port"))),
+            Argument("damage", "", "damage in the emulated world at start ('' healthy, scenario1, scenario2, "
+                     "'RM,LM', 'LM:1,RR:1'); change it later with ros2 param set /robot_emulator damage ...",
+                     (("robot_emulator", "damage"),)),
+            Argument("record", "", "record the run to this rosbag2 directory ('' = off)",
+                     (("robot_emulator", "record"),)),
+        ] + _COMMON_ARGS,
+    },
+}
+
+
+def _convert(node: str, param: str, text: str) -> Any:
+    """A launch-argument string -> the parameter's type."""
+    kind = node_params.ALL[node][param].kind
+    if kind == "int":
+        return int(text)
+    if kind == "double":
+        return float(text)
+    if kind == "bool":
+        return text.strip().lower() in ("1", "true", "yes", "on")
+    return text
+
+
+def node_parameters(graph: str, arguments: Optional[Dict[str, str]] = None) -> List[Tuple[NodeEntry, Dict[str, Any]]]:
+    """(node, parameters) of a graph: config/<node>.yaml, then the graph's fixed values, then the arguments."""
+    spec = GRAPHS[graph]
+    args = {a.name: a.default for a in spec["arguments"]}
+    unknown = set(arguments or {}) - set(args)
+    if unknown:
+        raise ValueError("unknown %s.launch.py arguments: %s (known: %s)" % (graph, sorted(unknown), sorted(args)))
+    args.update(arguments or {})
+    out = []
+    for entry in spec["nodes"]:
+        values = load_node_yaml(config_file(entry.executable), entry.executable)
+        values.update(entry.fixed)
+        for a in spec["arguments"]:
+            for node, param in a.targets:
+                if node == entry.name:
+                    values[param] = _convert(node, param, args[a.name])
+        out.append((entry, node_params.ALL[entry.executable].validate(values)))
+    return out
+
+
+def config_file(node: str, share_dir: Optional[str] = None) -> str:
+    return os.path.join(share_dir or config_dir(), node + ".yaml")
+
+
+def launch_description(graph: str):
+    """The ``LaunchDescription`` of ``<graph>.launch.py`` (needs ``launch`` and ``launch_ros``)."""
+    from launch import LaunchDescription
+    from launch.actions import DeclareLaunchArgument, LogInfo
+    from launch.substitutions import LaunchConfiguration
+    from launch_ros.actions import Node
+    from launch_ros.parameter_descriptions import ParameterValue
+
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        share = get_package_share_directory(PACKAGE)
+    except Exception:  # noqa: BLE001 - not installed through colcon: use the source tree
+        share = os.path.dirname(config_dir())
+    spec = GRAPHS[graph]
+    actions: list = [DeclareLaunchArgument(a.name, default_value=a.default, description=a.description)
+                     for a in spec["arguments"]]
+    types = {"int": int, "double": float, "bool": bool, "string": str}
+    for entry in spec["nodes"]:
+        params: list = [os.path.join(share, "config", entry.executable + ".yaml")]
+        overrides: Dict[str, Any] = dict(entry.fixed)
+        for a in spec["arguments"]:
+            for node, param in a.targets:
+                if node == entry.name:
+                    kind = node_params.ALL[node][param].kind
+                    overrides[param] = ParameterValue(LaunchConfiguration(a.name), value_type=types[kind])
+        if overrides:
+            params.append(overrides)
+        actions.append(Node(package=PACKAGE, executable=entry.executable, name=entry.name, parameters=params,
+                            output="screen", emulate_tty=True))
+    urdf = os.path.join(share, "urdf", "jethexa.urdf")
+    if _has_package("robot_state_publisher") and os.path.exists(urdf):
+        with open(urdf, "r", encoding="utf-8") as f:
+            actions.append(Node(package="robot_state_publisher", executable="robot_state_publisher",
+                                name="robot_state_publisher", parameters=[{"robot_description": f.read()}]))
+    else:
+        actions.append(LogInfo(msg="robot_state_publisher not installed: no TF from joint_states"))
+    return LaunchDescription(actions)
+
+
+def _has_package(name: str) -> bool:
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        get_package_share_directory(name)
+        return True
+    except Exception:  # noqa: BLE001
+        return False

@@ -1,0 +1,13 @@
+"""`ros2 launch jethexa_dynamics bringup.launch.py [arg:=value ...]`: the node graph on the real JetHexa
+(servo_driver on the bus + imu on the MPU6050 + gait_controller + predictor + damage_monitor).
+
+The graph (nodes, parameter files, arguments) is defined once in ``jethexa_dynamics.nodes.graph_spec``;
+`ros2 launch jethexa_dynamics bringup.launch.py --show-args` lists the arguments. A robot_state_publisher for
+urdf/jethexa.urdf is added when that package is installed. DDS discovery is left to your environment
+(ROS_DOMAIN_ID, ROS_AUTOMATIC_DISCOVERY_RANGE / ROS_LOCALHOST_ONLY).
+"""
+from jethexa_dynamics.nodes.graph_spec import launch_description
+
+
+def generate_launch_description():
+    return launch_description("bringup")

@@ -1,0 +1,104 @@
+"""Static checks of launch/*.launch.py and config/*.yaml (``ros2 launch`` is not installable here).
+
+Every node executable is a console script of the package whose module has ``main``; every parameter file
+exists and names only declared parameters with valid values; every launch argument sets declared parameters;
+the files are picked up by setup.py's data_files globs; ``generate_launch_description()`` runs when
+``launch``/``launch_ros`` are importable.
+"""
+import ast
+import glob
+import importlib
+import importlib.util
+import os
+
+import pytest
+
+from jethexa_dynamics.monitor import node_params
+from jethexa_dynamics.monitor.params import load_node_yaml
+from jethexa_dynamics.nodes import graph_spec
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+GRAPHS = sorted(graph_spec.GRAPHS)
+
+
+def console_scripts():
+    """console_scripts of setup.py (read from its AST: no install needed)."""
+    tree = ast.parse(open(os.path.join(ROOT, "setup.py")).read())
+    nodes = next(n for n in ast.walk(tree) if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "NODES")
+    names = ast.literal_eval(nodes.value)
+    return {n: "jethexa_dynamics.nodes.%s:main" % n for n in names}
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
+def test_every_executable_is_a_console_script_with_a_main(graph):
+    scripts = console_scripts()
+    for entry in graph_spec.GRAPHS[graph]["nodes"]:
+        assert entry.executable in scripts, entry.executable
+        module, func = scripts[entry.executable].split(":")
+        assert callable(getattr(importlib.import_module(module), func))
+        assert entry.executable in node_params.ALL
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
+def test_parameter_files_exist_and_name_only_declared_parameters(graph):
+    for entry, values in graph_spec.node_parameters(graph):
+        path = os.path.join(ROOT, "config", entry.executable + ".yaml")
+        assert os.path.exists(path)
+        declared = node_params.ALL[entry.executable]
+        raw = load_node_yaml(path, entry.name)
+        assert set(raw) <= set(declared.specs), set(raw) - set(declared.specs)
+        declared.validate(raw)
+        assert set(entry.fixed) <= set(declared.specs)
+    for arg in graph_spec.GRAPHS[graph]["arguments"]:
+        for node, param in arg.targets:
+            assert param in node_params.ALL[node], (arg.name, node, param)
+            node_params.ALL[node][param].validate(graph_spec._convert(node, param, arg.default))
+
+
+def test_arguments_reach_the_parameters_and_bad_arguments_are_rejected():
+    params = dict((e.name, v) for e, v in graph_spec.node_parameters(
+        "sim", {"port_link": "/tmp/x_bus", "horizon": "0.5", "damage": "scenario2"}))
+    assert params["servo_driver"]["port"] == "/tmp/x_bus" == params["robot_emulator"]["port_link"]
+    assert params["predictor"]["horizon"] == 0.5 and params["robot_emulator"]["damage"] == "scenario2"
+    assert params["imu"]["source"] == "emulator"
+    with pytest.raises(ValueError, match="horizon"):
+        graph_spec.node_parameters("sim", {"horizon": "-1"})
+    with pytest.raises(ValueError, match="unknown sim.launch.py arguments"):
+        graph_spec.node_parameters("sim", {"speed": "1"})
+
+
+def test_launch_and_config_files_match_setup_py_globs():
+    launch_files = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "launch", "*.launch.py")))
+    assert launch_files == ["bringup.launch.py", "sim.launch.py"]
+    configs = {os.path.basename(p)[:-5] for p in glob.glob(os.path.join(ROOT, "config", "*.yaml"))}
+    assert set(node_params.ALL) <= configs
+    setup = open(os.path.join(ROOT, "setup.py")).read()
+    assert 'glob("launch/*.launch.py")' in setup and 'glob("config/*.yaml")' in setup
+
+
+def _load_launch_module(graph):
+    path = os.path.join(ROOT, "launch", graph + ".launch.py")
+    spec = importlib.util.spec_from_file_location("launch_" + graph, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod, open(path).read()
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
+def test_launch_file_builds_its_own_graph(graph):
+    mod, text = _load_launch_module(graph)
+    assert callable(mod.generate_launch_description)
+    assert 'launch_description("%s")' % graph in text
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
+def test_generate_launch_description_when_launch_is_installed(graph):
+    pytest.importorskip("launch_ros")
+    launch = pytest.importorskip("launch")
+    mod, _ = _load_launch_module(graph)
+    ld = mod.generate_launch_description()
+    assert isinstance(ld, launch.LaunchDescription)
+    from launch_ros.actions import Node
+
+    nodes = [a for a in ld.entities if isinstance(a, Node)]
+    assert len(nodes) >= len(graph_spec.GRAPHS[graph]["nodes"])
