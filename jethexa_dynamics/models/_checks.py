@@ -1,0 +1,40 @@
+"""Input checks shared by the second-opinion models: every error names the offending field."""
+import numpy as np
+
+
+def finite_array(value, field, ndim_choices, last_dim=None):
+    """``value`` as a float array with one of ``ndim_choices`` dimensions and finite entries."""
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim not in ndim_choices:
+        raise ValueError(f"{field}: expected {' or '.join(str(n) for n in ndim_choices)} dimensions, "
+                         f"got shape {arr.shape}")
+    if last_dim is not None and arr.shape[-1] != last_dim:
+        raise ValueError(f"{field}: last dimension must be {last_dim}, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{field}: contains NaN or inf")
+    return arr
+
+
+def per_leg(value, field, shape, positive=False, nonnegative=False):
+    """Broadcast a scalar / per-leg / per-frame-and-leg parameter to ``shape`` (frames, legs)."""
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim == 1 and len(shape) == 2 and arr.shape[0] != shape[1]:
+        raise ValueError(f"{field}: {arr.shape[0]} values for {shape[1]} legs")
+    try:
+        arr = np.broadcast_to(arr, shape)
+    except ValueError:
+        raise ValueError(f"{field}: shape {np.shape(value)} does not match (frames, legs) = {shape}") from None
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{field}: contains NaN or inf")
+    if positive and np.any(arr <= 0):
+        raise ValueError(f"{field}: must be > 0")
+    if nonnegative and np.any(arr < 0):
+        raise ValueError(f"{field}: must be >= 0")
+    return arr
+
+
+def positive_scalar(value, field):
+    v = float(value)
+    if not np.isfinite(v) or v <= 0:
+        raise ValueError(f"{field}: must be a finite number > 0, got {value!r}")
+    return v
