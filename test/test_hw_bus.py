@@ -11,7 +11,7 @@ import pytest
 from jethexa_dynamics.hardware import protocol as P
 from jethexa_dynamics.hardware.bus import BROADCAST_ID, DirectUartBus, RrcBoardBus, open_bus
 from jethexa_dynamics.hardware.emulator import BusEmulator, FaultSpec, parse_faults
-from jethexa_dynamics.hardware.errors import (BusClosedError, ChecksumError, ParameterError, ServoTimeout,
+from jethexa_dynamics.hardware.errors import (BusClosedError, BusIOError, ChecksumError, ParameterError, ServoTimeout,
                                               UnsupportedCommand)
 from jethexa_dynamics.hardware.servo_table import load_servo_table
 
@@ -321,3 +321,15 @@ def test_emulator_ignores_bad_frames_and_out_of_range_params(table):
         raw = P.encode_frame(1, P.Cmd.MOVE_TIME_WRITE, struct.pack("<HH", 1500, 0))  # position > 1000
         bus._send(bytes(bad) + raw)
         assert bus.read_position(1) == 500
+
+
+def test_port_failures_are_bus_io_errors(table):
+    with pytest.raises(BusIOError, match="/dev/does-not-exist"):
+        DirectUartBus("/dev/does-not-exist")
+    em = BusEmulator(table).start()
+    bus = DirectUartBus(em.port, reply_timeout=TIMEOUT)
+    assert bus.read_position(1) == 500
+    em.stop()  # the "device" goes away: the pty hangs up
+    with pytest.raises((BusIOError, ServoTimeout)):
+        bus.read_position(1, timeout=FAULT_TIMEOUT)
+    bus.close()

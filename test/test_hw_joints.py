@@ -53,8 +53,9 @@ def wait_for(pred, timeout=3.0):
 def test_move_all_18_joints_and_read_back(rig, table):
     em, joints = rig
     q = pose(table)
-    n0 = len(em.rx_log)
+    n0, w0 = len(em.rx_log), joints.bus.stats["writes"]
     joints.command(q, 0.0)
+    assert joints.bus.stats["writes"] == w0 + 1  # one write() for the 18 servos
     positions, errors = joints.read_all_positions()
     assert errors == {}
     for j, v in q.items():

@@ -12,7 +12,7 @@ See docs/hardware.md.
 """
 from .bus import BROADCAST_ID, DirectUartBus, RrcBoardBus, ServoBus, open_bus
 from .emulator import FAULT_KINDS, BusEmulator, EmulatedServo, FaultSpec, parse_faults
-from .errors import (BusClosedError, ChecksumError, EmergencyStopActive, FrameError, HardwareError,
+from .errors import (BusClosedError, BusIOError, ChecksumError, EmergencyStopActive, FrameError, HardwareError,
                      ImuCalibrationError, ImuDisconnectedError, ImuError, ImuNotFoundError, ImuStuckError,
                      JointLimitError, ParameterError, ServoError, ServoFault, ServoTimeout, UnsupportedCommand)
 from .imu_filter import MadgwickFilter, quat_from_accel
@@ -24,7 +24,7 @@ from .servo_table import ServoSpec, ServoTable, default_config_path, load_servo_
 __all__ = [
     "BROADCAST_ID", "DirectUartBus", "RrcBoardBus", "ServoBus", "open_bus",
     "FAULT_KINDS", "BusEmulator", "EmulatedServo", "FaultSpec", "parse_faults",
-    "BusClosedError", "ChecksumError", "EmergencyStopActive", "FrameError", "HardwareError", "ImuCalibrationError",
+    "BusClosedError", "BusIOError", "ChecksumError", "EmergencyStopActive", "FrameError", "HardwareError", "ImuCalibrationError",
     "ImuDisconnectedError", "ImuError", "ImuNotFoundError", "ImuStuckError", "JointLimitError", "ParameterError",
     "ServoError", "ServoFault", "ServoTimeout", "UnsupportedCommand",
     "MadgwickFilter", "quat_from_accel",

@@ -19,9 +19,15 @@ from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import serial
 
+try:
+    import termios
+    _PORT_ERRORS = (serial.SerialException, OSError, termios.error)  # tcflush on a hung-up tty: termios.error
+except ImportError:  # pragma: no cover - not POSIX
+    _PORT_ERRORS = (serial.SerialException, OSError)
+
 from . import protocol as P
 from . import rrc as R
-from .errors import (BusClosedError, ChecksumError, FrameError, ParameterError, ServoTimeout,
+from .errors import (BusClosedError, BusIOError, ChecksumError, FrameError, ParameterError, ServoTimeout,
                      UnsupportedCommand)
 
 __all__ = ["ServoBus", "DirectUartBus", "RrcBoardBus", "open_bus", "BROADCAST_ID"]
@@ -182,8 +188,11 @@ class _SerialBus(ServoBus):
         self.port, self.baudrate = port, int(baudrate)
         self.reply_timeout, self.retries = float(reply_timeout), int(retries)
         factory = serial_factory or serial.serial_for_url
-        # the read timeout is only the polling granularity; replies are matched against our own deadline
-        self._ser = factory(port, baudrate=self.baudrate, timeout=0.005, write_timeout=1.0)
+        try:
+            # the read timeout is only the polling granularity; replies are matched against our own deadline
+            self._ser = factory(port, baudrate=self.baudrate, timeout=0.005, write_timeout=1.0)
+        except _PORT_ERRORS + (ValueError,) as exc:
+            raise BusIOError("cannot open servo bus %s at %d baud: %s" % (port, self.baudrate, exc)) from exc
         self._lock = threading.RLock()
         self._closed = False
         #: counters for diagnostics
@@ -234,20 +243,26 @@ class _SerialBus(ServoBus):
         with self._lock:
             self._check_open()
             for attempt in range(self.retries + 1):
-                self._ser.reset_input_buffer()  # late replies of an earlier, timed-out request
-                self._parser.reset()
-                self.stats["requests"] += 1
-                self._write(request, then_receive=True)
                 try:
+                    self._ser.reset_input_buffer()  # late replies of an earlier, timed-out request
+                    self._parser.reset()
+                    self.stats["requests"] += 1
+                    self._write(request, then_receive=True)
                     return self._await(matches, servo_id, name, timeout)
                 except (ServoTimeout, ChecksumError):
                     if attempt == self.retries:
                         raise
+                except _PORT_ERRORS as exc:
+                    raise BusIOError("servo bus %s: %s (during %s of servo %s)" % (self.port, exc, name, servo_id)) \
+                        from exc
 
     def _send(self, data: bytes) -> None:
         with self._lock:
             self._check_open()
-            self._write(data)
+            try:
+                self._write(data)
+            except _PORT_ERRORS as exc:
+                raise BusIOError("servo bus %s: write of %d bytes failed: %s" % (self.port, len(data), exc)) from exc
 
     def close(self) -> None:
         with self._lock:
@@ -256,7 +271,7 @@ class _SerialBus(ServoBus):
             self._closed = True
             try:
                 self._ser.close()
-            except (OSError, serial.SerialException) as exc:  # closing must not mask the caller's error
+            except _PORT_ERRORS as exc:  # closing must not mask the caller's error
                 log.warning("closing %s: %s", self.port, exc)
 
     @property

@@ -18,6 +18,7 @@ __all__ = [
     "ServoFault",
     "UnsupportedCommand",
     "BusClosedError",
+    "BusIOError",
     "EmergencyStopActive",
     "ImuError",
     "ImuNotFoundError",
@@ -113,6 +114,10 @@ class ServoFault(ServoError):
 
 class BusClosedError(HardwareError):
     """The bus (or joint layer) was used after :meth:`close`."""
+
+
+class BusIOError(HardwareError):
+    """The serial port itself failed (cannot open, device unplugged, pty closed): no servo can be reached."""
 
 
 class EmergencyStopActive(HardwareError):
