@@ -1,0 +1,178 @@
+"""``jethexa-sim``: run the paper's experiments (healthy / damage 1 / damage 2) and write CSV + plots.
+
+Example::
+
+    jethexa-sim --scenario damage2 --duration 5 --out out/damage2
+    jethexa-sim --scenario damage1 --damage-at 2.0 --gait tripod --out out/d1_mid
+
+Writes ``trajectory.csv`` (t, x, y, z, roll, pitch, yaw, ... SI units, world frame, ZYX Euler angles),
+``orientation.png`` and ``position.png`` (like the paper's Figs. 3-4, 6-7) and ``summary.txt``.
+"""
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+from .scenarios import SCENARIOS
+
+
+def summarize(traj, wall_time=None):
+    """Key numbers of a run: distance walked (net horizontal displacement, m), mean forward speed (m/s),
+    lateral drift (m), peak |roll|/|pitch| (deg), final yaw (deg), height range (m), real-time factor."""
+    t, p, e = traj.t, traj.pos, np.rad2deg(traj.euler)
+    T = float(t[-1] - t[0]) if len(t) > 1 else 0.0
+    d = p[-1] - p[0]
+    out = {
+        "duration_s": T,
+        "distance_m": float(math.hypot(d[0], d[1])),
+        "forward_m": float(d[0]),
+        "lateral_m": float(d[1]),
+        "mean_speed_mps": float(d[0] / T) if T > 0 else 0.0,
+        "peak_roll_deg": float(np.abs(e[:, 0]).max()),
+        "peak_pitch_deg": float(np.abs(e[:, 1]).max()),
+        "final_yaw_deg": float(e[-1, 2]),
+        "z_min_m": float(p[:, 2].min()),
+        "z_max_m": float(p[:, 2].max()),
+    }
+    if wall_time:
+        out["wall_time_s"] = float(wall_time)
+        out["real_time_factor"] = T / wall_time if wall_time > 0 else float("inf")
+    return out
+
+
+def summary_paragraph(scenario, gait, s, dt, damage_at=None):
+    when = " (healthy until t = %.2f s)" % damage_at if damage_at is not None else ""
+    text = ("Scenario %s%s, %s gait, %.2f s at dt = %g s: the body moved %.3f m forward and %.3f m sideways "
+            "(distance %.3f m, mean forward speed %.4f m/s), peak |roll| %.2f deg, peak |pitch| %.2f deg, "
+            "final yaw %.2f deg, body height %.4f-%.4f m."
+            % (scenario, when, gait, s["duration_s"], dt, s["forward_m"], s["lateral_m"], s["distance_m"],
+               s["mean_speed_mps"], s["peak_roll_deg"], s["peak_pitch_deg"], s["final_yaw_deg"], s["z_min_m"],
+               s["z_max_m"]))
+    if "real_time_factor" in s:
+        text += " Simulated in %.3f s of wall time: %.1fx faster than real time." % (s["wall_time_s"],
+                                                                                      s["real_time_factor"])
+    return text
+
+
+class Progress:
+    """A plain text progress bar on stderr (no dependency); one line per 10 % when not on a terminal."""
+
+    def __init__(self, total, enabled=True, width=30, stream=None):
+        self.total, self.enabled, self.width = total, enabled, width
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._last = -1
+
+    def __call__(self, engine):
+        if not self.enabled:
+            return
+        frac = min(1.0, engine.time / self.total) if self.total > 0 else 1.0
+        pct = int(frac * 100) if self.tty else 10 * int(frac * 10)
+        if pct == self._last:
+            return
+        self._last = pct
+        n = int(frac * self.width)
+        self.stream.write("%s[%s%s] %3d%%  t = %.2f / %.2f s" % ("\r" if self.tty else "", "#" * n,
+                                                                 "." * (self.width - n), pct, engine.time,
+                                                                 self.total))
+        if pct == 100 or not self.tty:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def build_parser():
+    ap = argparse.ArgumentParser(prog="jethexa-sim", description="Simulate the JetHexa (paper 003 Sec. VI): "
+                                 "gait, IK, PID, contact and the modular whole-body dynamics.")
+    ap.add_argument("--scenario", default="healthy", help="|".join(SCENARIOS) + " (paper Sec. VI-B)")
+    ap.add_argument("--gait", default="tripod", help="tripod|wave|ripple")
+    ap.add_argument("--duration", type=float, default=5.0, help="simulated time [s] (default 5)")
+    ap.add_argument("--dt", type=float, default=1e-3, help="time step [s] (default 0.001)")
+    ap.add_argument("--damage-at", type=float, default=None, metavar="SECONDS",
+                    help="walk healthy, then switch to --scenario at this time [s]")
+    ap.add_argument("--out", default=None, help="output directory (trajectory.csv, PNG plots, summary.txt)")
+    ap.add_argument("--step-length", type=float, default=0.05, help="stride [m] (Table IV: 0.05)")
+    ap.add_argument("--step-height", type=float, default=0.012, help="swing apex [m] (default 0.012)")
+    ap.add_argument("--cycle-time", type=float, default=1.3, help="gait cycle [s] (Table IV: 1.3)")
+    ap.add_argument("--body-height", type=float, default=0.12, help="hip height H_0 [m] (Table IV: 0.12)")
+    ap.add_argument("--yaw-rate", type=float, default=0.0, help="commanded yaw rate [rad/s]")
+    ap.add_argument("--friction", default="viscous", help="viscous (paper) | coulomb")
+    ap.add_argument("--mu", type=float, default=0.8, help="friction coefficient for --friction coulomb")
+    ap.add_argument("--settle", type=float, default=0.0, help="stand still this long before walking [s]")
+    ap.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    return ap
+
+
+def run(args):
+    """Run one experiment from parsed arguments; returns (trajectory, summary dict, paragraph)."""
+    from jethexa_dynamics.control.gait import GAIT_KINDS, Gait
+    from jethexa_dynamics.control.ik import LegGeometry
+    from jethexa_dynamics.model import LeggedRobot
+
+    from .contact import ContactModel
+    from .engine import Engine
+    from .scenarios import scenario_morphology
+
+    if args.scenario not in SCENARIOS:
+        raise ValueError("--scenario must be one of %s, got %r" % ("|".join(SCENARIOS), args.scenario))
+    if args.gait not in GAIT_KINDS:
+        raise ValueError("--gait must be one of %s, got %r" % ("|".join(GAIT_KINDS), args.gait))
+    if not (math.isfinite(args.duration) and 0.0 < args.duration <= 3600.0):
+        raise ValueError("--duration=%r outside the allowed range (0, 3600] s" % (args.duration,))
+    if args.damage_at is not None:
+        if args.scenario == "healthy":
+            raise ValueError("--damage-at needs a damage scenario (--scenario damage1|damage2)")
+        if not (math.isfinite(args.damage_at) and 0.0 <= args.damage_at <= args.duration):
+            raise ValueError("--damage-at=%r outside the allowed range [0, %g] s (the duration)"
+                             % (args.damage_at, args.duration))
+    robot = LeggedRobot.jethexa()
+    contact = ContactModel(friction=args.friction, mu=args.mu)
+    gait = Gait(LegGeometry.from_robot(robot), kind=args.gait, cycle_time=args.cycle_time, step_height=args.step_height,
+                body_height=args.body_height, step_length=args.step_length)
+    if args.yaw_rate:
+        gait.set_command((gait.command[0], 0.0, args.yaw_rate))
+    engine = Engine(robot, gait=gait, dt=args.dt, contact=contact, settle=args.settle)
+    switch = None
+    if args.damage_at is None:
+        engine.set_morphology(scenario_morphology(robot, args.scenario))
+    else:
+        switch = (args.damage_at, scenario_morphology(robot, args.scenario))
+    engine.step(0)                      # compile (or load the numba cache) outside the timing
+    progress = Progress(args.duration, enabled=not args.quiet)
+    w0 = time.perf_counter()
+    traj = engine.run(args.duration, chunk=0.02, callback=progress, morphology_at=switch)
+    wall = time.perf_counter() - w0
+    s = summarize(traj, wall)
+    text = summary_paragraph(args.scenario, args.gait, s, args.dt, args.damage_at)
+    return traj, s, text
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        traj, s, text = run(args)
+    except ValueError as e:
+        print("jethexa-sim: error: %s" % e, file=sys.stderr)
+        return 2
+    print(text)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        traj.to_csv(os.path.join(args.out, "trajectory.csv"))
+        with open(os.path.join(args.out, "summary.txt"), "w") as f:
+            f.write(text + "\n")
+            for k, v in s.items():
+                f.write("%s: %.6g\n" % (k, v))
+        if not args.no_plots:
+            from .plots import plot_orientation, plot_position
+            title = "%s, %s gait" % (args.scenario, args.gait)
+            plot_orientation(traj, os.path.join(args.out, "orientation.png"), "Body orientation: " + title)
+            plot_position(traj, os.path.join(args.out, "position.png"), "Body CoM position: " + title)
+        print("wrote %s" % args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,523 @@
+"""The simulation engine (paper Sec. VI-A): fixed-step gait -> IK -> PID -> contact -> dynamics -> SE(3).
+
+One step of length dt (s), all compiled (numba) and run in chunks of many steps per Python call:
+
+1. joint targets: the gait generator + closed-form IK (``control.gait``), or external servo commands
+   (goal + move time, linear interpolation from the current set-point, like a Hiwonder bus servo);
+2. joint torques: PID with saturation and anti-windup (``control.pid``);
+3. foot forces: world-frame foot positions/velocities (``model.kernels.tip_state``) -> Table III contact law
+   (``sim.contact``);
+4. dynamics: v̇ from the modular Boltzmann-Hamel equations on the FULL state with the link mask
+   (``model.kernels``; missing joints get zero acceleration), the PID's D-term taken implicitly
+   (``sim._implicit``: explicit K_D = 1 is unstable at dt = 1 ms on the light JetHexa links);
+5. integration, semi-implicit (symplectic) Euler on the Lie group: v <- v + v̇ dt, θ <- θ + θ̇ dt,
+   g_sb <- g_sb exp(V^ dt) (``model.kernels.se3_step``).
+
+State: ``g_sb`` (base_link pose in the world, z up), θ (rad, full healthy size, leg-major), v = [V_b (base
+twist in base_link, [v; w]), θ̇]. The morphology (the paper's link/leg existence vectors) can change between
+any two steps: the mask changes, rates of removed joints are zeroed, their PID integrators reset, and feet
+that are gone leave the contact set.
+"""
+import math
+import time
+
+import numpy as np
+from numba import njit
+from transforms3d.euler import euler2mat, mat2euler
+
+from jethexa_dynamics.control.gait import Gait, gait_joint_targets
+from jethexa_dynamics.control.ik import LegGeometry
+from jethexa_dynamics.control.pid import JointPID, pid_torques
+from jethexa_dynamics.model import LeggedRobot, Morphology, kernels
+
+from ._implicit import forward_dynamics_diag
+from .contact import ContactModel, contact_forces
+
+# clock layout: [step index, dt, gait start time, mode, record counter]
+K_STEP, K_DT, K_GAIT_T0, K_MODE = range(4)
+MODE_GAIT, MODE_EXTERNAL = 0, 1
+
+# record row layout (state after the step, and the inputs used during it)
+R_T = 0
+R_P = slice(1, 4)
+R_R = slice(4, 13)       # rotation matrix, row-major
+R_V = slice(13, 19)      # base twist [v; w] in base_link
+N_FIXED = 19
+
+
+def _rec_layout(nj, n_legs):
+    """Column slices of a record row for nj joints and n_legs feet."""
+    o = N_FIXED
+    lay = {}
+    for name, width in (("theta", nj), ("thetadot", nj), ("qdes", nj), ("tau", nj), ("force", 3 * n_legs),
+                        ("depth", n_legs), ("foot", 3 * n_legs), ("vdot", 6)):
+        lay[name] = slice(o, o + width)
+        o += width
+    return lay, o
+
+
+@njit(cache=True)
+def _run(n_steps, data, st, gt, ext, ctl, cprm, mask, has_tip, scr, rec, rec_every):
+    """Advance the state tuple ``st`` by n_steps fixed steps. Returns (steps done, rows recorded, status).
+
+    status: 0 ok, 1 the mass matrix was not positive definite, 2 the state became non-finite.
+    """
+    R, p, th, v, integ, qprev, qdes, clk = st
+    gprm, offsets, neutral, stride, geom, limits = gt
+    e_start, e_goal, e_t0, e_T = ext
+    kp, ki, kd, tmax, active = ctl
+    feet, qd_des, tau, fw, depth, pos, vel, vdot, diag = scr
+    nj = th.shape[0]
+    nl = pos.shape[0]
+    dt = clk[K_DT]
+    mode = clk[K_MODE]
+    nrec = 0
+    for k in range(n_steps):
+        t = clk[K_STEP] * dt
+        # 1. joint targets
+        if mode == MODE_GAIT:
+            tg = t - clk[K_GAIT_T0]
+            if tg < 0.0:
+                tg = 0.0
+            gait_joint_targets(gprm, offsets, neutral, stride, geom, limits, tg, feet, qdes)
+            for j in range(nj):
+                qd_des[j] = (qdes[j] - qprev[j]) / dt if tg > 0.0 else 0.0
+                qprev[j] = qdes[j]
+        else:
+            for j in range(nj):
+                if e_T[j] > 0.0 and t < e_t0[j] + e_T[j]:
+                    s = (t - e_t0[j]) / e_T[j]
+                    if s < 0.0:
+                        s = 0.0
+                    qdes[j] = e_start[j] + s * (e_goal[j] - e_start[j])
+                    qd_des[j] = (e_goal[j] - e_start[j]) / e_T[j]
+                else:
+                    qdes[j] = e_goal[j]
+                    qd_des[j] = 0.0
+        # 2. PID on the joint rates v[6:]
+        pid_torques(kp, ki, kd, tmax, qdes, qd_des, th, v[6:], integ, active, dt, tau[6:])
+        # implicit D-term (see _implicit.py); a saturated joint has no damping to make implicit
+        for j in range(nj):
+            diag[j] = dt * kd[j] if (tau[6 + j] < tmax[j] and tau[6 + j] > -tmax[j]) else 0.0
+        # 3. contact
+        kernels.tip_state(data, R, p, th, v, pos, vel)
+        contact_forces(cprm, pos, vel, has_tip, fw, depth)
+        # 4. dynamics
+        if not forward_dynamics_diag(data, R, th, v, tau, fw, mask, diag, vdot):
+            return k, nrec, 1
+        # 5. semi-implicit Euler on SE(3) x R^n
+        for r in range(v.shape[0]):
+            v[r] += vdot[r] * dt
+        for j in range(nj):
+            th[j] += v[6 + j] * dt
+        kernels.se3_step(R, p, v[0:6], dt)
+        clk[K_STEP] += 1.0
+        if not (math.isfinite(p[0] + p[1] + p[2]) and math.isfinite(v[0] + v[3] + v[4] + v[5])):
+            return k + 1, nrec, 2
+        if rec.shape[0] > 0 and int(clk[K_STEP]) % rec_every == 0 and nrec < rec.shape[0]:
+            row = rec[nrec]
+            row[0] = clk[K_STEP] * dt
+            for r in range(3):
+                row[1 + r] = p[r]
+                for c in range(3):
+                    row[4 + 3 * r + c] = R[r, c]
+            for r in range(6):
+                row[13 + r] = v[r]
+            o = 19
+            for j in range(nj):
+                row[o + j] = th[j]
+                row[o + nj + j] = v[6 + j]
+                row[o + 2 * nj + j] = qdes[j]
+                row[o + 3 * nj + j] = tau[6 + j]
+            o += 4 * nj
+            for i in range(nl):
+                for c in range(3):
+                    row[o + 3 * i + c] = fw[i, c]
+                    row[o + 4 * nl + 3 * i + c] = pos[i, c]
+                row[o + 3 * nl + i] = depth[i]
+            o += 7 * nl
+            for r in range(6):
+                row[o + r] = vdot[r]
+            nrec += 1
+    return n_steps, nrec, 0
+
+
+class SimulationError(RuntimeError):
+    """The integration failed (diverged or singular mass matrix); the message names the time and cause."""
+
+
+class Trajectory:
+    """Recorded rows of an engine run. ``data`` (n, ncols); column groups in ``layout``; names from the robot.
+
+    Attributes/properties (world frame, SI): ``t``, ``pos`` (n,3), ``rot`` (n,3,3), ``twist`` (n,6) base
+    twist in base_link, ``euler`` (n,3) ZYX angles as (roll, pitch, yaw) rad, yaw unwrapped.
+    """
+
+    def __init__(self, data, layout, joint_names, leg_names, events=()):
+        self.data = data
+        self.layout = layout
+        self.joint_names = list(joint_names)
+        self.leg_names = list(leg_names)
+        self.events = list(events)
+
+    def __len__(self):
+        return self.data.shape[0]
+
+    def col(self, name):
+        return self.data[:, self.layout[name]]
+
+    @property
+    def t(self):
+        return self.data[:, R_T]
+
+    @property
+    def pos(self):
+        return self.data[:, R_P]
+
+    @property
+    def rot(self):
+        return self.data[:, R_R].reshape(-1, 3, 3)
+
+    @property
+    def twist(self):
+        return self.data[:, R_V]
+
+    @property
+    def euler(self):
+        e = np.array([mat2euler(R, "sxyz") for R in self.rot])   # R = Rz(yaw) Ry(pitch) Rx(roll)
+        if len(e):
+            e[:, 2] = np.unwrap(e[:, 2])
+        return e
+
+    @property
+    def foot_forces(self):
+        return self.col("force").reshape(len(self), -1, 3)
+
+    @property
+    def foot_positions(self):
+        return self.col("foot").reshape(len(self), -1, 3)
+
+    @property
+    def contact(self):
+        """(n, n_legs) bool: foot below the ground."""
+        return self.col("depth") > 0.0
+
+    def to_csv(self, path):
+        """Write ``t, x, y, z, roll, pitch, yaw`` (SI, world frame, ZYX Euler angles), the base twist, joint
+        angles, foot normal forces and contact flags."""
+        e = self.euler
+        fz = self.foot_forces[:, :, 2]
+        cols = [self.t[:, None], self.pos, e, self.twist, self.col("theta"), fz, self.contact.astype(float)]
+        header = (["t", "x", "y", "z", "roll", "pitch", "yaw", "vx", "vy", "vz", "wx", "wy", "wz"]
+                  + self.joint_names + ["fz_" + n for n in self.leg_names] + ["contact_" + n for n in self.leg_names])
+        np.savetxt(path, np.hstack(cols), delimiter=",", header=",".join(header), comments="", fmt="%.9g")
+
+
+def _finite_vec(x, n, name):
+    a = np.asarray(x, dtype=np.float64)
+    if a.shape != (n,):
+        raise ValueError("%s must have %d values, got shape %s" % (name, n, a.shape))
+    if not np.all(np.isfinite(a)):
+        raise ValueError("%s must be finite (no NaN/inf), got %s" % (name, a))
+    return a
+
+
+class Engine:
+    """Fixed-step whole-body simulation of a hexapod with contact, gait/IK or servo targets, and PID.
+
+    Parameters: ``robot`` healthy ``LeggedRobot`` (default: the bundled JetHexa); ``gait`` a ``Gait`` (default:
+    the paper's tripod) or None for external joint targets (the emulated robot / predictor); ``dt`` step (s,
+    default 1 ms); ``contact`` ``ContactModel``; ``pid`` ``JointPID`` (default paper gains, URDF effort as
+    torque limit); ``morphology`` initial ``Morphology`` (or links-per-leg vector); ``settle`` seconds of
+    standing before the gait starts; ``yaw0`` initial heading (rad); ``record_every`` record one row every
+    this many steps (0: no recording).
+    """
+
+    def __init__(self, robot=None, gait="tripod", dt=1e-3, contact=None, pid=None, morphology=None, settle=0.0,
+                 yaw0=0.0, record_every=1):
+        self.robot = (robot or LeggedRobot.jethexa()).full
+        r = self.robot
+        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and 1e-5 <= dt <= 5e-3):
+            raise ValueError("dt=%r outside the allowed range [1e-05, 0.005] s" % (dt,))
+        if not (math.isfinite(settle) and 0.0 <= settle <= 60.0):
+            raise ValueError("settle=%r outside the allowed range [0, 60] s" % (settle,))
+        if not (isinstance(record_every, int) and record_every >= 0):
+            raise ValueError("record_every must be an integer >= 0, got %r" % (record_every,))
+        self.dt = float(dt)
+        self.geometry = LegGeometry.from_robot(r)
+        if isinstance(gait, str):
+            gait = Gait.paper_tripod(self.geometry) if gait == "tripod" else Gait(self.geometry, kind=gait,
+                                                                                     step_length=0.05)
+        if gait is not None and not isinstance(gait, Gait):
+            raise ValueError("gait must be a Gait, a gait name (tripod, wave, ripple) or None, got %r" % (gait,))
+        self.gait = gait
+        self.contact = contact or ContactModel()
+        nj = len(r.joint_names)
+        self.nj = nj
+        self.n_legs = len(r.leg_names)
+        self.pid = pid or JointPID(nj, tau_max=np.asarray(r.joint_effort, dtype=np.float64))
+        if self.pid.n != nj:
+            raise ValueError("pid must control %d joints, got %d" % (nj, self.pid.n))
+        self.record_every = record_every
+        self._layout, self._ncols = _rec_layout(nj, self.n_legs)
+        # IMU mount (base_link -> imu_link), for the accelerometer's lever arm
+        self.imu_offset = np.zeros(3)
+        if r.urdf_path:
+            from jethexa_dynamics.model.urdf import parse_urdf
+            for j in parse_urdf(r.urdf_path).joints:
+                if j.child == "imu_link" and j.parent == "base_link":
+                    self.imu_offset = np.asarray(j.origin_xyz, dtype=np.float64)
+        # state
+        self.R = euler2mat(0.0, 0.0, float(yaw0), "sxyz")
+        self.p = np.zeros(3)
+        self.theta = np.zeros(nj)
+        self.v = np.zeros(6 + nj)
+        self.qprev = np.zeros(nj)
+        self.qdes = np.zeros(nj)
+        self.clock = np.array([0.0, self.dt, float(settle), float(MODE_GAIT if gait is not None else MODE_EXTERNAL)])
+        self._ext = (np.zeros(nj), np.zeros(nj), np.zeros(nj), np.zeros(nj))
+        L = self.n_legs
+        self._scr = (np.zeros((L, 3)), np.zeros(nj), np.zeros(6 + nj), np.zeros((L, 3)), np.zeros(L),
+                     np.zeros((L, 3)), np.zeros((L, 3)), np.zeros(6 + nj), np.zeros(nj))
+        self._zero_gait = None
+        self.events = []
+        self.morphology = Morphology.healthy(r)
+        self._apply_morphology_arrays(self.morphology)
+        self.reset_standing()
+        if morphology is not None:
+            self.set_morphology(morphology)
+        self.wall_time = 0.0
+
+    # ---- set-up -------------------------------------------------------------------------------------------
+    def _standing_gait(self):
+        """The gait (or a zero-speed paper tripod stance when running on external targets)."""
+        if self.gait is not None:
+            return self.gait
+        if self._zero_gait is None:
+            self._zero_gait = Gait.paper_tripod(self.geometry, step_length=0.0)
+        return self._zero_gait
+
+    def reset_standing(self, height=None):
+        """Put the robot at rest with every foot on the ground in the gait's t = 0 pose (hips at
+        ``height`` above the ground, default the gait's body height), targets held there."""
+        g = self._standing_gait()
+        th = g.joint_targets(0.0)
+        self.theta[:] = th
+        self.qprev[:] = th
+        self.qdes[:] = th
+        e_start, e_goal, e_t0, e_T = self._ext
+        e_start[:] = th
+        e_goal[:] = th
+        e_t0[:] = 0.0
+        e_T[:] = 0.0
+        self.v[:] = 0.0
+        self.pid.reset()
+        feet = g.foot_targets(0.0)
+        h = -feet[:, 2].max() if height is None else float(height)
+        self.p[:] = (0.0, 0.0, self.contact.ground_z + h)
+        self.clock[K_STEP] = 0.0
+
+    def _apply_morphology_arrays(self, m):
+        self.mask = np.ascontiguousarray(m.link_mask, dtype=np.float64)
+        n_joints = self.robot.description.n_joints
+        self.has_tip = np.array([1.0 if k == n else 0.0 for k, n in zip(m.links_per_leg, n_joints)])
+        self.pid.active[:] = np.concatenate([self.mask[i, :n] for i, n in enumerate(n_joints)])
+
+    def set_morphology(self, morphology):
+        """Change the morphology now (any time, also mid-walk): a ``Morphology``, a links-per-leg vector or a
+        scenario name. Removed joints stop (rates zeroed), their integrators reset, lost feet leave contact."""
+        from .scenarios import scenario_morphology
+        if isinstance(morphology, str):
+            morphology = scenario_morphology(self.robot, morphology)
+        elif not isinstance(morphology, Morphology):
+            morphology = Morphology.from_vector(self.robot, morphology)
+        self.morphology = morphology
+        self._apply_morphology_arrays(morphology)
+        gone = self.pid.active == 0.0
+        self.v[6:][gone] = 0.0
+        self.pid.integral[gone] = 0.0
+        self.events.append((self.time, "morphology", tuple(morphology.links_per_leg)))
+
+    # ---- inputs -------------------------------------------------------------------------------------------
+    def set_joint_targets(self, targets, move_time=0.0, joints=None):
+        """Servo commands (switches to external-target mode): move ``joints`` (indices into ``joint_names``,
+        default all) to ``targets`` (rad) linearly over ``move_time`` (s) from their current set-points."""
+        if joints is None:
+            idx = np.arange(self.nj)
+        else:
+            idx = np.asarray(joints, dtype=np.int64).reshape(-1)
+            if idx.size and (idx.min() < 0 or idx.max() >= self.nj):
+                raise ValueError("joints must be indices in [0, %d), got %s" % (self.nj, idx))
+        tgt = _finite_vec(targets, len(idx), "targets")
+        if not (math.isfinite(move_time) and 0.0 <= move_time <= 30.0):
+            raise ValueError("move_time=%r outside the allowed range [0, 30] s" % (move_time,))
+        if self.clock[K_MODE] != MODE_EXTERNAL:
+            self.clock[K_MODE] = MODE_EXTERNAL
+            self._ext[1][:] = self.qdes
+            self._ext[3][:] = 0.0
+        e_start, e_goal, e_t0, e_T = self._ext
+        now = self.time
+        e_start[idx] = self.setpoints()[idx]
+        e_goal[idx] = tgt
+        e_t0[idx] = now
+        e_T[idx] = float(move_time)
+
+    def setpoints(self):
+        """Current joint set-points (rad) of the servo interpolation (external mode) or of the gait."""
+        if self.clock[K_MODE] != MODE_EXTERNAL:
+            return self.qdes.copy()
+        e_start, e_goal, e_t0, e_T = self._ext
+        s = np.ones(self.nj)
+        moving = e_T > 0
+        s[moving] = np.clip((self.time - e_t0[moving]) / e_T[moving], 0.0, 1.0)
+        return e_start + s * (e_goal - e_start)
+
+    def set_command(self, command):
+        """Body velocity command (vx, vy, yaw rate) for the gait (validated by ``Gait.set_command``)."""
+        if self.gait is None:
+            raise ValueError("set_command needs a gait; this engine runs on external joint targets")
+        self.gait.set_command(command)
+
+    # ---- running ------------------------------------------------------------------------------------------
+    @property
+    def time(self):
+        return float(self.clock[K_STEP] * self.dt)
+
+    def _state(self):
+        return (self.R, self.p, self.theta, self.v, self.pid.integral, self.qprev, self.qdes, self.clock)
+
+    def _gait_tuple(self):
+        g = self._standing_gait()
+        return (g.prm, g.offsets, g.neutral, g.stride, self.geometry.geom, self.geometry.limits)
+
+    def _ctl(self):
+        pid = self.pid
+        return (pid.kp, pid.ki, pid.kd, pid.tau_max, pid.active)
+
+    def step(self, n=1, record=None):
+        """Run ``n`` steps in one compiled call. Returns the recorded rows (array) if ``record``."""
+        n = int(n)
+        if n < 0:
+            raise ValueError("n must be >= 0 steps, got %d" % n)
+        every = self.record_every if record is None else record
+        nrec = (n // every + 1) if every else 0
+        rec = np.empty((nrec, self._ncols))
+        w0 = time.perf_counter()
+        done, got, status = _run(n, self.robot.kernel_data, self._state(), self._gait_tuple(), self._ext,
+                                 self._ctl(), self.contact.params, self.mask, self.has_tip, self._scr, rec,
+                                 max(every, 1))
+        self.wall_time += time.perf_counter() - w0
+        if status:
+            cause = "the mass matrix is not positive definite" if status == 1 else "the state became non-finite"
+            raise SimulationError("simulation failed at t=%.4f s: %s (dt=%g s too large, or an unstable "
+                                  "contact/PID setting?)" % (self.time, cause, self.dt))
+        return rec[:got]
+
+    def advance(self, t, record=None):
+        """Run until simulated time ``t`` (s), rounded to whole steps. Returns the recorded rows."""
+        n = int(round((float(t) - self.time) / self.dt))
+        return self.step(max(n, 0), record=record)
+
+    def run(self, duration, chunk=0.02, callback=None, morphology_at=None):
+        """Simulate ``duration`` s in chunks of ``chunk`` s; ``callback(engine)`` after each chunk (progress
+        bars); ``morphology_at`` = (time s, morphology) switches morphology at that time. Returns a Trajectory
+        that starts with the current state."""
+        if not (math.isfinite(duration) and duration >= 0.0):
+            raise ValueError("duration must be >= 0 s, got %r" % (duration,))
+        if not (math.isfinite(chunk) and chunk >= self.dt):
+            raise ValueError("chunk must be >= dt = %g s, got %r" % (self.dt, chunk))
+        t_end = self.time + duration
+        rows = [self._current_row()[None, :]]
+        switch = None
+        if morphology_at is not None:
+            switch = (float(morphology_at[0]), morphology_at[1])
+        while self.time < t_end - 0.5 * self.dt:
+            t_next = min(self.time + chunk, t_end)
+            if switch is not None and self.time - 0.5 * self.dt < switch[0] <= t_next + 0.5 * self.dt:
+                if switch[0] > self.time + 0.5 * self.dt:
+                    rows.append(self.advance(switch[0]))
+                self.set_morphology(switch[1])
+                switch = None
+                continue
+            rows.append(self.advance(t_next))
+            if callback is not None:
+                callback(self)
+        return Trajectory(np.vstack(rows), self._layout, self.robot.joint_names, self.robot.leg_names,
+                          self.events)
+
+    def _current_row(self):
+        """A record row for the present state (forces/torques from the last step, if any)."""
+        row = np.zeros(self._ncols)
+        row[R_T] = self.time
+        row[R_P] = self.p
+        row[R_R] = self.R.reshape(-1)
+        row[R_V] = self.v[:6]
+        lay = self._layout
+        row[lay["theta"]] = self.theta
+        row[lay["thetadot"]] = self.v[6:]
+        row[lay["qdes"]] = self.qdes
+        vdot = self._scr[7]
+        tau = self._scr[2]
+        row[lay["tau"]] = tau[6:]
+        pos_now, _ = self.foot_states()
+        f, d = self.contact.forces(*self.foot_states(), has_tip=self.has_tip)
+        row[lay["force"]] = f.reshape(-1)
+        row[lay["depth"]] = d
+        row[lay["foot"]] = pos_now.reshape(-1)
+        row[lay["vdot"]] = vdot[:6]
+        return row
+
+    # ---- state getters ------------------------------------------------------------------------------------
+    @property
+    def pose(self):
+        """4x4 pose g_sb of base_link in the world."""
+        g = np.eye(4)
+        g[:3, :3] = self.R
+        g[:3, 3] = self.p
+        return g
+
+    @property
+    def twist(self):
+        """Base twist [v; w] (m/s, rad/s) in base_link."""
+        return self.v[:6].copy()
+
+    @property
+    def joint_angles(self):
+        return self.theta.copy()
+
+    @property
+    def joint_rates(self):
+        return self.v[6:].copy()
+
+    @property
+    def joint_torques(self):
+        """Joint torques (N·m) applied during the last step."""
+        return self._scr[2][6:].copy()
+
+    def foot_states(self):
+        """World-frame foot positions and velocities (n_legs, 3) (rows of lost feet are meaningless)."""
+        pos = np.zeros((self.n_legs, 3))
+        vel = np.zeros((self.n_legs, 3))
+        kernels.tip_state(self.robot.kernel_data, self.R, self.p, self.theta, self.v, pos, vel)
+        return pos, vel
+
+    def contact_state(self):
+        """(in_contact (n_legs,) bool, world foot forces (n_legs, 3) N) for the present state."""
+        f, d = self.contact.forces(*self.foot_states(), has_tip=self.has_tip)
+        return d > 0.0, f
+
+    def imu(self):
+        """(gyro, accel): body angular velocity (rad/s) and specific force R^T(a - g) (m/s^2) at the IMU,
+        both in base_link axes (the IMU is mounted without rotation), from the last step's acceleration."""
+        vd = self._scr[7]
+        V, W = self.v[0:3], self.v[3:6]
+        Wd = vd[3:6]
+        r = self.imu_offset
+        a_body = vd[0:3] + np.cross(W, V) + np.cross(Wd, r) + np.cross(W, np.cross(W, r))
+        g_body = self.R.T @ np.array([0.0, 0.0, -9.81])
+        return W.copy(), a_body - g_body
+
+    @property
+    def euler(self):
+        """(roll, pitch, yaw) ZYX Euler angles (rad) of base_link."""
+        return np.array(mat2euler(self.R, "sxyz"))
