@@ -47,8 +47,16 @@ IMU = ParamSet("imu", [
     P("angular_velocity_stddev", "double", 0.005, "gyroscope noise std dev", lo=0.0, hi=10.0, unit="rad/s"),
     P("orientation_stddev", "double", 0.02, "filtered orientation std dev (roll/pitch; yaw drifts without a "
       "magnetometer)", lo=0.0, hi=math.pi, unit="rad"),
-    P("filter_gain", "double", 0.02, "complementary-filter gain of the accelerometer tilt correction",
-      lo=0.0, hi=1.0),
+    P("filter_beta", "double", 0.033, "Madgwick filter gain (gyro error, rad/s); larger trusts the "
+      "accelerometer tilt more", lo=0.0, hi=1.0, unit="rad/s"),
+    P("accel_range_g", "int", 4, "accelerometer full scale (2, 4, 8 or 16 g)", lo=2, hi=16, unit="g",
+      choices=(2, 4, 8, 16), read_only=True),
+    P("gyro_range_dps", "int", 500, "gyro full scale (250, 500, 1000 or 2000 deg/s)", lo=250, hi=2000,
+      unit="deg/s", choices=(250, 500, 1000, 2000), read_only=True),
+    P("dlpf_cfg", "int", 3, "digital low-pass filter setting (0 = 260 Hz ... 3 = 44 Hz ... 6 = 5 Hz)", lo=0, hi=6,
+      read_only=True),
+    P("calibrate_gyro", "bool", False, "average the gyro at start-up (robot at rest, ~1 s) and remove that bias",
+      read_only=True),
 ])
 
 GAIT_CONTROLLER = ParamSet("gait_controller", [

@@ -42,7 +42,7 @@ class ParamSpec:
     description: str
     lo: Optional[float] = None
     hi: Optional[float] = None
-    choices: Optional[Tuple[str, ...]] = None
+    choices: Optional[Tuple[Any, ...]] = None
     length: Any = None
     unit: str = ""
     read_only: bool = False
@@ -66,7 +66,7 @@ class ParamSpec:
         elif self.unit:
             parts.append("(%s)" % self.unit)
         if self.choices:
-            parts.append("one of {%s}" % ", ".join(self.choices))
+            parts.append("one of {%s}" % ", ".join(str(c) for c in self.choices))
         if self.length is not None:
             lens = self.length if isinstance(self.length, tuple) else (self.length,)
             parts.append("of length %s" % " or ".join(str(n) for n in lens))
@@ -88,7 +88,10 @@ class ParamSpec:
         if kind == "int":
             if isinstance(v, bool) or not isinstance(v, int):
                 raise self._fail(v, "not an integer")
-            return self._bounded(int(v))
+            v = self._bounded(int(v))
+            if self.choices and v not in self.choices:
+                raise self._fail(v, "not an allowed value")
+            return v
         if kind == "double":
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise self._fail(v, "not a number")

@@ -5,9 +5,9 @@
 * Servo bus: ``hardware.emulator.BusEmulator`` on a pseudo-terminal, linked at ``port_link``; ``servo_driver``
   opens it as the robot's UART. The servos' commanded trajectories drive the engine's joint targets and
   position reads report the engine's joint angles.
-* IMU: the body's angular velocity, specific force and orientation at the IMU on ``emulator/imu_motion``
-  (sensor_msgs/Imu, frame imu_link) -- the motion source of the MPU6050 model in the ``imu`` node
-  (``source: emulator``).
+* IMU: the motion source of the MPU6050 model in the ``imu`` node (``source: emulator``) on
+  ``emulator/imu_motion`` (sensor_msgs/Imu): orientation world<-base_link, body angular velocity [rad/s] and
+  the IMU point's linear acceleration in the world frame, gravity excluded [m/s^2].
 * Ground truth: ``mocap/pose`` (geometry_msgs/PoseStamped, frame ``world``).
 * Damage injection: parameter ``damage`` (``ros2 param set /robot_emulator damage scenario1``) removes links
   in the world and silences their servos; the damage monitor has to find out by itself.
@@ -30,6 +30,7 @@ from jethexa_dynamics.monitor.damage import format_morphology, joint_leg_link, p
 from jethexa_dynamics.nodes._common import RELIABLE_QOS, SENSOR_QOS, ThinNode, run
 from jethexa_dynamics.nodes._robot import jethexa
 
+GRAVITY = np.array([0.0, 0.0, -9.81])  # the engine's world gravity [m/s^2]
 MAX_CATCH_UP = 0.25  # s of simulated time per tick at most; beyond, the world falls behind (counted)
 
 
@@ -150,14 +151,15 @@ class RobotEmulator(ThinNode):
 
     def _on_imu(self) -> None:
         with self.lock:
-            gyro, acc = self.engine.imu()
+            gyro, specific_force = self.engine.imu()
             R = self.engine.pose[:3, :3]
+        acc_world = R @ specific_force + GRAVITY  # the IMU point's acceleration, gravity excluded
         msg = Imu()
         self._stamp(msg, "imu_link")
         w, x, y, z = mat2quat(R)
         msg.orientation.w, msg.orientation.x, msg.orientation.y, msg.orientation.z = map(float, (w, x, y, z))
         msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = map(float, gyro)
-        msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = map(float, acc)
+        msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = map(float, acc_world)
         self.imu_pub.publish(msg)
 
     def _on_mocap(self) -> None:

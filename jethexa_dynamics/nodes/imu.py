@@ -1,0 +1,159 @@
+"""imu: MPU6050 (``jethexa_dynamics.hardware.mpu6050``) -> ``imu/data_raw`` and ``imu/data``.
+
+* ``imu/data_raw`` (sensor_msgs/Imu): specific force [m/s^2] and body rates [rad/s] in ``imu_link``
+  (REP-103/145 axes, the chip's 90 deg mount already remapped), no orientation
+  (``orientation_covariance[0] = -1``).
+* ``imu/data``: the same plus the Madgwick-filtered orientation (yaw drifts: no magnetometer).
+* Covariances are diagonal, from the ``*_stddev`` parameters.
+* ``source: emulator`` runs the MPU6050 register model (``hardware.mpu6050_emulator``) fed by the emulated
+  robot's motion on ``emulator/imu_motion``; the driver and filter are the same as on the robot.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, Optional
+
+import numpy as np
+from sensor_msgs.msg import Imu
+
+from jethexa_dynamics.hardware.errors import HardwareError
+from jethexa_dynamics.hardware.imu_filter import MadgwickFilter
+from jethexa_dynamics.hardware.mpu6050 import Mpu6050, Mpu6050Config
+from jethexa_dynamics.monitor import node_params, validate
+from jethexa_dynamics.nodes._common import SENSOR_QOS, ThinNode, run
+
+REINIT_AFTER = 10  # consecutive failed reads before the chip is re-initialised
+
+
+def _diag(stddev: float) -> list:
+    v = float(stddev) ** 2
+    return [v, 0.0, 0.0, 0.0, v, 0.0, 0.0, 0.0, v]
+
+
+class ImuNode(ThinNode):
+    def __init__(self, **kwargs):
+        super().__init__(node_params.IMU, **kwargs)
+        self.bus = None
+        self.chip: Optional[Mpu6050] = None
+        self.filter = MadgwickFilter(beta=self.p["filter_beta"])
+        self.init_error = ""
+        self.failures = 0
+        self.samples = 0
+        self._last_stamp: Optional[float] = None
+        self.motion_seen = self.p["source"] != "emulator"  # the emulated chip waits for its robot's motion
+        self.raw_pub = self.create_publisher(Imu, "imu/data_raw", SENSOR_QOS)
+        self.data_pub = self.create_publisher(Imu, "imu/data", SENSOR_QOS)
+        if self.p["source"] == "emulator":
+            from jethexa_dynamics.hardware.mpu6050_emulator import Mpu6050Emulator
+
+            self.bus = Mpu6050Emulator(address=self.p["address"])
+            self.sub(Imu, "emulator/imu_motion", self._on_motion, SENSOR_QOS)
+        self._init_chip()
+        self._timer = self.timer(1.0 / self.p["rate"], self._on_tick, "sample")
+        self._diag_timer = self.timer(1.0, self._on_diag, "diagnostics")
+
+    # ------------------------------------------------------------------ chip
+    def _config(self) -> Mpu6050Config:
+        rate = self.p["rate"]
+        div = int(min(255, max(0, round(1000.0 / rate) - 1)))  # 1 kHz internal rate with the DLPF on
+        return Mpu6050Config(address=self.p["address"], accel_range_g=self.p["accel_range_g"],
+                             gyro_range_dps=self.p["gyro_range_dps"], dlpf_cfg=self.p["dlpf_cfg"],
+                             sample_rate_div=div)
+
+    def _init_chip(self) -> bool:
+        try:
+            if self.bus is None:
+                import smbus2
+
+                self.bus = smbus2.SMBus(self.p["i2c_bus"])
+            chip = Mpu6050(self.bus, self._config())
+            chip.initialize()
+            if self.p["calibrate_gyro"]:
+                try:
+                    chip.calibrate_gyro(samples=100, period_s=1.0 / self.p["rate"])
+                except HardwareError as exc:
+                    self.get_logger().warning("gyro calibration skipped: %s" % exc)
+        except (HardwareError, OSError) as exc:
+            if str(exc) != self.init_error:
+                self.get_logger().error("MPU6050 on %s: %s (retrying)" % (self._where(), exc))
+            self.init_error = str(exc)
+            self.chip = None
+            return False
+        self.chip, self.init_error, self.failures = chip, "", 0
+        self.filter.reset()
+        self.get_logger().info("MPU6050 ready on %s at %.0f Hz" % (self._where(), self.p["rate"]))
+        return True
+
+    def _where(self) -> str:
+        return "the emulated robot" if self.p["source"] == "emulator" else "/dev/i2c-%d" % self.p["i2c_bus"]
+
+    def apply_params(self, changed: Dict[str, Any]) -> None:
+        if "filter_beta" in changed:
+            self.filter.beta = changed["filter_beta"]
+        if "rate" in changed:
+            self._timer.cancel()
+            self.destroy_timer(self._timer)
+            self._timer = self.timer(1.0 / changed["rate"], self._on_tick, "sample")
+
+    # ------------------------------------------------------------------ callbacks
+    def _on_motion(self, msg: Imu) -> None:
+        """emulator/imu_motion: orientation world<-body, body rates, IMU-point acceleration in the world."""
+        q = validate.quaternion("emulator/imu_motion.orientation",
+                                (msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w))
+        w = validate.finite_vector("emulator/imu_motion.angular_velocity",
+                                   (msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z))
+        a = validate.finite_vector("emulator/imu_motion.linear_acceleration", (
+            msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z))
+        self.bus.set_state((q[3], q[0], q[1], q[2]), w, a)
+        self.motion_seen = True
+
+    def _on_tick(self) -> None:
+        if not self.motion_seen or (self.chip is None and not self._init_chip()):
+            return
+        try:
+            sample = self.chip.read()
+        except HardwareError as exc:
+            self.failures += 1
+            self.reject("MPU6050 read", str(exc))
+            if self.failures >= REINIT_AFTER:
+                self.chip = None
+            return
+        self.failures = 0
+        now = time.monotonic()
+        dt = 1.0 / self.p["rate"] if self._last_stamp is None else min(max(now - self._last_stamp, 1e-4), 0.5)
+        self._last_stamp = now
+        qw, qx, qy, qz = self.filter.update(sample.gyro, sample.accel, dt)
+        msg = Imu()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = self.p["frame_id"]
+        msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = map(float, sample.gyro)
+        msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = map(float, sample.accel)
+        msg.angular_velocity_covariance = _diag(self.p["angular_velocity_stddev"])
+        msg.linear_acceleration_covariance = _diag(self.p["linear_acceleration_stddev"])
+        msg.orientation_covariance = [-1.0] + [0.0] * 8
+        self.raw_pub.publish(msg)
+        msg.orientation.w, msg.orientation.x, msg.orientation.y, msg.orientation.z = map(float, (qw, qx, qy, qz))
+        msg.orientation_covariance = _diag(self.p["orientation_stddev"])
+        self.data_pub.publish(msg)
+        self.samples += 1
+
+    def _on_diag(self) -> None:
+        level, message = (0, "publishing") if self.chip is not None else (2, "MPU6050 not available: "
+                                                                              + self.init_error)
+        values = [("source", self.p["source"]), ("samples", self.samples), ("read_failures", self.failures)]
+        if self.chip is not None:
+            values.append(("gyro_bias", np.round(self.chip.gyro_bias, 5).tolist()))
+        self.publish_diagnostics([self.node_status(message, level, values)])
+
+    def close(self) -> None:
+        close = getattr(self.bus, "close", None)
+        if close is not None:
+            close()
+
+
+def main(args=None):
+    return run(ImuNode, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""imu node over real DDS with the MPU6050 register model: conventions, filter, bad input, missing chip."""
+import math
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy")
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import Imu  # noqa: E402
+from transforms3d.euler import euler2quat, quat2euler  # noqa: E402
+
+from jethexa_dynamics.nodes._common import SENSOR_QOS, level_of  # noqa: E402
+from jethexa_dynamics.nodes.graph import Graph, Watcher, wait_for  # noqa: E402
+from jethexa_dynamics.nodes.imu import ImuNode  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.timeout(90)]
+
+
+def motion(roll=0.0, pitch=0.0, w=(0.0, 0.0, 0.0), a=(0.0, 0.0, 0.0)):
+    m = Imu()
+    qw, qx, qy, qz = euler2quat(roll, pitch, 0.0, "sxyz")
+    m.orientation.w, m.orientation.x, m.orientation.y, m.orientation.z = qw, qx, qy, qz
+    m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z = w
+    m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z = a
+    return m
+
+
+@pytest.fixture
+def rig():
+    g = Graph()
+    try:
+        node = g.add(ImuNode, {"source": "emulator", "rate": 100.0, "angular_velocity_stddev": 0.01})
+        w = g.add(Watcher)
+        for t in ("imu/data_raw", "imu/data"):
+            w.watch(Imu, t, SENSOR_QOS)
+        pub = w.create_publisher(Imu, "emulator/imu_motion", SENSOR_QOS)
+        g.start()
+        assert wait_for(lambda: pub.get_subscription_count() > 0, 10.0)
+        yield g, node, w, pub
+    finally:
+        g.close()
+
+
+def test_conventions_and_filtered_orientation(rig):
+    g, node, w, pub = rig
+    end = time.monotonic() + 1.5
+    while time.monotonic() < end:
+        pub.publish(motion(roll=0.2))
+        time.sleep(0.02)
+    assert wait_for(lambda: w.count("imu/data") > 20, 5.0)
+    raw, data = w.last("imu/data_raw"), w.last("imu/data")
+    assert raw.header.frame_id == data.header.frame_id == "imu_link"
+    assert raw.orientation_covariance[0] == -1.0
+    assert raw.angular_velocity_covariance[0] == pytest.approx(1e-4)
+    # specific force at rest tilted by roll 0.2: g * (0, sin, cos) in body axes (+g up on z, REP-145)
+    acc = np.array([raw.linear_acceleration.x, raw.linear_acceleration.y, raw.linear_acceleration.z])
+    assert np.allclose(acc, 9.81 * np.array([0.0, math.sin(0.2), math.cos(0.2)]), atol=0.1)
+    roll, pitch, _ = quat2euler((data.orientation.w, data.orientation.x, data.orientation.y, data.orientation.z))
+    assert roll == pytest.approx(0.2, abs=0.03) and pitch == pytest.approx(0.0, abs=0.03)
+    assert data.orientation_covariance[0] > 0
+
+
+def test_bad_motion_and_parameters_rejected_node_keeps_publishing(rig):
+    g, node, w, pub = rig
+    pub.publish(motion(w=(math.nan, 0.0, 0.0)))
+    bad = motion()
+    bad.orientation.w = 0.0  # zero quaternion
+    pub.publish(bad)
+    assert wait_for(lambda: node.rejected.get("emulator/imu_motion", 0) >= 2, 5.0), node.rejected
+    for name, value in (("rate", 0.0), ("filter_beta", -1.0), ("frame_id", 3), ("accel_range_g", 3)):
+        res = node.set_parameters([Parameter(name, value=value)])[0]
+        assert not res.successful and name in res.reason
+    assert node.set_parameters([Parameter("rate", value=50.0)])[0].successful
+    assert w.count("imu/data") == 0  # no valid motion yet: the emulated chip has no robot to sense
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        pub.publish(motion())
+        time.sleep(0.02)
+    assert wait_for(lambda: w.count("imu/data") > 10, 5.0)
+    assert g.spin_error is None
+
+
+def test_missing_chip_reports_error_and_keeps_running():
+    g = Graph()
+    try:
+        node = g.add(ImuNode, {"source": "i2c", "i2c_bus": 31, "rate": 20.0})
+        w = g.add(Watcher)
+        w.watch(DiagnosticArray, "/diagnostics")
+        g.start()
+
+        def error_status():
+            arr = w.last("/diagnostics")
+            return arr is not None and any(s.name.startswith("imu") and level_of(s) == 2 for s in arr.status)
+
+        assert wait_for(error_status, 5.0)
+        assert node.chip is None and "i2c" in node.init_error.lower() or "No such file" in node.init_error
+        assert g.spin_error is None
+    finally:
+        g.close()
