@@ -15,6 +15,9 @@ from . import bag_io, metrics, replay as replay_mod
 from .errors import EXIT_BAD_INPUT, BagError
 from .topics import TopicNames
 
+#: the modular whole-body model (the names match the predictor node's `predictor` parameter)
+DEFAULT_PREDICTOR = "boltzmann_hamel"
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -24,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit status 0 on success, 2 for a bad bag or option. See docs/validation.md.")
     p.add_argument("bag", help="rosbag2 directory (MCAP or sqlite3), or its metadata.yaml / storage file")
     g = p.add_argument_group("predictor")
-    g.add_argument("--predictor", default=None, help="which predictor (default: dynamics); see --list-predictors")
+    g.add_argument("--predictor", default=None, help="which predictor (default: %s); see --list-predictors" % DEFAULT_PREDICTOR)
     g.add_argument("--compare-all", action="store_true",
                    help="run every available predictor; one report, table and plots side by side")
     g.add_argument("--list-predictors", action="store_true", help="print the available predictors and exit")
@@ -65,7 +68,7 @@ def run(args) -> dict:
 
     if args.compare_all and args.predictor:
         raise ValueError("--predictor and --compare-all exclude each other")
-    names = replay_mod.predictor_names() if args.compare_all else [args.predictor or "dynamics"]
+    names = replay_mod.predictor_names() if args.compare_all else [args.predictor or DEFAULT_PREDICTOR]
     if args.model is not None and not Path(args.model).is_file():
         raise ValueError("model parameters file {} does not exist".format(args.model))
     for opt in ("max_gap", "reanchor_horizon"):
