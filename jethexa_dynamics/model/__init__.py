@@ -1,0 +1,8 @@
+"""The modular Boltzmann-Hamel model of legged robots (Farghdani et al., paper 003, Sec. III-V).
+
+- :class:`LeggedRobot` -- structural matrices M, C, 𝒩, 𝒥 and forward dynamics for any floating-base robot
+  with serial revolute legs, loaded from URDF; :class:`Morphology` -- the link/leg existence vectors.
+- :mod:`.se3` -- readable screw-theory functions; :mod:`.kernels` -- the compiled equations;
+  :mod:`.integrators` -- time stepping on SE(3).
+"""
+from .robot import LeggedRobot, Morphology  # noqa: F401

@@ -1,0 +1,942 @@
+"""Compiled kernels of the modular Boltzmann-Hamel model (Farghdani et al., Sec. III-V).
+
+Every function works on the FULL (healthy) robot's arrays, ``data = robot.full.kernel_data``:
+
+    (n_joints, joint_offset, xi, mass, com0, Ic0, tip0, body_mass, body_com, body_Ic, gravity)
+
+(``gravity`` is the world-frame gravity vector g_s, (0, 0, -9.81) m/s^2 by default.)
+
+and a link-existence mask ``mask[i, j]`` (the paper's link morphology vector 𝔛, eq. 22-24, reshaped per leg;
+a leg exists, 𝔵̄_i = 1, when its first link does, eq. 26). Joints of missing links keep their slots in the
+full-size vectors and get zero acceleration: this is Algorithm 1's reshaping done by index, so a morphology
+change costs nothing here.
+
+Frames and units: X_b is the main body frame (base_link), twists are [v; w] in X_b, SI units. ``R_sb`` is
+the rotation of X_b in the world.
+
+Names follow the paper: ``xi`` joint twists ξ_ij, ``xp`` instantaneous twists ξ'_ij (eq. 17), ``Mbb``
+M^bb_ij = Ad^-T I_ij Ad^-1 (eq. 8), ``Mbt``/``Mtt`` the leg blocks 𝓜^bθ/𝓜^θθ (eq. 19, 21, 27-28),
+``P`` the momentum 𝒫 = M v (eq. 41), and the Coriolis matrix C = 𝒜 - ½[[ℬ,0],[𝒟,ℰ]] (eq. 36-43, with the
+corrected derivatives of the extraction's §1.13).
+"""
+import math
+
+import numpy as np
+
+from ._numba import njit
+
+
+
+# ----------------------------------------------------------------------------------------------------------
+# small vector algebra (scalar code: numba compiles it to straight-line arithmetic)
+
+@njit(cache=True, inline="always")
+def _cross(a, b, out):
+    x = a[1] * b[2] - a[2] * b[1]
+    y = a[2] * b[0] - a[0] * b[2]
+    z = a[0] * b[1] - a[1] * b[0]
+    out[0] = x
+    out[1] = y
+    out[2] = z
+
+
+@njit(cache=True, inline="always")
+def _dot6(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+
+
+@njit(cache=True, inline="always")
+def _ad(xi, x, out):
+    """out = ad_xi x = [w x x_v + v x x_w; w x x_w]   (paper eq. 4)."""
+    v0, v1, v2, w0, w1, w2 = xi[0], xi[1], xi[2], xi[3], xi[4], xi[5]
+    a0, a1, a2, b0, b1, b2 = x[0], x[1], x[2], x[3], x[4], x[5]
+    out[0] = w1 * a2 - w2 * a1 + v1 * b2 - v2 * b1
+    out[1] = w2 * a0 - w0 * a2 + v2 * b0 - v0 * b2
+    out[2] = w0 * a1 - w1 * a0 + v0 * b1 - v1 * b0
+    out[3] = w1 * b2 - w2 * b1
+    out[4] = w2 * b0 - w0 * b2
+    out[5] = w0 * b1 - w1 * b0
+
+
+@njit(cache=True, inline="always")
+def _adT(xi, h, out):
+    """out = ad_xi^T h = [-w x h_v; -v x h_v - w x h_w]."""
+    v0, v1, v2, w0, w1, w2 = xi[0], xi[1], xi[2], xi[3], xi[4], xi[5]
+    a0, a1, a2, b0, b1, b2 = h[0], h[1], h[2], h[3], h[4], h[5]
+    out[0] = -(w1 * a2 - w2 * a1)
+    out[1] = -(w2 * a0 - w0 * a2)
+    out[2] = -(w0 * a1 - w1 * a0)
+    out[3] = -(v1 * a2 - v2 * a1) - (w1 * b2 - w2 * b1)
+    out[4] = -(v2 * a0 - v0 * a2) - (w2 * b0 - w0 * b2)
+    out[5] = -(v0 * a1 - v1 * a0) - (w0 * b1 - w1 * b0)
+
+
+@njit(cache=True, inline="always")
+def _inertia_apply(m, c, Ic, x, out):
+    """out = M^bb x for a body of mass m, CoM c and inertia Ic (about the CoM) in X_b.
+
+    Closed form of Ad^-T I Ad^-1 x (eq. 8): f = m (x_v + x_w x c), out = [f; c x f + Ic x_w].
+    """
+    c0, c1, c2 = c[0], c[1], c[2]
+    b0, b1, b2 = x[3], x[4], x[5]
+    f0 = m * (x[0] + b1 * c2 - b2 * c1)
+    f1 = m * (x[1] + b2 * c0 - b0 * c2)
+    f2 = m * (x[2] + b0 * c1 - b1 * c0)
+    out[0] = f0
+    out[1] = f1
+    out[2] = f2
+    out[3] = c1 * f2 - c2 * f1 + Ic[0, 0] * b0 + Ic[0, 1] * b1 + Ic[0, 2] * b2
+    out[4] = c2 * f0 - c0 * f2 + Ic[1, 0] * b0 + Ic[1, 1] * b1 + Ic[1, 2] * b2
+    out[5] = c0 * f1 - c1 * f0 + Ic[2, 0] * b0 + Ic[2, 1] * b1 + Ic[2, 2] * b2
+
+
+@njit(cache=True, inline="always")
+def _inertia_matrix(m, c, Ic, out):
+    """out (6x6) = M^bb = [[m 1, -m ĉ], [m ĉ, Ic - m ĉ ĉ]] (eq. 8 in closed form)."""
+    c0, c1, c2 = c[0], c[1], c[2]
+    out[:, :] = 0.0
+    out[0, 0] = m
+    out[1, 1] = m
+    out[2, 2] = m
+    # m ĉ
+    out[3, 1] = -m * c2
+    out[3, 2] = m * c1
+    out[4, 0] = m * c2
+    out[4, 2] = -m * c0
+    out[5, 0] = -m * c1
+    out[5, 1] = m * c0
+    for r in range(3):
+        for s in range(3):
+            out[s, 3 + r] = out[3 + r, s]
+    # Ic - m ĉĉ = Ic + m (|c|^2 1 - c c^T)
+    cc = c0 * c0 + c1 * c1 + c2 * c2
+    for r in range(3):
+        for s in range(3):
+            out[3 + r, 3 + s] = Ic[r, s] - m * c[r] * c[s] + (m * cc if r == s else 0.0)
+
+
+@njit(cache=True, inline="always")
+def _mv3(A, x, out):
+    """out = A x for 3x3 A (no BLAS call: these are tiny)."""
+    x0, x1, x2 = x[0], x[1], x[2]
+    out[0] = A[0, 0] * x0 + A[0, 1] * x1 + A[0, 2] * x2
+    out[1] = A[1, 0] * x0 + A[1, 1] * x1 + A[1, 2] * x2
+    out[2] = A[2, 0] * x0 + A[2, 1] * x1 + A[2, 2] * x2
+
+
+@njit(cache=True, inline="always")
+def _mtv3(A, x, out):
+    """out = A^T x for 3x3 A."""
+    x0, x1, x2 = x[0], x[1], x[2]
+    out[0] = A[0, 0] * x0 + A[1, 0] * x1 + A[2, 0] * x2
+    out[1] = A[0, 1] * x0 + A[1, 1] * x1 + A[2, 1] * x2
+    out[2] = A[0, 2] * x0 + A[1, 2] * x1 + A[2, 2] * x2
+
+
+@njit(cache=True, inline="always")
+def _mm3(A, B, out):
+    """out = A B for 3x3 matrices (out must not alias A or B)."""
+    for r in range(3):
+        for s in range(3):
+            out[r, s] = A[r, 0] * B[0, s] + A[r, 1] * B[1, s] + A[r, 2] * B[2, s]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# per-leg forward kinematics: product of exponentials (eq. 12) and instantaneous twists (eq. 16-17)
+
+@njit(cache=True, inline="always")
+def _exp_revolute(xi, th, R, p):
+    """R, p of exp(ξ^ θ) for a unit-rotation twist ξ = [v; w], |w| = 1 (Rodrigues, eq. 2 and [67]):
+    R = 1 + sin θ ŵ + (1 - cos θ) ŵ², p = (1 - R)(w x v) + w (w·v) θ."""
+    v0, v1, v2, w0, w1, w2 = xi[0], xi[1], xi[2], xi[3], xi[4], xi[5]
+    s = math.sin(th)
+    k = 1.0 - math.cos(th)
+    # ŵ² = w w^T - |w|^2 1 with |w| = 1
+    R[0, 0] = 1.0 + k * (w0 * w0 - 1.0)
+    R[0, 1] = -s * w2 + k * w0 * w1
+    R[0, 2] = s * w1 + k * w0 * w2
+    R[1, 0] = s * w2 + k * w1 * w0
+    R[1, 1] = 1.0 + k * (w1 * w1 - 1.0)
+    R[1, 2] = -s * w0 + k * w1 * w2
+    R[2, 0] = -s * w1 + k * w2 * w0
+    R[2, 1] = s * w0 + k * w2 * w1
+    R[2, 2] = 1.0 + k * (w2 * w2 - 1.0)
+    a0 = w1 * v2 - w2 * v1
+    a1 = w2 * v0 - w0 * v2
+    a2 = w0 * v1 - w1 * v0
+    wv = (w0 * v0 + w1 * v1 + w2 * v2) * th
+    p[0] = a0 - (R[0, 0] * a0 + R[0, 1] * a1 + R[0, 2] * a2) + w0 * wv
+    p[1] = a1 - (R[1, 0] * a0 + R[1, 1] * a1 + R[1, 2] * a2) + w1 * wv
+    p[2] = a2 - (R[2, 0] * a0 + R[2, 1] * a1 + R[2, 2] * a2) + w2 * wv
+
+
+@njit(cache=True)
+def leg_kinematics(data, i, theta, R, p, xp, c, Ic):
+    """Forward kinematics of leg i for all its links.
+
+    Out: ``R[k], p[k]`` the product e^{ξ_i1 θ_i1} ... e^{ξ_ik θ_ik} (so g_{b,l_ik} = (R,p) g_{b,l_ik}(0), eq. 12),
+    ``xp[k]`` = ξ'_ik = Ad_{e^{ξ_i1 θ_i1} ... e^{ξ_i(k-1) θ_i(k-1)}} ξ_ik (eq. 17, the columns of J^b, eq. 16),
+    ``c[k], Ic[k]`` the link CoM and rotational inertia in X_b.
+    """
+    n_joints, joint_offset, xi, com0, Ic0 = data[0], data[1], data[2], data[4], data[5]
+    n = n_joints[i]
+    off = joint_offset[i]
+    Re = np.empty((3, 3))
+    pe = np.empty(3)
+    t = np.empty(3)
+    T = np.empty((3, 3))
+    for k in range(n):
+        # ξ'_k = Ad_{T_{k-1}} ξ_k = [R v + p x (R w); R w]  (T_{-1} = identity)
+        if k == 0:
+            xp[0, :] = xi[i, 0]
+        else:
+            _mv3(R[k - 1], xi[i, k, 3:6], xp[k, 3:6])
+            _mv3(R[k - 1], xi[i, k, 0:3], xp[k, 0:3])
+            _cross(p[k - 1], xp[k, 3:6], t)
+            xp[k, 0] += t[0]
+            xp[k, 1] += t[1]
+            xp[k, 2] += t[2]
+        _exp_revolute(xi[i, k], theta[off + k], Re, pe)
+        if k == 0:
+            R[0, :, :] = Re
+            p[0, :] = pe
+        else:
+            _mm3(R[k - 1], Re, R[k])
+            _mv3(R[k - 1], pe, p[k])
+            p[k, 0] += p[k - 1, 0]
+            p[k, 1] += p[k - 1, 1]
+            p[k, 2] += p[k - 1, 2]
+        _mv3(R[k], com0[i, k], c[k])
+        c[k, 0] += p[k, 0]
+        c[k, 1] += p[k, 1]
+        c[k, 2] += p[k, 2]
+        _mm3(R[k], Ic0[i, k], T)
+        for r in range(3):
+            for s in range(3):
+                Ic[k, r, s] = T[r, 0] * R[k, s, 0] + T[r, 1] * R[k, s, 1] + T[r, 2] * R[k, s, 2]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# per-link contributions, accumulated per leg (Algorithm 1, steps 2.2.x)
+
+@njit(cache=True, inline="always")
+def _dM_apply(k, j, m, c, Ic, xp, Xb, Sk, h, g_out, l_out, wk):
+    """Directional derivative (∂M_ij/∂θ_ik) x for link j of one leg, k <= j (Lemma 3, corrected §1.13).
+
+    With ad_k = ad_{ξ'_k}: ∂M^bb/∂θ_k = -ad_k^T M^bb - M^bb ad_k and ∂ξ'_β/∂θ_k = ad_k ξ'_β (β > k).
+    Inputs: ``Xb`` base part of x, ``Sk`` = Σ_{β<=k} ξ'_β x_β, ``h`` = M^bb (Xb + Σ_{β<=j} ξ'_β x_β).
+    Out: ``g_out`` base rows (6), ``l_out[β]`` leg rows β <= j. ``wk`` is scratch (>= 18 floats).
+    """
+    u = wk[0:6]
+    a = wk[6:12]
+    b = wk[12:18]
+    for r in range(6):
+        u[r] = Xb[r] + Sk[r]
+    _ad(xp[k], u, a)                # ad_k (Xb + S_{<=k})
+    _inertia_apply(m, c, Ic, a, b)  # M^bb ad_k (...)
+    _adT(xp[k], h, a)               # ad_k^T h
+    for r in range(6):
+        g_out[r] = -a[r] - b[r]
+    for beta in range(j + 1):
+        val = _dot6(xp[beta], g_out)
+        if beta > k:
+            _ad(xp[k], xp[beta], a)
+            val += _dot6(a, h)
+        l_out[beta] = val
+
+
+@njit(cache=True)
+def _link_coriolis(j, m, c, Ic, xp, Vb, vth, Wb, wth, same, out_b, out_l, P, wk):
+    """Add link j's part of C(θ,v) w (eq. 36-43) to ``out_b`` (base rows) and ``out_l`` (this leg's rows),
+    and its momentum M^bb (V + J θ̇) to ``P`` (eq. 41). The ℬ term needs the total 𝒫 and is added by the
+    caller. ``same`` means w is v (bias forces), which halves the work. ``wk`` is scratch."""
+    nm = xp.shape[0]
+    S_v = wk[0:6 * nm].reshape((nm, 6))
+    S_w = wk[6 * nm:12 * nm].reshape((nm, 6))
+    o = 12 * nm
+    Uv, Uw, hv, hw, gv, gw = wk[o:o + 6], wk[o + 6:o + 12], wk[o + 12:o + 18], wk[o + 18:o + 24], \
+        wk[o + 24:o + 30], wk[o + 30:o + 36]
+    lv = wk[o + 36:o + 36 + nm]
+    lw = wk[o + 36 + nm:o + 36 + 2 * nm]
+    scratch = wk[o + 36 + 2 * nm:o + 54 + 2 * nm]
+    for r in range(6):
+        Uv[r] = Vb[r]
+        Uw[r] = Wb[r]
+    for beta in range(j + 1):
+        for r in range(6):
+            Uv[r] += xp[beta, r] * vth[beta]
+            Uw[r] += xp[beta, r] * wth[beta]
+            S_v[beta, r] = Uv[r] - Vb[r]
+            S_w[beta, r] = Uw[r] - Wb[r]
+    _inertia_apply(m, c, Ic, Uv, hv)
+    for r in range(6):
+        P[r] += hv[r]
+    if not same:
+        _inertia_apply(m, c, Ic, Uw, hw)
+    for k in range(j + 1):
+        if same:
+            _dM_apply(k, j, m, c, Ic, xp, Vb, S_v[k], hv, gv, lv, scratch)
+            gwk = gv
+            lwk = lv
+        else:
+            _dM_apply(k, j, m, c, Ic, xp, Wb, S_w[k], hw, gw, lw, scratch)
+            _dM_apply(k, j, m, c, Ic, xp, Vb, S_v[k], hv, gv, lv, scratch)
+            gwk = gw
+            lwk = lw
+        # 𝒜 w = Σ_k (∂M_ij/∂θ_k w) θ̇_k      (eq. 37)
+        tk = vth[k]
+        for r in range(6):
+            out_b[r] += gwk[r] * tk
+        for beta in range(j + 1):
+            out_l[beta] += lwk[beta] * tk
+        # -½ (𝒟 w_b + ℰ w_θ)_k = -½ w^T (∂M_ij/∂θ_k) v      (eq. 39-40, 42-43)
+        s = _dot6(Wb, gv)
+        for beta in range(j + 1):
+            s += wth[beta] * lv[beta]
+        out_l[k] -= 0.5 * s
+
+
+@njit(cache=True, inline="always")
+def _base_B_term(P, Wb, out_b):
+    """-½ ℬ w_b with ℬ = 2[[0, P̂_v], [P̂_v, P̂_w]] (eq. 38): the Euler-Poincaré term -ad_V^T 𝒫 for w = v."""
+    t = np.empty(3)
+    u = np.empty(3)
+    _cross(P[0:3], Wb[3:6], t)
+    out_b[0] -= t[0]
+    out_b[1] -= t[1]
+    out_b[2] -= t[2]
+    _cross(P[0:3], Wb[0:3], t)
+    _cross(P[3:6], Wb[3:6], u)
+    out_b[3] -= t[0] + u[0]
+    out_b[4] -= t[1] + u[1]
+    out_b[5] -= t[2] + u[2]
+
+
+@njit(cache=True)
+def _leg_terms(data, i, m_i, theta, v, w, same, gb, f_b, with_tip,
+               Mbb, Mbt, Mtt, bias_b, bias_l, P, gen_b, gen_l,
+               snap, pMbb, pMbt, pMtt, pbias_b, pbias_l, pP, pgen_b, pgen_l):
+    """Accumulate the contributions of links 0..m_i-1 of leg i (Algorithm 1, steps 2.2.1-2.2.5):
+    mass blocks (eq. 27-28), C(θ,v) w without the ℬ term (eq. 36-43), gravity 𝒩 (eq. 9) into bias_*,
+    the momentum 𝒫 (eq. 41), and, when the tip link is present and ``with_tip``, the generalized force of the
+    tip force ``f_b`` (X_b axes) 𝒥^T F (eq. 11) into gen_*.
+    With ``snap`` the accumulators are copied after each link into the prefix arrays p*[j+1] (used by the
+    morphology bank: prefix j+1 = the leg with only its first j+1 links)."""
+    n_joints, joint_offset, mass, tip0 = data[0], data[1], data[3], data[6]
+    n = n_joints[i]
+    off = joint_offset[i]
+    R = np.empty((n, 3, 3))
+    p = np.empty((n, 3))
+    xp = np.empty((n, 6))
+    c = np.empty((n, 3))
+    Ic = np.empty((n, 3, 3))
+    leg_kinematics(data, i, theta, R, p, xp, c, Ic)
+    vth = v[6 + off:6 + off + n]
+    wth = w[6 + off:6 + off + n]
+    Vb = v[0:6]
+    Wb = w[0:6]
+    M6 = np.empty((6, 6))
+    col = np.empty(6)
+    Wg = np.empty(6)
+    t = np.empty(3)
+    pt = np.empty(3)
+    wk = np.empty(12 * n + 54 + 2 * n)
+    for j in range(m_i):
+        m = mass[i, j]
+        # mass matrix blocks: M^bb_ij, 𝓜^bθ_ij = M^bb J^b, 𝓜^θθ_ij = J^bT M^bb J^b   (eq. 8, 19, 21, 28)
+        _inertia_matrix(m, c[j], Ic[j], M6)
+        Mbb += M6
+        for k in range(j + 1):
+            _inertia_apply(m, c[j], Ic[j], xp[k], col)
+            for r in range(6):
+                Mbt[r, k] += col[r]
+            for l in range(j + 1):
+                Mtt[l, k] += _dot6(xp[l], col)
+        # Coriolis (without ℬ) and momentum
+        _link_coriolis(j, m, c[j], Ic[j], xp, Vb, vth, Wb, wth, same, bias_b, bias_l, P, wk)
+        # gravity: 𝒩 = -[W; J^T W], W = [f; c x f], f = m R_sb^T g_s   (eq. 9 for uniform gravity)
+        for r in range(3):
+            Wg[r] = m * gb[r]
+        _cross(c[j], Wg[0:3], t)
+        Wg[3] = t[0]
+        Wg[4] = t[1]
+        Wg[5] = t[2]
+        for r in range(6):
+            bias_b[r] -= Wg[r]
+        for beta in range(j + 1):
+            bias_l[beta] -= _dot6(xp[beta], Wg)
+        if with_tip and j == n - 1:
+            # 𝒥_i^T F_i (eq. 11) for a pure force at the foot: [W_t; J^T W_t], W_t = [f; p_t x f]
+            _mv3(R[n - 1], tip0[i, 0:3, 3], pt)
+            for r in range(3):
+                pt[r] += p[n - 1, r]
+                Wg[r] = f_b[r]
+            _cross(pt, f_b, t)
+            Wg[3] = t[0]
+            Wg[4] = t[1]
+            Wg[5] = t[2]
+            for r in range(6):
+                gen_b[r] += Wg[r]
+            for beta in range(n):
+                gen_l[beta] += _dot6(xp[beta], Wg)
+        if snap:
+            pMbb[j + 1] = Mbb
+            pMbt[j + 1] = Mbt
+            pMtt[j + 1] = Mtt
+            pbias_b[j + 1] = bias_b
+            pbias_l[j + 1] = bias_l
+            pP[j + 1] = P
+            pgen_b[j + 1] = gen_b
+            pgen_l[j + 1] = gen_l
+
+
+# ----------------------------------------------------------------------------------------------------------
+# small dense Cholesky for the arrowhead solve
+
+@njit(cache=True)
+def _chol(A, n):
+    """In-place lower Cholesky of A[:n,:n]; returns False if A is not positive definite."""
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if not s > 0.0:
+            return False
+        d = math.sqrt(s)
+        A[j, j] = d
+        for r in range(j + 1, n):
+            s = A[r, j]
+            for k in range(j):
+                s -= A[r, k] * A[j, k]
+            A[r, j] = s / d
+    return True
+
+
+@njit(cache=True)
+def _chol_solve(Lm, n, b):
+    """Solve (L L^T) x = b in place for b[:n]."""
+    for r in range(n):
+        s = b[r]
+        for k in range(r):
+            s -= Lm[r, k] * b[k]
+        b[r] = s / Lm[r, r]
+    for r in range(n - 1, -1, -1):
+        s = b[r]
+        for k in range(r + 1, n):
+            s -= Lm[k, r] * b[k]
+        b[r] = s / Lm[r, r]
+
+
+@njit(cache=True)
+def _solve_arrowhead(counts, Mbb, Mbt, Mtt, rb, rl, out_b, out_l):
+    """Solve the block-arrow system of eq. 27 (θθ block-diagonal per leg) by the Schur complement on the
+    6x6 base block: per leg A_i = 𝓜^θθ, B_i = 𝓜^bθ; S = M_bb - Σ B_i A_i^-1 B_i^T.
+    Returns False if a block is not positive definite."""
+    L = counts.shape[0]
+    nmax = Mtt.shape[1]
+    S = Mbb.copy()
+    r = rb.copy()
+    Y = np.empty((L, nmax, 6))
+    y = np.empty((L, nmax))
+    Lfac = np.empty((L, nmax, nmax))
+    col = np.empty(nmax)
+    for i in range(L):
+        m = counts[i]
+        if m == 0:
+            continue
+        Lfac[i, :m, :m] = Mtt[i, :m, :m]
+        if not _chol(Lfac[i], m):
+            return False
+        for q in range(6):
+            for a in range(m):
+                col[a] = Mbt[i, q, a]
+            _chol_solve(Lfac[i], m, col)
+            for a in range(m):
+                Y[i, a, q] = col[a]
+        for a in range(m):
+            col[a] = rl[i, a]
+        _chol_solve(Lfac[i], m, col)
+        for a in range(m):
+            y[i, a] = col[a]
+        for q in range(6):
+            s = 0.0
+            for a in range(m):
+                s += Mbt[i, q, a] * y[i, a]
+            r[q] -= s
+            for q2 in range(6):
+                s = 0.0
+                for a in range(m):
+                    s += Mbt[i, q, a] * Y[i, a, q2]
+                S[q, q2] -= s
+    if not _chol(S, 6):
+        return False
+    _chol_solve(S, 6, r)
+    for q in range(6):
+        out_b[q] = r[q]
+    for i in range(L):
+        m = counts[i]
+        out_l[i, :] = 0.0
+        for a in range(m):
+            s = y[i, a]
+            for q in range(6):
+                s -= Y[i, a, q] * r[q]
+            out_l[i, a] = s
+    return True
+
+
+# ----------------------------------------------------------------------------------------------------------
+# public kernels (full-size vectors + mask)
+
+@njit(cache=True)
+def link_counts(data, mask):
+    """Number of present links per leg (the morphology is valid: present links form a prefix)."""
+    n_joints = data[0]
+    L = n_joints.shape[0]
+    out = np.zeros(L, dtype=np.int64)
+    for i in range(L):
+        k = 0
+        while k < n_joints[i] and mask[i, k] > 0.5:
+            k += 1
+        out[i] = k
+    return out
+
+
+@njit(cache=True)
+def _body_terms(data, Vb, Wb, gb, bias_b, P):
+    """Main-body parts: momentum I_b V (eq. 41) and gravity (eq. 9)."""
+    body_mass, body_com, body_Ic = data[7][0], data[8], data[9]
+    _inertia_apply(body_mass, body_com, body_Ic, Vb, P)
+    t = np.empty(3)
+    f = body_mass * gb
+    _cross(body_com, f, t)
+    for r in range(3):
+        bias_b[r] -= f[r]
+        bias_b[3 + r] -= t[r]
+
+
+@njit(cache=True)
+def _dynamics_terms(data, R_sb, theta, v, w, same, gravity_on, f_world, mask,
+                    Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l):
+    """Everything for one state: mass blocks, C(θ,v) w + 𝒩 (bias), 𝒥^T F (gen)."""
+    n_joints = data[0]
+    L = n_joints.shape[0]
+    nmax = data[2].shape[1]
+    counts = link_counts(data, mask)
+    gb = np.zeros(3)
+    if gravity_on:
+        _mtv3(R_sb, data[10], gb)            # gravity in X_b: R_sb^T g_s
+    Mbb[:, :] = 0.0
+    body_mass, body_com, body_Ic = data[7][0], data[8], data[9]
+    _inertia_matrix(body_mass, body_com, body_Ic, Mbb)
+    Mbt[:, :, :] = 0.0
+    Mtt[:, :, :] = 0.0
+    bias_b[:] = 0.0
+    bias_l[:, :] = 0.0
+    gen_b[:] = 0.0
+    gen_l[:, :] = 0.0
+    P = np.zeros(6)
+    _body_terms(data, v[0:6], w[0:6], gb, bias_b, P)
+    fb = np.zeros(3)
+    dummy6 = np.zeros((1, 6))
+    dummy66 = np.zeros((1, 6, 6))
+    dummyM = np.zeros((1, 1, 1))
+    dummyl = np.zeros((1, 1))
+    for i in range(L):
+        if counts[i] == 0:
+            continue
+        for r in range(3):
+            fb[r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
+        _leg_terms(data, i, counts[i], theta, v, w, same, gb, fb, True,
+                   Mbb, Mbt[i], Mtt[i], bias_b, bias_l[i], P, gen_b, gen_l[i],
+                   False, dummy66, dummyM, dummyM, dummy6, dummyl, dummy6, dummy6, dummyl)
+    _base_B_term(P, w[0:6], bias_b)
+    return counts
+
+
+@njit(cache=True)
+def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out):
+    """v̇ = M^-1 (τ + 𝒥^T F - C v - 𝒩)   (eq. 6), full-size vectors, morphology by ``mask``.
+
+    ``f_world[i]`` is the world-frame force at leg i's foot (ignored when the tip link is missing);
+    ``tau`` base rows are ignored (unactuated base is τ_b = 0 unless the caller sets them).
+    Returns False if M is not positive definite (then vdot_out is undefined)."""
+    L = data[0].shape[0]
+    nmax = data[2].shape[1]
+    Mbb = np.empty((6, 6))
+    Mbt = np.empty((L, 6, nmax))
+    Mtt = np.empty((L, nmax, nmax))
+    bias_b = np.empty(6)
+    bias_l = np.empty((L, nmax))
+    gen_b = np.empty(6)
+    gen_l = np.empty((L, nmax))
+    counts = _dynamics_terms(data, R_sb, theta, v, v, True, True, f_world, mask,
+                             Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l)
+    joint_offset = data[1]
+    rb = np.empty(6)
+    for r in range(6):
+        rb[r] = tau[r] + gen_b[r] - bias_b[r]
+    rl = np.zeros((L, nmax))
+    for i in range(L):
+        off = 6 + joint_offset[i]
+        for a in range(counts[i]):
+            rl[i, a] = tau[off + a] + gen_l[i, a] - bias_l[i, a]
+    ab = np.empty(6)
+    al = np.empty((L, nmax))
+    ok = _solve_arrowhead(counts, Mbb, Mbt, Mtt, rb, rl, ab, al)
+    vdot_out[:] = 0.0
+    vdot_out[0:6] = ab
+    for i in range(L):
+        off = 6 + joint_offset[i]
+        for a in range(counts[i]):
+            vdot_out[off + a] = al[i, a]
+    return ok
+
+
+@njit(cache=True)
+def mass_matrix(data, theta, mask, out):
+    """Dense M(θ) (eq. 27) of size nv_full; rows/columns of missing joints are zero."""
+    L = data[0].shape[0]
+    nmax = data[2].shape[1]
+    nvf = out.shape[0]
+    Mbb = np.empty((6, 6))
+    Mbt = np.empty((L, 6, nmax))
+    Mtt = np.empty((L, nmax, nmax))
+    bias_b = np.empty(6)
+    bias_l = np.empty((L, nmax))
+    gen_b = np.empty(6)
+    gen_l = np.empty((L, nmax))
+    z = np.zeros(nvf)
+    R = np.eye(3)
+    f = np.zeros((L, 3))
+    counts = _dynamics_terms(data, R, theta, z, z, True, False, f, mask,
+                             Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l)
+    out[:, :] = 0.0
+    out[0:6, 0:6] = Mbb
+    joint_offset = data[1]
+    for i in range(L):
+        off = 6 + joint_offset[i]
+        m = counts[i]
+        for a in range(m):
+            for q in range(6):
+                out[q, off + a] = Mbt[i, q, a]
+                out[off + a, q] = Mbt[i, q, a]
+            for b in range(m):
+                out[off + a, off + b] = Mtt[i, a, b]
+
+
+@njit(cache=True)
+def coriolis_apply(data, theta, v, w, mask, out):
+    """out = C(θ, v) w (eq. 36-43), full size. C(θ,v) v + 𝒩 are the bias forces."""
+    L = data[0].shape[0]
+    nmax = data[2].shape[1]
+    Mbb = np.empty((6, 6))
+    Mbt = np.empty((L, 6, nmax))
+    Mtt = np.empty((L, nmax, nmax))
+    bias_b = np.empty(6)
+    bias_l = np.empty((L, nmax))
+    gen_b = np.empty(6)
+    gen_l = np.empty((L, nmax))
+    R = np.eye(3)
+    f = np.zeros((L, 3))
+    counts = _dynamics_terms(data, R, theta, v, w, False, False, f, mask,
+                             Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l)
+    _scatter(data, counts, bias_b, bias_l, out)
+
+
+@njit(cache=True)
+def _scatter(data, counts, xb, xl, out):
+    out[:] = 0.0
+    out[0:6] = xb
+    joint_offset = data[1]
+    for i in range(counts.shape[0]):
+        off = 6 + joint_offset[i]
+        for a in range(counts[i]):
+            out[off + a] = xl[i, a]
+
+
+@njit(cache=True)
+def coriolis_matrix(data, theta, v, mask, out):
+    """Dense C(θ, v), column by column as C(θ, v) e_m."""
+    nvf = out.shape[0]
+    e = np.zeros(nvf)
+    col = np.empty(nvf)
+    for mcol in range(nvf):
+        e[:] = 0.0
+        e[mcol] = 1.0
+        coriolis_apply(data, theta, v, e, mask, col)
+        out[:, mcol] = col
+
+
+@njit(cache=True)
+def bias_forces(data, R_sb, theta, v, mask, gravity_on, out):
+    """out = C(θ, v) v + 𝒩(Q) (with gravity_on) — Pinocchio's nonLinearEffects."""
+    L = data[0].shape[0]
+    nmax = data[2].shape[1]
+    Mbb = np.empty((6, 6))
+    Mbt = np.empty((L, 6, nmax))
+    Mtt = np.empty((L, nmax, nmax))
+    bias_b = np.empty(6)
+    bias_l = np.empty((L, nmax))
+    gen_b = np.empty(6)
+    gen_l = np.empty((L, nmax))
+    f = np.zeros((L, 3))
+    counts = _dynamics_terms(data, R_sb, theta, v, v, True, gravity_on, f, mask,
+                             Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l)
+    _scatter(data, counts, bias_b, bias_l, out)
+
+
+@njit(cache=True)
+def tip_generalized_forces(data, R_sb, theta, f_world, mask, out):
+    """out = 𝒥^T F (eq. 11) for world-frame foot forces ``f_world`` (L,3)."""
+    L = data[0].shape[0]
+    nmax = data[2].shape[1]
+    nvf = out.shape[0]
+    Mbb = np.empty((6, 6))
+    Mbt = np.empty((L, 6, nmax))
+    Mtt = np.empty((L, nmax, nmax))
+    bias_b = np.empty(6)
+    bias_l = np.empty((L, nmax))
+    gen_b = np.empty(6)
+    gen_l = np.empty((L, nmax))
+    z = np.zeros(nvf)
+    counts = _dynamics_terms(data, R_sb, theta, z, z, True, False, f_world, mask,
+                             Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l)
+    _scatter(data, counts, gen_b, gen_l, out)
+
+
+@njit(cache=True)
+def tip_poses(data, theta, out):
+    """out[i] = g_{b,it}(θ) = e^{ξ_i1 θ_i1} ... e^{ξ_in θ_in} g_{b,it}(0), 4x4, for every leg."""
+    n_joints, tip0 = data[0], data[6]
+    L = n_joints.shape[0]
+    nmax = data[2].shape[1]
+    R = np.empty((nmax, 3, 3))
+    p = np.empty((nmax, 3))
+    xp = np.empty((nmax, 6))
+    c = np.empty((nmax, 3))
+    Ic = np.empty((nmax, 3, 3))
+    for i in range(L):
+        n = n_joints[i]
+        leg_kinematics(data, i, theta, R, p, xp, c, Ic)
+        out[i, :, :] = 0.0
+        _mm3(R[n - 1], tip0[i, 0:3, 0:3], out[i, 0:3, 0:3])
+        _mv3(R[n - 1], tip0[i, 0:3, 3], out[i, 0:3, 3])
+        for r in range(3):
+            out[i, r, 3] += p[n - 1, r]
+        out[i, 3, 3] = 1.0
+
+
+@njit(cache=True)
+def tip_jacobians(data, theta, out):
+    """out[i] (6 x nv_full) = Ad^-1_{g_b,it} [1_6, J_it] (eq. 11): maps v to the body velocity of leg i's tip
+    frame, in the tip frame (Pinocchio's LOCAL frame Jacobian)."""
+    n_joints, joint_offset, tip0 = data[0], data[1], data[6]
+    L = n_joints.shape[0]
+    nmax = data[2].shape[1]
+    R = np.empty((nmax, 3, 3))
+    p = np.empty((nmax, 3))
+    xp = np.empty((nmax, 6))
+    c = np.empty((nmax, 3))
+    Ic = np.empty((nmax, 3, 3))
+    col = np.empty(6)
+    t = np.empty(3)
+    out[:, :, :] = 0.0
+    for i in range(L):
+        n = n_joints[i]
+        leg_kinematics(data, i, theta, R, p, xp, c, Ic)
+        Rt = R[n - 1] @ tip0[i, 0:3, 0:3]
+        pt = R[n - 1] @ tip0[i, 0:3, 3] + p[n - 1]
+        off = 6 + joint_offset[i]
+        for m in range(6 + n):
+            col[:] = 0.0
+            if m < 6:
+                col[m] = 1.0
+            else:
+                col[:] = xp[m - 6]
+            # Ad^-1_{(Rt,pt)} [v; w] = [Rt^T (v - pt x w); Rt^T w]
+            _cross(pt, col[3:6], t)
+            vv = Rt.T @ (col[0:3] - t)
+            ww = Rt.T @ col[3:6]
+            dst = m if m < 6 else off + (m - 6)
+            out[i, 0:3, dst] = vv
+            out[i, 3:6, dst] = ww
+
+
+@njit(cache=True)
+def tip_state(data, R_sb, p_sb, theta, v, pos_out, vel_out):
+    """World-frame foot positions and velocities of every leg (L,3): p = p_sb + R_sb p_t,
+    ṗ = R_sb (V_v + V_w x p_t + Σ_k (ξ'_k,v + ξ'_k,w x p_t) θ̇_k)."""
+    n_joints, joint_offset, tip0 = data[0], data[1], data[6]
+    L = n_joints.shape[0]
+    nmax = data[2].shape[1]
+    R = np.empty((nmax, 3, 3))
+    p = np.empty((nmax, 3))
+    xp = np.empty((nmax, 6))
+    c = np.empty((nmax, 3))
+    Ic = np.empty((nmax, 3, 3))
+    t = np.empty(3)
+    pt = np.empty(3)
+    tw = np.empty(6)
+    for i in range(L):
+        n = n_joints[i]
+        off = 6 + joint_offset[i]
+        leg_kinematics(data, i, theta, R, p, xp, c, Ic)
+        _mv3(R[n - 1], tip0[i, 0:3, 3], pt)
+        for r in range(3):
+            pt[r] += p[n - 1, r]
+        for r in range(6):
+            tw[r] = v[r]
+        for k in range(n):
+            for r in range(6):
+                tw[r] += xp[k, r] * v[off + k]
+        _cross(tw[3:6], pt, t)
+        for r in range(3):
+            t[r] += tw[r]
+        _mv3(R_sb, pt, pos_out[i])
+        _mv3(R_sb, t, vel_out[i])
+        for r in range(3):
+            pos_out[i, r] += p_sb[r]
+
+
+@njit(cache=True)
+def se3_step(R, p, V, dt):
+    """In place: g <- g exp(V^ dt) for the body twist V = [v; w] (exact exponential on SE(3))."""
+    phi = np.empty(3)
+    rho = np.empty(3)
+    for r in range(3):
+        phi[r] = V[3 + r] * dt
+        rho[r] = V[r] * dt
+    a2 = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]
+    a = math.sqrt(a2)
+    if a < 1e-6:   # series: sin(a)/a, (1-cos a)/a^2, (a - sin a)/a^3
+        A = 1.0 - a2 / 6.0
+        B = 0.5 - a2 / 24.0
+        Cc = 1.0 / 6.0 - a2 / 120.0
+    else:
+        A = math.sin(a) / a
+        B = (1.0 - math.cos(a)) / a2
+        Cc = (a - math.sin(a)) / (a2 * a)
+    K = np.empty((3, 3))
+    K[0, 0] = 0.0
+    K[0, 1] = -phi[2]
+    K[0, 2] = phi[1]
+    K[1, 0] = phi[2]
+    K[1, 1] = 0.0
+    K[1, 2] = -phi[0]
+    K[2, 0] = -phi[1]
+    K[2, 1] = phi[0]
+    K[2, 2] = 0.0
+    K2 = np.empty((3, 3))
+    _mm3(K, K, K2)
+    Re = np.empty((3, 3))
+    Vm = np.empty((3, 3))
+    for r in range(3):
+        for s in range(3):
+            e = 1.0 if r == s else 0.0
+            Re[r, s] = e + A * K[r, s] + B * K2[r, s]
+            Vm[r, s] = e + B * K[r, s] + Cc * K2[r, s]
+    t = np.empty(3)
+    dp = np.empty(3)
+    _mv3(Vm, rho, t)
+    _mv3(R, t, dp)
+    Rn = np.empty((3, 3))
+    _mm3(R, Re, Rn)
+    # re-orthonormalise (one Newton step toward the polar factor) so round-off cannot accumulate
+    G = np.empty((3, 3))
+    H = np.empty((3, 3))
+    for r in range(3):
+        for s in range(3):
+            G[r, s] = Rn[0, r] * Rn[0, s] + Rn[1, r] * Rn[1, s] + Rn[2, r] * Rn[2, s]   # Rn^T Rn
+    _mm3(Rn, G, H)
+    for r in range(3):
+        p[r] += dp[r]
+        for s in range(3):
+            R[r, s] = 1.5 * Rn[r, s] - 0.5 * H[r, s]
+
+
+@njit(cache=True)
+def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
+    """Forward dynamics for K morphology hypotheses at one state (``masks`` (K,L,nmax), ``out`` (K,nv)).
+
+    The paper's modularity makes this cheap: every link's contribution (mass blocks, Coriolis, gravity,
+    momentum, tip force) is computed once, prefix-summed along each leg, and each hypothesis only adds the
+    prefixes of its legs and solves one arrowhead system (6x6 Schur complement)."""
+    n_joints, joint_offset = data[0], data[1]
+    L = n_joints.shape[0]
+    nmax = data[2].shape[1]
+    K = masks.shape[0]
+    gb = np.empty(3)
+    _mtv3(R_sb, data[10], gb)
+    pMbb = np.zeros((L, nmax + 1, 6, 6))
+    pMbt = np.zeros((L, nmax + 1, 6, nmax))
+    pMtt = np.zeros((L, nmax + 1, nmax, nmax))
+    pbias_b = np.zeros((L, nmax + 1, 6))
+    pbias_l = np.zeros((L, nmax + 1, nmax))
+    pP = np.zeros((L, nmax + 1, 6))
+    pgen_b = np.zeros((L, nmax + 1, 6))
+    pgen_l = np.zeros((L, nmax + 1, nmax))
+    Mbb = np.empty((6, 6))
+    Mbt = np.empty((6, nmax))
+    Mtt = np.empty((nmax, nmax))
+    bb = np.empty(6)
+    bl = np.empty(nmax)
+    P = np.empty(6)
+    gnb = np.empty(6)
+    gnl = np.empty(nmax)
+    fb = np.empty(3)
+    for i in range(L):
+        Mbb[:, :] = 0.0
+        Mbt[:, :] = 0.0
+        Mtt[:, :] = 0.0
+        bb[:] = 0.0
+        bl[:] = 0.0
+        P[:] = 0.0
+        gnb[:] = 0.0
+        gnl[:] = 0.0
+        for r in range(3):
+            fb[r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
+        _leg_terms(data, i, n_joints[i], theta, v, v, True, gb, fb, True,
+                   Mbb, Mbt, Mtt, bb, bl, P, gnb, gnl,
+                   True, pMbb[i], pMbt[i], pMtt[i], pbias_b[i], pbias_l[i], pP[i], pgen_b[i], pgen_l[i])
+    # main body, shared by all hypotheses
+    body_mass, body_com, body_Ic = data[7][0], data[8], data[9]
+    Mb0 = np.empty((6, 6))
+    _inertia_matrix(body_mass, body_com, body_Ic, Mb0)
+    bias_b0 = np.zeros(6)
+    P0 = np.zeros(6)
+    _body_terms(data, v[0:6], v[0:6], gb, bias_b0, P0)
+    hMbt = np.empty((L, 6, nmax))
+    hMtt = np.empty((L, nmax, nmax))
+    rl = np.empty((L, nmax))
+    ab = np.empty(6)
+    al = np.empty((L, nmax))
+    rb = np.empty(6)
+    for kk in range(K):
+        counts = link_counts(data, masks[kk])
+        Mbb[:, :] = Mb0
+        bb[:] = bias_b0
+        P[:] = P0
+        gnb[:] = 0.0
+        for i in range(L):
+            m = counts[i]
+            Mbb += pMbb[i, m]
+            bb += pbias_b[i, m]
+            P += pP[i, m]
+            hMbt[i] = pMbt[i, m]
+            hMtt[i] = pMtt[i, m]
+            tip = m == n_joints[i]
+            if tip:
+                gnb += pgen_b[i, m]
+            off = 6 + joint_offset[i]
+            for a in range(m):
+                rl[i, a] = tau[off + a] - pbias_l[i, m, a] + (pgen_l[i, m, a] if tip else 0.0)
+        _base_B_term(P, v[0:6], bb)
+        for r in range(6):
+            rb[r] = tau[r] + gnb[r] - bb[r]
+        _solve_arrowhead(counts, Mbb, hMbt, hMtt, rb, rl, ab, al)
+        out[kk, :] = 0.0
+        out[kk, 0:6] = ab
+        for i in range(L):
+            off = 6 + joint_offset[i]
+            for a in range(counts[i]):
+                out[kk, off + a] = al[i, a]

@@ -1,0 +1,402 @@
+"""``LeggedRobot`` and ``Morphology``: the public face of the modular Boltzmann-Hamel model.
+
+Data/model split as in Pinocchio: the healthy robot's description (per-leg twists, home poses, inertias) is
+built once from a URDF; a morphology (the paper's link and leg existence vectors, eq. 22-26) selects which
+links exist. ``robot.with_morphology(m)`` returns a reduced model that shares every array with the healthy
+one (Algorithm 1 without re-deriving or re-parsing anything): only index maps change.
+
+All public methods take and return vectors of the (possibly reduced) robot:
+``q`` joint angles (rad) in ``joint_names`` order; ``v = [base linear, base angular, joint rates]`` with the
+base twist in base_link (Pinocchio's free-flyer LOCAL convention, the paper's quasi-velocities);
+``g_sb`` the 4x4 pose of base_link in the world; gravity -9.81 m/s^2 along world z; ``tip_forces``
+(n_tips, 3) world-frame forces applied at the foot points, in ``tip_names`` order.
+"""
+import os
+from functools import lru_cache
+
+import numpy as np
+
+from . import kernels
+from .description import describe
+from .urdf import parse_urdf
+
+
+def _bundled_urdf():
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.join(here, "data", "urdf", "jethexa.urdf")
+
+
+def _vec(x, n, name):
+    """Float array of shape (n,), finite, or a ValueError naming the field."""
+    a = np.asarray(x, dtype=float)
+    if a.shape != (n,):
+        raise ValueError(f"{name}: expected shape ({n},), got {a.shape}")
+    if not np.isfinite(a.sum()):
+        raise ValueError(f"{name}: contains NaN or inf")
+    return a
+
+
+def _pose(g):
+    a = np.asarray(g, dtype=float)
+    if a.shape != (4, 4):
+        raise ValueError(f"g_sb: expected a 4x4 homogeneous transform, got shape {a.shape}")
+    if not np.isfinite(a.sum()):
+        raise ValueError("g_sb: contains NaN or inf")
+    return a
+
+
+class Morphology:
+    """Which links of which legs exist (paper Definition 1).
+
+    ``links_per_leg[i]`` = number of intact links of leg i, counted from the hip: links
+    ``links_per_leg[i]+1 ... n_i`` are gone, and a leg with 0 links is removed (𝔵̄_i = 0). This is exactly the
+    set of *valid* morphologies of Algorithm 1 (a distal link cannot exist without its proximal ones).
+    """
+
+    __slots__ = ("leg_names", "n_joints", "links_per_leg", "_mask")
+
+    def __init__(self, leg_names, n_joints, links_per_leg):
+        self.leg_names = tuple(leg_names)
+        self.n_joints = tuple(int(n) for n in n_joints)
+        if len(links_per_leg) != len(self.leg_names):
+            raise ValueError(f"morphology: expected {len(self.leg_names)} entries (one per leg "
+                             f"{list(self.leg_names)}), got {len(links_per_leg)}")
+        out = []
+        for name, n, k in zip(self.leg_names, self.n_joints, links_per_leg):
+            try:
+                kf = float(k)
+            except (TypeError, ValueError):
+                raise ValueError(f"morphology: leg {name}: links must be an integer in [0, {n}], got {k!r}") from None
+            if not kf.is_integer() or not 0 <= kf <= n:
+                raise ValueError(f"morphology: leg {name}: links must be an integer in [0, {n}], got {k!r}")
+            out.append(int(kf))
+        self.links_per_leg = tuple(out)
+        self._mask = None
+
+    # -- constructors ------------------------------------------------------------------------------------
+    @classmethod
+    def healthy(cls, robot):
+        r = robot.full
+        return cls(r._all_leg_names, r._desc.n_joints, r._desc.n_joints)
+
+    @classmethod
+    def from_vector(cls, robot, links_per_leg):
+        """From the number of intact links per leg (URDF leg order), e.g. ``[3, 3, 0, 3, 3, 1]``."""
+        r = robot.full
+        return cls(r._all_leg_names, r._desc.n_joints, list(links_per_leg))
+
+    @classmethod
+    def from_existence(cls, robot, link_existence):
+        """From the paper's link morphology vector 𝔛 (eq. 22-24): one 0/1 entry per joint, leg-major.
+
+        Raises ``ValueError`` naming the leg for a wrong length, a non-binary entry, or a distal link present
+        while a proximal one is missing."""
+        r = robot.full
+        x = list(link_existence)
+        total = int(r._desc.n_joints.sum())
+        if len(x) != total:
+            raise ValueError(f"morphology: link existence vector must have {total} entries, got {len(x)}")
+        counts, k = [], 0
+        for name, n in zip(r._all_leg_names, r._desc.n_joints):
+            leg = x[k:k + n]
+            k += n
+            for j, e in enumerate(leg):
+                if e not in (0, 1) and e not in (0.0, 1.0):
+                    raise ValueError(f"morphology: leg {name}: link {j + 1} existence must be 0 or 1, got {e!r}")
+            m = 0
+            while m < n and leg[m] == 1:
+                m += 1
+            if any(e == 1 for e in leg[m:]):
+                raise ValueError(f"morphology: leg {name}: link {leg.index(1, m) + 1} is present but link "
+                                 f"{m + 1} closer to the body is missing ({leg})")
+            counts.append(m)
+        return cls(r._all_leg_names, r._desc.n_joints, counts)
+
+    # -- edits --------------------------------------------------------------------------------------------
+    def _index(self, leg):
+        try:
+            return self.leg_names.index(leg)
+        except ValueError:
+            raise ValueError(f"morphology: unknown leg {leg!r}; legs are {list(self.leg_names)}") from None
+
+    def without_leg(self, leg):
+        counts = list(self.links_per_leg)
+        counts[self._index(leg)] = 0
+        return Morphology(self.leg_names, self.n_joints, counts)
+
+    def without_links(self, leg, first_lost):
+        """Links ``first_lost``..end of ``leg`` are gone (1-based, as the paper counts links)."""
+        i = self._index(leg)
+        n = self.n_joints[i]
+        if not isinstance(first_lost, (int, np.integer)) or not 1 <= first_lost <= n:
+            raise ValueError(f"morphology: leg {leg}: first_lost must be an integer in [1, {n}], got {first_lost!r}")
+        counts = list(self.links_per_leg)
+        counts[i] = min(counts[i], int(first_lost) - 1)
+        return Morphology(self.leg_names, self.n_joints, counts)
+
+    # -- views --------------------------------------------------------------------------------------------
+    @property
+    def leg_existence(self):
+        """𝔛̄ (eq. 25-26)."""
+        return np.array([1 if k > 0 else 0 for k in self.links_per_leg], dtype=np.int64)
+
+    @property
+    def link_existence(self):
+        """𝔛 (eq. 22-24), leg-major."""
+        return np.concatenate([[1] * k + [0] * (n - k) for k, n in zip(self.links_per_leg, self.n_joints)]
+                              ).astype(np.int64)
+
+    @property
+    def link_mask(self):
+        """(n_legs, n_max) float64 0/1 mask for :mod:`.kernels`."""
+        if self._mask is None:
+            m = np.zeros((len(self.n_joints), max(self.n_joints)))
+            for i, k in enumerate(self.links_per_leg):
+                m[i, :k] = 1.0
+            m.flags.writeable = False
+            self._mask = m
+        return self._mask
+
+    @property
+    def is_healthy(self):
+        return self.links_per_leg == self.n_joints
+
+    def __eq__(self, other):
+        return isinstance(other, Morphology) and (self.leg_names, self.links_per_leg) == (
+            other.leg_names, other.links_per_leg)
+
+    def __hash__(self):
+        return hash((self.leg_names, self.links_per_leg))
+
+    def __repr__(self):
+        return "Morphology(" + ", ".join(f"{n}={k}" for n, k in zip(self.leg_names, self.links_per_leg)) + ")"
+
+
+class LeggedRobot:
+    """Floating-base legged robot: one main body with serial revolute legs (paper Sec. III-B)."""
+
+    # ---- construction -------------------------------------------------------------------------------------
+    @classmethod
+    def from_urdf(cls, path):
+        """Load any URDF of one floating root body with serial chains of revolute joints (fixed joints are
+        merged into their parent; meshes are ignored)."""
+        return cls._from_description(describe(parse_urdf(path)), os.path.abspath(path))
+
+    @classmethod
+    def from_urdf_string(cls, text):
+        from .urdf import parse_urdf_string
+        return cls._from_description(describe(parse_urdf_string(text)), None)
+
+    @classmethod
+    def jethexa(cls):
+        """The bundled Hiwonder JetHexa (urdf/jethexa.urdf)."""
+        return cls.from_urdf(_bundled_urdf())
+
+    @classmethod
+    def _from_description(cls, desc, path):
+        self = cls.__new__(cls)
+        self._desc = desc
+        self.urdf_path = path
+        self._all_leg_names = tuple(leg.name for leg in desc.legs)
+        off = np.concatenate([[0], np.cumsum(desc.n_joints)[:-1]]).astype(np.int64)
+        self.kernel_data = (
+            desc.n_joints, off, desc.xi, desc.mass, desc.com0, desc.Ic0, desc.tip0,
+            np.array([desc.body_mass]), desc.body_com, desc.body_Ic, np.array([0.0, 0.0, -9.81]))
+        self._full = self
+        self._cache = {}
+        self._set_morphology(Morphology(self._all_leg_names, desc.n_joints, desc.n_joints))
+        return self
+
+    def _set_morphology(self, m):
+        full = self._full
+        d = full._desc
+        self.morphology = m
+        self._mask = m.link_mask
+        self._nj_full = int(d.n_joints.sum())
+        off = full.kernel_data[1]
+        jidx = np.concatenate([off[i] + np.arange(k) for i, k in enumerate(m.links_per_leg)]).astype(np.int64)
+        self.joint_index_in_full = jidx
+        self._vidx = np.concatenate([np.arange(6), 6 + jidx]).astype(np.int64)
+        self._tip_idx = np.array([i for i, (k, n) in enumerate(zip(m.links_per_leg, d.n_joints)) if k == n],
+                                 dtype=np.int64)
+        self._healthy = m.is_healthy
+        all_joint_names = [jn for leg in d.legs for jn in leg.joint_names]
+        self.joint_names = [all_joint_names[k] for k in jidx]
+        self.leg_names = [n for n, k in zip(full._all_leg_names, m.links_per_leg) if k > 0]
+        self.tip_names = [d.legs[i].tip_frame for i in self._tip_idx]
+        self.tip_legs = [d.legs[i].name for i in self._tip_idx]
+        self.nv = 6 + len(jidx)
+        self.joint_lower = d.lower[jidx]
+        self.joint_upper = d.upper[jidx]
+        self.joint_effort = d.effort[jidx]
+        self.joint_velocity = d.velocity[jidx]
+
+    # ---- morphology ---------------------------------------------------------------------------------------
+    @property
+    def full(self):
+        """The healthy robot this model was reduced from (itself if healthy)."""
+        return self._full
+
+    def with_morphology(self, m):
+        """Reduced model for morphology ``m`` (Algorithm 1): shares all arrays, costs microseconds."""
+        if isinstance(m, Morphology):
+            key = m.links_per_leg
+        else:
+            m = Morphology.from_vector(self._full, m)
+            key = m.links_per_leg
+        full = self._full
+        r = full._cache.get(key)
+        if r is None:
+            if m.leg_names != full._all_leg_names:
+                raise ValueError(f"morphology legs {m.leg_names} do not match the robot's {full._all_leg_names}")
+            r = LeggedRobot.__new__(LeggedRobot)
+            r._desc = full._desc
+            r.urdf_path = full.urdf_path
+            r._all_leg_names = full._all_leg_names
+            r.kernel_data = full.kernel_data
+            r._full = full
+            r._cache = None
+            r._set_morphology(m)
+            full._cache[key] = r
+        return r
+
+    @property
+    def gravity(self):
+        """World-frame gravity vector g_s (m/s^2)."""
+        return self.kernel_data[10].copy()
+
+    def with_gravity(self, g_s):
+        """A copy of this (healthy) robot with another world gravity vector, e.g. zeros for free flight."""
+        g = _vec(g_s, 3, "gravity")
+        full = self._full
+        r = LeggedRobot._from_description(full._desc, full.urdf_path)
+        r.kernel_data = full.kernel_data[:10] + (g.copy(),)
+        return r.with_morphology(self.morphology)
+
+    # ---- helpers ------------------------------------------------------------------------------------------
+    @property
+    def total_mass(self):
+        d = self._desc
+        return float(d.body_mass + sum(d.mass[i, :k].sum() for i, k in enumerate(self.morphology.links_per_leg)))
+
+    @property
+    def description(self):
+        return self._desc
+
+    def leg_joint_index(self, leg):
+        """Indices of ``leg``'s joints in this robot's joint vector."""
+        if leg not in self.leg_names:
+            raise ValueError(f"unknown or removed leg {leg!r}; legs are {self.leg_names}")
+        suffix = [k for k, n in enumerate(self.joint_names) if n in self._desc.legs[
+            self._all_leg_names.index(leg)].joint_names]
+        return np.array(suffix, dtype=np.int64)
+
+    def hip_poses(self):
+        """leg -> 4x4 pose of the leg's first joint frame in base_link at zero angles."""
+        return {leg.name: leg.hip_pose.copy() for leg in self._desc.legs if leg.name in self.leg_names}
+
+    def _q_full(self, q):
+        q = _vec(q, self.nv - 6, "q")
+        if self._healthy:
+            return q
+        qf = np.zeros(self._nj_full)
+        qf[self.joint_index_in_full] = q
+        return qf
+
+    def _v_full(self, v, name="v"):
+        v = _vec(v, self.nv, name)
+        if self._healthy:
+            return v
+        vf = np.zeros(6 + self._nj_full)
+        vf[self._vidx] = v
+        return vf
+
+    def _f_full(self, tip_forces):
+        L = len(self._all_leg_names)
+        f = np.zeros((L, 3))
+        if tip_forces is not None:
+            tf = np.asarray(tip_forces, dtype=float)
+            if tf.shape != (len(self._tip_idx), 3):
+                raise ValueError(f"tip_forces: expected shape ({len(self._tip_idx)}, 3) for tips {self.tip_names}, "
+                                 f"got {tf.shape}")
+            if not np.isfinite(tf.sum()):
+                raise ValueError("tip_forces: contains NaN or inf")
+            f[self._tip_idx] = tf
+        return f
+
+    def _out(self, x):
+        return x if self._healthy else x[self._vidx]
+
+    # ---- the paper's structural matrices ------------------------------------------------------------------
+    def mass_matrix(self, q):
+        """M(θ) (eq. 7-8, 27-28), nv x nv, symmetric positive definite."""
+        n = 6 + self._nj_full
+        M = np.empty((n, n))
+        kernels.mass_matrix(self.kernel_data, self._q_full(q), self._mask, M)
+        return M if self._healthy else M[np.ix_(self._vidx, self._vidx)]
+
+    def coriolis_matrix(self, q, v):
+        """C(θ, v) (eq. 10, 36-43), so that Ṁ - 2C is skew-symmetric and C v + 𝒩 are the bias forces."""
+        n = 6 + self._nj_full
+        C = np.empty((n, n))
+        kernels.coriolis_matrix(self.kernel_data, self._q_full(q), self._v_full(v), self._mask, C)
+        return C if self._healthy else C[np.ix_(self._vidx, self._vidx)]
+
+    def gravity_forces(self, g_sb, q):
+        """𝒩(Q) (eq. 9) for uniform gravity -9.81 m/s^2 along world z."""
+        out = np.empty(6 + self._nj_full)
+        z = np.zeros(6 + self._nj_full)
+        kernels.bias_forces(self.kernel_data, _pose(g_sb)[:3, :3], self._q_full(q), z, self._mask, True, out)
+        return self._out(out)
+
+    def bias_forces(self, g_sb, q, v):
+        """C(θ, v) v + 𝒩(Q) (Pinocchio's nonLinearEffects)."""
+        out = np.empty(6 + self._nj_full)
+        kernels.bias_forces(self.kernel_data, _pose(g_sb)[:3, :3], self._q_full(q), self._v_full(v),
+                            self._mask, True, out)
+        return self._out(out)
+
+    def forward_dynamics(self, g_sb, q, v, tau, tip_forces=None):
+        """v̇ from M v̇ + C v + 𝒩 = τ + 𝒥^T F_t (eq. 6). ``tau`` has nv entries (base rows are normally 0)."""
+        out = np.empty(6 + self._nj_full)
+        ok = kernels.forward_dynamics(self.kernel_data, _pose(g_sb)[:3, :3], self._q_full(q), self._v_full(v),
+                                      self._v_full(tau, "tau"), self._f_full(tip_forces), self._mask, out)
+        if not ok:
+            raise np.linalg.LinAlgError("mass matrix is not positive definite (massless links?)")
+        return self._out(out)
+
+    def forward_dynamics_bank(self, g_sb, q, v, tau, morphologies, tip_forces=None):
+        """Forward dynamics of this (healthy) state under K morphology hypotheses at once.
+
+        ``q, v, tau, tip_forces`` are of this robot (normally the healthy one); returns (K, nv) with zeros at
+        the DoFs a hypothesis removes (the paper's reshaping by index)."""
+        if not self._healthy:
+            raise ValueError("forward_dynamics_bank: call it on the healthy robot (robot.full)")
+        masks = np.array([m.link_mask if isinstance(m, Morphology) else
+                          Morphology.from_vector(self, m).link_mask for m in morphologies])
+        out = np.empty((len(masks), self.nv))
+        kernels.forward_dynamics_bank(self.kernel_data, _pose(g_sb)[:3, :3], self._q_full(q), self._v_full(v),
+                                      self._v_full(tau, "tau"), self._f_full(tip_forces), masks, out)
+        return out
+
+    def tip_poses(self, q):
+        """(n_tips, 4, 4) poses g_{b,it} of the present foot frames in base_link."""
+        out = np.empty((len(self._all_leg_names), 4, 4))
+        kernels.tip_poses(self.kernel_data, self._q_full(q), out)
+        return out[self._tip_idx]
+
+    def tip_jacobian(self, q):
+        """𝒥 (eq. 11), (6 n_tips, nv): rows of tip i map v to its body twist in its own (LOCAL) frame."""
+        L = len(self._all_leg_names)
+        out = np.empty((L, 6, 6 + self._nj_full))
+        kernels.tip_jacobians(self.kernel_data, self._q_full(q), out)
+        J = out[self._tip_idx][:, :, self._vidx]
+        return J.reshape(6 * len(self._tip_idx), self.nv)
+
+    def kinetic_energy(self, q, v):
+        v = _vec(v, self.nv, "v")
+        return 0.5 * v @ self.mass_matrix(q) @ v
+
+    def __repr__(self):
+        return (f"LeggedRobot(legs={self.leg_names}, nv={self.nv}, mass={self.total_mass:.3f} kg, "
+                f"morphology={self.morphology})")

@@ -1,0 +1,108 @@
+"""Plain screw-theory functions on SE(3) (Murray-Li-Sastry / Modern Robotics style), for readers and tests.
+
+Twists are ordered ``[v; w]`` (linear first, as in the paper eq. 2 and in Pinocchio), wrenches ``[f; n]``.
+These are the readable reference versions; the compiled hot path in :mod:`.kernels` evaluates the same
+expressions in closed form and is tested against these functions.
+"""
+import numpy as np
+
+
+def hat3(w):
+    """3-vector -> 3x3 skew matrix, so that ``hat3(w) @ x == cross(w, x)``."""
+    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+
+
+def vee3(W):
+    """3x3 skew matrix -> 3-vector (inverse of :func:`hat3`)."""
+    return np.array([W[2, 1], W[0, 2], W[1, 0]])
+
+
+def hat6(xi):
+    """Twist ``[v; w]`` -> 4x4 element of se(3) ``[[hat(w), v], [0, 0]]`` (paper eq. 2)."""
+    X = np.zeros((4, 4))
+    X[:3, :3] = hat3(xi[3:])
+    X[:3, 3] = xi[:3]
+    return X
+
+
+def vee6(X):
+    """4x4 element of se(3) -> twist ``[v; w]``."""
+    return np.concatenate([X[:3, 3], vee3(X[:3, :3])])
+
+
+def rot_exp(w, theta=1.0):
+    """Rodrigues' formula: rotation by ``theta`` about ``w`` (``w`` need not be unit; angle = theta*|w|)."""
+    phi = np.asarray(w, float) * theta
+    a = np.linalg.norm(phi)
+    if a < 1e-12:
+        return np.eye(3) + hat3(phi)
+    K = hat3(phi / a)
+    return np.eye(3) + np.sin(a) * K + (1.0 - np.cos(a)) * K @ K
+
+
+def exp6(xi, theta=1.0):
+    """Exponential map se(3) -> SE(3) of the twist ``xi * theta`` (closed form, any twist)."""
+    xi = np.asarray(xi, float) * theta
+    v, w = xi[:3], xi[3:]
+    a = np.linalg.norm(w)
+    g = np.eye(4)
+    if a < 1e-12:
+        g[:3, :3] = np.eye(3) + hat3(w)
+        g[:3, 3] = v
+        return g
+    K = hat3(w / a)
+    R = np.eye(3) + np.sin(a) * K + (1.0 - np.cos(a)) * K @ K
+    V = np.eye(3) + (1.0 - np.cos(a)) / a * K + (a - np.sin(a)) / a * K @ K
+    g[:3, :3] = R
+    g[:3, 3] = V @ v
+    return g
+
+
+def inv(g):
+    """Inverse of a 4x4 rigid transform."""
+    R, p = g[:3, :3], g[:3, 3]
+    gi = np.eye(4)
+    gi[:3, :3] = R.T
+    gi[:3, 3] = -R.T @ p
+    return gi
+
+
+def Ad(g):
+    """Adjoint ``Ad_g = [[R, hat(p) R], [0, R]]`` (paper eq. 3): maps twists from frame b to frame a."""
+    R, p = g[:3, :3], g[:3, 3]
+    A = np.zeros((6, 6))
+    A[:3, :3] = R
+    A[:3, 3:] = hat3(p) @ R
+    A[3:, 3:] = R
+    return A
+
+
+def ad(xi):
+    """Small adjoint ``ad_xi = [[hat(w), hat(v)], [0, hat(w)]]`` (paper eq. 4): ``ad_xi eta = [xi, eta]``."""
+    A = np.zeros((6, 6))
+    A[:3, :3] = hat3(xi[3:])
+    A[:3, 3:] = hat3(xi[:3])
+    A[3:, 3:] = hat3(xi[3:])
+    return A
+
+
+def spatial_inertia(mass, com, I_com):
+    """6x6 generalized mass matrix of a rigid body in a frame whose origin is not at the CoM.
+
+    ``com`` is the CoM in that frame and ``I_com`` the rotational inertia about the CoM, in that frame's axes.
+    Equals ``Ad_{g}^{-T} diag(m 1, I_com) Ad_{g}^{-1}`` with ``g`` the CoM frame (paper eq. 8 block M^bb).
+    """
+    C = hat3(com)
+    M = np.zeros((6, 6))
+    M[:3, :3] = mass * np.eye(3)
+    M[:3, 3:] = -mass * C
+    M[3:, :3] = mass * C
+    M[3:, 3:] = I_com - mass * C @ C
+    return M
+
+
+def revolute_twist(axis, point):
+    """Unit twist ``[-w x q; w]`` of a revolute joint with axis ``w`` through point ``q``."""
+    w = np.asarray(axis, float)
+    w = w / np.linalg.norm(w)
+    return np.concatenate([-np.cross(w, point), w])
