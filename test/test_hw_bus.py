@@ -194,7 +194,8 @@ def test_gpio_jetson_missing_gives_clear_error(table):
 # -- faults -------------------------------------------------------------------------------------------------
 def test_fault_spec_parsing():
     fs = parse_faults("5:no_reply, coxa_joint_LF:corrupt=0.5,11:vanish@2.5")
-    assert fs == [FaultSpec(5, "no_reply"), FaultSpec("coxa_joint_LF", "corrupt", 0.5), FaultSpec(11, "vanish", None, 2.5)]
+    assert fs == [FaultSpec(5, "no_reply"), FaultSpec("coxa_joint_LF", "corrupt", 0.5),
+                  FaultSpec(11, "vanish", None, 2.5)]
     for bad in ("5:explode", "5", "x:drop=2", "5:delay=abc"):
         with pytest.raises(ParameterError):
             parse_faults(bad)

@@ -24,7 +24,8 @@ from .servo_table import ServoSpec, ServoTable, default_config_path, load_servo_
 __all__ = [
     "BROADCAST_ID", "DirectUartBus", "RrcBoardBus", "ServoBus", "open_bus",
     "FAULT_KINDS", "BusEmulator", "EmulatedServo", "FaultSpec", "parse_faults",
-    "BusClosedError", "BusIOError", "ChecksumError", "EmergencyStopActive", "FrameError", "HardwareError", "ImuCalibrationError",
+    "BusClosedError", "BusIOError", "ChecksumError", "EmergencyStopActive", "FrameError", "HardwareError",
+    "ImuCalibrationError",
     "ImuDisconnectedError", "ImuError", "ImuNotFoundError", "ImuStuckError", "JointLimitError", "ParameterError",
     "ServoError", "ServoFault", "ServoTimeout", "UnsupportedCommand",
     "MadgwickFilter", "quat_from_accel",

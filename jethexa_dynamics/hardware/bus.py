@@ -15,7 +15,7 @@ import logging
 import struct
 import threading
 import time
-from typing import Callable, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Optional, Sequence, Tuple, Union
 
 import serial
 

@@ -36,7 +36,7 @@ import time
 import tty
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from . import protocol as P
 from . import rrc as R
@@ -537,7 +537,8 @@ class BusEmulator:
     _RRC_WRITES = {
         R.Sub.WRITE_ID: (P.Cmd.ID_WRITE, "<B"), R.Sub.ADJUST_OFFSET: (P.Cmd.ANGLE_OFFSET_ADJUST, "<b"),
         R.Sub.SAVE_OFFSET: (P.Cmd.ANGLE_OFFSET_WRITE, ""), R.Sub.WRITE_ANGLE_LIMIT: (P.Cmd.ANGLE_LIMIT_WRITE, "<HH"),
-        R.Sub.WRITE_VIN_LIMIT: (P.Cmd.VIN_LIMIT_WRITE, "<HH"), R.Sub.WRITE_TEMP_LIMIT: (P.Cmd.TEMP_MAX_LIMIT_WRITE, "<B"),
+        R.Sub.WRITE_VIN_LIMIT: (P.Cmd.VIN_LIMIT_WRITE, "<HH"),
+        R.Sub.WRITE_TEMP_LIMIT: (P.Cmd.TEMP_MAX_LIMIT_WRITE, "<B"),
     }
 
     def _handle_packet(self, pkt: R.Packet) -> List[Tuple[float, bytes]]:

@@ -256,7 +256,8 @@ class Mpu6050:
         std = g.std(axis=0).max()
         dev = np.abs(np.array(a) - STANDARD_GRAVITY).max()
         if std > max_rate_std or dev > max_accel_dev:
-            raise ImuCalibrationError("gyro calibration needs the robot at rest: gyro std %.4f rad/s (max %.4f), "
-                                      "|accel| - g up to %.3f m/s^2 (max %.3f)" % (std, max_rate_std, dev, max_accel_dev))
+            raise ImuCalibrationError(
+                "gyro calibration needs the robot at rest: gyro std %.4f rad/s (max %.4f), "
+                "|accel| - g up to %.3f m/s^2 (max %.3f)" % (std, max_rate_std, dev, max_accel_dev))
         self.gyro_bias = g.mean(axis=0)
         return self.gyro_bias.copy()

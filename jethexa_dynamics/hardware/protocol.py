@@ -15,13 +15,14 @@ from __future__ import annotations
 import enum
 import struct
 from dataclasses import dataclass
-from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Iterable, NamedTuple, Optional, Sequence, Tuple, Union
 
 from .errors import FrameError, ParameterError
 
 __all__ = [
     "HEADER", "BROADCAST_ID", "MAX_LEN", "Cmd", "CommandSpec", "COMMANDS", "checksum", "encode_frame",
-    "encode_command", "check_values", "decode_params", "Frame", "BadFrame", "FrameParser", "frame_wire_time",
+    "encode_command", "check_values", "decode_params", "Frame", "BadFrame", "StreamParser", "FrameParser",
+    "frame_wire_time",
     "move_time_write", "move_time_wait_write", "move_start", "move_stop", "read_request",
 ]
 
@@ -226,21 +227,31 @@ class BadFrame(NamedTuple):
     reason: str
 
 
-class FrameParser:
-    """Streaming parser for 0x55 0x55 frames; never raises on input.
+class StreamParser:
+    """Resynchronising parser of header-delimited frames; never raises on input (base of both protocols).
 
-    ``feed(data)`` returns the frames (:class:`Frame`) and checksum failures (:class:`BadFrame`) completed
-    by ``data``. Bytes that cannot start a frame are skipped (counted in ``garbage_bytes``). After a bad
-    checksum only the first header byte is dropped, so a real frame hidden behind a false header is still
-    found. ``pending`` is the number of buffered bytes of an incomplete frame.
+    ``feed(data)`` returns the frames and checksum failures completed by ``data``. Bytes that cannot start
+    a frame are skipped (counted in ``garbage_bytes``). After a bad checksum only the first header byte is
+    dropped, so a real frame hidden behind a false header is still found. ``pending`` is the number of
+    buffered bytes of an incomplete frame. Subclasses set ``header`` and implement :meth:`_total` and
+    :meth:`_decode`.
     """
 
-    def __init__(self, max_len: int = MAX_LEN):
-        self.max_len = max_len
+    header = b""
+
+    def __init__(self):
         self._buf = bytearray()
         self.garbage_bytes = 0
         self.checksum_errors = 0
         self.frames = 0
+
+    def _total(self, buf: bytearray) -> Optional[int]:
+        """Length of the frame starting at ``buf[0]`` (``buf`` holds >= 4 bytes), None if impossible."""
+        raise NotImplementedError
+
+    def _decode(self, raw: bytes):
+        """(event, ok) for the complete candidate frame ``raw``."""
+        raise NotImplementedError
 
     @property
     def pending(self) -> int:
@@ -253,15 +264,15 @@ class FrameParser:
         """Forget a partial frame (e.g. before a new request)."""
         self._buf.clear()
 
-    def feed(self, data: Union[bytes, bytearray, Iterable[int]]) -> List[Union[Frame, BadFrame]]:
+    def feed(self, data: Union[bytes, bytearray, Iterable[int]]) -> list:
         self._buf.extend(data)
-        out: List[Union[Frame, BadFrame]] = []
-        buf = self._buf
+        out = []
+        buf, head = self._buf, self.header
         while True:
-            start = buf.find(HEADER)
+            start = buf.find(head)
             if start < 0:
-                # keep a trailing 0x55: it may be the first header byte of the next frame
-                keep = 1 if buf.endswith(b"\x55") else 0
+                # keep a trailing first header byte: the next chunk may complete the header
+                keep = 1 if buf.endswith(head[:1]) else 0
                 self.garbage_bytes += len(buf) - keep
                 del buf[:len(buf) - keep]
                 break
@@ -270,24 +281,40 @@ class FrameParser:
                 del buf[:start]
             if len(buf) < 4:
                 break
-            length = buf[3]
-            if not 3 <= length <= self.max_len:
-                # impossible LEN: the header was noise (or 0x55 0x55 0x55: the ID byte is the real header)
+            total = self._total(buf)
+            if total is None:
+                # impossible length/function: the header was noise (e.g. 0x55 0x55 0x55: the next byte starts it)
                 self.garbage_bytes += 1
                 del buf[:1]
                 continue
-            total = length + 3
             if len(buf) < total:
                 break
-            body = bytes(buf[2:total - 1])
-            if checksum(body) == buf[total - 1]:
-                out.append(Frame(body[0], body[2], body[3:]))
+            event, ok = self._decode(bytes(buf[:total]))
+            out.append(event)
+            if ok:
                 self.frames += 1
                 del buf[:total]
             else:
                 self.checksum_errors += 1
-                out.append(BadFrame(body[0], body[2], bytes(buf[:total]),
-                                    "checksum 0x%02X != 0x%02X" % (buf[total - 1], checksum(body))))
                 self.garbage_bytes += 1
                 del buf[:1]
         return out
+
+
+class FrameParser(StreamParser):
+    """Streaming parser for 0x55 0x55 servo frames: :class:`Frame` events, :class:`BadFrame` on a bad checksum."""
+
+    header = HEADER
+
+    def __init__(self, max_len: int = MAX_LEN):
+        super().__init__()
+        self.max_len = max_len
+
+    def _total(self, buf):
+        return buf[3] + 3 if 3 <= buf[3] <= self.max_len else None
+
+    def _decode(self, raw):
+        body = raw[2:-1]
+        if checksum(body) == raw[-1]:
+            return Frame(body[0], body[2], body[3:]), True
+        return BadFrame(body[0], body[2], raw, "checksum 0x%02X != 0x%02X" % (raw[-1], checksum(body))), False

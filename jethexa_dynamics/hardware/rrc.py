@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import enum
 import struct
-from typing import Iterable, List, NamedTuple, Sequence, Tuple, Union
+from typing import Iterable, NamedTuple, Sequence, Tuple, Union
 
 from .errors import ParameterError
+from .protocol import StreamParser
 
 __all__ = [
     "RRC_HEADER", "Func", "Sub", "crc8", "encode_packet", "Packet", "BadPacket", "PacketParser",
@@ -151,59 +152,24 @@ class BadPacket(NamedTuple):
     reason: str
 
 
-class PacketParser:
-    """Streaming parser for RRC packets; never raises on input, resynchronises like :class:`FrameParser`.
+class PacketParser(StreamParser):
+    """Streaming parser for RRC packets: :class:`Packet` events, :class:`BadPacket` on a CRC mismatch.
 
     ``max_func`` rejects headers with an unknown function byte early (the board streams IMU/key packets
     too, so a false header must not swallow much of the stream).
     """
 
+    header = RRC_HEADER
+
     def __init__(self, max_func: int = max(Func)):
+        super().__init__()
         self.max_func = max_func
-        self._buf = bytearray()
-        self.garbage_bytes = 0
-        self.checksum_errors = 0
 
-    @property
-    def pending(self) -> int:
-        return len(self._buf)
+    def _total(self, buf):
+        return buf[3] + 5 if buf[2] <= self.max_func else None
 
-    def reset(self) -> None:
-        self._buf.clear()
-
-    def feed(self, data: Union[bytes, bytearray, Iterable[int]]) -> List[Union[Packet, BadPacket]]:
-        self._buf.extend(data)
-        buf = self._buf
-        out: List[Union[Packet, BadPacket]] = []
-        while True:
-            start = buf.find(RRC_HEADER)
-            if start < 0:
-                keep = 1 if buf.endswith(b"\xAA") else 0
-                self.garbage_bytes += len(buf) - keep
-                del buf[:len(buf) - keep]
-                break
-            if start:
-                self.garbage_bytes += start
-                del buf[:start]
-            if len(buf) < 3:
-                break
-            if buf[2] > self.max_func:
-                self.garbage_bytes += 1
-                del buf[:1]
-                continue
-            if len(buf) < 4:
-                break
-            total = buf[3] + 5
-            if len(buf) < total:
-                break
-            body = bytes(buf[2:total - 1])
-            if crc8(body) == buf[total - 1]:
-                out.append(Packet(body[0], body[2:]))
-                del buf[:total]
-            else:
-                self.checksum_errors += 1
-                out.append(BadPacket(body[0], bytes(buf[:total]), "CRC-8 0x%02X != 0x%02X"
-                                     % (buf[total - 1], crc8(body))))
-                self.garbage_bytes += 1
-                del buf[:1]
-        return out
+    def _decode(self, raw):
+        body = raw[2:-1]
+        if crc8(body) == raw[-1]:
+            return Packet(body[0], body[2:]), True
+        return BadPacket(body[0], raw, "CRC-8 0x%02X != 0x%02X" % (raw[-1], crc8(body))), False
