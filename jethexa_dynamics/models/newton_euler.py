@@ -262,17 +262,34 @@ class NewtonEulerRobot:
     def _q(self, q):
         return finite_array(q, "q", (1,), last_dim=self.nv - 6)
 
-    def tip_poses(self, q):
-        """(n_tips, 4, 4) foot frames in the base frame (legs with a tip only)."""
+    def _link_frames(self, q):
+        """Link frames in the base frame at joint angles q: rotations (L, D, 3, 3), origins (L, D, 3)."""
         R = self._rotations(self._pad(self._q(q)[None]))[0]
         c = self.chains
-        Rb, pb = np.tile(np.eye(3), (len(c.leg_names), 1, 1)), np.zeros((len(c.leg_names), 3))
-        for i in range(R.shape[1]):
-            pb = pb + _mv(Rb, c.p0[:, i])
-            Rb = Rb @ R[:, i]
+        L, D = c.jidx.shape
+        Rb, pb = np.empty((L, D, 3, 3)), np.empty((L, D, 3))
+        Rp, pp = np.broadcast_to(np.eye(3), (L, 3, 3)), np.zeros((L, 3))
+        for i in range(D):
+            pb[:, i] = pp + _mv(Rp, c.p0[:, i])
+            Rb[:, i] = Rp @ R[:, i]
+            Rp, pp = Rb[:, i], pb[:, i]
+        return Rb, pb
+
+    def tip_poses(self, q):
+        """(n_tips, 4, 4) foot frames in the base frame (legs with a tip only)."""
+        Rb, pb = self._link_frames(q)
+        c = self.chains
         g = np.tile(np.eye(4), (len(c.leg_names), 1, 1))
-        g[:, :3, :3], g[:, :3, 3] = Rb @ c.tip_R, pb + _mv(Rb, c.tip_p)
+        g[:, :3, :3] = Rb[:, -1] @ c.tip_R
+        g[:, :3, 3] = pb[:, -1] + _mv(Rb[:, -1], c.tip_p)
         return g[c.has_tip]
+
+    def center_of_mass(self, q):
+        """Whole-robot centre of mass (3,) [m] in the base frame."""
+        Rb, pb = self._link_frames(q)
+        c = self.chains
+        mc = c.body_mass * c.body_com + np.einsum("ld,ldk->k", c.mass, pb + _mv(Rb, c.com))
+        return mc / self.total_mass
 
     # ---- the recursion ---------------------------------------------------------------------------------
     def rnea(self, q, v, a, gravity_base, tip_forces_base=None):
