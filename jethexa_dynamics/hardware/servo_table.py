@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, replace
 from typing import Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
@@ -39,11 +40,22 @@ def default_urdf_path() -> str:
 
 
 def urdf_joint_limits(path: Optional[str] = None) -> Dict[str, Tuple[float, float]]:
-    """``{joint: (lower, upper)}`` [rad] of the revolute joints of a URDF (bundled JetHexa URDF by default)."""
-    from ..model.urdf import parse_urdf  # lazy: keeps the hardware layer importable without the model
+    """``{joint: (lower, upper)}`` [rad] of the revolute joints of a URDF (bundled JetHexa URDF by default).
 
-    model = parse_urdf(path or default_urdf_path())
-    return {j.name: (float(j.lower), float(j.upper)) for j in model.joints if j.type in ("revolute", "continuous")}
+    Only ``<limit lower upper>`` is needed here, so plain xml.etree keeps the hardware layer free of the
+    model package.
+    """
+    path = path or default_urdf_path()
+    out = {}
+    for j in ET.parse(path).getroot().iter("joint"):
+        lim = j.find("limit")
+        if j.get("type") != "revolute" or lim is None:
+            continue
+        try:
+            out[j.get("name")] = (float(lim.get("lower", "-inf")), float(lim.get("upper", "inf")))
+        except ValueError:
+            raise ParameterError("%s: joint %s limit" % (path, j.get("name")), dict(lim.attrib)) from None
+    return out
 
 
 @dataclass(frozen=True)
