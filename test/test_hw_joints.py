@@ -7,8 +7,8 @@ import pytest
 from jethexa_dynamics.hardware import protocol as P
 from jethexa_dynamics.hardware.bus import open_bus
 from jethexa_dynamics.hardware.emulator import BusEmulator
-from jethexa_dynamics.hardware.errors import (BusClosedError, EmergencyStopActive, JointLimitError, ParameterError,
-                                              ServoFault, ServoTimeout)
+from jethexa_dynamics.hardware.errors import (BusClosedError, ChecksumError, EmergencyStopActive, JointLimitError,
+                                              ParameterError, ServoFault, ServoTimeout)
 from jethexa_dynamics.hardware.joints import JointServoBus
 from jethexa_dynamics.hardware.servo_table import load_servo_table
 
@@ -224,3 +224,38 @@ def test_close_unloads_and_is_idempotent(table, transport):
             with pytest.raises(BusClosedError):
                 call()
         assert joints.emergency_stop() == []  # still safe to call
+
+
+@pytest.mark.parametrize("kind,value,expected", [
+    ("no_reply", None, (ServoTimeout,)), ("vanish", None, (ServoTimeout,)), ("corrupt", None, (ChecksumError,)),
+    ("drop", None, (ServoTimeout, ChecksumError)), ("delay", 0.3, (ServoTimeout,)), ("garbage", 8, ()),
+    ("stall", None, (ServoFault,)), ("overtemp", None, (ServoFault,)), ("overvolt", None, (ServoFault,)),
+])
+def test_each_fault_is_typed_and_healthy_servos_lose_nothing(table, kind, value, expected):
+    """Inject one fault on one servo, move all 18 joints, read everything: only the faulty joint reports
+    (with the right error type), every healthy joint reached its command; after clearing, all is clean."""
+    bad = "femur_joint_RM"
+    with BusEmulator(table).start() as em:
+        joints = JointServoBus(open_bus("uart", em.port, reply_timeout=0.15), table, aux_every=1,
+                               offline_after=1000)
+        em.inject(bad, kind, value)
+        q = pose(table, 0.7)
+        joints.command(q, 0.0)
+        got, errors = {}, {}
+        for _ in range(2 * 18 * 4):  # every joint's position and each aux kind at least once
+            r = joints.poll(budget_s=10.0, max_reads=1)
+            got.update(r.positions)
+            errors.update(r.errors)
+        assert set(errors) <= {bad} and (bad in errors) == bool(expected)
+        if expected:
+            assert isinstance(errors[bad], expected) and bad in str(errors[bad])
+        for j, v in q.items():
+            if j != bad:
+                assert got[j] == pytest.approx(v, abs=HALF_TICK + 1e-12)
+        em.clear_faults()
+        time.sleep(0.35)  # let a delayed reply drain
+        q2 = pose(table, -0.4)
+        joints.command(q2, 0.0)
+        pos, errs = joints.read_all_positions(timeout=TIMEOUT)
+        assert errs == {} and all(pos[j] == pytest.approx(v, abs=HALF_TICK + 1e-12) for j, v in q2.items())
+        joints.close()
