@@ -67,10 +67,13 @@ def test_zero_is_centre_and_direction_signs():
     assert rf.to_ticks(0.5) == 500 + round(0.5 * 1000 / math.radians(240))   # direction +1
 
 
+TABLE = load_servo_table(urdf=False)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(range(18)), st.floats(-1.6, 1.6), st.floats(-0.2, 0.2))
 def test_ticks_agree_with_hiwonder_formula(i, rad, offset):
-    base = load_servo_table(urdf=False)[i]
+    base = TABLE[i]
     spec = ServoSpec(base.joint, base.servo_id, base.direction, 500, offset, base.lower, base.upper)
     rad = min(max(rad, spec.lower), spec.upper)
     ours = spec.to_ticks(rad)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import heapq
 import logging
 import os
 import random
@@ -340,9 +341,16 @@ class BusEmulator:
 
     # -- serving ----------------------------------------------------------------------------------------
     def _serve(self) -> None:
+        # delayed replies wait in a heap (due time, sequence, bytes) so a late servo does not hold up the others
+        outq: List[Tuple[float, int, bytes]] = []
+        seq = 0
         while not self._stop.is_set():
+            now = time.monotonic()
+            while outq and outq[0][0] <= now:
+                self._emit(heapq.heappop(outq)[2])
+            wait = 0.05 if not outq else min(0.05, max(0.0, outq[0][0] - now))
             try:
-                r, _, _ = select.select([self._master], [], [], 0.05)
+                r, _, _ = select.select([self._master], [], [], wait)
             except (OSError, ValueError):
                 break
             if not r:
@@ -360,10 +368,13 @@ class BusEmulator:
             with self._lock:
                 self._arm_faults()
                 replies = self._handle_bytes(data)
+            t = time.monotonic()
             for delay, out in replies:
-                if delay > 0:
-                    time.sleep(delay)
-                self._emit(out)
+                if delay > 0 or outq:
+                    seq += 1
+                    heapq.heappush(outq, (t + delay, seq, out))
+                else:
+                    self._emit(out)
 
     def _emit(self, data: bytes) -> None:
         try:
