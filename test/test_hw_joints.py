@@ -154,7 +154,7 @@ def test_poll_budget_gives_values_in_si(rig, table):
 
 def test_silenced_servo_goes_offline_without_starving_the_others(table, transport):
     with BusEmulator(table, transport=transport).start() as em:
-        joints = JointServoBus(open_bus(transport, em.port, reply_timeout=0.1), table, aux_every=1000,
+        joints = JointServoBus(open_bus(transport, em.port, reply_timeout=0.3), table, aux_every=1000,
                                offline_after=2, offline_retry_every=4)
         lost = "coxa_joint_LM"
         em.silence(lost)
@@ -228,7 +228,7 @@ def test_close_unloads_and_is_idempotent(table, transport):
 
 @pytest.mark.parametrize("kind,value,expected", [
     ("no_reply", None, (ServoTimeout,)), ("vanish", None, (ServoTimeout,)), ("corrupt", None, (ChecksumError,)),
-    ("drop", None, (ServoTimeout, ChecksumError)), ("delay", 0.3, (ServoTimeout,)), ("garbage", 8, ()),
+    ("drop", None, (ServoTimeout, ChecksumError)), ("delay", 0.6, (ServoTimeout,)), ("garbage", 8, ()),
     ("stall", None, (ServoFault,)), ("overtemp", None, (ServoFault,)), ("overvolt", None, (ServoFault,)),
 ])
 def test_each_fault_is_typed_and_healthy_servos_lose_nothing(table, kind, value, expected):
@@ -236,7 +236,7 @@ def test_each_fault_is_typed_and_healthy_servos_lose_nothing(table, kind, value,
     (with the right error type), every healthy joint reached its command; after clearing, all is clean."""
     bad = "femur_joint_RM"
     with BusEmulator(table).start() as em:
-        joints = JointServoBus(open_bus("uart", em.port, reply_timeout=0.15), table, aux_every=1,
+        joints = JointServoBus(open_bus("uart", em.port, reply_timeout=0.25), table, aux_every=1,
                                offline_after=1000)
         em.inject(bad, kind, value)
         q = pose(table, 0.7)
@@ -253,7 +253,7 @@ def test_each_fault_is_typed_and_healthy_servos_lose_nothing(table, kind, value,
             if j != bad:
                 assert got[j] == pytest.approx(v, abs=HALF_TICK + 1e-12)
         em.clear_faults()
-        time.sleep(0.35)  # let a delayed reply drain
+        time.sleep(0.7)  # let a delayed reply drain
         q2 = pose(table, -0.4)
         joints.command(q2, 0.0)
         pos, errs = joints.read_all_positions(timeout=TIMEOUT)
