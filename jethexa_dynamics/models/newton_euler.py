@@ -25,7 +25,7 @@ from typing import List
 
 import numpy as np
 
-from ..model.urdf import origin_to_matrix, parse_urdf
+from ..model.urdf import origin_to_matrix, parse_urdf, parse_urdf_string
 from ._checks import finite_array
 
 MOVABLE = ("revolute", "continuous")
@@ -208,6 +208,10 @@ class NewtonEulerRobot:
     @classmethod
     def from_urdf(cls, path):
         return cls(chains_from_urdf(parse_urdf(path)))
+
+    @classmethod
+    def from_urdf_string(cls, text):
+        return cls(chains_from_urdf(parse_urdf_string(text)))
 
     @classmethod
     def jethexa(cls):
