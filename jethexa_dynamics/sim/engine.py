@@ -182,6 +182,30 @@ class Trajectory:
     def twist(self):
         return self.data[:, R_V]
 
+    def center_of_mass(self):
+        """Whole-body CoM (m, world) of the present links (main body + intact links)."""
+        data = self.robot.kernel_data
+        n_joints, mass = data[0], data[3]
+        nmax = data[2].shape[1]
+        R, p, xp = np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6))
+        c, Ic = np.empty((nmax, 3)), np.empty((nmax, 3, 3))
+        m_tot = float(data[7][0])
+        acc = m_tot * np.asarray(data[8], dtype=float)
+        for i in range(len(n_joints)):
+            kernels.leg_kinematics(data, i, self.theta, R, p, xp, c, Ic)
+            for k in range(n_joints[i]):
+                if self.mask[i, k] > 0.5:
+                    m_tot += mass[i, k]
+                    acc = acc + mass[i, k] * c[k]
+        return self.p + self.R @ (acc / m_tot)
+
+    def energy(self):
+        """(kinetic, potential) energy (J) of the present links; potential = m g z_com (ground-independent)."""
+        red = self.robot.with_morphology(self.morphology)
+        q = self.theta[red.joint_index_in_full]
+        v = np.concatenate([self.v[:6], self.v[6:][red.joint_index_in_full]])
+        return float(red.kinetic_energy(q, v)), float(red.total_mass * 9.81 * self.center_of_mass()[2])
+
     @property
     def euler(self):
         e = np.array([mat2euler(R, "sxyz") for R in self.rot])   # R = Rz(yaw) Ry(pitch) Rx(roll)
@@ -324,11 +348,18 @@ class Engine:
         self.pid.active[:] = np.concatenate([self.mask[i, :n] for i, n in enumerate(n_joints)])
 
     def set_morphology(self, morphology):
-        """Change the morphology now (any time, also mid-walk): a ``Morphology``, a links-per-leg vector or a
-        scenario name. Removed joints stop (rates zeroed), their integrators reset, lost feet leave contact."""
+        """Change the morphology now (any time, also mid-walk): a ``Morphology``, a links-per-leg vector, a
+        {leg: links} dict or a scenario name. Removed joints stop (rates zeroed), their integrators reset, lost feet leave contact."""
         from .scenarios import scenario_morphology
         if isinstance(morphology, str):
             morphology = scenario_morphology(self.robot, morphology)
+        elif isinstance(morphology, dict):     # {leg: intact links}, unspecified legs healthy
+            unknown = set(morphology) - set(self.robot.leg_names)
+            if unknown:
+                raise ValueError("morphology: unknown legs %s; legs are %s" % (sorted(unknown), self.robot.leg_names))
+            n_joints = self.robot.description.n_joints
+            morphology = Morphology.from_vector(self.robot, [int(morphology.get(leg, n)) for leg, n in
+                                                             zip(self.robot.leg_names, n_joints)])
         elif not isinstance(morphology, Morphology):
             morphology = Morphology.from_vector(self.robot, morphology)
         self.morphology = morphology
@@ -516,6 +547,30 @@ class Engine:
         a_body = vd[0:3] + np.cross(W, V) + np.cross(Wd, r) + np.cross(W, np.cross(W, r))
         g_body = self.R.T @ np.array([0.0, 0.0, -9.81])
         return W.copy(), a_body - g_body
+
+    def center_of_mass(self):
+        """Whole-body CoM (m, world) of the present links (main body + intact links)."""
+        data = self.robot.kernel_data
+        n_joints, mass = data[0], data[3]
+        nmax = data[2].shape[1]
+        R, p, xp = np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6))
+        c, Ic = np.empty((nmax, 3)), np.empty((nmax, 3, 3))
+        m_tot = float(data[7][0])
+        acc = m_tot * np.asarray(data[8], dtype=float)
+        for i in range(len(n_joints)):
+            kernels.leg_kinematics(data, i, self.theta, R, p, xp, c, Ic)
+            for k in range(n_joints[i]):
+                if self.mask[i, k] > 0.5:
+                    m_tot += mass[i, k]
+                    acc = acc + mass[i, k] * c[k]
+        return self.p + self.R @ (acc / m_tot)
+
+    def energy(self):
+        """(kinetic, potential) energy (J) of the present links; potential = m g z_com (ground-independent)."""
+        red = self.robot.with_morphology(self.morphology)
+        q = self.theta[red.joint_index_in_full]
+        v = np.concatenate([self.v[:6], self.v[6:][red.joint_index_in_full]])
+        return float(red.kinetic_energy(q, v)), float(red.total_mass * 9.81 * self.center_of_mass()[2])
 
     @property
     def euler(self):

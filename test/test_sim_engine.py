@@ -1,0 +1,182 @@
+"""Simulation engine: statics (weight balance, CoM over the centre of pressure), energy, IMU signals,
+servo-target mode, morphology changes mid-run, the implicit-damping dynamics against the dynamics core,
+and time-step convergence. Durations are short (0.5-2 s): the checked quantities settle within them."""
+import numpy as np
+import pytest
+
+from jethexa_dynamics.control.pid import JointPID
+from jethexa_dynamics.model import LeggedRobot, Morphology
+from jethexa_dynamics.sim._implicit import forward_dynamics_diag
+from jethexa_dynamics.sim.contact import ContactModel
+from jethexa_dynamics.sim.engine import Engine, SimulationError
+
+G = 9.81
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return LeggedRobot.jethexa()
+
+
+def _standing(robot, **kw):
+    return Engine(robot, gait=None, record_every=10, **kw)
+
+
+def test_standing_weight_balance_and_settling(robot):
+    e = _standing(robot)
+    tr = e.run(1.5)
+    fz = tr.foot_forces[:, :, 2]
+    late = tr.t > 1.0
+    assert fz[late].sum(axis=1) == pytest.approx(robot.total_mass * G, rel=2e-3)   # sum of normal forces = weight
+    assert np.abs(tr.twist[late]).max() < 2e-3                                     # settled
+    assert tr.contact[late].all()
+    # moment balance: the whole-body CoM lies above the centre of pressure
+    in_c, f = e.contact_state()
+    feet, _ = e.foot_states()
+    cop = (f[:, 2:3] * feet[:, :2]).sum(axis=0) / f[:, 2].sum()
+    assert cop == pytest.approx(e.center_of_mass()[:2], abs=2e-4)
+    # tangential forces cancel (no horizontal acceleration)
+    assert np.abs(f[:, :2].sum(axis=0)).max() < 0.02
+    # feet sink by weight / k_z on average (Table III spring), hips at the commanded height above them
+    assert tr.col("depth")[-1].mean() == pytest.approx(robot.total_mass * G / 6 / 10000.0, rel=0.05)
+
+
+def test_imu_at_rest_and_in_free_fall(robot):
+    e = _standing(robot)
+    e.run(1.0)
+    gyro, acc = e.imu()
+    assert gyro == pytest.approx(np.zeros(3), abs=2e-3)
+    assert acc == pytest.approx(e.R.T @ [0, 0, G], abs=2e-2)           # specific force = -g at rest
+    # rigid free fall (no contact, no torques, at rest): the accelerometer reads zero
+    f = Engine(robot, gait=None, pid=JointPID(18, 0, 0, 0, 3.4))
+    f.p[2] += 10.0                                                   # feet 10 m above the ground
+    f.step(20)
+    gyro, acc = f.imu()
+    assert acc == pytest.approx(np.zeros(3), abs=1e-9) and gyro == pytest.approx(np.zeros(3), abs=1e-12)
+
+
+def _energy_run(robot, lift, seconds, seed=0, dt=1e-3, every=0.01):
+    """Total and internal (CoM-frame) energy every ``every`` s, PID off, random initial velocities."""
+    e = Engine(robot, gait=None, dt=dt, pid=JointPID(18, 0.0, 0.0, 0.0, 3.4), record_every=0)
+    e.p[2] += lift
+    rng = np.random.default_rng(seed)
+    e.v[:6] = rng.normal(0, 0.3, 6)
+    e.v[6:] = rng.normal(0, 1.0, 18)
+    m = robot.total_mass
+    E, Eint = [], []
+    for k in range(int(round(seconds / every)) + 1):
+        if k:
+            e.advance(e.time + every)
+        ke, pe = e.energy()
+        P = robot.mass_matrix(e.theta)[:3] @ e.v          # linear momentum (base_link axes)
+        E.append(ke + pe)
+        Eint.append(ke - P @ P / (2 * m))
+    return np.array(E), np.array(Eint), e
+
+
+def test_no_energy_gain_feet_in_the_air_pid_off(robot):
+    seconds = 0.5
+    E, Eint, e = _energy_run(robot, lift=10.0, seconds=seconds, every=seconds)
+    # the relative motion of a free-falling robot conserves its internal (CoM-frame) energy; the only change
+    # is the first-order integration error, which halves with dt (no energy source in the model)
+    gain = Eint[-1] / Eint[0] - 1
+    assert abs(gain) < 1e-3
+    _, Eint2, _ = _energy_run(robot, lift=10.0, seconds=seconds, every=seconds, dt=5e-4)
+    assert gain / (Eint2[-1] / Eint2[0] - 1) == pytest.approx(2.0, rel=0.15)
+    # the total drifts only by semi-implicit Euler's known free-fall term -1/2 m g^2 dt t (a loss)
+    drift = -0.5 * robot.total_mass * G ** 2 * e.dt * seconds
+    assert E[-1] - E[0] == pytest.approx(drift, rel=0.05)
+
+
+def test_contact_only_dissipates(robot):
+    E, _, _ = _energy_run(robot, lift=0.0, seconds=0.5, seed=1)
+    assert E.max() - E[0] < 1e-3          # the spring-damper and viscous friction never add energy
+    assert E[-1] < E[0] - 0.01
+
+
+def test_servo_targets_move_linearly_and_are_tracked(robot):
+    e = _standing(robot)
+    q0 = e.joint_angles
+    goal = q0 + 0.1
+    e.set_joint_targets(goal, move_time=0.5)
+    e.advance(0.25)
+    assert e.setpoints() == pytest.approx(q0 + 0.05, abs=1e-9)
+    e.advance(1.2)
+    assert e.setpoints() == pytest.approx(goal)
+    assert e.joint_angles == pytest.approx(goal, abs=0.01)
+    e.set_joint_targets([0.3], move_time=0.0, joints=[4])
+    assert e.setpoints()[4] == 0.3 and e.setpoints()[5] == pytest.approx(goal[5])
+    with pytest.raises(ValueError, match="targets must be finite"):
+        e.set_joint_targets(np.full(18, np.nan))
+    with pytest.raises(ValueError, match=r"move_time=-1 outside the allowed range \[0, 30\] s"):
+        e.set_joint_targets(goal, move_time=-1)
+    with pytest.raises(ValueError, match="scenario must be one of healthy, damage1, damage2"):
+        e.set_morphology("damage3")
+    with pytest.raises(ValueError, match="dt="):
+        Engine(robot, dt=0.1)
+
+
+def test_morphology_change_mid_walk(robot):
+    e = Engine(robot, record_every=5)
+    tr = e.run(1.6, morphology_at=(0.8, "damage1"))
+    after = tr.t > 0.8 + 1e-9
+    gone = np.r_[robot.leg_joint_index("LM"), robot.leg_joint_index("RM")]
+    th = tr.col("theta")[after][:, gone]
+    assert np.ptp(th, axis=0).max() == 0.0                       # removed joints frozen
+    assert tr.col("thetadot")[after][:, gone].max() == 0.0 and tr.col("tau")[after][:, gone].max() == 0.0
+    ff = tr.foot_forces[after][:, [robot.leg_names.index("LM"), robot.leg_names.index("RM")]]
+    assert not ff.any()                                          # their feet left the contact set
+    assert tr.events[-1][1:] == ("morphology", (3, 0, 3, 3, 0, 3))
+    assert np.isfinite(tr.data).all()
+    e.set_morphology({"RR": 1})
+    assert e.morphology.links_per_leg == (3, 3, 3, 3, 3, 1)
+    with pytest.raises(ValueError, match="unknown legs"):
+        e.set_morphology({"XX": 1})
+
+
+@pytest.mark.parametrize("links", [(3, 3, 3, 3, 3, 3), (3, 0, 3, 3, 0, 3), (3, 1, 3, 3, 3, 1)])
+def test_implicit_dynamics_matches_core(robot, links):
+    """diag = 0: the dynamics core's reduced model; diag > 0: (M + diag) v̇ = rhs solved densely."""
+    m = Morphology.from_vector(robot, links)
+    red = robot.with_morphology(m)
+    rng = np.random.default_rng(3)
+    th = rng.uniform(-0.8, 0.8, 18)
+    v = rng.normal(0, 1, 24)
+    v[6:][~(m.link_mask.reshape(-1) > 0)] = 0.0
+    tau = np.r_[np.zeros(6), rng.normal(0, 0.5, 18)]
+    f = rng.normal(0, 5, (6, 3))
+    R = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+    R *= np.linalg.det(R)
+    g = np.eye(4)
+    g[:3, :3] = R
+    jf = red.joint_index_in_full
+    vi = np.r_[np.arange(6), 6 + jf]
+    tips = [robot.leg_names.index(leg) for leg in red.tip_legs]
+    ref = red.forward_dynamics(g, th[jf], v[vi], tau[vi], tip_forces=f[tips])
+    out = np.zeros(24)
+    assert forward_dynamics_diag(robot.kernel_data, R, th, v, tau, f, m.link_mask, np.zeros(18), out)
+    assert out[vi] == pytest.approx(ref, rel=1e-9, abs=1e-9)
+    assert not out[np.setdiff1d(np.arange(24), vi)].any()
+    d = rng.uniform(0, 0.01, 18)
+    assert forward_dynamics_diag(robot.kernel_data, R, th, v, tau, f, m.link_mask, d, out)
+    M = red.mass_matrix(th[jf]) + np.diag(np.r_[np.zeros(6), d[jf]])
+    rhs = red.mass_matrix(th[jf]) @ ref
+    assert out[vi] == pytest.approx(np.linalg.solve(M, rhs), rel=1e-8, abs=1e-8)
+
+
+def test_time_step_convergence(robot):
+    """The healthy walk at dt = 1 ms and 0.25 ms ends within a few mm / tenths of a degree."""
+    ends = []
+    for dt in (1e-3, 2.5e-4):
+        e = Engine(robot, dt=dt, record_every=0)
+        e.advance(1.3)
+        ends.append((e.p.copy(), e.euler))
+    assert ends[0][0] == pytest.approx(ends[1][0], abs=3e-3)
+    assert np.rad2deg(ends[0][1]) == pytest.approx(np.rad2deg(ends[1][1]), abs=0.5)
+
+
+def test_divergence_is_reported(robot):
+    e = Engine(robot, gait=None, dt=5e-3, pid=JointPID(18, 1e5, 0.0, 0.0, 1e4), record_every=0)
+    e.set_joint_targets(e.joint_angles + 0.1)      # explicit P-term with omega*dt >> 2 blows up
+    with pytest.raises(SimulationError, match="simulation failed at t="):
+        e.advance(1.0)
