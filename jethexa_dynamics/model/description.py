@@ -76,7 +76,7 @@ def _combine(parts):
     for mi, ci, Ii in parts:
         d = ci - c
         Ic += Ii + mi * (d @ d * np.eye(3) - np.outer(d, d))
-    return m, c, Ic
+    return m, c, 0.5 * (Ic + Ic.T)   # exactly symmetric, so M is too
 
 
 def describe(model):
@@ -157,6 +157,7 @@ def describe(model):
             mass[i, k] = m
             com0[i, k] = T[:3, :3] @ c + T[:3, 3]
             Ic0[i, k] = T[:3, :3] @ Ic @ T[:3, :3].T
+            Ic0[i, k] = 0.5 * (Ic0[i, k] + Ic0[i, k].T)
         last = len(lg["joints"]) - 1
         leaves = [lv for lv in lg["leaves"] if lv[1] == last]
         if len(leaves) > 1:

@@ -112,7 +112,7 @@ def _inertia_matrix(m, c, Ic, out):
     cc = c0 * c0 + c1 * c1 + c2 * c2
     for r in range(3):
         for s in range(3):
-            out[3 + r, 3 + s] = Ic[r, s] - m * c[r] * c[s] + (m * cc if r == s else 0.0)
+            out[3 + r, 3 + s] = Ic[r, s] - m * (c[r] * c[s]) + (m * cc if r == s else 0.0)
 
 
 @njit(cache=True, inline="always")
@@ -212,8 +212,10 @@ def leg_kinematics(data, i, theta, R, p, xp, c, Ic):
         c[k, 2] += p[k, 2]
         _mm3(R[k], Ic0[i, k], T)
         for r in range(3):
-            for s in range(3):
-                Ic[k, r, s] = T[r, 0] * R[k, s, 0] + T[r, 1] * R[k, s, 1] + T[r, 2] * R[k, s, 2]
+            for s in range(r, 3):   # R Ic0 R^T, kept exactly symmetric
+                val = T[r, 0] * R[k, s, 0] + T[r, 1] * R[k, s, 1] + T[r, 2] * R[k, s, 2]
+                Ic[k, r, s] = val
+                Ic[k, s, r] = val
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -246,10 +248,12 @@ def _dM_apply(k, j, m, c, Ic, xp, Xb, Sk, h, g_out, l_out, wk):
 
 
 @njit(cache=True)
-def _link_coriolis(j, m, c, Ic, xp, Vb, vth, Wb, wth, same, out_b, out_l, P, wk):
+def _link_coriolis(j, m, c, Ic, xp, Vb, vth, Wb, wth, same, out_b, out_l, P, wk, wa, wde):
     """Add link j's part of C(θ,v) w (eq. 36-43) to ``out_b`` (base rows) and ``out_l`` (this leg's rows),
     and its momentum M^bb (V + J θ̇) to ``P`` (eq. 41). The ℬ term needs the total 𝒫 and is added by the
-    caller. ``same`` means w is v (bias forces), which halves the work. ``wk`` is scratch."""
+    caller. ``same`` means w is v (bias forces), which halves the work. ``wk`` is scratch.
+    ``wa``, ``wde`` weight the 𝒜 and (𝒟, ℰ) terms (1, 1 for the paper's C; other values build the
+    skew-consistent factorization, see ``coriolis_apply``)."""
     nm = xp.shape[0]
     S_v = wk[0:6 * nm].reshape((nm, 6))
     S_w = wk[6 * nm:12 * nm].reshape((nm, 6))
@@ -284,7 +288,7 @@ def _link_coriolis(j, m, c, Ic, xp, Vb, vth, Wb, wth, same, out_b, out_l, P, wk)
             gwk = gw
             lwk = lw
         # 𝒜 w = Σ_k (∂M_ij/∂θ_k w) θ̇_k      (eq. 37)
-        tk = vth[k]
+        tk = vth[k] * wa
         for r in range(6):
             out_b[r] += gwk[r] * tk
         for beta in range(j + 1):
@@ -293,27 +297,27 @@ def _link_coriolis(j, m, c, Ic, xp, Vb, vth, Wb, wth, same, out_b, out_l, P, wk)
         s = _dot6(Wb, gv)
         for beta in range(j + 1):
             s += wth[beta] * lv[beta]
-        out_l[k] -= 0.5 * s
+        out_l[k] -= 0.5 * wde * s
 
 
 @njit(cache=True, inline="always")
-def _base_B_term(P, Wb, out_b):
+def _base_B_term(P, Wb, out_b, wb):
     """-½ ℬ w_b with ℬ = 2[[0, P̂_v], [P̂_v, P̂_w]] (eq. 38): the Euler-Poincaré term -ad_V^T 𝒫 for w = v."""
     t = np.empty(3)
     u = np.empty(3)
     _cross(P[0:3], Wb[3:6], t)
-    out_b[0] -= t[0]
-    out_b[1] -= t[1]
-    out_b[2] -= t[2]
+    out_b[0] -= wb * t[0]
+    out_b[1] -= wb * t[1]
+    out_b[2] -= wb * t[2]
     _cross(P[0:3], Wb[0:3], t)
     _cross(P[3:6], Wb[3:6], u)
-    out_b[3] -= t[0] + u[0]
-    out_b[4] -= t[1] + u[1]
-    out_b[5] -= t[2] + u[2]
+    out_b[3] -= wb * (t[0] + u[0])
+    out_b[4] -= wb * (t[1] + u[1])
+    out_b[5] -= wb * (t[2] + u[2])
 
 
 @njit(cache=True)
-def _leg_terms(data, i, m_i, theta, v, w, same, gb, f_b, with_tip,
+def _leg_terms(data, i, m_i, theta, v, w, same, wa, wde, gb, f_b, with_tip,
                Mbb, Mbt, Mtt, bias_b, bias_l, P, gen_b, gen_l,
                snap, pMbb, pMbt, pMtt, pbias_b, pbias_l, pP, pgen_b, pgen_l):
     """Accumulate the contributions of links 0..m_i-1 of leg i (Algorithm 1, steps 2.2.1-2.2.5):
@@ -350,10 +354,13 @@ def _leg_terms(data, i, m_i, theta, v, w, same, gb, f_b, with_tip,
             _inertia_apply(m, c[j], Ic[j], xp[k], col)
             for r in range(6):
                 Mbt[r, k] += col[r]
-            for l in range(j + 1):
-                Mtt[l, k] += _dot6(xp[l], col)
+            for l in range(k + 1):     # symmetric by construction: one dot product for both entries
+                val = _dot6(xp[l], col)
+                Mtt[l, k] += val
+                if l != k:
+                    Mtt[k, l] += val
         # Coriolis (without ℬ) and momentum
-        _link_coriolis(j, m, c[j], Ic[j], xp, Vb, vth, Wb, wth, same, bias_b, bias_l, P, wk)
+        _link_coriolis(j, m, c[j], Ic[j], xp, Vb, vth, Wb, wth, same, bias_b, bias_l, P, wk, wa, wde)
         # gravity: 𝒩 = -[W; J^T W], W = [f; c x f], f = m R_sb^T g_s   (eq. 9 for uniform gravity)
         for r in range(3):
             Wg[r] = m * gb[r]
@@ -516,7 +523,7 @@ def _body_terms(data, Vb, Wb, gb, bias_b, P):
 
 @njit(cache=True)
 def _dynamics_terms(data, R_sb, theta, v, w, same, gravity_on, f_world, mask,
-                    Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l):
+                    Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l, wa=1.0, wb=1.0, wde=1.0):
     """Everything for one state: mass blocks, C(θ,v) w + 𝒩 (bias), 𝒥^T F (gen)."""
     n_joints = data[0]
     L = n_joints.shape[0]
@@ -546,10 +553,10 @@ def _dynamics_terms(data, R_sb, theta, v, w, same, gravity_on, f_world, mask,
             continue
         for r in range(3):
             fb[r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
-        _leg_terms(data, i, counts[i], theta, v, w, same, gb, fb, True,
+        _leg_terms(data, i, counts[i], theta, v, w, same, wa, wde, gb, fb, True,
                    Mbb, Mbt[i], Mtt[i], bias_b, bias_l[i], P, gen_b, gen_l[i],
                    False, dummy66, dummyM, dummyM, dummy6, dummyl, dummy6, dummy6, dummyl)
-    _base_B_term(P, w[0:6], bias_b)
+    _base_B_term(P, w[0:6], bias_b, wb)
     return counts
 
 
@@ -625,8 +632,10 @@ def mass_matrix(data, theta, mask, out):
 
 
 @njit(cache=True)
-def coriolis_apply(data, theta, v, w, mask, out):
-    """out = C(θ, v) w (eq. 36-43), full size. C(θ,v) v + 𝒩 are the bias forces."""
+def coriolis_apply(data, theta, v, w, mask, out, wa=1.0, wb=1.0, wde=1.0):
+    """out = C(θ, v) w = (wa 𝒜 - ½ [[wb ℬ, 0], [wde 𝒟, wde ℰ]]) w  (eq. 36-43), full size.
+
+    With the default weights this is the paper's C; C(θ,v) v + 𝒩 are the bias forces."""
     L = data[0].shape[0]
     nmax = data[2].shape[1]
     Mbb = np.empty((6, 6))
@@ -639,7 +648,7 @@ def coriolis_apply(data, theta, v, w, mask, out):
     R = np.eye(3)
     f = np.zeros((L, 3))
     counts = _dynamics_terms(data, R, theta, v, w, False, False, f, mask,
-                             Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l)
+                             Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l, wa, wb, wde)
     _scatter(data, counts, bias_b, bias_l, out)
 
 
@@ -655,16 +664,32 @@ def _scatter(data, counts, xb, xl, out):
 
 
 @njit(cache=True)
-def coriolis_matrix(data, theta, v, mask, out):
-    """Dense C(θ, v), column by column as C(θ, v) e_m."""
+def coriolis_matrix(data, theta, v, mask, skew, out):
+    """Dense C(θ, v), column by column as C(θ, v) e_m.
+
+    ``skew=False``: the paper's C = 𝒜 - ½[[ℬ, 0], [𝒟, ℰ]] (eq. 36). It gives the right C v and
+    v^T (Ṁ - 2C) v = 0, but Ṁ - 2C is not skew-symmetric as a matrix.
+    ``skew=True``: C* = ½𝒜 - ½[[ℬ, 0], [0, 0]] + ½(K^T - K) with K = [[0, 0], [𝒟, ℰ]], built from the same
+    paper terms. C* v = C v (because K^T v = 𝒜 v = Ṁ v) and Ṁ - 2C* is skew-symmetric (ℬ is skew)."""
     nvf = out.shape[0]
     e = np.zeros(nvf)
     col = np.empty(nvf)
+    K = np.empty((nvf, nvf))
     for mcol in range(nvf):
         e[:] = 0.0
         e[mcol] = 1.0
-        coriolis_apply(data, theta, v, e, mask, col)
-        out[:, mcol] = col
+        if skew:
+            coriolis_apply(data, theta, v, e, mask, col, 0.5, 1.0, 0.0)
+            out[:, mcol] = col
+            coriolis_apply(data, theta, v, e, mask, col, 0.0, 0.0, 1.0)   # -½ K e_m
+            K[:, mcol] = -2.0 * col
+        else:
+            coriolis_apply(data, theta, v, e, mask, col)
+            out[:, mcol] = col
+    if skew:
+        for r in range(nvf):
+            for c in range(nvf):
+                out[r, c] += 0.5 * (K[c, r] - K[r, c])
 
 
 @njit(cache=True)
@@ -895,7 +920,7 @@ def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
         gnl[:] = 0.0
         for r in range(3):
             fb[r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
-        _leg_terms(data, i, n_joints[i], theta, v, v, True, gb, fb, True,
+        _leg_terms(data, i, n_joints[i], theta, v, v, True, 1.0, 1.0, gb, fb, True,
                    Mbb, Mbt, Mtt, bb, bl, P, gnb, gnl,
                    True, pMbb[i], pMbt[i], pMtt[i], pbias_b[i], pbias_l[i], pP[i], pgen_b[i], pgen_l[i])
     # main body, shared by all hypotheses
@@ -930,7 +955,7 @@ def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
             off = 6 + joint_offset[i]
             for a in range(m):
                 rl[i, a] = tau[off + a] - pbias_l[i, m, a] + (pgen_l[i, m, a] if tip else 0.0)
-        _base_B_term(P, v[0:6], bb)
+        _base_B_term(P, v[0:6], bb, 1.0)
         for r in range(6):
             rb[r] = tau[r] + gnb[r] - bb[r]
         _solve_arrowhead(counts, Mbb, hMbt, hMtt, rb, rl, ab, al)

@@ -335,11 +335,20 @@ class LeggedRobot:
         kernels.mass_matrix(self.kernel_data, self._q_full(q), self._mask, M)
         return M if self._healthy else M[np.ix_(self._vidx, self._vidx)]
 
-    def coriolis_matrix(self, q, v):
-        """C(θ, v) (eq. 10, 36-43), so that Ṁ - 2C is skew-symmetric and C v + 𝒩 are the bias forces."""
+    def coriolis_matrix(self, q, v, factorization="paper"):
+        """C(θ, v) with C v + 𝒩 the bias forces.
+
+        ``factorization="paper"``: eq. 10 / 36-43, C = 𝒜 - ½[[ℬ, 0], [𝒟, ℰ]]; passive along v
+        (v^T (Ṁ - 2C) v = 0) but Ṁ - 2C is not a skew-symmetric matrix.
+        ``factorization="skew"``: the same terms rearranged so that Ṁ - 2C is skew-symmetric (what
+        passivity-based controllers need); it differs from the paper's C by a matrix that annihilates v.
+        """
+        if factorization not in ("paper", "skew"):
+            raise ValueError(f"factorization must be 'paper' or 'skew', got {factorization!r}")
         n = 6 + self._nj_full
         C = np.empty((n, n))
-        kernels.coriolis_matrix(self.kernel_data, self._q_full(q), self._v_full(v), self._mask, C)
+        kernels.coriolis_matrix(self.kernel_data, self._q_full(q), self._v_full(v), self._mask,
+                                factorization == "skew", C)
         return C if self._healthy else C[np.ix_(self._vidx, self._vidx)]
 
     def gravity_forces(self, g_sb, q):

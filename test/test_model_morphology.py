@@ -1,0 +1,104 @@
+"""Morphology vectors (paper Definition 1, Algorithm 1): construction, validation, reshaping."""
+import numpy as np
+import pytest
+
+from jethexa_dynamics.model import LeggedRobot, Morphology
+
+
+@pytest.fixture(scope="module")
+def hexa():
+    return LeggedRobot.jethexa()
+
+
+def test_names_and_dimensions(hexa):
+    assert hexa.leg_names == ["LF", "LM", "LR", "RF", "RM", "RR"]
+    assert hexa.joint_names[:3] == ["coxa_joint_LF", "femur_joint_LF", "tibia_joint_LF"]
+    assert hexa.nv == 24 and len(hexa.tip_names) == 6
+    assert hexa.tip_jacobian(np.zeros(18)).shape == (36, 24)
+
+
+def test_paper_damage_scenarios_dimensions(hexa):
+    # paper leg numbers: 1=RF 2=LF 3=RM 4=LM 5=RR 6=LR (docs/DEV_NOTES.md)
+    d1 = hexa.with_morphology(Morphology.healthy(hexa).without_leg("RM").without_leg("LM"))
+    assert d1.nv == 18 and d1.tip_jacobian(np.zeros(12)).shape == (24, 18)
+    assert list(d1.morphology.leg_existence) == [1, 0, 1, 1, 0, 1]
+    d2 = hexa.with_morphology(Morphology.healthy(hexa).without_links("LM", 2).without_links("RR", 2))
+    assert d2.nv == 20 and d2.tip_jacobian(np.zeros(14)).shape == (24, 20)
+    assert list(d2.morphology.link_existence) == [1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0]
+    assert d2.tip_legs == ["LF", "LR", "RF", "RM"]
+    assert abs(d2.total_mass - (2.55 - 4 * 0.09)) < 1e-12
+
+
+def test_with_morphology_shares_data_and_is_cached(hexa):
+    m = Morphology.from_vector(hexa, [3, 3, 0, 3, 3, 1])
+    r1 = hexa.with_morphology(m)
+    r2 = hexa.with_morphology([3, 3, 0, 3, 3, 1])
+    assert r1 is r2 and r1.kernel_data is hexa.kernel_data and r1.full is hexa
+    assert r1.with_morphology(Morphology.healthy(hexa)) is hexa.with_morphology(Morphology.healthy(hexa))
+
+
+def test_existence_vector_round_trip(hexa):
+    m = Morphology.from_vector(hexa, [3, 2, 1, 0, 3, 3])
+    assert Morphology.from_existence(hexa, m.link_existence) == m
+
+
+@pytest.mark.parametrize("vec, match", [
+    ([3, 3, 3, 3, 3], "expected 6 entries"),
+    ([3, 3, 3, 3, 3, 4], "leg RR: links must be an integer in \\[0, 3\\]"),
+    ([3, 3, -1, 3, 3, 3], "leg LR"),
+    ([3, 3, 1.5, 3, 3, 3], "leg LR"),
+    ([3, "x", 3, 3, 3, 3], "leg LM"),
+])
+def test_malformed_counts_name_the_leg(hexa, vec, match):
+    with pytest.raises(ValueError, match=match):
+        Morphology.from_vector(hexa, vec)
+
+
+def test_malformed_existence_vectors_name_the_leg(hexa):
+    good = [1] * 18
+    with pytest.raises(ValueError, match="18 entries"):
+        Morphology.from_existence(hexa, good[:-1])
+    bad = list(good)
+    bad[4] = 2
+    with pytest.raises(ValueError, match="leg LM: link 2 existence must be 0 or 1"):
+        Morphology.from_existence(hexa, bad)
+    bad = list(good)
+    bad[10] = 0   # RF femur missing but tibia present
+    with pytest.raises(ValueError, match="leg RF: link 3 is present but link 2"):
+        Morphology.from_existence(hexa, bad)
+    with pytest.raises(ValueError, match="unknown leg 'XX'"):
+        Morphology.healthy(hexa).without_leg("XX")
+    with pytest.raises(ValueError, match="first_lost must be an integer in \\[1, 3\\]"):
+        Morphology.healthy(hexa).without_links("LF", 0)
+
+
+def test_bad_state_input_names_the_field(hexa):
+    g = np.eye(4)
+    with pytest.raises(ValueError, match="q: expected shape \\(18,\\)"):
+        hexa.mass_matrix(np.zeros(17))
+    with pytest.raises(ValueError, match="v: contains NaN"):
+        hexa.bias_forces(g, np.zeros(18), np.r_[np.nan, np.zeros(23)])
+    with pytest.raises(ValueError, match="g_sb: expected a 4x4"):
+        hexa.gravity_forces(np.eye(3), np.zeros(18))
+    with pytest.raises(ValueError, match="tip_forces: expected shape \\(6, 3\\)"):
+        hexa.forward_dynamics(g, np.zeros(18), np.zeros(24), np.zeros(24), tip_forces=np.zeros((5, 3)))
+    with pytest.raises(ValueError, match="tau: contains NaN"):
+        hexa.forward_dynamics(g, np.zeros(18), np.zeros(24), np.r_[np.zeros(23), np.inf])
+
+
+def test_urdf_errors_are_clear(tmp_path):
+    bad = tmp_path / "bad.urdf"
+    bad.write_text('<robot name="r"><link name="a"/><link name="b"/><joint name="j" type="prismatic">'
+                   '<parent link="a"/><child link="b"/></joint></robot>')
+    with pytest.raises(ValueError, match="joint 'j' has type 'prismatic'"):
+        LeggedRobot.from_urdf(str(bad))
+    bad.write_text('<robot name="r"><link name="a"/><link name="b"/></robot>')
+    with pytest.raises(ValueError, match="exactly one root link"):
+        LeggedRobot.from_urdf(str(bad))
+    bad.write_text('<robot name="r"><link name="a"/><link name="b"/><joint name="j" type="revolute">'
+                   '<parent link="a"/><child link="b"/><axis xyz="0 0 nan"/></joint></robot>')
+    with pytest.raises(ValueError, match="joint 'j' axis"):
+        LeggedRobot.from_urdf(str(bad))
+    bad.write_text("<robot")
+    with pytest.raises(ValueError, match="not well-formed"):
+        LeggedRobot.from_urdf(str(bad))
