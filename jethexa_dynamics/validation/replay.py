@@ -171,12 +171,52 @@ def register_predictor(name: str, factory: Callable) -> None:
     _FACTORIES[name] = factory
 
 
+#: re-anchoring horizon when neither the user nor the predictor chooses one (the predictor node's default)
+DEFAULT_HORIZON = 2.0
+
+
+def _robot(model):
+    """The ``LeggedRobot`` of a model parameters file (URDF), or the packaged JetHexa."""
+    from jethexa_dynamics.model import LeggedRobot
+
+    return LeggedRobot.jethexa() if model is None else LeggedRobot.from_urdf(str(model))
+
+
+def _slip(model=None, horizon=None):
+    from jethexa_dynamics.monitor.prediction import SlipAdapter
+
+    return SlipAdapter(DEFAULT_HORIZON if horizon is None else horizon, robot=_robot(model))
+
+
+def _optional_module(name):
+    """``import name``, or None if that module (not one it imports) does not exist yet."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        if err.name == name:
+            return None
+        raise
+
+
+_BUILTINS = {"slip": ("jethexa_dynamics.monitor.prediction", _slip)}
+
+
+def _load_builtins():
+    for name, (module, factory) in _BUILTINS.items():
+        if name not in _FACTORIES and _optional_module(module) is not None:
+            _FACTORIES[name] = factory
+
+
 def predictor_names() -> List[str]:
+    _load_builtins()
     return sorted(_FACTORIES)
 
 
 def make_predictor(name: str, model: Optional[str] = None, horizon: Optional[float] = None) -> PredictorAdapter:
     """The predictor called ``name`` with an optional model parameters file and re-anchoring horizon."""
+    _load_builtins()
     try:
         factory = _FACTORIES[name]
     except KeyError:

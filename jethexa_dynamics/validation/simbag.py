@@ -1,9 +1,10 @@
 """Record a bag from the simulated JetHexa without ROS (faster than real time).
 
-The "robot" is the simulation engine on external joint targets, exactly as in ``robot_emulator``: a
-tripod gait + IK produce joint targets at ``cmd_rate``, published as one-point ``JointTrajectory`` messages
-(reach the target in one control period, like the bus servos' move time) and applied to the engine the
-same way. The bag holds what the real robot's stack records: ``joint_commands``, ``joint_states`` (engine
+The "robot" is the simulation engine on external joint targets, exactly as in ``robot_emulator``; the
+gait controller's logic (``monitor.walking.WalkingGait``: tripod, re-phased wave over the remaining legs
+after a damage) produces joint targets at ``cmd_rate``, published as one-point ``JointTrajectory``
+messages (reach the target in one control period, like the bus servos' move time) and applied to the
+engine the same way. The bag holds what the real robot's stack records: ``joint_commands``, ``joint_states`` (engine
 joint angles), ``imu/data`` (orientation world<-base_link, gyro, specific force), ``morphology`` and
 ``mocap/pose`` (ground truth); optionally with IMU noise. Used by the replay benchmark and tests, and to
 try ``jethexa-validate`` without a robot::
@@ -38,15 +39,16 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
     ``damage_at``: time (s) of the morphology change to ``damage`` (scenario name or links per leg).
     ``robot``: the ``LeggedRobot`` that plays the real robot (default: the packaged JetHexa).
     """
-    from jethexa_dynamics.control.gait import Gait
     from jethexa_dynamics.model import LeggedRobot
+    from jethexa_dynamics.monitor.walking import WalkingGait
     from jethexa_dynamics.sim.engine import Engine
 
     robot = robot or LeggedRobot.jethexa()
     eng = Engine(robot, gait=None, dt=dt, record_every=0)
-    gait = Gait.paper_tripod(eng.geometry)
-    gait.set_command(tuple(command))
     names = list(eng.robot.joint_names)
+    index = {n: i for i, n in enumerate(names)}
+    walker = WalkingGait(eng.geometry, names)
+    walker.set_command(tuple(command))
     rng = np.random.default_rng(seed)
     tick = 1.0 / np.lcm.reduce([int(round(r)) for r in (cmd_rate, imu_rate, mocap_rate)])
     n = int(round(duration / tick))
@@ -60,6 +62,7 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
             t_ns = T0_NS + int(round(t * 1e9))
             if damage_at is not None and not damaged and t >= damage_at:
                 eng.set_morphology(damage)
+                walker.set_morphology(eng.morphology.links_per_leg)
                 damaged = True
                 w.write("morphology", t_ns, M.morphology(eng.morphology.links_per_leg))
             if k % imu_every == 0:
@@ -74,10 +77,10 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
                 w.write("mocap/pose", t_ns, M.pose_stamped(t_ns, eng.p, _quat(eng.R)))
             if k % cmd_every == 0:
                 w.write("joint_states", t_ns, M.joint_state(t_ns, names, eng.joint_angles))
-                target = gait.joint_targets(max(t - settle, 0.0) + 1.0 / cmd_rate)
-                w.write("joint_commands", t_ns, M.joint_trajectory(t_ns, names, target, 1.0 / cmd_rate))
-                active = np.flatnonzero(eng.pid.active > 0)
-                eng.set_joint_targets(target[active], move_time=1.0 / cmd_rate, joints=active)
+                cmd_names, target = walker.step(1.0 / cmd_rate, walking=t >= settle)
+                if cmd_names:
+                    w.write("joint_commands", t_ns, M.joint_trajectory(t_ns, cmd_names, target, 1.0 / cmd_rate))
+                    eng.set_joint_targets(target, move_time=1.0 / cmd_rate, joints=[index[n] for n in cmd_names])
             if k < n:
                 eng.advance((k + 1) * tick)
     return {"path": str(path), "duration": n * tick, "final_position": eng.p.tolist(),
