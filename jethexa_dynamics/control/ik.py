@@ -12,7 +12,8 @@ The IK picks the knee-up branch (tibia steeper than the femur, the usual hexapod
 
 ``leg_fk`` / ``leg_ik`` are numba functions: the simulation loop calls them compiled, Python calls them
 directly (through ``LegGeometry.fk`` / ``LegGeometry.ik``, which turn status codes into ValueErrors).
-Geometry rows (one per leg): ``[hip_x, hip_y, hip_z, hip_yaw, L1, L2, L3, bend]``.
+Geometry rows (one per leg): ``[hip_x, hip_y, hip_z, hip_yaw, L1, L2, L3, bend, cos(yaw), sin(yaw)]``
+(the last two cached because the IK runs 6000 times per simulated second).
 """
 import math
 
@@ -20,8 +21,8 @@ import numpy as np
 from numba import njit
 
 # geometry row layout
-G_HX, G_HY, G_HZ, G_YAW, G_L1, G_L2, G_L3, G_BEND = range(8)
-N_GEOM = 8
+G_HX, G_HY, G_HZ, G_YAW, G_L1, G_L2, G_L3, G_BEND, G_CY, G_SY = range(10)
+N_GEOM = 10
 
 # leg_ik status codes
 IK_OK = 0
@@ -34,11 +35,12 @@ JOINT_KIND = ("coxa", "femur", "tibia")
 @njit(cache=True)
 def leg_fk(geom, theta, out):
     """Foot position (m, base_link) of one leg for joint angles ``theta[0:3]`` (rad); written to out[0:3]."""
-    ang = geom[G_YAW] + theta[0]
+    c1 = math.cos(theta[0])
+    s1 = math.sin(theta[0])
     tib = theta[1] + theta[2] - geom[G_BEND]
     r = geom[G_L1] + geom[G_L2] * math.cos(theta[1]) + geom[G_L3] * math.cos(tib)
-    out[0] = geom[G_HX] + r * math.cos(ang)
-    out[1] = geom[G_HY] + r * math.sin(ang)
+    out[0] = geom[G_HX] + r * (geom[G_CY] * c1 - geom[G_SY] * s1)     # r (cos, sin)(yaw + theta1)
+    out[1] = geom[G_HY] + r * (geom[G_SY] * c1 + geom[G_CY] * s1)
     out[2] = geom[G_HZ] + geom[G_L2] * math.sin(theta[1]) + geom[G_L3] * math.sin(tib)
 
 
@@ -51,8 +53,8 @@ def leg_ik(geom, limits, foot, out):
     """
     dx = foot[0] - geom[G_HX]
     dy = foot[1] - geom[G_HY]
-    c = math.cos(geom[G_YAW])
-    s = math.sin(geom[G_YAW])
+    c = geom[G_CY]
+    s = geom[G_SY]
     px = c * dx + s * dy          # foot in the mount frame (x radial at coxa zero)
     py = -s * dx + c * dy
     rho = math.sqrt(px * px + py * py)
@@ -71,9 +73,15 @@ def leg_ik(geom, limits, foot, out):
     phi = -math.acos(cphi)        # knee up: tibia below the femur line
     t2 = math.atan2(z, r) - math.atan2(l3 * math.sin(phi), l2 + l3 * math.cos(phi))
     t3 = phi + geom[G_BEND]
-    # wrap to (-pi, pi] so the limit check sees the principal angle
-    t2 = math.atan2(math.sin(t2), math.cos(t2))
-    t3 = math.atan2(math.sin(t3), math.cos(t3))
+    # wrap to (-pi, pi] so the limit check sees the principal angle (|t2|, |t3| < 2 pi here)
+    if t2 > math.pi:
+        t2 -= 2.0 * math.pi
+    elif t2 <= -math.pi:
+        t2 += 2.0 * math.pi
+    if t3 > math.pi:
+        t3 -= 2.0 * math.pi
+    elif t3 <= -math.pi:
+        t3 += 2.0 * math.pi
     if t1 < limits[0, 0] or t1 > limits[0, 1]:
         return IK_LIMIT + 0
     if t2 < limits[1, 0] or t2 > limits[1, 1]:
@@ -99,7 +107,10 @@ class LegGeometry:
 
     def __init__(self, names, geom, limits):
         self.names = list(names)
-        self.geom = np.ascontiguousarray(geom, dtype=np.float64)
+        g = np.asarray(geom, dtype=np.float64)
+        if g.ndim == 2 and g.shape[1] == N_GEOM - 2:       # append the cached cos/sin of the hip yaw
+            g = np.column_stack([g, np.cos(g[:, G_YAW]), np.sin(g[:, G_YAW])])
+        self.geom = np.ascontiguousarray(g)
         self.limits = np.ascontiguousarray(limits, dtype=np.float64)
         if self.geom.shape != (len(self.names), N_GEOM) or self.limits.shape != (len(self.names), 3, 2):
             raise ValueError("geom must be (n_legs, 8) and limits (n_legs, 3, 2), got %s and %s"
@@ -129,7 +140,7 @@ class LegGeometry:
         from jethexa_dynamics.model.urdf import origin_to_matrix
 
         names = list(leg_names)
-        geom = np.zeros((len(names), N_GEOM))
+        geom = np.zeros((len(names), N_GEOM - 2))
         limits = np.zeros((len(names), 3, 2))
         for i, (leg, triple) in enumerate(zip(names, joint_triples)):
             if len(triple) != 3:
@@ -191,7 +202,7 @@ class LegGeometry:
         g = self.geom[i]
         leg = self.names[i]
         d = np.asarray(foot) - g[:3]
-        c, s = math.cos(g[G_YAW]), math.sin(g[G_YAW])
+        c, s = g[G_CY], g[G_SY]
         rho = math.hypot(c * d[0] + s * d[1], -s * d[0] + c * d[1])
         dist = math.hypot(rho - g[G_L1], d[2])
         lo, hi = self.reach(i)

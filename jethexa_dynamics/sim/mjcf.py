@@ -1,0 +1,152 @@
+"""MJCF of the same robot for MuJoCo (benchmark peer and cross-check; ``mujoco`` is a bench dependency).
+
+Built from the URDF (``model.urdf.parse_urdf``): a free-floating ``base_link``, one MuJoCo body per URDF link
+with explicit inertials (``inertiafromgeom="false"``), fixed joints as welded child bodies, a sphere of radius
+``foot_radius`` at each foot frame as the only colliding geoms, a plane at ``ground_z``, and per-joint
+``position`` actuators (kp, kv = the PID's P and D gains, force limited to the URDF effort; MuJoCo has no
+integral term). Removed legs/links (a morphology) are left out of the tree.
+
+Contact: MuJoCo solves soft constraints, not a penalty spring. With a negative ``solref`` the reference
+acceleration is -b v - k r in the contact's mass-normalised space, so the Table III spring (k_z, d_z in N/m,
+N·s/m) is mapped with the supported mass per foot in a tripod stance (m / 3): k = k_z / (m/3),
+b = d_z / (m/3), and impedance close to 1 (``solimp`` 0.95-0.99). Friction is Coulomb (mu) with a pyramidal
+cone; the paper's viscous friction has no MuJoCo equivalent. Statics (weight balance, sinkage) are
+comparable; transients are not expected to match.
+"""
+import numpy as np
+from transforms3d.euler import euler2quat
+
+from jethexa_dynamics.model.urdf import parse_urdf
+
+
+def _f(x):
+    return " ".join("%.9g" % v for v in np.atleast_1d(x))
+
+
+def build_mjcf(urdf_path, links_per_leg=None, leg_joint_names=None, dt=1e-3, k_z=10000.0, d_z=150.0, mu=1.0,
+               kp=50.0, kv=1.0, ground_z=0.0, foot_radius=0.002, integrator="implicitfast"):
+    """MJCF XML string. ``links_per_leg`` with ``leg_joint_names`` (per leg, proximal->distal) drops links."""
+    urdf = parse_urdf(urdf_path)
+    children = {}
+    for j in urdf.joints:
+        children.setdefault(j.parent, []).append(j)
+    child_links = {j.child for j in urdf.joints}
+    roots = [name for name in urdf.links if name not in child_links]
+    if len(roots) != 1:
+        raise ValueError("URDF must have exactly one root link, got %s" % roots)
+    dropped = set()
+    if links_per_leg is not None:
+        for names, k in zip(leg_joint_names, links_per_leg):
+            dropped.update(names[int(k):])
+    total = sum(l.inertial.mass for l in urdf.links.values() if l.inertial is not None)
+    m_foot = total / 3.0
+    actuators = []
+
+    def inertial(link):
+        ine = urdf.links[link].inertial
+        if ine is None or ine.mass <= 0.0:
+            return '<inertial pos="0 0 0" mass="1e-9" diaginertia="1e-12 1e-12 1e-12"/>'
+        from jethexa_dynamics.model.urdf import origin_to_matrix
+        T = origin_to_matrix(ine.origin_xyz, ine.origin_rpy)
+        I = T[:3, :3] @ ine.inertia @ T[:3, :3].T
+        return ('<inertial pos="%s" mass="%.9g" fullinertia="%s"/>'
+                % (_f(T[:3, 3]), ine.mass, _f([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]])))
+
+    def body(joint, indent):
+        pad = " " * indent
+        link = joint.child
+        q = euler2quat(*joint.origin_rpy, axes="sxyz")
+        out = ['%s<body name="%s" pos="%s" quat="%s">' % (pad, link, _f(joint.origin_xyz), _f(q))]
+        if joint.type in ("revolute", "continuous"):
+            out.append('%s  <joint name="%s" type="hinge" axis="%s"/>' % (pad, joint.name, _f(joint.axis)))
+            actuators.append('<position name="act_%s" joint="%s" kp="%.9g" kv="%.9g" forcelimited="true" '
+                             'forcerange="%.9g %.9g"/>' % (joint.name, joint.name, kp, kv, -joint.effort,
+                                                           joint.effort))
+        elif joint.type != "fixed":
+            raise ValueError("joint %s: unsupported type %r" % (joint.name, joint.type))
+        out.append(pad + "  " + inertial(link))
+        if link.startswith("foot"):
+            out.append('%s  <geom name="%s_geom" type="sphere" size="%.9g" contype="1" conaffinity="0" '
+                       'condim="3" friction="%.9g 0.005 0.0001" solref="%.9g %.9g" solimp="0.95 0.99 0.001"/>'
+                       % (pad, link, foot_radius, mu, -k_z / m_foot, -d_z / m_foot))
+        if link == "imu_link":
+            out.append('%s  <site name="imu"/>' % pad)
+        for cj in children.get(link, []):
+            if cj.name not in dropped:
+                out += body(cj, indent + 2)
+        out.append(pad + "</body>")
+        return out
+
+    root = roots[0]
+    tree = ['    <body name="%s" pos="0 0 0.2">' % root, '      <freejoint name="root"/>',
+            "      " + inertial(root)]
+    for cj in children.get(root, []):
+        if cj.name not in dropped:
+            tree += body(cj, 6)
+    tree.append("    </body>")
+    xml = ['<mujoco model="%s">' % (urdf.name or "robot"),
+           '  <compiler angle="radian" inertiafromgeom="false"/>',
+           '  <option timestep="%.9g" integrator="%s" cone="pyramidal"/>' % (dt, integrator),
+           "  <worldbody>",
+           '    <geom name="floor" type="plane" size="50 50 0.1" pos="0 0 %.9g" contype="0" conaffinity="1"/>'
+           % ground_z] + tree + ["  </worldbody>", "  <actuator>"] + ["    " + a for a in actuators] + \
+          ["  </actuator>", "</mujoco>"]
+    return "\n".join(xml)
+
+
+class MujocoHexapod:
+    """The MJCF robot in MuJoCo, driven by joint targets (rad) in ``joint_names`` order."""
+
+    def __init__(self, robot, links_per_leg=None, **kw):
+        import mujoco
+
+        self.mujoco = mujoco
+        full = robot.full
+        leg_joints = [[full.joint_names[k] for k in full.leg_joint_index(leg)] for leg in full.leg_names]
+        self.xml = build_mjcf(full.urdf_path, links_per_leg, leg_joints, **kw)
+        self.model = mujoco.MjModel.from_xml_string(self.xml)
+        self.data = mujoco.MjData(self.model)
+        present = [n for n in full.joint_names if mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, n) >= 0]
+        self.joint_index = np.array([full.joint_names.index(n) for n in present], dtype=np.int64)
+        self.qadr = np.array([self.model.jnt_qposadr[mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, n)]
+                              for n in present], dtype=np.int64)
+        self.act = np.array([mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR, "act_" + n)
+                             for n in present], dtype=np.int64)
+        self.floor = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_GEOM, "floor")
+
+    def reset(self, base_pos, base_R, theta):
+        """Base pose (m, rotation) and full-size joint angles (rad); velocities zero, targets = angles."""
+        from transforms3d.quaternions import mat2quat
+        d = self.data
+        self.mujoco.mj_resetData(self.model, d)
+        d.qpos[0:3] = base_pos
+        d.qpos[3:7] = mat2quat(base_R)
+        d.qpos[self.qadr] = np.asarray(theta)[self.joint_index]
+        d.ctrl[self.act] = np.asarray(theta)[self.joint_index]
+        self.mujoco.mj_forward(self.model, d)
+
+    def set_targets(self, theta):
+        self.data.ctrl[self.act] = np.asarray(theta)[self.joint_index]
+
+    def step(self, n=1):
+        self.mujoco.mj_step(self.model, self.data, n)
+
+    @property
+    def base_pos(self):
+        return self.data.qpos[0:3].copy()
+
+    @property
+    def base_quat(self):
+        """(w, x, y, z)"""
+        return self.data.qpos[3:7].copy()
+
+    def normal_force_sum(self):
+        """Sum of the floor contact normal forces (N)."""
+        f6 = np.zeros(6)
+        tot = 0.0
+        for i in range(self.data.ncon):
+            c = self.data.contact[i]
+            if self.floor in (c.geom1, c.geom2):
+                self.mujoco.mj_contactForce(self.model, self.data, i, f6)
+                tot += f6[0]
+        return tot
