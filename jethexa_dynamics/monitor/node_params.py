@@ -114,8 +114,10 @@ ROBOT_EMULATOR = ParamSet("robot_emulator", [
       "servo_driver's port points at)", read_only=True),
     P("rate", "double", 100.0, "world update rate (the engine substeps inside) and joint-feedback rate",
       lo=10.0, hi=1000.0, unit="Hz"),
-    P("imu_rate", "double", 100.0, "emulator/imu_motion publication rate", lo=1.0, hi=1000.0, unit="Hz"),
-    P("mocap_rate", "double", 50.0, "mocap/pose (ground truth) publication rate", lo=1.0, hi=1000.0, unit="Hz"),
+    P("imu_rate", "double", 100.0, "emulator/imu_motion publication rate (every round(rate/imu_rate)-th world "
+      "tick)", lo=1.0, hi=1000.0, unit="Hz"),
+    P("mocap_rate", "double", 50.0, "mocap/pose (ground truth) publication rate (every round(rate/mocap_rate)-th "
+      "world tick)", lo=1.0, hi=1000.0, unit="Hz"),
     P("damage", "string", "", "damage in the world: '' (healthy), scenario1, scenario2, 'LEG' or 'LEG:N' lists "
       "(e.g. 'RM,LM' or 'LM:1,RR:1') or one link count per leg; removes the links and silences their servos"),
     P("record", "string", "", "record the run's topics to this rosbag2 directory (empty = off)", read_only=True),

@@ -107,6 +107,9 @@ class GaitController(ThinNode):
         self.publish_diagnostics([self.node_status(self.state, 0, values)])
 
 
+NODE = GaitController  # the class graph.node_class() finds
+
+
 def main(args=None):
     return run(GaitController, args)
 

@@ -135,3 +135,10 @@ def wait_for(cond: Callable[[], Any], timeout: float, poll: float = 0.02) -> Any
         if v or time.monotonic() > end:
             return v
         time.sleep(poll)
+
+
+def node_class(executable: str):
+    """The node class behind a console script (``jethexa_dynamics.nodes.<executable>.NODE``)."""
+    import importlib
+
+    return importlib.import_module("jethexa_dynamics.nodes." + executable).NODE

@@ -59,7 +59,8 @@ GRAPHS: Dict[str, Dict[str, Any]] = {
     },
     "sim": {
         "nodes": [NodeEntry("robot_emulator", "robot_emulator"),
-                  NodeEntry("servo_driver", "servo_driver", {"open_timeout": 30.0}),
+                  NodeEntry("servo_driver", "servo_driver", {"open_timeout": 30.0, "reply_timeout": 0.03,
+                                                              "reads_per_cycle": 6}),
                   NodeEntry("imu", "imu", {"source": "emulator"}),
                   NodeEntry("gait_controller", "gait_controller"), NodeEntry("predictor", "predictor"),
                   NodeEntry("damage_monitor", "damage_monitor")],

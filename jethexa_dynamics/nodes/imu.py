@@ -151,6 +151,9 @@ class ImuNode(ThinNode):
             close()
 
 
+NODE = ImuNode  # the class graph.node_class() finds
+
+
 def main(args=None):
     return run(ImuNode, args)
 

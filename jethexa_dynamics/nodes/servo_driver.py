@@ -5,6 +5,8 @@
 * ``joint_states`` (sensor_msgs/JointState) at ``publish_rate``: the commanded positions, with the measured
   positions merged in for the joints the read scheduler read in that cycle (Hiwonder's bus cannot read 18
   positions at 50 Hz).
+* All bus I/O runs in one thread of the node (a read of a silent servo blocks for its reply timeout);
+  the subscription only validates and hands the command over.
 * ``/diagnostics``: one status per servo (reply statistics, voltage, temperature, error bits, commanded vs
   measured position) -- what ``damage_monitor`` decides from.
 * Services ``~/emergency_stop`` (std_srvs/Trigger: stop + torque off, refuse moves) and ``~/set_torque``
@@ -49,9 +51,14 @@ class ServoDriver(ThinNode):
         self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS)
         self.create_service(Trigger, "~/emergency_stop", self._on_estop)
         self.create_service(SetBool, "~/set_torque", self._on_set_torque)
-        self._timer = self.timer(1.0 / self.p["publish_rate"], self._on_tick, "read cycle")
         self._diag_timer = self.timer(1.0 / self.p["diagnostics_rate"], self._on_diag, "diagnostics")
-        self._try_open()
+        self._pending = None
+        self._pending_lock = threading.Lock()
+        self._wake, self._stop = threading.Event(), threading.Event()
+        with self.lock:
+            self._try_open()
+        self._thread = threading.Thread(target=self._bus_loop, name="servo-bus", daemon=True)
+        self._thread.start()
 
     # ------------------------------------------------------------------ bus
     def _try_open(self) -> bool:
@@ -92,20 +99,14 @@ class ServoDriver(ThinNode):
 
     def apply_params(self, changed: Dict[str, Any]) -> None:
         if "publish_rate" in changed:
-            self._timer.cancel()
-            self.destroy_timer(self._timer)
-            self._timer = self.timer(1.0 / changed["publish_rate"], self._on_tick, "read cycle")
+            self._wake.set()  # the bus thread picks up the new period
         if "diagnostics_rate" in changed:
             self._diag_timer.cancel()
             self.destroy_timer(self._diag_timer)
             self._diag_timer = self.timer(1.0 / changed["diagnostics_rate"], self._on_diag, "diagnostics")
 
-    # ------------------------------------------------------------------ callbacks
+    # ------------------------------------------------------------------ commands (executor thread)
     def _on_commands(self, msg: JointTrajectory) -> None:
-        with self.lock:
-            self._command(msg)
-
-    def _command(self, msg: JointTrajectory) -> None:
         points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
         idx, pos, t = validate.trajectory(msg.joint_names, points, self.joint_names, self.lower, self.upper)
         if self.joints is None:
@@ -114,23 +115,58 @@ class ServoDriver(ThinNode):
             raise ValueError("joint_commands: emergency stop active (call ~/set_torque true to resume)")
         target = {self.joint_names[i]: float(q) for i, q in zip(idx, pos)}
         duration = t if t > 0.0 else self.p["default_move_time"]
-        if self._guarded_bus(self.joints.command, target, duration) is None:
-            self.commanded.update(target)
-            self.tracker.set_commanded(target)
-            self.commands_applied += 1
+        with self._pending_lock:  # merged with a command the bus thread has not sent yet
+            pending = self._pending[0] if self._pending else {}
+            pending.update(target)
+            self._pending = (pending, duration)
+        self._wake.set()
 
-    def _on_tick(self) -> None:
-        with self.lock:
-            self._tick()
+    # ------------------------------------------------------------------ bus thread
+    def _bus_loop(self) -> None:
+        """Owns the bus: sends commands as they arrive, runs the read scheduler and publishes joint_states
+        at publish_rate. Blocking serial I/O stays off the executor (a silent servo costs a reply timeout
+        per read), so the node's other callbacks, and other nodes sharing the executor, are not held up."""
+        next_tick = time.monotonic()
+        while not self._stop.is_set():
+            self._wake.wait(max(0.0, next_tick - time.monotonic()))
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            try:
+                with self.lock:
+                    if not self._try_open():
+                        next_tick = time.monotonic() + 0.1
+                        continue
+                    self._send_pending()
+                    now = time.monotonic()
+                    if now >= next_tick:
+                        period = 1.0 / self.p["publish_rate"]
+                        next_tick = max(next_tick + period, now)
+                        self._read_and_publish()
+            except Exception as exc:  # noqa: BLE001 - the bus thread must survive anything
+                self.errors += 1
+                self.reject("bus thread", "%s: %s" % (type(exc).__name__, exc))
 
-    def _tick(self) -> None:
-        if not self._try_open():
+    def _send_pending(self) -> None:
+        with self._pending_lock:
+            pending, self._pending = self._pending, None
+        if pending is None or self.joints.emergency_stopped:
             return
+        target, duration = pending
+        try:
+            self.joints.command(target, duration)
+        except HardwareError as exc:
+            self.reject("joint_commands", str(exc))
+            return
+        self.commanded.update(target)
+        self.tracker.set_commanded(target)
+        self.commands_applied += 1
+
+    def _read_and_publish(self) -> None:
         measured: Dict[str, float] = {}
         if self.p["reads_per_cycle"] > 0 and not self.joints.emergency_stopped:
-            budget = 0.5 / self.p["publish_rate"]
             try:
-                readings = self.joints.poll(budget, max_reads=self.p["reads_per_cycle"])
+                readings = self.joints.poll(0.5 / self.p["publish_rate"], max_reads=self.p["reads_per_cycle"])
             except HardwareError as exc:
                 self.reject("servo bus", str(exc))
             else:
@@ -201,13 +237,20 @@ class ServoDriver(ThinNode):
 
     def close(self) -> None:
         """Torque off and close the bus (called on shutdown)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5.0)
         with self.lock:
+            self.closed = True
             if self.joints is None:
                 return
-            self.closed = True
             self.joints.close()
             self.joints = None
             self.get_logger().info("servos unloaded (torque off), bus closed")
+
+
+NODE = ServoDriver  # the class graph.node_class() finds
 
 
 def main(args=None):

@@ -1,0 +1,288 @@
+"""``jethexa-demo``: the whole ``sim.launch.py`` graph in one process, walking, with a damage event mid-run.
+
+The emulated JetHexa (simulation engine + servo-bus emulator on a pty + MPU6050 model) is driven by the real
+nodes -- servo_driver, imu, gait_controller, predictor, damage_monitor -- over DDS on this machine only.
+The demo sends ``cmd_vel``, prints predicted vs measured pose as a live table, removes legs in the emulated
+world at ``--damage-at`` (the damage monitor must notice from the silent servos, then the gait and the
+predictor reshape without a restart), and ends with a summary. Exit status 0 on a clean run.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+DEFAULT_DURATION = 16.0
+DEFAULT_DAMAGE_AT = 7.0
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="jethexa-demo", description=__doc__.split("\n\n")[0],
+        epilog="Watch from another terminal with the same ROS_DOMAIN_ID (printed at start): "
+               "ros2 topic echo /prediction/error (needs --network or a ROS_LOCALHOST_ONLY=1 shell).")
+    ap.add_argument("--duration", type=float, default=DEFAULT_DURATION, help="walking time [s] (default %(default)s)")
+    ap.add_argument("--damage-at", type=float, default=DEFAULT_DAMAGE_AT,
+                    help="when to damage the emulated robot [s] (default %(default)s)")
+    ap.add_argument("--no-damage", action="store_true", help="walk healthy for the whole run")
+    ap.add_argument("--damage", default="scenario1",
+                    help="what to break: scenario1 (legs RM, LM removed), scenario2 (LM, RR keep only the coxa), "
+                         "'RF', 'LM:1,RR:2', ... (default %(default)s)")
+    ap.add_argument("--speed", type=float, default=0.05, help="forward speed command [m/s] (default %(default)s)")
+    ap.add_argument("--predictor", default="boltzmann_hamel", help="predictor model (default %(default)s)")
+    ap.add_argument("--horizon", type=float, default=2.0, help="predictor re-anchoring horizon [s]")
+    ap.add_argument("--period", type=float, default=0.5, help="table row period [s] (default %(default)s)")
+    ap.add_argument("--record", default="", metavar="PATH", help="record the run to a rosbag2 directory")
+    ap.add_argument("--network", action="store_true",
+                    help="use the ROS discovery settings of the environment instead of forcing loopback only")
+    args = ap.parse_args(argv)
+    if not (math.isfinite(args.duration) and 1.0 <= args.duration <= 3600.0):
+        ap.error("--duration must be in [1, 3600] s, got %g" % args.duration)
+    if not args.no_damage and not 0.0 < args.damage_at < args.duration:
+        ap.error("--damage-at must be inside (0, --duration) = (0, %g) s, got %g (or use --no-damage)"
+                 % (args.duration, args.damage_at))
+    if not 0.05 <= args.period <= 10.0:
+        ap.error("--period must be in [0.05, 10] s")
+    return args
+
+
+def configure_ros_environment(network: bool) -> Dict[str, str]:
+    """Loopback-only DDS with a domain of our own unless ``--network`` (must run before rclpy.init)."""
+    if not network:
+        os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+        os.environ["ROS_LOCALHOST_ONLY"] = "1"
+        os.environ.setdefault("ROS_DOMAIN_ID", str(101 + os.getpid() % 100))
+    os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
+    return {k: os.environ.get(k, "") for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE",
+                                               "ROS_LOCALHOST_ONLY")}
+
+
+# ---------------------------------------------------------------------------------------------- table
+HEADER = ("  t[s] | true x,y [m]    | predicted x,y,z [m]   | pred r,p,y [deg]   | IMU r,p,y [deg]    "
+          "| err pos[mm] rpy[deg] | morphology")
+
+
+def _deg(v) -> str:
+    return " ".join("%5.1f" % math.degrees(x) for x in v)
+
+
+def table_row(t, true_xy, pred_pos, pred_rpy, meas_rpy, err, morph_text) -> str:
+    def xy(v, n):
+        return " ".join("%6.3f" % x for x in v[:n]) if v is not None else " " * (7 * n - 1)
+    pos_err = float(np.linalg.norm(err[3:])) * 1e3 if err is not None and np.all(np.isfinite(err[3:])) else math.nan
+    ang_err = math.degrees(float(np.linalg.norm(err[:3]))) if err is not None else math.nan
+    return "%6.1f | %s  | %s  | %s | %s | %7.1f  %6.2f   | %s" % (
+        t, xy(true_xy, 2), xy(pred_pos, 3), _deg(pred_rpy) if pred_rpy is not None else " " * 17,
+        _deg(meas_rpy) if meas_rpy is not None else " " * 17, pos_err, ang_err, morph_text)
+
+
+def rms(a) -> float:
+    a = np.asarray(a, dtype=float)
+    a = a[np.isfinite(a)]
+    return float(np.sqrt(np.mean(a * a))) if a.size else math.nan
+
+
+# ---------------------------------------------------------------------------------------------- run
+def run(args: argparse.Namespace, out=sys.stdout) -> int:
+    env = configure_ros_environment(args.network)
+    from geometry_msgs.msg import PoseStamped, Twist
+    from rcl_interfaces.msg import Parameter as ParameterMsg
+    from rcl_interfaces.msg import ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+    from std_msgs.msg import Float64MultiArray, UInt8MultiArray
+
+    from jethexa_dynamics.monitor.damage import format_morphology, parse_damage_spec
+    from jethexa_dynamics.monitor.prediction import rpy
+    from jethexa_dynamics.nodes import graph_spec
+    from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS
+    from jethexa_dynamics.nodes.graph import Graph, Watcher, node_class, wait_for
+
+    def say(text=""):
+        print(text, file=out, flush=True)
+
+    legs = ["LF", "LM", "LR", "RF", "RM", "RR"]
+    damage = None if args.no_damage else parse_damage_spec(args.damage, legs)
+    say("jethexa-demo: the sim.launch.py graph in one process; DDS %s, ROS_DOMAIN_ID=%s" % (
+        "as configured by the environment" if args.network else "on loopback only", env["ROS_DOMAIN_ID"]))
+    say("  walk %.3f m/s for %.0f s; %s; predictor %s (re-anchored every %.1f s)" % (
+        args.speed, args.duration, "no damage" if damage is None else "damage %s at %.1f s" % (
+            format_morphology(damage, legs), args.damage_at), args.predictor, args.horizon))
+    say("  building the nodes (the first run compiles the simulation kernels, about a minute; cached after)")
+    link = "/tmp/jethexa_demo_bus_%d" % os.getpid()
+    overrides = {"port_link": link, "predictor": args.predictor, "horizon": str(args.horizon),
+                 "record": args.record}
+    t_build = time.monotonic()
+    graph = Graph(threads=1)
+    status = 1
+    try:
+        nodes = {}
+        for entry, params in graph_spec.node_parameters("sim", overrides):
+            nodes[entry.name] = graph.add(node_class(entry.executable), params)
+        w = graph.add(Watcher, name="demo")
+        for topic, typ, qos in (("predicted/pose", PoseStamped, 10), ("measured/pose", PoseStamped, 10),
+                                ("slip/pose", PoseStamped, 10), ("mocap/pose", PoseStamped, SENSOR_QOS),
+                                ("prediction/error", Float64MultiArray, 10),
+                                ("morphology", UInt8MultiArray, LATCHED_QOS)):
+            w.watch(typ, topic, qos)
+        cmd_pub = w.create_publisher(Twist, "cmd_vel", 10)
+        twist = Twist()
+        twist.linear.x = float(args.speed)
+        w.create_timer(0.1, lambda: cmd_pub.publish(twist))
+        param_cli = w.create_client(SetParameters, "/robot_emulator/set_parameters")
+        say("  %d nodes up in %.1f s: %s" % (len(nodes), time.monotonic() - t_build, ", ".join(nodes)))
+        graph.start()
+        if not wait_for(lambda: w.count("predicted/pose") > 0 and w.count("mocap/pose") > 0, 30.0):
+            say("ERROR: no predicted/mocap pose within 30 s")
+            return 1
+        say()
+        say(HEADER)
+        say("-" * len(HEADER))
+        t0 = time.monotonic()
+        t_damage = t_detect = None
+        damage_sent = False
+        morph_seen: List[Sequence[int]] = []
+        next_row = 0.0
+        while True:
+            t = time.monotonic() - t0
+            if t >= args.duration or graph.spin_error is not None:
+                break
+            if damage is not None and not damage_sent and t >= args.damage_at:
+                pv = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=args.damage)
+                if param_cli.wait_for_service(timeout_sec=5.0):
+                    param_cli.call_async(SetParameters.Request(parameters=[ParameterMsg(name="damage", value=pv)]))
+                    t_damage = time.monotonic() - t0
+                    damage_sent = True
+                    say("  >> %.1f s: damage in the emulated world: %s (their servos go silent; nobody is told)"
+                        % (t_damage, format_morphology(damage, legs)))
+            m = w.last("morphology")
+            if m is not None and (not morph_seen or list(m.data) != list(morph_seen[-1])):
+                morph_seen.append(list(m.data))
+                if len(morph_seen) > 1:
+                    since = "" if t_damage is None else " (%.2f s after the damage)" % (t - t_damage)
+                    say("  >> %.1f s: damage_monitor publishes morphology %s%s" % (
+                        t, format_morphology(m.data, legs), since))
+                    if damage is not None and list(m.data) == list(damage) and t_detect is None:
+                        t_detect = t
+                        gc, pr = nodes["gait_controller"], nodes["predictor"]
+                        wait_for(lambda: gc.walker.links_per_leg == list(damage), 2.0)
+                        say("  >> gait re-phased for legs %s (%s); predictor reshaped to %s -- no restart" % (
+                            ",".join(gc.walker.walking_legs), "walking" if gc.walker.can_walk else
+                            "too few legs: holding the stance", format_morphology(pr.morphology, legs)))
+            if t >= next_row:
+                next_row += args.period
+                mocap, pred, meas, err = (w.last(k) for k in ("mocap/pose", "predicted/pose", "measured/pose",
+                                                               "prediction/error"))
+                say(table_row(
+                    t, None if mocap is None else (mocap.pose.position.x, mocap.pose.position.y),
+                    None if pred is None else (pred.pose.position.x, pred.pose.position.y, pred.pose.position.z),
+                    None if pred is None else rpy(_q(pred)), None if meas is None else rpy(_q(meas)),
+                    None if err is None else np.asarray(err.data, dtype=float),
+                    format_morphology(morph_seen[-1], legs) if morph_seen else "?"))
+            time.sleep(0.02)
+        status = summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_seen, legs)
+        return status
+    finally:
+        graph.close()
+        if args.record:
+            say("  bag written to %s (jethexa-validate %s)" % (args.record, args.record))
+
+
+def _q(msg):
+    o = msg.pose.orientation
+    return (o.w, o.x, o.y, o.z)
+
+
+def _series(w, topic, t0, t1=None):
+    return [m for t, m in w.since(topic, t0) if t1 is None or t < t1]
+
+
+def summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_seen, legs) -> int:
+    from jethexa_dynamics.monitor.damage import format_morphology
+
+    problems = []
+    t_end = time.monotonic()
+    mocap = _series(w, "mocap/pose", t0)
+    say()
+    say("Summary")
+    if len(mocap) >= 2:
+        a, b = mocap[0].pose.position, mocap[-1].pose.position
+        dist = math.hypot(b.x - a.x, b.y - a.y)
+        say("  walked %.3f m in %.1f s (%.3f m/s average; commanded %.3f m/s)" % (
+            dist, t_end - t0, dist / max(1e-9, t_end - t0), args.speed))
+    else:
+        problems.append("no mocap/pose")
+    split = (t0 + t_damage) if t_damage is not None else None
+    phases = [("healthy", t0, split)] + ([("damaged", split, None)] if split is not None else [])
+    say("  prediction error vs measurement (RMS; orientation vs the IMU filter, position vs mocap):")
+    for label, a, b in phases:
+        errs = np.array([list(m.data) for t, m in w.since("prediction/error", a) if b is None or t < b])
+        if errs.size == 0:
+            problems.append("no prediction/error while %s" % label)
+            continue
+        say("    %-8s roll %.2f  pitch %.2f  yaw %.2f deg | x %.1f  y %.1f  z %.1f mm  (%d samples)" % (
+            label, *[math.degrees(rms(errs[:, i])) for i in range(3)], *[1e3 * rms(errs[:, i]) for i in range(3, 6)],
+            len(errs)))
+    pred = nodes["predictor"]
+    s = pred.stats.summary()
+    n_pred = len(_series(w, "predicted/pose", t0))
+    say("  predictor %s: %.0f poses/s (configured %.0f Hz), cycle p50 %.2f ms, p99 %.2f ms, %d re-anchors" % (
+        pred.p["predictor"], n_pred / max(1e-9, t_end - t0), pred.p["rate"], s["p50_ms"], s["p99_ms"],
+        len(getattr(pred.models.get(pred.p["predictor"]), "anchors", []))))
+    slip = _series(w, "slip/pose", t0)
+    if slip:
+        say("  slip model on slip/pose: %d poses" % len(slip))
+    if damage is not None:
+        if t_detect is None:
+            problems.append("damage %s injected but not detected" % format_morphology(damage, legs))
+            say("  damage: injected %s at %.1f s, NOT detected" % (format_morphology(damage, legs), t_damage or -1))
+        else:
+            say("  damage: injected %s at %.1f s, detected %.2f s later; gait walks on %s" % (
+                format_morphology(damage, legs), t_damage, t_detect - t_damage,
+                ",".join(nodes["gait_controller"].walker.walking_legs)))
+    if not morph_seen or list(morph_seen[0]) != [3] * len(legs) or not _converges(morph_seen, damage):
+        problems.append("unexpected morphology sequence %s" % [format_morphology(m, legs) for m in morph_seen])
+    rejected = {n: sum(node.rejected.values()) for n, node in nodes.items() if getattr(node, "rejected", None)}
+    errors = {n: node.errors for n, node in nodes.items() if getattr(node, "errors", 0)}
+    emu = nodes["robot_emulator"]
+    say("  nodes: %d running; rejected inputs %s; unexpected errors %s; world lag events %d" % (
+        len(nodes), rejected or "none", errors or "none", emu.lag_events))
+    if errors:
+        problems.append("node errors %s" % errors)
+    if graph.spin_error is not None:
+        problems.append("executor stopped: %r" % graph.spin_error)
+    if n_pred == 0 or not _series(w, "measured/pose", t0):
+        problems.append("predicted/measured pose not published")
+    if problems:
+        say("  NOT CLEAN: " + "; ".join(problems))
+        return 1
+    say("  clean run")
+    return 0
+
+
+def _converges(seen, damage) -> bool:
+    """Healthy, then (with damage) steps that only lose links and end at the injected morphology."""
+    if damage is None:
+        return len(seen) == 1
+    final = list(damage)
+    steps = [list(m) for m in seen]
+    between = all(f <= v for m in steps for v, f in zip(m, final))
+    monotone = all(all(b <= a for a, b in zip(m0, m1)) for m0, m1 in zip(steps, steps[1:]))
+    return steps[-1] == final and between and monotone
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

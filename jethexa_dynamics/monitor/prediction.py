@@ -1,0 +1,171 @@
+"""The predictor node's bookkeeping (no rclpy): measured pose, prediction error, cycle-time statistics.
+
+Quaternions are (w, x, y, z) (transforms3d); Euler angles are the paper's ZYX convention (roll about x,
+pitch about y, yaw about z; ``transforms3d`` axes ``sxyz``).
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import numpy as np
+from transforms3d.euler import quat2euler
+
+ERROR_FIELDS = ("roll", "pitch", "yaw", "x", "y", "z")
+
+
+def wrap_angle(a):
+    """Angles wrapped to (-pi, pi]."""
+    return np.arctan2(np.sin(a), np.cos(a))
+
+
+def rpy(quat_wxyz) -> np.ndarray:
+    return np.array(quat2euler(np.asarray(quat_wxyz, dtype=float), "sxyz"))
+
+
+def mat_to_quat(R) -> np.ndarray:
+    """Unit quaternion (w, x, y, z) of a rotation matrix (Shepperd's method; ~20x cheaper than
+    ``transforms3d.quaternions.mat2quat``, which solves an eigenproblem)."""
+    m = np.asarray(R, dtype=float)
+    tr = m[0, 0] + m[1, 1] + m[2, 2]
+    if tr > 0.0:
+        s = 2.0 * math.sqrt(tr + 1.0)
+        q = (0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s)
+    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
+        q = ((m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s)
+    elif m[1, 1] > m[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
+        q = ((m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s)
+    else:
+        s = 2.0 * math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
+        q = ((m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s)
+    q = np.array(q)
+    q /= np.linalg.norm(q)
+    return q if q[0] >= 0.0 else -q
+
+
+def pose_error(pred_pos, pred_quat, meas_pos: Optional[np.ndarray], meas_quat) -> np.ndarray:
+    """[roll, pitch, yaw, x, y, z] of predicted minus measured (angles wrapped; position NaN if not measured)."""
+    e = np.full(6, np.nan)
+    e[:3] = wrap_angle(rpy(pred_quat) - rpy(meas_quat))
+    if meas_pos is not None:
+        e[3:] = np.asarray(pred_pos, dtype=float) - np.asarray(meas_pos, dtype=float)
+    return e
+
+
+@dataclass
+class MeasuredPose:
+    """The robot's measured pose: orientation from the IMU filter, position from mocap when it is fresh."""
+
+    mocap_timeout: float = 0.5
+    quat: Optional[np.ndarray] = None
+    imu_time: Optional[float] = None
+    position: Optional[np.ndarray] = None
+    mocap_quat: Optional[np.ndarray] = None
+    mocap_time: Optional[float] = None
+
+    def on_imu(self, t: float, quat) -> None:
+        self.quat, self.imu_time = np.asarray(quat, dtype=float), t
+
+    def on_mocap(self, t: float, pos, quat) -> None:
+        self.position, self.mocap_quat, self.mocap_time = np.asarray(pos, float), np.asarray(quat, float), t
+
+    def mocap_fresh(self, now: float) -> bool:
+        return self.mocap_time is not None and now - self.mocap_time <= self.mocap_timeout
+
+    def current(self, now: float) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+        """(position or None, orientation or None) usable at ``now``."""
+        pos = self.position if self.mocap_fresh(now) else None
+        return pos, self.quat
+
+
+class CycleStats:
+    """Rolling cycle-time statistics (seconds in, milliseconds out)."""
+
+    def __init__(self, window: int = 2000):
+        self.samples: deque = deque(maxlen=int(window))
+        self.count = 0
+        self.overruns = 0
+
+    def add(self, seconds: float, period: Optional[float] = None) -> None:
+        self.samples.append(float(seconds))
+        self.count += 1
+        if period is not None and seconds > period:
+            self.overruns += 1
+
+    def summary(self) -> dict:
+        """{'p50_ms', 'p99_ms', 'max_ms', 'mean_ms', 'cycles', 'overruns'} (NaN before the first cycle)."""
+        if not self.samples:
+            return {"p50_ms": math.nan, "p99_ms": math.nan, "max_ms": math.nan, "mean_ms": math.nan,
+                    "cycles": 0, "overruns": 0}
+        a = 1e3 * np.asarray(self.samples)
+        return {"p50_ms": float(np.percentile(a, 50)), "p99_ms": float(np.percentile(a, 99)),
+                "max_ms": float(a.max()), "mean_ms": float(a.mean()), "cycles": self.count,
+                "overruns": self.overruns}
+
+
+# ---------------------------------------------------------------------------------------------- models
+class SlipAdapter:
+    """``models.slip_predictor.SlipPredictor`` behind the predictor protocol of the node and the replay
+    (``validation.replay.PredictorAdapter``): it starts from, and every ``horizon`` re-anchors its planar pose
+    on, the latest motion-capture pose (the slip model has no other absolute measurement)."""
+
+    name = "slip"
+
+    def __init__(self, horizon: float = 2.0, robot=None):
+        from jethexa_dynamics.models.slip_predictor import SlipPredictor
+
+        self.model = SlipPredictor(robot)
+        self.horizon = float(horizon)
+        self.anchors: list = []
+        self.notes: list = []
+        self._gt: Optional[Tuple[float, np.ndarray]] = None
+        self._last_anchor = -math.inf
+
+    def reset(self, t: float, joint_names) -> None:
+        self.model.reset(t)
+        self._last_anchor = -math.inf
+
+    def on_command(self, t: float, q, t_target: float) -> None:
+        self.model.push_joint_command(max(t, self.model.time), q)
+
+    def on_joints(self, t: float, q) -> None:
+        """Not used: the slip model runs on commands."""
+
+    def on_imu(self, t: float, quat, gyro, accel) -> None:
+        w, x, y, z = quat
+        self.model.push_imu(t, (x, y, z, w), gyro)
+
+    def on_ground_truth(self, t: float, pos, quat) -> None:
+        from transforms3d.quaternions import quat2mat
+
+        g = np.eye(4)
+        g[:3, :3] = quat2mat(quat)
+        g[:3, 3] = pos
+        self._gt = (t, g)
+
+    def on_morphology(self, t: float, links) -> None:
+        self.model.set_morphology([int(n) for n in links])
+
+    def pose(self, t: float):
+        t = max(t, self.model.time)
+        if self._gt is not None and t - self._last_anchor >= self.horizon:
+            self.model.reset(t, pose=self._gt[1])
+            self._last_anchor = t
+            self.anchors.append(t)
+        self.model.advance(t)
+        g = self.model.pose()
+        return g[:3, 3].copy(), mat_to_quat(g[:3, :3])
+
+
+def make_predictor(name: str, horizon: float):
+    """A predictor (``validation.replay.PredictorAdapter`` protocol) by name: ``boltzmann_hamel`` (the
+    simulation engine's real-time predictor), ``slip``, or any name registered with the replay registry."""
+    if name == "slip":
+        return SlipAdapter(horizon)
+    from jethexa_dynamics.validation.replay import make_predictor as from_registry
+
+    return from_registry(name, horizon=horizon)

@@ -1,0 +1,235 @@
+"""predictor: the modular whole-body model as a real-time predictor next to the robot.
+
+Inputs: ``joint_commands`` (what the servos are told; or ``joint_states`` with ``joint_source:
+joint_states``), ``joint_states`` (measured values merged in), ``imu/data`` (filtered orientation),
+``mocap/pose`` (optional ground truth), ``morphology`` (latched). The model integrates the floating-base
+dynamics with contact and re-anchors on the measurements every ``horizon`` seconds.
+
+Outputs at ``rate``: ``predicted/pose`` (geometry_msgs/PoseStamped) and ``predicted/odom`` (nav_msgs/Odometry,
+``odom`` -> ``base_link``); ``measured/pose`` (orientation from the IMU filter, position from mocap when
+fresh); ``prediction/error`` (std_msgs/Float64MultiArray: predicted - measured roll, pitch, yaw [rad] and
+x, y, z [m], NaN when not measured); with ``publish_slip`` the slip model's ``slip/pose`` and
+``slip/odom``. Cycle time p50/p99 on ``/diagnostics``.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, Optional
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension, UInt8MultiArray
+from trajectory_msgs.msg import JointTrajectory
+
+from jethexa_dynamics.monitor import node_params, validate
+from jethexa_dynamics.monitor.damage import format_morphology, morphology_from_wire
+from jethexa_dynamics.monitor.prediction import ERROR_FIELDS, CycleStats, MeasuredPose, make_predictor, pose_error
+from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec
+from jethexa_dynamics.nodes._robot import jethexa
+
+SLIP = "slip"
+
+
+def _set_pose(msg_pose, pos, quat_wxyz) -> None:
+    msg_pose.position.x, msg_pose.position.y, msg_pose.position.z = map(float, pos)
+    q = msg_pose.orientation
+    q.w, q.x, q.y, q.z = map(float, quat_wxyz)
+
+
+class PredictorNode(ThinNode):
+    def __init__(self, **kwargs):
+        super().__init__(node_params.PREDICTOR, **kwargs)
+        robot = jethexa()
+        self.leg_names = list(robot.leg_names)
+        self.joint_names = list(robot.joint_names)
+        self._t0 = time.monotonic()
+        self.q_cmd = np.zeros(len(self.joint_names))
+        self.q_meas = np.zeros(len(self.joint_names))
+        self.morphology = [3] * len(self.leg_names)
+        self.measured = MeasuredPose(self.p["mocap_timeout"])
+        self.stats = CycleStats(self.p["stats_window"])
+        self.last_error = np.full(6, np.nan)
+        self._last_pose: Dict[str, Any] = {}
+        self.models: Dict[str, Any] = {}
+        self._build_models()
+        self.pubs = {
+            "pose": self.create_publisher(PoseStamped, "predicted/pose", RELIABLE_QOS),
+            "odom": self.create_publisher(Odometry, "predicted/odom", RELIABLE_QOS),
+            "measured": self.create_publisher(PoseStamped, "measured/pose", RELIABLE_QOS),
+            "error": self.create_publisher(Float64MultiArray, "prediction/error", RELIABLE_QOS),
+            "slip_pose": self.create_publisher(PoseStamped, "slip/pose", RELIABLE_QOS),
+            "slip_odom": self.create_publisher(Odometry, "slip/odom", RELIABLE_QOS),
+        }
+        self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS)
+        self.sub(JointState, "joint_states", self._on_joint_states, SENSOR_QOS)
+        self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS)
+        self.sub(PoseStamped, "mocap/pose", self._on_mocap, SENSOR_QOS)
+        self.sub(UInt8MultiArray, "morphology", self._on_morphology, LATCHED_QOS)
+        self._timer = self.timer(1.0 / self.p["rate"], self._on_tick, "predict")
+        self._diag_timer = self.timer(1.0 / self.p["diagnostics_rate"], self._on_diag, "diagnostics")
+
+    # ------------------------------------------------------------------ models
+    def _build_models(self) -> None:
+        """(Re)create the model(s) from the parameters; ValueError keeps the old ones."""
+        names = [self.p["predictor"]] + ([SLIP] if self.p["publish_slip"] and self.p["predictor"] != SLIP else [])
+        models = {n: make_predictor(n, self.p["horizon"]) for n in names}
+        t = self.t()
+        for m in models.values():  # first calls compile/load numba code: do it here, not in the first cycle
+            m.reset(t, self.joint_names)
+            m.on_morphology(t, np.asarray(self.morphology))
+            m.on_command(t, self.q_cmd.copy(), t)
+            m.pose(t)
+            m.reset(t, self.joint_names)
+            m.on_morphology(t, np.asarray(self.morphology))
+        self.models = models
+        self._last_pose.clear()
+
+    def apply_params(self, changed: Dict[str, Any]) -> None:
+        if any(k in changed for k in ("predictor", "horizon", "publish_slip")):
+            self._build_models()
+        if "mocap_timeout" in changed:
+            self.measured.mocap_timeout = changed["mocap_timeout"]
+        if "stats_window" in changed:
+            self.stats = CycleStats(changed["stats_window"])
+        for key, period_of in (("rate", "_timer"), ("diagnostics_rate", "_diag_timer")):
+            if key in changed:
+                old = getattr(self, period_of)
+                old.cancel()
+                self.destroy_timer(old)
+                cb, name = (self._on_tick, "predict") if key == "rate" else (self._on_diag, "diagnostics")
+                setattr(self, period_of, self.timer(1.0 / changed[key], cb, name))
+
+    def t(self) -> float:
+        """Predictor time: seconds since the node started (monotonic)."""
+        return time.monotonic() - self._t0
+
+    def _each(self, method: str, *args) -> None:
+        for m in self.models.values():
+            getattr(m, method)(*args)
+
+    # ------------------------------------------------------------------ inputs
+    def _on_commands(self, msg: JointTrajectory) -> None:
+        if self.p["joint_source"] != "commands":
+            return
+        points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
+        idx, pos, t_from_start = validate.trajectory(msg.joint_names, points, self.joint_names)
+        self.q_cmd[idx] = pos
+        t = self.t()
+        self._each("on_command", t, self.q_cmd.copy(), t + t_from_start)
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        idx, pos, _ = validate.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names)
+        t = self.t()
+        self.q_meas[idx] = pos
+        if self.p["joint_source"] == "joint_states":
+            self.q_cmd[idx] = pos
+            self._each("on_command", t, self.q_cmd.copy(), t)
+        self._each("on_joints", t, self.q_meas.copy())
+
+    def _on_imu(self, msg: Imu) -> None:
+        o = msg.orientation
+        x, y, z, w = validate.imu_orientation((o.x, o.y, o.z, o.w), msg.orientation_covariance)
+        gyro = validate.finite_vector("imu/data.angular_velocity", (
+            msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z))
+        acc = validate.finite_vector("imu/data.linear_acceleration", (
+            msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z))
+        t = self.t()
+        quat = np.array([w, x, y, z])
+        self.measured.on_imu(t, quat)
+        self._each("on_imu", t, quat, gyro, acc)
+
+    def _on_mocap(self, msg: PoseStamped) -> None:
+        p, o = msg.pose.position, msg.pose.orientation
+        pos, (x, y, z, w) = validate.pose((p.x, p.y, p.z), (o.x, o.y, o.z, o.w), "mocap/pose.pose")
+        t = self.t()
+        quat = np.array([w, x, y, z])
+        self.measured.on_mocap(t, pos, quat)
+        self._each("on_ground_truth", t, pos, quat)
+
+    def _on_morphology(self, msg: UInt8MultiArray) -> None:
+        label = msg.layout.dim[0].label if msg.layout.dim else ""
+        links = morphology_from_wire(list(msg.data), label, self.leg_names)
+        if links != self.morphology:
+            self.get_logger().warning("morphology %s: model reshaped (no restart)"
+                                      % format_morphology(links, self.leg_names))
+        self.morphology = links
+        self._each("on_morphology", self.t(), np.asarray(links))
+
+    # ------------------------------------------------------------------ outputs
+    def _on_tick(self) -> None:
+        tic = time.perf_counter()
+        t = self.t()
+        stamp = self.get_clock().now().to_msg()
+        for name, model in self.models.items():
+            pos, quat = model.pose(t)
+            prefix = "slip_" if name == SLIP and name != self.p["predictor"] else ""
+            if not prefix:
+                self.pubs["pose"].publish(self._pose_msg(stamp, pos, quat))
+                self.pubs["odom"].publish(self._odom_msg(name, stamp, t, pos, quat))
+                self._publish_measured(stamp, t, pos, quat)
+            else:
+                self.pubs["slip_pose"].publish(self._pose_msg(stamp, pos, quat))
+                self.pubs["slip_odom"].publish(self._odom_msg(name, stamp, t, pos, quat))
+        self.stats.add(time.perf_counter() - tic, 1.0 / self.p["rate"])
+
+    def _pose_msg(self, stamp, pos, quat) -> PoseStamped:
+        msg = PoseStamped()
+        msg.header.stamp, msg.header.frame_id = stamp, self.p["odom_frame"]
+        _set_pose(msg.pose, pos, quat)
+        return msg
+
+    def _odom_msg(self, name: str, stamp, t: float, pos, quat) -> Odometry:
+        msg = Odometry()
+        msg.header.stamp, msg.header.frame_id = stamp, self.p["odom_frame"]
+        msg.child_frame_id = self.p["base_frame"]
+        _set_pose(msg.pose.pose, pos, quat)
+        prev = self._last_pose.get(name)
+        self._last_pose[name] = (t, np.asarray(pos, float))
+        if prev is not None and t > prev[0]:
+            from transforms3d.quaternions import quat2mat
+
+            v_world = (np.asarray(pos, float) - prev[1]) / (t - prev[0])
+            v_body = quat2mat(quat).T @ v_world  # twist in child_frame_id (REP-105)
+            msg.twist.twist.linear.x, msg.twist.twist.linear.y, msg.twist.twist.linear.z = map(float, v_body)
+        return msg
+
+    def _publish_measured(self, stamp, t: float, pos, quat) -> None:
+        mpos, mquat = self.measured.current(t)
+        if mquat is None:
+            return
+        msg = PoseStamped()
+        msg.header.stamp, msg.header.frame_id = stamp, self.p["odom_frame"]
+        _set_pose(msg.pose, mpos if mpos is not None else (np.nan, np.nan, np.nan), mquat)
+        self.pubs["measured"].publish(msg)
+        self.last_error = pose_error(pos, quat, mpos, mquat)
+        err = Float64MultiArray()
+        err.layout.dim = [MultiArrayDimension(label=",".join(ERROR_FIELDS), size=6, stride=6)]
+        err.data = [float(v) for v in self.last_error]
+        self.pubs["error"].publish(err)
+
+    def _on_diag(self) -> None:
+        s = self.stats.summary()
+        period_ms = 1e3 / self.p["rate"]
+        level = 1 if s["cycles"] and s["p99_ms"] > period_ms else 0
+        message = "cycle p50 %.2f ms, p99 %.2f ms (period %.1f ms)" % (s["p50_ms"], s["p99_ms"], period_ms)
+        model = self.models.get(self.p["predictor"])
+        values = [("predictor", self.p["predictor"]), ("horizon_s", self.p["horizon"])]
+        values += [(k, v) for k, v in s.items()]
+        values += [("morphology", format_morphology(self.morphology, self.leg_names)),
+                   ("anchors", len(getattr(model, "anchors", []))),
+                   ("mocap", "fresh" if self.measured.mocap_fresh(self.t()) else "none"),
+                   ("error_rpy_xyz", [round(float(v), 4) for v in self.last_error])]
+        self.publish_diagnostics([self.node_status(message, level, values)])
+
+
+NODE = PredictorNode  # the class graph.node_class() finds
+
+
+def main(args=None):
+    return run(PredictorNode, args)
+
+
+if __name__ == "__main__":
+    main()
