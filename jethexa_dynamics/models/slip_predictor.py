@@ -53,8 +53,8 @@ class SlipPredictor:
 
     # ---- inputs -----------------------------------------------------------------------------------------
     def reset(self, t=0.0, pose=None):
-        """Start at time t [s] with the planar pose of ``pose`` (4x4, default identity)."""
-        g = np.eye(4) if pose is None else finite_array(pose, "pose", (2,))
+        """Start afresh at time t [s] (no command history) with the planar pose of ``pose`` (4x4 base_link
+        pose, default identity)."""
         self._t = float(t)
         self._last_cmd = None
         self._feet_prev = None
@@ -62,8 +62,20 @@ class SlipPredictor:
         self._frame = None
         self._com = np.zeros(3)
         self._imu = None
+        self._planar = np.zeros(3)
+        self.anchor(t, np.eye(4) if pose is None else pose)
+
+    def anchor(self, t, pose):
+        """Re-anchor the odometry on a measured 4x4 base_link pose at time t [s], keeping the command history
+        and the current support state (for periodic re-anchoring on motion capture)."""
+        g = finite_array(pose, "pose", (2,))
+        if g.shape != (4, 4):
+            raise ValueError(f"pose: expected a 4x4 homogeneous transform, got shape {g.shape}")
+        self.advance(max(float(t), self._t))
         yaw = np.arctan2(g[1, 0], g[0, 0])
-        self._planar = np.array([g[0, 3], g[1, 3], yaw])
+        # the odometry tracks the centre of mass: the inverse of the base_link placement in pose()
+        com_world = _rot(*self.attitude(), yaw) @ self._com
+        self._planar = np.array([g[0, 3] + com_world[0], g[1, 3] + com_world[1], yaw])
 
     def set_morphology(self, m):
         """Morphology (core ``Morphology`` or intact links per leg); None = healthy. Legs without a foot
@@ -99,13 +111,16 @@ class SlipPredictor:
         q = self._joint_vector(q)
         self.advance(t)
         feet, com = self._feet(q)
-        vel = np.zeros_like(feet)
-        if self._last_cmd is not None and t > self._last_cmd:
-            vel = (feet - self._feet_prev) / (t - self._last_cmd)
+        dt = None if self._last_cmd is None or t <= self._last_cmd else t - self._last_cmd
+        vel = np.zeros_like(feet) if dt is None else (feet - self._feet_prev) / dt
         frame = self.slip.evaluate(feet, vel, present=self._present)
-        raw = frame.twist[0]
+        raw = self._planar_twist(t, q, com, vel, frame, dt)
         self._twist = self.smoothing * self._twist + (1.0 - self.smoothing) * raw
         self._frame, self._com, self._feet_prev, self._last_cmd = frame, com, feet, t
+
+    def _planar_twist(self, t, q, com, feet_velocity, frame, dt):
+        """Body twist (v_x, v_y, omega) of the COM for this command: the slipping model's Stage B."""
+        return frame.twist[0]
 
     def push_imu(self, t, quat_xyzw, gyro):
         """IMU sample; not used by the prediction, kept for ``imu_residual``."""
