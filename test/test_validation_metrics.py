@@ -3,6 +3,7 @@
 The model is not involved here (see test_validation_e2e.py); predictions are made from the analytic pose
 of the synthetic bag with a known perturbation, and every expected number is recomputed here.
 """
+import csv
 import json
 
 import numpy as np
@@ -165,9 +166,14 @@ def test_cli_report_table_csv_plots(walk_bag, tmp_path, capsys, registered):
     assert "3.00 / 3.00" in text and "3 0 3 3 0 3" in text and "overall" in text
     for f in ("orientation.png", "position.png", "errors.png"):
         assert (out / f).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    rows = [ln.split(",") for ln in (out / "timeseries_t_bad.csv").read_text().splitlines()[1:]]
-    err_roll = np.array([float(x[4]) for x in rows if x[0] == "orientation"])
+    rows = list(csv.DictReader(open(out / "timeseries_t_bad.csv")))
+    err_roll = np.array([float(x["err_roll_deg"]) for x in rows if x["kind"] == "orientation"])
     np.testing.assert_allclose(err_roll, 3.0, atol=1e-5)
+    pos = [x for x in rows if x["kind"] == "position"]
+    t = np.array([float(x["t_s"]) for x in pos])
+    ex = np.array([float(x["pred_x_m"]) - float(x["meas_x_m"]) for x in pos])
+    np.testing.assert_allclose(ex, 0.02 * (t - 2.0 * np.floor(t / 2.0 + 1e-9)), atol=2e-6)   # horizon 2 s
+    np.testing.assert_allclose([float(x["meas_y_m"]) for x in pos], S.body_pos(t)[:, 1], atol=2e-6)
 
 
 def test_cli_compare_all_one_report(walk_bag, tmp_path, capsys, registered, monkeypatch):

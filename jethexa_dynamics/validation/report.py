@@ -41,6 +41,7 @@ def build_report(bag, results, evaluations, options) -> dict:
                   "reanchor_horizon_s": r.horizon,
                   "replay": {"messages": r.n_messages, "wall_time_s": r.wall_time, "bag_time_s": r.duration,
                              "real_time_factor": r.real_time_factor, "messages_per_s": r.messages_per_s},
+                  "anchors_s": [float(a) for a in r.anchors],
                   "notes": list(r.notes)}, **ev)
             for r, ev in zip(results, evaluations)
         ],
@@ -82,7 +83,7 @@ def write_csv(result, path) -> Path:
                      + ",{:.6f},{:.6f},{:.6f},,,".format(*pp))
     if result.t_pos is not None:
         for k in range(len(result.t_pos)):
-            lines.append("position,{:.6f},".format(result.t_pos[k]) + "," * 8
+            lines.append("position,{:.6f},".format(result.t_pos[k]) + "," * 9
                          + ",".join("{:.6f}".format(v) for v in (*result.p_pred[k], *result.p_meas[k])))
     path.write_text("\n".join(lines) + "\n", encoding="utf8")
     return path
