@@ -30,7 +30,10 @@ SERVO_DRIVER = ParamSet("servo_driver", [
       unit="s"),
     P("default_move_time", "double", 0.02, "servo move time when a joint_commands point has time_from_start 0",
       lo=0.0, hi=30.0, unit="s"),
-    P("diagnostics_rate", "double", 10.0, "per-servo /diagnostics publication rate", lo=0.1, hi=50.0, unit="Hz"),
+    P("diagnostics_rate", "double", 1.0, "rate of the full /diagnostics report (every servo)", lo=0.1, hi=50.0,
+      unit="Hz"),
+    P("fault_report_rate", "double", 10.0, "rate at which servos that miss replies or report error bits are "
+      "re-reported on /diagnostics (what damage_monitor reacts to)", lo=0.5, hi=50.0, unit="Hz"),
     P("torque_on_start", "bool", True, "load the servos (torque on) when the driver starts"),
 ])
 

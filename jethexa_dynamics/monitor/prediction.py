@@ -166,6 +166,10 @@ def make_predictor(name: str, horizon: float):
     simulation engine's real-time predictor), ``slip``, or any name registered with the replay registry."""
     if name == "slip":
         return SlipAdapter(horizon)
+    if name == "boltzmann_hamel":
+        from jethexa_dynamics.sim.predictor import Predictor
+
+        return Predictor(reanchor_horizon=horizon)
     from jethexa_dynamics.validation.replay import make_predictor as from_registry
 
     return from_registry(name, horizon=horizon)

@@ -43,6 +43,7 @@ class WalkingGait:
         self.command = np.zeros(3)   # as asked
         self.applied = np.zeros(3)   # as applied (scaled down to what the walking legs can follow)
         self.t = 0.0
+        self._command_set = False
         self._build()
 
     # ------------------------------------------------------------------ configuration
@@ -68,6 +69,7 @@ class WalkingGait:
                        if gait is not None else np.zeros(0))
         self.names = [self.joint_names[3 * i + j] for i in idx for j in range(3)]
         self.t = 0.0
+        self._command_set = False  # new gait: the command must be applied to it again
         self.set_command(self.command)
 
     def configure(self, **settings) -> None:
@@ -97,6 +99,9 @@ class WalkingGait:
     def set_command(self, command: Sequence[float]) -> np.ndarray:
         """Set (vx, vy, yaw rate); scaled down until every walking foot can follow. Returns what is applied."""
         cmd = np.asarray(command, dtype=float)
+        if self._command_set and np.array_equal(cmd, self.command):
+            return self.applied  # unchanged (cmd_vel repeats at 10+ Hz): skip the reachability search
+        self._command_set = True
         self.command = cmd
         self.applied = np.zeros(3)
         if not self.can_walk:

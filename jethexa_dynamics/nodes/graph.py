@@ -48,12 +48,14 @@ class Graph:
         _close(node)
 
     def start(self) -> "Graph":
+        self._stop = threading.Event()
+
         def spin():
             try:
-                while self.context.ok():
+                while not self._stop.is_set() and self.context.ok():
                     self.executor.spin_once(timeout_sec=0.05)
             except BaseException as exc:  # noqa: BLE001 - reported to the caller (tests assert on it)
-                if self.context.ok():
+                if not self._stop.is_set() and self.context.ok():
                     self.spin_error = exc
 
         self._thread = threading.Thread(target=spin, name="rclpy-graph", daemon=True)
@@ -61,7 +63,10 @@ class Graph:
         return self
 
     def close(self) -> None:
-        """Close every node (torque off etc.), stop the executor and shut the context down."""
+        """Stop spinning, then close every node (torque off etc.) and shut the context down."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join(timeout=5.0)
         for node in reversed(self.nodes):
             try:
                 self.executor.remove_node(node)
@@ -69,13 +74,11 @@ class Graph:
                 pass
             _close(node)
         self.nodes.clear()
+        self.executor.shutdown(timeout_sec=1.0)
         try:
             self.context.try_shutdown()
         except Exception:  # noqa: BLE001
             pass
-        if self._thread is not None:
-            self._thread.join(timeout=5.0)
-        self.executor.shutdown(timeout_sec=1.0)
 
     def __enter__(self):
         return self

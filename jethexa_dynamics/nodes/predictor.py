@@ -19,6 +19,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
+from rclpy.parameter import Parameter
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
@@ -46,14 +47,26 @@ class PredictorNode(ThinNode):
         self.joint_names = list(robot.joint_names)
         self._t0 = time.monotonic()
         self.q_cmd = np.zeros(len(self.joint_names))
-        self.q_meas = np.zeros(len(self.joint_names))
+        self.q_meas = np.full(len(self.joint_names), np.nan)  # NaN = never measured
         self.morphology = [3] * len(self.leg_names)
         self.measured = MeasuredPose(self.p["mocap_timeout"])
         self.stats = CycleStats(self.p["stats_window"])
         self.last_error = np.full(6, np.nan)
         self._last_pose: Dict[str, Any] = {}
         self.models: Dict[str, Any] = {}
-        self._build_models()
+        self.model_error = ""
+        try:
+            self._build_models()
+        except ValueError as exc:  # e.g. a model that is not installed: fall back to the default, keep serving
+            default = self.params["predictor"].default
+            self.reject("parameter predictor", "%s; using %s" % (exc, default))
+            self.p["predictor"] = default
+            self.set_parameters([Parameter("predictor", value=default)])
+            try:
+                self._build_models()
+            except ValueError as exc2:
+                self.model_error = str(exc2)
+                self.get_logger().error("no predictor model available: %s" % exc2)
         self.pubs = {
             "pose": self.create_publisher(PoseStamped, "predicted/pose", RELIABLE_QOS),
             "odom": self.create_publisher(Odometry, "predicted/odom", RELIABLE_QOS),
@@ -214,6 +227,8 @@ class PredictorNode(ThinNode):
         period_ms = 1e3 / self.p["rate"]
         level = 1 if s["cycles"] and s["p99_ms"] > period_ms else 0
         message = "cycle p50 %.2f ms, p99 %.2f ms (period %.1f ms)" % (s["p50_ms"], s["p99_ms"], period_ms)
+        if not self.models:
+            level, message = 2, "no model: " + self.model_error
         model = self.models.get(self.p["predictor"])
         values = [("predictor", self.p["predictor"]), ("horizon_s", self.p["horizon"])]
         values += [(k, v) for k, v in s.items()]

@@ -51,7 +51,9 @@ class ServoDriver(ThinNode):
         self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS)
         self.create_service(Trigger, "~/emergency_stop", self._on_estop)
         self.create_service(SetBool, "~/set_torque", self._on_set_torque)
-        self._diag_timer = self.timer(1.0 / self.p["diagnostics_rate"], self._on_diag, "diagnostics")
+        self._diag_ticks = 0
+        self._tracker_lock = threading.Lock()  # the tracker is written by the bus thread, read by diagnostics
+        self._diag_timer = self.timer(1.0 / self.p["fault_report_rate"], self._on_diag, "diagnostics")
         self._pending = None
         self._pending_lock = threading.Lock()
         self._wake, self._stop = threading.Event(), threading.Event()
@@ -100,10 +102,10 @@ class ServoDriver(ThinNode):
     def apply_params(self, changed: Dict[str, Any]) -> None:
         if "publish_rate" in changed:
             self._wake.set()  # the bus thread picks up the new period
-        if "diagnostics_rate" in changed:
+        if "fault_report_rate" in changed:
             self._diag_timer.cancel()
             self.destroy_timer(self._diag_timer)
-            self._diag_timer = self.timer(1.0 / changed["diagnostics_rate"], self._on_diag, "diagnostics")
+            self._diag_timer = self.timer(1.0 / changed["fault_report_rate"], self._on_diag, "diagnostics")
 
     # ------------------------------------------------------------------ commands (executor thread)
     def _on_commands(self, msg: JointTrajectory) -> None:
@@ -159,7 +161,8 @@ class ServoDriver(ThinNode):
             self.reject("joint_commands", str(exc))
             return
         self.commanded.update(target)
-        self.tracker.set_commanded(target)
+        with self._tracker_lock:
+            self.tracker.set_commanded(target)
         self.commands_applied += 1
 
     def _read_and_publish(self) -> None:
@@ -170,7 +173,8 @@ class ServoDriver(ThinNode):
             except HardwareError as exc:
                 self.reject("servo bus", str(exc))
             else:
-                self.tracker.ingest(time.monotonic(), readings)
+                with self._tracker_lock:
+                    self.tracker.ingest(time.monotonic(), readings)
                 measured = readings.positions
         names = [j for j in self.joint_names if j in self.commanded or j in measured]
         if not names:
@@ -217,23 +221,28 @@ class ServoDriver(ThinNode):
         return response
 
     def _on_diag(self) -> None:
-        with self.lock:
-            self._diag()
-
-    def _diag(self) -> None:
-        now = time.monotonic()
+        """Every servo at ``diagnostics_rate``; servos that miss replies or report error bits at
+        ``fault_report_rate`` (what damage_monitor needs to be quick, without flooding /diagnostics)."""
+        self._diag_ticks += 1
+        full = self._diag_ticks % max(1, int(round(self.p["fault_report_rate"] / self.p["diagnostics_rate"]))) == 0
+        with self._tracker_lock:
+            snapshot = self.tracker.snapshot(time.monotonic())
         statuses = []
-        for h in self.tracker.snapshot(now):
-            level, message, values = encode_servo_status(h)
-            statuses.append(status("%s: servo %d (%s)" % (self.get_name(), h.servo_id, h.joint), message, level,
-                                   values, hardware_id="bus_servo_%d" % h.servo_id))
-        if self.joints is None:
-            node = self.node_status(self.open_error or "opening the bus", 2)
-        else:
-            node = self.node_status("e-stop active" if self.joints.emergency_stopped else "running",
-                                    1 if self.joints.emergency_stopped else 0,
-                                    [("port", self.p["port"]), ("commands_applied", self.commands_applied)])
-        self.publish_diagnostics([node] + statuses)
+        for h in snapshot:
+            if full or h.consecutive_misses or h.error_bits:
+                level, message, values = encode_servo_status(h)
+                statuses.append(status("%s: servo %d (%s)" % (self.get_name(), h.servo_id, h.joint), message,
+                                       level, values, hardware_id="bus_servo_%d" % h.servo_id))
+        if full:
+            joints = self.joints
+            if joints is None:
+                statuses.insert(0, self.node_status(self.open_error or "opening the bus", 2))
+            else:
+                statuses.insert(0, self.node_status(
+                    "e-stop active" if joints.emergency_stopped else "running", 1 if joints.emergency_stopped else 0,
+                    [("port", self.p["port"]), ("commands_applied", self.commands_applied)]))
+        if statuses:
+            self.publish_diagnostics(statuses)
 
     def close(self) -> None:
         """Torque off and close the bus (called on shutdown)."""

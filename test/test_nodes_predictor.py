@@ -1,0 +1,137 @@
+"""predictor node over real DDS: outputs and conventions, bad input on every subscription, bad parameters.
+
+Uses the cheap slip model for the wiring checks; the whole sim graph test runs the default
+(boltzmann_hamel) model.
+"""
+import math
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy")
+
+from builtin_interfaces.msg import Duration  # noqa: E402
+from geometry_msgs.msg import PoseStamped  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import Imu, JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray, UInt8MultiArray  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+
+from jethexa_dynamics.monitor.prediction import CycleStats, mat_to_quat, pose_error  # noqa: E402
+from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS  # noqa: E402
+from jethexa_dynamics.nodes.damage_monitor import morphology_msg  # noqa: E402
+from jethexa_dynamics.nodes.graph import Graph, Watcher, wait_for  # noqa: E402
+from jethexa_dynamics.nodes.predictor import PredictorNode  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.timeout(120)]
+LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
+JOINTS = ["%s_joint_%s" % (k, leg) for leg in LEGS for k in ("coxa", "femur", "tibia")]
+
+
+def test_pose_error_and_quaternions():
+    from transforms3d.euler import euler2mat, euler2quat
+
+    q = mat_to_quat(euler2mat(0.1, -0.2, 3.0, "sxyz"))
+    assert np.allclose(q, euler2quat(0.1, -0.2, 3.0, "sxyz")) or np.allclose(-q, euler2quat(0.1, -0.2, 3.0))
+    e = pose_error([1, 2, 3], euler2quat(0, 0, 3.1), None, euler2quat(0, 0, -3.1))
+    assert e[2] == pytest.approx(-(2 * math.pi - 6.2)) and np.all(np.isnan(e[3:]))
+    s = CycleStats(3)
+    for v in (0.001, 0.002, 0.003, 0.004):
+        s.add(v, period=0.0025)
+    assert s.summary()["cycles"] == 4 and s.summary()["overruns"] == 2 and s.summary()["max_ms"] == pytest.approx(4)
+
+
+def traj(names, positions, t=0.02):
+    m = JointTrajectory(joint_names=list(names))
+    m.points = [JointTrajectoryPoint(positions=[float(v) for v in positions],
+                                     time_from_start=Duration(sec=0, nanosec=int(t * 1e9)))]
+    return m
+
+
+def imu_msg(w=1.0, x=0.0, y=0.0, z=0.0, cov0=0.0):
+    m = Imu()
+    m.orientation.w, m.orientation.x, m.orientation.y, m.orientation.z = w, x, y, z
+    m.orientation_covariance[0] = cov0
+    m.linear_acceleration.z = 9.81
+    return m
+
+
+def mocap(x=0.0, y=0.0, z=0.12):
+    m = PoseStamped()
+    m.pose.position.x, m.pose.position.y, m.pose.position.z = x, y, z
+    m.pose.orientation.w = 1.0
+    return m
+
+
+@pytest.fixture
+def rig():
+    g = Graph()
+    try:
+        node = g.add(PredictorNode, {"predictor": "slip", "rate": 50.0})
+        w = g.add(Watcher)
+        for topic in ("predicted/pose", "measured/pose"):
+            w.watch(PoseStamped, topic)
+        w.watch(Odometry, "predicted/odom")
+        w.watch(Float64MultiArray, "prediction/error")
+        pubs = {
+            "joint_commands": w.create_publisher(JointTrajectory, "joint_commands", 10),
+            "joint_states": w.create_publisher(JointState, "joint_states", SENSOR_QOS),
+            "imu/data": w.create_publisher(Imu, "imu/data", SENSOR_QOS),
+            "mocap/pose": w.create_publisher(PoseStamped, "mocap/pose", SENSOR_QOS),
+            "morphology": w.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS),
+        }
+        g.start()
+        assert wait_for(lambda: all(p.get_subscription_count() > 0 for p in pubs.values()), 10.0)
+        yield g, node, w, pubs
+    finally:
+        g.close()
+
+
+def test_outputs_frames_and_measured_pose(rig):
+    g, node, w, pubs = rig
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        pubs["imu/data"].publish(imu_msg(w=math.cos(0.05), x=math.sin(0.05)))  # roll 0.1 rad
+        pubs["mocap/pose"].publish(mocap(x=0.3))
+        time.sleep(0.02)
+    assert wait_for(lambda: w.count("prediction/error") > 5, 5.0)
+    odom = w.last("predicted/odom")
+    assert odom.header.frame_id == "odom" and odom.child_frame_id == "base_link"
+    meas = w.last("measured/pose")
+    assert meas.pose.position.x == pytest.approx(0.3) and meas.pose.orientation.x == pytest.approx(math.sin(0.05))
+    err = w.last("prediction/error")
+    assert err.layout.dim[0].label == "roll,pitch,yaw,x,y,z" and len(err.data) == 6
+    assert err.data[0] == pytest.approx(-0.1, abs=0.05)  # the slip model stands level; the IMU says roll 0.1
+    assert w.last("predicted/pose").pose.position.x == pytest.approx(0.3, abs=0.02)  # anchored on mocap
+
+
+def test_bad_input_on_every_subscription(rig):
+    g, node, w, pubs = rig
+    bad = {
+        "joint_commands": [traj(JOINTS[:1], [math.nan]), traj(["hip"], [0.0]), traj(JOINTS[:2], [0.0]),
+                           JointTrajectory()],
+        "joint_states": [JointState(name=JOINTS[:2], position=[0.0]), JointState(name=["x"], position=[0.0]),
+                         JointState(name=JOINTS[:1], position=[math.inf]), JointState()],
+        "imu/data": [imu_msg(cov0=-1.0), imu_msg(w=math.nan), imu_msg(w=0.0)],
+        "mocap/pose": [mocap(x=math.nan), mocap(x=1e9)],
+        "morphology": [UInt8MultiArray(data=[3, 3]), UInt8MultiArray(data=[3, 3, 3, 3, 3, 7]), UInt8MultiArray()],
+    }
+    for topic, msgs in bad.items():
+        for m in msgs:
+            pubs[topic].publish(m)
+            time.sleep(0.02)
+    for topic, msgs in bad.items():
+        assert wait_for(lambda: node.rejected.get(topic, 0) >= len(msgs), 5.0), (topic, node.rejected)
+    for name, value in (("rate", 0.0), ("predictor", "oracle"), ("horizon", -1.0), ("joint_source", "x")):
+        res = node.set_parameters([Parameter(name, value=value)])[0]
+        assert not res.successful and name in res.reason
+    # still serving, and valid input still works
+    pubs["morphology"].publish(morphology_msg([3, 0, 3, 3, 0, 3], LEGS))
+    pubs["joint_commands"].publish(traj(JOINTS, np.zeros(18)))
+    assert wait_for(lambda: node.morphology == [3, 0, 3, 3, 0, 3], 5.0)
+    n = w.count("predicted/pose")
+    assert wait_for(lambda: w.count("predicted/pose") > n + 5, 5.0)
+    assert node.errors == 0 and g.spin_error is None
+    assert node.set_parameters([Parameter("horizon", value=0.5)])[0].successful
