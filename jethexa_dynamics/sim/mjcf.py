@@ -20,7 +20,7 @@ from jethexa_dynamics.model.urdf import parse_urdf
 
 
 def _f(x):
-    return " ".join("%.9g" % v for v in np.atleast_1d(x))
+    return " ".join("%.17g" % v for v in np.atleast_1d(x))
 
 
 def build_mjcf(urdf_path, links_per_leg=None, leg_joint_names=None, dt=1e-3, k_z=10000.0, d_z=150.0, mu=1.0,
@@ -45,7 +45,7 @@ def build_mjcf(urdf_path, links_per_leg=None, leg_joint_names=None, dt=1e-3, k_z
     def inertial(link):
         ine = urdf.links[link].inertial
         if ine is None or ine.mass <= 0.0:
-            return '<inertial pos="0 0 0" mass="1e-9" diaginertia="1e-12 1e-12 1e-12"/>'
+            return ""          # massless frame (foot, IMU): welded, no inertial needed
         from jethexa_dynamics.model.urdf import origin_to_matrix
         T = origin_to_matrix(ine.origin_xyz, ine.origin_rpy)
         I = T[:3, :3] @ ine.inertia @ T[:3, :3].T
@@ -64,7 +64,8 @@ def build_mjcf(urdf_path, links_per_leg=None, leg_joint_names=None, dt=1e-3, k_z
                                                            joint.effort))
         elif joint.type != "fixed":
             raise ValueError("joint %s: unsupported type %r" % (joint.name, joint.type))
-        out.append(pad + "  " + inertial(link))
+        if inertial(link):
+            out.append(pad + "  " + inertial(link))
         if link.startswith("foot"):
             out.append('%s  <geom name="%s_geom" type="sphere" size="%.9g" contype="1" conaffinity="0" '
                        'condim="3" friction="%.9g 0.005 0.0001" solref="%.9g %.9g" solimp="0.95 0.99 0.001"/>'

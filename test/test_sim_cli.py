@@ -1,0 +1,51 @@
+"""jethexa-sim: files, columns and units of the output, mid-run damage, clear errors for bad arguments."""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from jethexa_dynamics.sim.cli import main
+
+
+def test_run_writes_csv_plots_and_summary(tmp_path, capsys):
+    out = tmp_path / "d2"
+    assert main(["--scenario", "damage2", "--duration", "0.6", "--damage-at", "0.3", "--out", str(out),
+                 "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "Scenario damage2 (healthy until t = 0.30 s)" in text and "faster than real time" in text
+    for name in ("trajectory.csv", "orientation.png", "position.png", "summary.txt"):
+        assert (out / name).stat().st_size > 0
+    assert (out / "orientation.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with open(out / "trajectory.csv") as f:
+        header = f.readline().strip().split(",")
+    assert header[:7] == ["t", "x", "y", "z", "roll", "pitch", "yaw"]
+    data = np.loadtxt(out / "trajectory.csv", delimiter=",", skiprows=1)
+    assert data[0, 0] == 0.0 and data[-1, 0] == pytest.approx(0.6) and len(data) == 601
+    assert np.isfinite(data).all()
+    assert data[0, 3] == pytest.approx(0.12) and np.abs(data[:, 4:7]).max() < 0.5     # metres, radians
+    lm = header.index("contact_LM")
+    assert data[data[:, 0] > 0.31, lm].max() == 0.0          # LM lost its foot at 0.3 s
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--scenario", "damage3"], "--scenario must be one of healthy|damage1|damage2"),
+    (["--gait", "trot"], "--gait must be one of tripod|wave|ripple"),
+    (["--damage-at", "1"], "--damage-at needs a damage scenario"),
+    (["--scenario", "damage1", "--damage-at", "9", "--duration", "2"], r"--damage-at=9.0 outside"),
+    (["--step-length", "0.19"], "cannot reach"),
+    (["--duration", "-1"], "--duration=-1.0 outside"),
+    (["--dt", "0.5"], "dt=0.5 outside the allowed range"),
+])
+def test_bad_arguments(args, msg, capsys):
+    extra = [] if "--duration" in args else ["--duration", "0.1"]
+    assert main(args + extra + ["--quiet"]) == 2
+    assert re.search(msg, capsys.readouterr().err)
+
+
+def test_console_script_help():
+    exe = os.path.join(os.path.dirname(sys.executable), "jethexa-sim")
+    r = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "--damage-at SECONDS" in r.stdout
