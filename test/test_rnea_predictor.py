@@ -94,7 +94,7 @@ def test_registry_predictors_share_the_interface(robot, gait):
         pred.push_imu(DT, [0, 0, 0, 1], [0, 0, 0])
         pred.advance(2 * DT)
         g = pred.pose()
-        assert g.shape == (4, 4) and pred.twist().shape == (6,)
+        assert g.shape == (4, 4) and pred.twist.shape == (6,)
         anchor = np.eye(4)
         anchor[:3, 3] = [1.0, 2.0, 0.1]
         pred.anchor(3 * DT, anchor)

@@ -113,7 +113,7 @@ def test_imu_residual_and_twist(robot, geometry):
     pred.push_imu(0.0, [np.sin(r / 2), 0, 0, np.cos(r / 2)], [0, 0, 0.2])
     res = pred.imu_residual()
     assert res[0] == pytest.approx(pred.attitude()[0] - r) and res[2] == pytest.approx(-0.2)
-    assert pred.twist().shape == (6,)
+    assert pred.twist.shape == (6,)
 
 
 def test_bad_input(robot):
@@ -131,3 +131,48 @@ def test_bad_input(robot):
         pred.push_imu(1.0, [0, 0, 1], [0, 0, 0])
     with pytest.raises(ValueError, match="morphology"):
         pred.set_morphology([3, 3])
+
+
+def test_move_time_commands_equal_shifted_finite_differences(robot, geometry):
+    """command(t, q, move_time) moves from the set-point to q over the move; the same twists as
+    push_joint_command(t + move_time, q), one move later; after the last move the body stops."""
+    gait = Gait(geometry, kind="tripod", command=(0.04, 0.0, 0.2))
+    t, q = commands(gait, cycles=1)
+    a, b = SlipPredictor(robot), SlipPredictor(robot)
+    for tk, qk in zip(t, q):
+        a.command(tk, qk, move_time=DT)
+        b.push_joint_command(tk + DT, qk)
+    end = a.predict(t[-1] + DT)
+    np.testing.assert_allclose(end, b.predict(t[-1] + 2 * DT), atol=1e-12)
+    np.testing.assert_allclose(a.predict(t[-1] + 5.0), end, atol=1e-15)
+
+
+def test_main_predictor_interface_and_mocap_reanchoring(robot, geometry):
+    gait = Gait.paper_tripod(geometry)
+    names = list(robot.joint_names)[::-1]                 # any joint order given at reset
+    pred = SlipPredictor(robot, reanchor_horizon=0.5)
+    pred.reset(0.0, joint_names=names)
+    ref = SlipPredictor(robot, reanchor_horizon=0.5)
+    order = [robot.joint_names.index(n) for n in names]
+    for tk in np.arange(0.0, 0.3, DT):
+        qk = gait.joint_targets(tk)
+        pred.on_command(tk, qk[order], tk + DT)
+        ref.command(tk, qk, move_time=DT)
+    pos, quat = pred.pose(0.3)
+    np.testing.assert_allclose(pos, ref.predict(0.3)[:3, 3], atol=1e-12)
+    from transforms3d.quaternions import quat2mat
+    np.testing.assert_allclose(quat2mat(quat), pred.pose_matrix[:3, :3], atol=1e-12)
+    # ground truth at 0.3 s: the next anchor (first measurement time) puts the planar pose there
+    mocap = np.array([1.0, -2.0, 0.12])
+    yaw = 0.4
+    q_m = np.array([np.cos(yaw / 2), 0, 0, np.sin(yaw / 2)])
+    pred.on_ground_truth(0.3, mocap, q_m)
+    pred.on_imu(0.31, q_m, [0, 0, 0.1], [0, 0, 9.81])
+    pred.measure_joints(0.31, np.full(18, np.nan))
+    pos, quat = pred.pose(0.31)
+    assert pred.anchors == [0.3]
+    np.testing.assert_allclose(pred.planar_pose()[2], yaw, atol=1e-12)
+    np.testing.assert_allclose(pos[:2], mocap[:2], atol=1e-9)      # no twist after the last move ended
+    pred.on_morphology(0.32, [3, 0, 3, 3, 0, 3])
+    assert pred.robot.leg_names == ["LF", "LR", "RF", "RR"]
+    assert pred.cycle_stats()["n"] >= 2

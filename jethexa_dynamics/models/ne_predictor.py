@@ -33,31 +33,20 @@ class NewtonEulerPredictor(SlipPredictor):
 
     name = "newton_euler"
 
-    def __init__(self, robot=None, stiffness=5000.0, scheme="full"):
+    def __init__(self, robot=None, morphology=None, reanchor_horizon=2.0, stiffness=5000.0, scheme="full"):
         if scheme not in ("full", "paper"):
             raise ValueError(f"scheme: expected 'full' or 'paper', got {scheme!r}")
         self.scheme = scheme
         self._ne_full = None
-        super().__init__(robot, stiffness)
+        super().__init__(robot, morphology, reanchor_horizon, stiffness)
         self._ne_full = NewtonEulerRobot.from_urdf(self.full.urdf_path)
-        self.set_morphology(None)
+        self.set_morphology(self._initial_morphology)
 
-    def set_morphology(self, m):
-        super().set_morphology(m)
+    def set_morphology(self, morphology, t=None):
+        super().set_morphology(morphology, t)
         if self._ne_full is not None:
             self.dynamics = self._ne_full.with_morphology(self.robot.morphology.links_per_leg)
-        self._qd_prev = None
-        self._body_prev = None
-        self._tau = None
-        self._grf = None
-        self.twist_rank = 0
-
-    def reset(self, t=0.0, pose=None):
-        super().reset(t, pose)
-        self._qd_prev = None
-        self._body_prev = None
-        self._tau = None
-        self._grf = None
+        self._qd_prev = self._body_prev = self._tau = self._grf = None
         self.twist_rank = 0
 
     def _planar_twist(self, t, q, com, feet_velocity, frame, dt):

@@ -1,18 +1,30 @@
 """Slipping-model predictor for the JetHexa (or any URDF robot): commanded joint angles in, roll, pitch, yaw
-rate and planar odometry out. No IMU, no joint feedback, no dynamics: the quasi-static model of paper 001.
+rate and planar odometry out. No joint feedback, no dynamics: the quasi-static model of paper 001.
 
 Per joint command: feet = the core model's ``robot.tip_poses(q)`` relative to the whole-robot centre of
-mass (the model's body origin), foot velocities by finite differences of consecutive commands; Stage A
-decides which feet touch (the gait phase enters only through the commanded foot heights); Stage B gives the
-body twist, held until the next command and integrated on SE(2).
+mass (the model's body origin); foot velocities = the commanded motion (target minus set-point over the
+move time, or the finite difference of consecutive commands when the move time is 0); Stage A decides which
+feet touch (the gait phase enters only through the commanded foot heights); Stage B gives the body twist,
+held over the move and integrated on SE(2). Every ``reanchor_horizon`` seconds the planar pose is re-anchored
+on the latest motion-capture pose, if any (roll and pitch are the model's own; the IMU is only compared).
 
-Pose convention: ``pose()`` is the 4x4 pose of base_link in the world (z up). Its yaw and xy come from the
-integrated planar twist of the centre of mass, roll/pitch/height from Stage A (small angles:
-R = Rz(yaw) Ry(pitch) Rx(roll), pitch > 0 nose down, roll > 0 left side up).
+The public interface mirrors ``jethexa_dynamics.sim.predictor.Predictor`` (``reset``, ``command``,
+``set_morphology``, ``measure_imu``, ``measure_pose``, ``measure_joints``, ``predict``, ``pose_matrix``,
+``twist``, ``position``, ``quaternion``, ``cycle_stats`` and the replay protocol ``on_*`` / ``pose(t)``), so
+it can stand in for it; the earlier streaming calls (``push_joint_command``, ``push_imu``, ``advance``,
+``pose()`` without a time -> 4x4) keep working.
+
+Pose convention: base_link in the world (z up); yaw and xy from the integrated planar twist of the centre
+of mass, roll/pitch/height from Stage A (small angles: R = Rz(yaw) Ry(pitch) Rx(roll), pitch > 0 nose down,
+roll > 0 left side up). Quaternions (w, x, y, z) like the main predictor, except ``push_imu`` (x, y, z, w).
 """
+import math
+import time
+from collections import deque
+
 import numpy as np
 
-from ._checks import finite_array, positive_scalar
+from ._checks import finite_array
 from .newton_euler import NewtonEulerRobot
 from .se2 import compose, se2_exp
 from .slip import SlipModel
@@ -26,76 +38,117 @@ def _rot(roll, pitch, yaw):
                      [-sp, cp * sr, cp * cr]])
 
 
+def _quat_wxyz(R):
+    """Unit quaternion (w, x, y, z), w >= 0, of a rotation matrix."""
+    w = math.sqrt(max(0.0, 1.0 + R[0, 0] + R[1, 1] + R[2, 2])) / 2
+    x = math.copysign(math.sqrt(max(0.0, 1.0 + R[0, 0] - R[1, 1] - R[2, 2])) / 2, R[2, 1] - R[1, 2])
+    y = math.copysign(math.sqrt(max(0.0, 1.0 - R[0, 0] + R[1, 1] - R[2, 2])) / 2, R[0, 2] - R[2, 0])
+    z = math.copysign(math.sqrt(max(0.0, 1.0 - R[0, 0] - R[1, 1] + R[2, 2])) / 2, R[1, 0] - R[0, 1])
+    q = np.array([w, x, y, z])
+    return q / np.linalg.norm(q)
+
+
+def _quat_matrix(q, field):
+    q = finite_array(q, field, (1,), last_dim=4)
+    n = np.linalg.norm(q)
+    if not n > 0.5:
+        raise ValueError(f"{field}: expected a unit quaternion, got {q}")
+    w, x, y, z = q / n
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def _time(t, field="t"):
+    t = float(t)
+    if not math.isfinite(t):
+        raise ValueError(f"{field}: must be a finite time [s], got {t!r}")
+    return t
+
+
 class SlipPredictor:
     """Real-time slipping-model predictor.
 
-    robot: core ``LeggedRobot`` (default: the bundled JetHexa). stiffness [N/m] per leg (servo and foot
-    compliance; to be identified), mu [1/(m/s)] and anisotropy (N_legs, 2): the model's friction parameters
-    (velocities depend only on their ratios). smoothing: the paper's IIR low-pass gamma on the twist (0 = off;
-    0.15 at 100 Hz for Spirit). Weight = total mass x 9.81 N.
+    robot: core ``LeggedRobot`` (default: the bundled JetHexa); morphology: initial morphology;
+    reanchor_horizon [s] between re-anchors on motion capture (inf: never); stiffness [N/m] per leg (servo
+    and foot compliance; to be identified), mu [1/(m/s)] and anisotropy (N_legs, 2): the model's friction
+    parameters (velocities depend only on their ratios); smoothing: the paper's IIR low-pass gamma on the
+    twist (0 = off; the paper used 0.15 at 100 Hz for Spirit); imu_yaw: also take the yaw from the IMU at
+    re-anchors. Weight = total mass x 9.81 N.
     """
 
     name = "slip"
 
-    def __init__(self, robot=None, stiffness=5000.0, mu=1.0, anisotropy=None, smoothing=0.0):
+    def __init__(self, robot=None, morphology=None, reanchor_horizon=2.0, stiffness=5000.0, mu=1.0,
+                 anisotropy=None, smoothing=0.0, imu_yaw=False):
         if robot is None:
             from ..model import LeggedRobot
             robot = LeggedRobot.jethexa()
         self.full = robot.full
         self.com_model = NewtonEulerRobot.from_urdf(self.full.urdf_path) if self.full.urdf_path else None
-        legs = list(self.full.leg_names)
-        self.slip = SlipModel(len(legs), stiffness, mu, anisotropy, weight=self.full.total_mass * 9.81)
+        self.slip = SlipModel(len(self.full.leg_names), stiffness, mu, anisotropy,
+                              weight=self.full.total_mass * 9.81)
         self.smoothing = float(smoothing)
         if not 0.0 <= self.smoothing < 1.0:
             raise ValueError(f"smoothing: IIR gamma must be in [0, 1), got {smoothing!r}")
-        self.set_morphology(None)
+        self.horizon = float(reanchor_horizon)
+        if not self.horizon > 0:
+            raise ValueError(f"reanchor_horizon: must be > 0 s (inf: never), got {reanchor_horizon!r}")
+        self.imu_yaw = bool(imu_yaw)
+        self._initial_morphology = morphology
+        self._wall = deque(maxlen=20000)
+        self.notes = []
         self.reset()
 
-    # ---- inputs -----------------------------------------------------------------------------------------
-    def reset(self, t=0.0, pose=None):
-        """Start afresh at time t [s] (no command history) with the planar pose of ``pose`` (4x4 base_link
-        pose, default identity)."""
-        self._t = float(t)
-        self._last_cmd = None
-        self._feet_prev = None
+    # ---- set-up -----------------------------------------------------------------------------------------
+    def reset(self, t=0.0, joint_names=None, pose=None):
+        """Start afresh at time t [s] (no command history, initial morphology) with the planar pose of
+        ``pose`` (4x4 base_link pose, default identity); later joint vectors are in ``joint_names`` order
+        (default: the healthy robot's)."""
+        names = list(self.full.joint_names) if joint_names is None else list(joint_names)
+        unknown = [n for n in names if n not in self.full.joint_names]
+        if unknown:
+            raise ValueError(f"joint_names: unknown joints {unknown}")
+        self.joint_names = names
+        self._cols = np.array([self.full.joint_names.index(n) for n in names], dtype=int)
+        self._q_set = np.zeros(len(self.full.joint_names))
+        self._t = _time(t)
+        self._imu = self._mocap = self._next_anchor = None
+        self.anchors = []
+        self._wall.clear()
         self._twist = np.zeros(3)
+        self._twist_until = math.inf
         self._frame = None
         self._com = np.zeros(3)
-        self._imu = None
         self._planar = np.zeros(3)
+        self.set_morphology(self._initial_morphology)
         self.anchor(t, np.eye(4) if pose is None else pose)
 
-    def anchor(self, t, pose):
-        """Re-anchor the odometry on a measured 4x4 base_link pose at time t [s], keeping the command history
-        and the current support state (for periodic re-anchoring on motion capture)."""
-        g = finite_array(pose, "pose", (2,))
-        if g.shape != (4, 4):
-            raise ValueError(f"pose: expected a 4x4 homogeneous transform, got shape {g.shape}")
-        self.advance(max(float(t), self._t))
-        yaw = np.arctan2(g[1, 0], g[0, 0])
-        # the odometry tracks the centre of mass: the inverse of the base_link placement in pose()
-        com_world = _rot(*self.attitude(), yaw) @ self._com
-        self._planar = np.array([g[0, 3] + com_world[0], g[1, 3] + com_world[1], yaw])
-
-    def set_morphology(self, m):
-        """Morphology (core ``Morphology`` or intact links per leg); None = healthy. Legs without a foot
-        (removed or truncated) leave the slipping model's list."""
-        self.robot = self.full if m is None else self.full.with_morphology(m)
-        counts = self.robot.morphology.links_per_leg
+    def set_morphology(self, morphology, t=None):
+        """Morphology (core ``Morphology``, intact links per leg, or {leg: links}; None = healthy) from time t
+        (default now). Legs without a foot (removed or truncated) leave the slipping model's list."""
+        if t is not None:
+            self.advance(_time(t))
+        if isinstance(morphology, dict):
+            unknown = set(morphology) - set(self.full.leg_names)
+            if unknown:
+                raise ValueError(f"morphology: unknown legs {sorted(unknown)}; legs are {self.full.leg_names}")
+            n = self.full.description.n_joints
+            morphology = [morphology.get(leg, int(k)) for leg, k in zip(self.full.leg_names, n)]
+        self.robot = self.full if morphology is None else self.full.with_morphology(morphology)
         self._present = np.array([leg in self.robot.tip_legs for leg in self.full.leg_names])
         self._tip_rows = np.array([self.full.leg_names.index(leg) for leg in self.robot.tip_legs], dtype=int)
-        self._com_robot = None if self.com_model is None else self.com_model.with_morphology(counts)
+        self._com_robot = (None if self.com_model is None
+                           else self.com_model.with_morphology(self.robot.morphology.links_per_leg))
         self._last_cmd = None          # no finite difference across a morphology change
+        self._feet_set = None
 
-    def _joint_vector(self, q):
-        q = finite_array(q, "q", (1,))
-        if q.shape[0] == len(self.robot.joint_names):
-            return q
-        if q.shape[0] == len(self.full.joint_names):
-            return q[self.robot.joint_index_in_full]
-        raise ValueError(f"q: expected {len(self.robot.joint_names)} (current morphology) or "
-                         f"{len(self.full.joint_names)} (healthy) joint angles, got {q.shape[0]}")
+    @property
+    def time(self):
+        """Time [s] the prediction has reached."""
+        return self._t
 
+    # ---- inputs -----------------------------------------------------------------------------------------
     def _feet(self, q):
         """Feet (N_legs, 3) relative to the COM in base_link axes (absent legs: 0), and the COM."""
         com = np.zeros(3) if self._com_robot is None else self._com_robot.center_of_mass(q)
@@ -103,48 +156,141 @@ class SlipPredictor:
         feet[self._tip_rows] = self.robot.tip_poses(q)[:, :3, 3] - com
         return feet, com
 
-    def push_joint_command(self, t, q):
-        """Commanded joint angles [rad] at time t [s] (current-morphology or healthy joint order)."""
-        t = float(t)
-        if not np.isfinite(t):
-            raise ValueError("t: must be finite")
-        q = self._joint_vector(q)
+    def command(self, t, targets, move_time=0.0, joints=None):
+        """Joint command issued at t [s]: move ``joints`` (names or indices into ``joint_names``; default all)
+        to ``targets`` [rad] over ``move_time`` [s] (0: the finite difference to the previous command)."""
+        t = _time(t)
+        cols = self._cols if joints is None else np.array(
+            [self._cols[self.joint_names.index(j)] if isinstance(j, str) else self._cols[int(j)] for j in joints],
+            dtype=int)
+        q = finite_array(targets, "targets", (1,))
+        if q.shape != cols.shape:
+            raise ValueError(f"targets: expected {cols.size} joint angles, got {q.size}")
+        mt = float(move_time)
+        if not (math.isfinite(mt) and 0.0 <= mt <= 30.0):
+            raise ValueError(f"move_time: {move_time!r} outside [0, 30] s")
         self.advance(t)
+        self._q_set[cols] = q
+        self._apply(t, self._q_set[self.robot.joint_index_in_full], mt)
+
+    def push_joint_command(self, t, q):
+        """Commanded joint angles [rad] reached at time t [s] (current-morphology or healthy joint order)."""
+        t = _time(t)
+        q = finite_array(q, "q", (1,))
+        if q.shape[0] == len(self.robot.joint_names):
+            self._q_set[self.robot.joint_index_in_full] = q
+        elif q.shape[0] == len(self.full.joint_names):
+            self._q_set[:] = q
+        else:
+            raise ValueError(f"q: expected {len(self.robot.joint_names)} (current morphology) or "
+                             f"{len(self.full.joint_names)} (healthy) joint angles, got {q.shape[0]}")
+        self.advance(t)
+        self._apply(t, self._q_set[self.robot.joint_index_in_full], 0.0)
+
+    def _apply(self, t, q, move_time):
+        """New set-point q (current morphology's joints) from t: evaluate the model, hold its twist."""
         feet, com = self._feet(q)
-        dt = None if self._last_cmd is None or t <= self._last_cmd else t - self._last_cmd
-        vel = np.zeros_like(feet) if dt is None else (feet - self._feet_prev) / dt
+        if move_time > 0 and self._feet_set is not None:
+            dt, prev = move_time, self._feet_set
+        elif self._last_cmd is not None and t > self._last_cmd:
+            dt, prev = t - self._last_cmd, self._feet_set
+        else:
+            dt, prev = None, feet
+        vel = np.zeros_like(feet) if dt is None else (feet - prev) / dt
         frame = self.slip.evaluate(feet, vel, present=self._present)
         raw = self._planar_twist(t, q, com, vel, frame, dt)
         self._twist = self.smoothing * self._twist + (1.0 - self.smoothing) * raw
-        self._frame, self._com, self._feet_prev, self._last_cmd = frame, com, feet, t
+        self._twist_until = t + move_time if move_time > 0 else math.inf
+        self._frame, self._com, self._feet_set, self._last_cmd = frame, com, feet, t
 
     def _planar_twist(self, t, q, com, feet_velocity, frame, dt):
         """Body twist (v_x, v_y, omega) of the COM for this command: the slipping model's Stage B."""
         return frame.twist[0]
 
+    def measure_imu(self, t, quat, gyro=None):
+        """IMU orientation (w, x, y, z) and rates [rad/s] at t: compared (``imu_residual``), and its yaw is
+        used at re-anchors with ``imu_yaw``."""
+        R = _quat_matrix(quat, "quat")
+        g = np.zeros(3) if gyro is None else finite_array(gyro, "gyro", (1,), last_dim=3)
+        self._imu = (_time(t), R, g)
+        self._first_anchor(self._imu[0])
+
     def push_imu(self, t, quat_xyzw, gyro):
-        """IMU sample; not used by the prediction, kept for ``imu_residual``."""
-        quat = finite_array(quat_xyzw, "quat_xyzw", (1,), last_dim=4)
-        gyro = finite_array(gyro, "gyro", (1,), last_dim=3)
-        x, y, z, w = quat / np.linalg.norm(quat)
-        roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
-        pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1, 1))
-        self._imu = (float(t), roll, pitch, gyro)
+        """IMU sample with an (x, y, z, w) quaternion (the ROS message order)."""
+        x, y, z, w = finite_array(quat_xyzw, "quat_xyzw", (1,), last_dim=4)
+        self.measure_imu(t, (w, x, y, z), gyro)
+
+    def measure_pose(self, t, position, quat):
+        """Motion-capture pose of base_link: position [m] (world) and orientation (w, x, y, z)."""
+        p = finite_array(position, "position", (1,), last_dim=3)
+        self._mocap = (_time(t), p, _quat_matrix(quat, "quat"))
+        self._first_anchor(self._mocap[0])
+
+    def measure_joints(self, t, angles):
+        """Measured joint angles: not used (the model runs on commands); checked for shape only."""
+        q = np.asarray(angles, dtype=float).reshape(-1)
+        if q.shape != self._cols.shape:
+            raise ValueError(f"angles: expected {self._cols.size} values, got {q.size}")
+
+    def _first_anchor(self, t):
+        if self._next_anchor is None:
+            self._next_anchor = max(t, self._t)
+
+    def anchor(self, t, pose):
+        """Re-anchor the odometry on a 4x4 base_link pose at time t [s], keeping the command history and the
+        current support state."""
+        g = finite_array(pose, "pose", (2,))
+        if g.shape != (4, 4):
+            raise ValueError(f"pose: expected a 4x4 homogeneous transform, got shape {g.shape}")
+        self._integrate(max(_time(t), self._t))
+        yaw = math.atan2(g[1, 0], g[0, 0])
+        # the odometry tracks the centre of mass: the inverse of the base_link placement in pose_matrix
+        com_world = _rot(*self.attitude(), yaw) @ self._com
+        self._planar = np.array([g[0, 3] + com_world[0], g[1, 3] + com_world[1], yaw])
+
+    def _anchor_on_measurements(self, t):
+        if self._mocap is not None and self._mocap[0] <= t + 1e-9:
+            g = np.eye(4)
+            g[:3, :3], g[:3, 3] = self._mocap[2], self._mocap[1]
+            self.anchor(t, g)
+            self.anchors.append(t)
+        elif self.imu_yaw and self._imu is not None and self._imu[0] <= t + 1e-9:
+            g = self.pose_matrix
+            g[:3, :3] = _rot(0.0, 0.0, math.atan2(self._imu[1][1, 0], self._imu[1][0, 0]))
+            self.anchor(t, g)
+            self.anchors.append(t)
+        self._next_anchor = t + self.horizon
+
+    # ---- prediction -------------------------------------------------------------------------------------
+    def _integrate(self, t):
+        """Integrate the held planar twist up to t (zero after the current move has ended)."""
+        while t > self._t:
+            end = min(t, self._twist_until)
+            if end > self._t:
+                self._planar = compose(self._planar, se2_exp(self._twist[None], end - self._t)[0])
+                self._t = end
+            if self._t < t:                 # the move is over: the feet stand still, so does the body
+                self._twist = np.zeros(3)
+                self._twist_until = math.inf
 
     def advance(self, t):
-        """Integrate the held planar twist up to time t [s]."""
-        t = float(t)
+        """Integrate up to time t [s], re-anchoring when due."""
+        t = _time(t)
         if t < self._t - 1e-9:
-            raise ValueError(f"t: {t} s is before the predictor's time {self._t} s")
-        if t > self._t:
-            self._planar = compose(self._planar, se2_exp(self._twist[None], t - self._t)[0])
-            self._t = t
+            raise ValueError(f"t: {t} s is before the predictor's time {self._t} s (time only runs forward)")
+        while self._next_anchor is not None and self._next_anchor <= t:
+            self._integrate(self._next_anchor)
+            self._anchor_on_measurements(self._next_anchor)
+        self._integrate(t)
+
+    def predict(self, t):
+        """Integrate to t [s]; returns the 4x4 pose of base_link."""
+        w0 = time.perf_counter()
+        self.advance(t)
+        self._wall.append(time.perf_counter() - w0)
+        return self.pose_matrix
 
     # ---- outputs ----------------------------------------------------------------------------------------
-    @property
-    def time(self):
-        return self._t
-
     @property
     def frame(self):
         """Last ``SlipFrames`` (1 frame): contact, loads [N], status, roll, pitch, ... or None."""
@@ -167,8 +313,9 @@ class SlipPredictor:
         """(x [m], y [m], yaw [rad]) of the centre of mass in the world (yaw not wrapped)."""
         return self._planar.copy()
 
-    def pose(self):
-        """4x4 pose of base_link in the world."""
+    @property
+    def pose_matrix(self):
+        """4x4 pose of base_link in the world at ``time``."""
         roll, pitch = self.attitude()
         x, y, yaw = self._planar
         R = _rot(roll, pitch, yaw)
@@ -178,33 +325,83 @@ class SlipPredictor:
         g[:3, 3] = np.array([x, y, height]) - R @ self._com
         return g
 
+    @property
     def twist(self):
-        """Body twist of base_link [v (3) m/s, w (3) rad/s] in base_link (quasi-static: planar only)."""
+        """Base twist [v (3) m/s, w (3) rad/s] of base_link in base_link (quasi-static: planar only)."""
         v = np.array([self._twist[0], self._twist[1], 0.0])
         w = np.array([0.0, 0.0, self._twist[2]])
         return np.concatenate([v - np.cross(w, self._com), w])
+
+    @property
+    def position(self):
+        return self.pose_matrix[:3, 3].copy()
+
+    @property
+    def quaternion(self):
+        """(w, x, y, z) of the predicted orientation."""
+        return _quat_wxyz(self.pose_matrix[:3, :3])
 
     def imu_residual(self):
         """Predicted minus measured (roll, pitch, yaw rate) for the last IMU sample, or None."""
         if self._imu is None:
             return None
         roll, pitch = self.attitude()
-        _, r, p, gyro = self._imu
-        return np.array([roll - r, pitch - p, self._twist[2] - gyro[2]])
+        R = self._imu[1]
+        r_m = math.atan2(R[2, 1], R[2, 2])
+        p_m = math.asin(max(-1.0, min(1.0, -R[2, 0])))
+        return np.array([roll - r_m, pitch - p_m, self._twist[2] - self._imu[2][2]])
+
+    def cycle_stats(self):
+        """Wall time per ``predict`` call [s]: {'n', 'p50', 'p99', 'mean', 'max'} (NaN before any call)."""
+        if not self._wall:
+            return {"n": 0, "p50": math.nan, "p99": math.nan, "mean": math.nan, "max": math.nan}
+        a = np.asarray(self._wall)
+        return {"n": len(a), "p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
+                "mean": float(a.mean()), "max": float(a.max())}
+
+    # ---- validation.replay.PredictorAdapter protocol ----------------------------------------------------
+    def on_command(self, t, q, t_target):
+        t = max(_time(t), self._t)
+        self.command(t, q, move_time=max(0.0, float(t_target) - t))
+
+    def on_joints(self, t, q):
+        self.measure_joints(t, q)
+
+    def on_imu(self, t, quat, gyro=None, accel=None):
+        self.measure_imu(t, quat, gyro)
+
+    def on_ground_truth(self, t, pos, quat):
+        self.measure_pose(t, pos, quat)
+
+    def on_morphology(self, t, links):
+        self.set_morphology([int(n) for n in links], max(_time(t), self._t))
+
+    def pose(self, t=None):
+        """With t: advance to t and return (position (3,), quaternion (w, x, y, z)) (replay protocol).
+        Without: the 4x4 pose of base_link now (the streaming interface)."""
+        if t is None:
+            return self.pose_matrix
+        self.predict(max(_time(t), self._t))
+        return self.position, self.quaternion
 
     # ---- whole trajectories at once --------------------------------------------------------------------
     def evaluate_commands(self, t, q, method="prefix"):
-        """Offline: all commands (T,) times [s] and (T, n) angles at once, integrated by the SE(2) prefix
-        product. Returns ``SlipTrajectory`` (frames and (T + 1, 3) planar poses of the COM) for the current
-        morphology, starting from the planar pose at ``reset``. Same twists as feeding the commands one by
-        one (with smoothing 0)."""
+        """Offline: all commands (T,) times [s] and (T, n) angles (current-morphology or healthy order)
+        at once, integrated by the SE(2) prefix product. Returns ``SlipTrajectory`` (frames and (T + 1, 3)
+        planar poses of the COM) starting from the current planar pose. Same twists as feeding the commands
+        one by one with ``push_joint_command`` (smoothing 0)."""
         t = finite_array(t, "t", (1,))
         q = finite_array(q, "q", (2,))
         if q.shape[0] != t.shape[0]:
             raise ValueError(f"q: {q.shape[0]} commands for {t.shape[0]} times")
         if np.any(np.diff(t) <= 0):
             raise ValueError("t: command times must increase")
-        feet = np.array([self._feet(self._joint_vector(qk))[0] for qk in q])
+        if q.shape[1] == len(self.full.joint_names) != len(self.robot.joint_names):
+            q = q[:, self.robot.joint_index_in_full]
+        elif q.shape[1] != len(self.robot.joint_names):
+            raise ValueError(f"q: expected {len(self.robot.joint_names)} or {len(self.full.joint_names)} "
+                             f"joint angles per command, got {q.shape[1]}")
+        feet = np.array([self._feet(qk)[0] for qk in q])
         vel = np.zeros_like(feet)
         vel[1:] = np.diff(feet, axis=0) / np.diff(t)[:, None, None]
         dt = np.append(np.diff(t), 0.0)            # each twist is held until the next command
