@@ -182,30 +182,6 @@ class Trajectory:
     def twist(self):
         return self.data[:, R_V]
 
-    def center_of_mass(self):
-        """Whole-body CoM (m, world) of the present links (main body + intact links)."""
-        data = self.robot.kernel_data
-        n_joints, mass = data[0], data[3]
-        nmax = data[2].shape[1]
-        R, p, xp = np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6))
-        c, Ic = np.empty((nmax, 3)), np.empty((nmax, 3, 3))
-        m_tot = float(data[7][0])
-        acc = m_tot * np.asarray(data[8], dtype=float)
-        for i in range(len(n_joints)):
-            kernels.leg_kinematics(data, i, self.theta, R, p, xp, c, Ic)
-            for k in range(n_joints[i]):
-                if self.mask[i, k] > 0.5:
-                    m_tot += mass[i, k]
-                    acc = acc + mass[i, k] * c[k]
-        return self.p + self.R @ (acc / m_tot)
-
-    def energy(self):
-        """(kinetic, potential) energy (J) of the present links; potential = m g z_com (ground-independent)."""
-        red = self.robot.with_morphology(self.morphology)
-        q = self.theta[red.joint_index_in_full]
-        v = np.concatenate([self.v[:6], self.v[6:][red.joint_index_in_full]])
-        return float(red.kinetic_energy(q, v)), float(red.total_mass * 9.81 * self.center_of_mass()[2])
-
     @property
     def euler(self):
         e = np.array([mat2euler(R, "sxyz") for R in self.rot])   # R = Rz(yaw) Ry(pitch) Rx(roll)
@@ -284,6 +260,7 @@ class Engine:
             raise ValueError("pid must control %d joints, got %d" % (nj, self.pid.n))
         self.record_every = record_every
         self._layout, self._ncols = _rec_layout(nj, self.n_legs)
+        self.gravity = np.asarray(r.kernel_data[10], dtype=np.float64)   # world gravity of the model (m/s^2)
         # IMU mount (base_link -> imu_link), for the accelerometer's lever arm
         self.imu_offset = np.zeros(3)
         if r.urdf_path:
@@ -545,7 +522,7 @@ class Engine:
         Wd = vd[3:6]
         r = self.imu_offset
         a_body = vd[0:3] + np.cross(W, V) + np.cross(Wd, r) + np.cross(W, np.cross(W, r))
-        g_body = self.R.T @ np.array([0.0, 0.0, -9.81])
+        g_body = self.R.T @ self.gravity
         return W.copy(), a_body - g_body
 
     def center_of_mass(self):
@@ -566,11 +543,11 @@ class Engine:
         return self.p + self.R @ (acc / m_tot)
 
     def energy(self):
-        """(kinetic, potential) energy (J) of the present links; potential = m g z_com (ground-independent)."""
+        """(kinetic, potential) energy (J) of the present links; potential = -m g . com (world origin at 0)."""
         red = self.robot.with_morphology(self.morphology)
         q = self.theta[red.joint_index_in_full]
         v = np.concatenate([self.v[:6], self.v[6:][red.joint_index_in_full]])
-        return float(red.kinetic_energy(q, v)), float(red.total_mass * 9.81 * self.center_of_mass()[2])
+        return float(red.kinetic_energy(q, v)), float(-red.total_mass * self.gravity @ self.center_of_mass())
 
     @property
     def euler(self):
