@@ -19,6 +19,7 @@ import numpy as np
 
 DEFAULT_DURATION = 16.0
 DEFAULT_DAMAGE_AT = 7.0
+LEGS = ("LF", "LM", "LR", "RF", "RM", "RR")  # URDF leg order (docs/DEV_NOTES.md)
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -48,6 +49,13 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                  % (args.duration, args.damage_at))
     if not 0.05 <= args.period <= 10.0:
         ap.error("--period must be in [0.05, 10] s")
+    if not args.no_damage:
+        from jethexa_dynamics.monitor.damage import parse_damage_spec
+
+        try:
+            parse_damage_spec(args.damage, LEGS)
+        except ValueError as exc:
+            ap.error("--damage: %s" % exc)
     return args
 
 
@@ -98,14 +106,13 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
 
     from jethexa_dynamics.monitor.damage import format_morphology, parse_damage_spec
     from jethexa_dynamics.monitor.prediction import rpy
-    from jethexa_dynamics.nodes import graph_spec
     from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS
-    from jethexa_dynamics.nodes.graph import Graph, Watcher, node_class, wait_for
+    from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, wait_for
 
     def say(text=""):
         print(text, file=out, flush=True)
 
-    legs = ["LF", "LM", "LR", "RF", "RM", "RR"]
+    legs = list(LEGS)
     damage = None if args.no_damage else parse_damage_spec(args.damage, legs)
     say("jethexa-demo: the sim.launch.py graph in one process; DDS %s, ROS_DOMAIN_ID=%s" % (
         "as configured by the environment" if args.network else "on loopback only", env["ROS_DOMAIN_ID"]))
@@ -120,9 +127,7 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     graph = Graph(threads=1)
     status = 1
     try:
-        nodes = {}
-        for entry, params in graph_spec.node_parameters("sim", overrides):
-            nodes[entry.name] = graph.add(node_class(entry.executable), params)
+        nodes = add_launch_graph(graph, "sim", overrides)
         w = graph.add(Watcher, name="demo")
         for topic, typ, qos in (("predicted/pose", PoseStamped, 10), ("measured/pose", PoseStamped, 10),
                                 ("slip/pose", PoseStamped, 10), ("mocap/pose", PoseStamped, SENSOR_QOS),

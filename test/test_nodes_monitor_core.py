@@ -170,11 +170,19 @@ def test_detector_stall_and_position_error_need_persistence():
     assert det.detected()[2] == 2
 
 
-def test_health_tracker_ages():
-    t = ServoStatusTracker([("coxa_joint_LF", 5)])
+def test_health_tracker_ages_and_a_silent_bus():
+    t = ServoStatusTracker([("coxa_joint_LF", 5), ("femur_joint_LF", 3)])
     t.record_reply("coxa_joint_LF", 1.0, measured=0.2)
     t.record_miss("coxa_joint_LF", 1.1)
+    t.record_reply("femur_joint_LF", 1.15)
     t.record_miss("coxa_joint_LF", 1.2)
-    (h,) = t.snapshot(1.5)
+    h = t.snapshot(1.5)[0]
     assert (h.reads, h.misses, h.consecutive_misses) == (3, 2, 2)
     assert h.last_reply_age == pytest.approx(0.5) and h.measured == 0.2
+    # the whole bus goes quiet: misses are counted but do not accumulate into a lost servo
+    for k in range(10):
+        t.record_miss("coxa_joint_LF", 2.0 + k)
+        t.record_miss("femur_joint_LF", 2.0 + k)
+    c, f = t.snapshot(12.0)
+    assert c.consecutive_misses == 2 and f.consecutive_misses == 1 and f.misses == 10
+    assert t.bus_silent_for(12.0) == pytest.approx(10.85)

@@ -157,12 +157,20 @@ def decode_servo_status(values: Dict[str, str]) -> ServoStatus:
 
 
 class ServoStatusTracker:
-    """Book-keeping of read results per servo (the driver calls ``record_*`` as reads complete)."""
+    """Book-keeping of read results per servo (the driver calls ``record_*`` as reads complete).
+
+    ``consecutive_misses`` only grows while the bus is alive: a miss counts if some servo has replied since
+    this servo's previous miss. When the whole bus goes quiet (a stalled emulator, a bus or power fault)
+    nobody accumulates misses, so a dead bus is not mistaken for six torn-off legs; :attr:`bus_silent_for`
+    reports it instead.
+    """
 
     def __init__(self, joints: Sequence[Tuple[str, int]]):
         self.health: Dict[str, ServoStatus] = {j: ServoStatus(j, sid) for j, sid in joints}
         self._last_reply: Dict[str, float] = {}
         self._last_position: Dict[str, float] = {}
+        self._replies = 0
+        self._replies_at_miss: Dict[str, int] = {}
 
     def record_reply(self, joint: str, now: float, **values) -> None:
         """A valid reply: ``values`` may hold ``measured``, ``voltage_mv``, ``temperature_c``, ``error_bits``."""
@@ -171,6 +179,7 @@ class ServoStatusTracker:
         h = self.health[joint]
         h.reads += 1
         h.consecutive_misses = 0
+        self._replies += 1
         self._last_reply[joint] = now
         for k, v in values.items():
             setattr(h, k, v)
@@ -181,7 +190,13 @@ class ServoStatusTracker:
         h = self.health[joint]
         h.reads += 1
         h.misses += 1
-        h.consecutive_misses += 1
+        if self._replies > self._replies_at_miss.get(joint, -1):  # the bus answered since our last miss
+            h.consecutive_misses += 1
+        self._replies_at_miss[joint] = self._replies
+
+    def bus_silent_for(self, now: float) -> float:
+        """Seconds since ANY servo replied (inf if none ever did)."""
+        return now - max(self._last_reply.values()) if self._last_reply else math.inf
 
     def ingest(self, now: float, readings) -> None:
         """Book one poll of the joint layer (``hardware.joints.JointReadings``-like: ``positions`` [rad],

@@ -51,22 +51,22 @@ class WalkingGait:
         """(Re)build the gait; ValueError (and nothing changed) if the settings don't give a reachable stance."""
         st = dict(self.settings if settings is None else settings)
         lpl = list(self.links_per_leg if links_per_leg is None else links_per_leg)
+        kw = dict(cycle_time=st["cycle_time"], step_height=st["step_height"], body_height=st["body_height"],
+                  stance_radius=st["stance_radius"])
+        healthy = Gait(self.full, kind=st["kind"], **kw)  # validates the settings; its neutral feet = the stance
         idx = [i for i, n in enumerate(lpl) if n >= self.links]
         names = [self.full.names[i] for i in idx]
-        geometry = LegGeometry(names, self.full.geom[idx], self.full.limits[idx]) if idx else None
         gait = None
-        if geometry is not None:
-            kw = dict(cycle_time=st["cycle_time"], step_height=st["step_height"], body_height=st["body_height"],
-                      stance_radius=st["stance_radius"])
-            if len(idx) == self.full.n_legs:
-                gait = Gait(geometry, kind=st["kind"], **kw)
-            else:
-                offsets, duty = remaining_leg_offsets(names)
-                gait = Gait(geometry, kind="wave", offsets=offsets, duty=duty, **kw)
+        if len(idx) == self.full.n_legs:
+            gait = healthy
+        elif len(idx) >= MIN_WALKING_LEGS:
+            offsets, duty = remaining_leg_offsets(names)
+            gait = Gait(LegGeometry(names, self.full.geom[idx], self.full.limits[idx]), kind="wave",
+                        offsets=offsets, duty=duty, **kw)
         self.settings, self.links_per_leg = st, lpl
         self.leg_index, self.gait = idx, gait
-        self.stance = (np.concatenate([geometry.ik(n, gait.neutral[k]) for k, n in enumerate(names)])
-                       if gait is not None else np.zeros(0))
+        self.stance = np.concatenate([self.full.ik(n, healthy.neutral[i]) for i, n in zip(idx, names)]
+                                     or [np.zeros(0)])
         self.names = [self.joint_names[3 * i + j] for i in idx for j in range(3)]
         self.t = 0.0
         self._command_set = False  # new gait: the command must be applied to it again
@@ -89,7 +89,7 @@ class WalkingGait:
 
     @property
     def can_walk(self) -> bool:
-        return self.gait is not None and len(self.leg_index) >= MIN_WALKING_LEGS
+        return self.gait is not None
 
     @property
     def walking_legs(self) -> List[str]:
@@ -119,8 +119,6 @@ class WalkingGait:
 
     def step(self, dt: float, walking: bool) -> Tuple[List[str], np.ndarray]:
         """Advance the gait by ``dt`` when ``walking`` (else hold the neutral stance): (joint names, targets)."""
-        if self.gait is None:
-            return [], np.zeros(0)
         if not walking or not self.can_walk:
             return list(self.names), self.stance.copy()
         self.t += dt

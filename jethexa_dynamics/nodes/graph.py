@@ -145,3 +145,12 @@ def node_class(executable: str):
     import importlib
 
     return importlib.import_module("jethexa_dynamics.nodes." + executable).NODE
+
+
+def add_launch_graph(graph: Graph, name: str, arguments: Optional[Dict[str, str]] = None) -> Dict[str, Node]:
+    """Add the nodes of ``<name>.launch.py`` (``graph_spec``) with their YAML parameters and the launch
+    ``arguments``; returns {node name: node}."""
+    from jethexa_dynamics.nodes.graph_spec import node_parameters
+
+    return {entry.name: graph.add(node_class(entry.executable), params)
+            for entry, params in node_parameters(name, arguments)}

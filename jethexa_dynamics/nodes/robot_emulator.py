@@ -31,7 +31,8 @@ from jethexa_dynamics.nodes._common import RELIABLE_QOS, SENSOR_QOS, ThinNode, r
 from jethexa_dynamics.nodes._robot import jethexa
 
 GRAVITY = np.array([0.0, 0.0, -9.81])  # the engine's world gravity [m/s^2]
-MAX_CATCH_UP = 0.25  # s of simulated time per tick at most; beyond, the world falls behind (counted)
+MAX_CATCH_UP = 0.05  # s of simulated time per tick at most (keeps the GIL free for the bus emulator's
+#                      replies); beyond, the world falls behind real time (counted in lag_events)
 
 
 class RobotEmulator(ThinNode):

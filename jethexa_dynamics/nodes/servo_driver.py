@@ -183,7 +183,8 @@ class ServoDriver(ThinNode):
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.name = names
         msg.position = [float(measured.get(j, self.commanded.get(j))) for j in names]
-        self.state_pub.publish(msg)
+        if self.context.ok():  # not while rclpy shuts down (Ctrl-C) and close() is on its way
+            self.state_pub.publish(msg)
 
     def _on_estop(self, request, response):
         with self.lock:
@@ -235,12 +236,17 @@ class ServoDriver(ThinNode):
                                        level, values, hardware_id="bus_servo_%d" % h.servo_id))
         if full:
             joints = self.joints
+            with self._tracker_lock:
+                silent = self.tracker.bus_silent_for(time.monotonic())
             if joints is None:
                 statuses.insert(0, self.node_status(self.open_error or "opening the bus", 2))
             else:
-                statuses.insert(0, self.node_status(
-                    "e-stop active" if joints.emergency_stopped else "running", 1 if joints.emergency_stopped else 0,
-                    [("port", self.p["port"]), ("commands_applied", self.commands_applied)]))
+                level, message = (1, "e-stop active") if joints.emergency_stopped else (0, "running")
+                if silent > 1.0 and self.p["reads_per_cycle"] > 0:
+                    level, message = 2, "no servo has answered for %.1f s (bus, wiring or servo power?)" % silent
+                statuses.insert(0, self.node_status(message, level, [
+                    ("port", self.p["port"]), ("commands_applied", self.commands_applied),
+                    ("bus_silent_s", silent)]))
         if statuses:
             self.publish_diagnostics(statuses)
 

@@ -1,0 +1,55 @@
+"""jethexa-demo end to end (a subprocess, as a user runs it) and its argument checking."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from jethexa_dynamics import demo
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+def run_demo(*args, timeout=240):
+    env = dict(os.environ)
+    env.setdefault("NUMBA_CACHE_DIR", os.path.join(ROOT, ".venv", "numba-cache"))
+    return subprocess.run([sys.executable, "-m", "jethexa_dynamics.demo", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--duration", "5", "--damage-at", "9"], "--damage-at must be inside"),
+    (["--duration", "0"], "--duration must be in"),
+    (["--period", "0"], "--period must be in"),
+    (["--damage", "XX"], "--damage: damage spec 'XX': unknown leg"),
+])
+def test_bad_arguments_exit_2_with_a_clear_message(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        demo.parse_args(argv)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_environment_is_loopback_only_unless_network(monkeypatch):
+    monkeypatch.delenv("ROS_LOCALHOST_ONLY", raising=False)
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "SUBNET")
+    env = demo.configure_ros_environment(network=False)
+    assert env["ROS_LOCALHOST_ONLY"] == "1" and env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
+    assert env["ROS_DOMAIN_ID"]
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "SUBNET")
+    assert demo.configure_ros_environment(network=True)["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SUBNET"
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_demo_walks_detects_damage_and_exits_clean():
+    proc = run_demo("--duration", "9", "--damage-at", "3.5", "--period", "1.0")
+    out = proc.stdout
+    assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
+    assert demo.HEADER in out
+    assert "damage in the emulated world: LM:0 RM:0" in out
+    assert "damage_monitor publishes morphology LM:0 RM:0" in out
+    assert "gait re-phased for legs LF,LR,RF,RR" in out and "no restart" in out
+    assert "Summary" in out and "clean run" in out
+    assert "predictor boltzmann_hamel:" in out
