@@ -298,7 +298,7 @@ def read_bag(path, topics: TopicNames = TopicNames(), start: Optional[float] = N
     except BagError:
         raise
     except Exception as err:  # rosbags/apsw/mcap/yaml raise many types; all mean "cannot read this bag"
-        raise CorruptBagError("cannot open bag {}: {}".format(bag, _why(err))) from None
+        raise CorruptBagError("bag {} is corrupt or truncated (cannot open it): {}".format(bag, _why(err))) from None
     try:
         return _read_open(reader, bag, topics, start, end, max_gap)
     finally:

@@ -182,10 +182,28 @@ def _robot(model):
     return LeggedRobot.jethexa() if model is None else LeggedRobot.from_urdf(str(model))
 
 
-def _slip(model=None, horizon=None):
-    from jethexa_dynamics.monitor.prediction import SlipAdapter
+def _horizon(horizon):
+    return DEFAULT_HORIZON if horizon is None else float(horizon)
 
-    return SlipAdapter(DEFAULT_HORIZON if horizon is None else horizon, robot=_robot(model))
+
+def _boltzmann_hamel(model=None, horizon=None):
+    from jethexa_dynamics.sim.predictor import Predictor
+
+    return Predictor(robot=_robot(model), reanchor_horizon=_horizon(horizon))
+
+
+def _second_opinion(name):
+    """A ``models.PREDICTORS`` model behind the predictor node's adapter (re-anchored on motion capture)."""
+    def factory(model=None, horizon=None):
+        from jethexa_dynamics.models import PREDICTORS
+        from jethexa_dynamics.monitor.prediction import SlipAdapter
+
+        robot = _robot(model)
+        adapter = SlipAdapter(_horizon(horizon), robot=robot)
+        if name != adapter.name:                # same model interface (reset, push_*, advance, pose)
+            adapter.model, adapter.name = PREDICTORS[name](robot), name
+        return adapter
+    return factory
 
 
 def _optional_module(name):
@@ -200,13 +218,13 @@ def _optional_module(name):
         raise
 
 
-_BUILTINS = {"slip": ("jethexa_dynamics.monitor.prediction", _slip)}
-
-
 def _load_builtins():
-    for name, (module, factory) in _BUILTINS.items():
-        if name not in _FACTORIES and _optional_module(module) is not None:
-            _FACTORIES[name] = factory
+    if _optional_module("jethexa_dynamics.sim.predictor") is not None:
+        _FACTORIES.setdefault("boltzmann_hamel", _boltzmann_hamel)
+    models = _optional_module("jethexa_dynamics.models")
+    if models is not None and _optional_module("jethexa_dynamics.monitor.prediction") is not None:
+        for name in getattr(models, "PREDICTORS", {}):
+            _FACTORIES.setdefault(name, _second_opinion(name))
 
 
 def predictor_names() -> List[str]:
