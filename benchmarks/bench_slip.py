@@ -227,8 +227,9 @@ def main(argv=None):
     last = scaling[-1]
     lines += [
         "",
-        f"Slowdown from {base['n']} to {last['n']} legs: slip model {np.median(last['slip']) / np.median(base['slip']):.2f}x "
-        f"per call, {last['batch'] / base['batch']:.2f}x batched; MuJoCo "
+        f"Slowdown from {base['n']} to {last['n']} legs: slip model "
+        f"{np.median(last['slip']) / np.median(base['slip']):.2f}x per call, "
+        f"{last['batch'] / base['batch']:.2f}x batched; MuJoCo "
         f"{np.median(last['mj']) / np.median(base['mj']):.2f}x.",
         "",
         "### SE(2) integration of a long trajectory: sequential vs parallel prefix (tree) product",

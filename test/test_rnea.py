@@ -102,11 +102,13 @@ def test_jethexa_paper_damage_scenarios():
 
 
 PLANAR = """<?xml version="1.0"?><robot name="arm">
-<link name="base"><inertial><mass value="2"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.03"/></inertial></link>
+<link name="base"><inertial><mass value="2"/>
+ <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.03"/></inertial></link>
 <joint name="j1_A" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/></joint>
 <link name="l1"><inertial><origin xyz="{lc1} 0 0"/><mass value="{m1}"/>
  <inertia ixx="1e-4" ixy="0" ixz="0" iyy="2e-4" iyz="0" izz="{I1}"/></inertial></link>
-<joint name="j2_A" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="{l1} 0 0"/><axis xyz="0 0 1"/></joint>
+<joint name="j2_A" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="{l1} 0 0"/>
+ <axis xyz="0 0 1"/></joint>
 <link name="l2"><inertial><origin xyz="{lc2} 0 0"/><mass value="{m2}"/>
  <inertia ixx="1e-4" ixy="0" ixz="0" iyy="2e-4" iyz="0" izz="{I2}"/></inertial></link>
 <joint name="foot_A" type="fixed"><parent link="l2"/><child link="foot"/><origin xyz="0.3 0 0"/></joint>

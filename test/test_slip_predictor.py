@@ -11,7 +11,6 @@ from jethexa_dynamics.control.gait import Gait
 from jethexa_dynamics.control.ik import LegGeometry
 from jethexa_dynamics.model import LeggedRobot
 from jethexa_dynamics.models.slip_predictor import SlipPredictor
-from jethexa_dynamics.models.spring_support import SupportStatus
 
 DT = 0.02                     # 50 Hz command loop
 

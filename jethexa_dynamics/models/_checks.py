@@ -15,6 +15,18 @@ def finite_array(value, field, ndim_choices, last_dim=None):
     return arr
 
 
+def leg_frames(value, field, last_dim):
+    """Per-leg vectors of one frame (N, d) or of T frames (T, N, d), N >= 1, as (T, N, d) and a flag that
+    the input was a single frame."""
+    arr = finite_array(value, field, (2, 3), last_dim=last_dim)
+    single = arr.ndim == 2
+    if single:
+        arr = arr[None]
+    if arr.shape[1] < 1:
+        raise ValueError(f"{field}: need at least 1 foot")
+    return arr, single
+
+
 def per_leg(value, field, shape, positive=False, nonnegative=False):
     """Broadcast a scalar / per-leg / per-frame-and-leg parameter to ``shape`` (frames, legs)."""
     arr = np.asarray(value, dtype=float)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import finite_array, per_leg
+from ._checks import finite_array, leg_frames, per_leg
 
 
 @dataclass
@@ -32,13 +32,8 @@ class ConnectionResult:
 
 
 def _inputs(feet_xy, loads, mu, anisotropy):
-    q = finite_array(feet_xy, "feet_xy", (2, 3), last_dim=2)
-    single = q.ndim == 2
-    if single:
-        q = q[None]
+    q, single = leg_frames(feet_xy, "feet_xy", 2)
     T, N = q.shape[:2]
-    if N < 1:
-        raise ValueError("feet_xy: need at least 1 foot")
     c = per_leg(loads, "loads", (T, N), nonnegative=True) * per_leg(mu, "mu", (T, N), nonnegative=True)
     w = np.zeros((T, N, 2))
     if anisotropy is not None:

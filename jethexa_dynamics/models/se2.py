@@ -6,8 +6,9 @@ integrated yaw. ``compose(a, b)`` = a * b (b expressed in a's frame). With a bod
 
 Because the slipping model is stateless and pose-invariant, every frame's increment can be computed at once;
 the poses are then the prefix products g_0 E_0 E_1 ... E_{n-1}. ``integrate_sequential`` forms them one after
-another (T dependent steps); ``integrate_prefix`` forms them as a parallel prefix (tree) scan: 2 ceil(log2 T) levels, each
-level one vectorised composition of independent pairs, which is the paper's logarithmic-time claim.
+another (T dependent steps); ``integrate_prefix`` forms them as a parallel prefix (tree) scan:
+2 ceil(log2 T) levels, each level one vectorised composition of independent pairs, which is the paper's
+logarithmic-time claim.
 """
 import math
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import finite_array, per_leg, positive_scalar
+from ._checks import leg_frames, per_leg, positive_scalar
 
 
 class SupportStatus(enum.IntEnum):
@@ -111,13 +111,8 @@ def solve_support(feet, stiffness=1.0, weight=1.0, max_iter=None):
     the loads; the absolute value sets the spring compression).
     Returns a SupportResult; never raises for tip-over or degenerate support (see ``status``).
     """
-    q = finite_array(feet, "feet", (2, 3), last_dim=3)
-    single = q.ndim == 2
-    if single:
-        q = q[None]
+    q, single = leg_frames(feet, "feet", 3)
     T, N = q.shape[:2]
-    if N < 1:
-        raise ValueError("feet: need at least 1 foot")
     K = np.array(per_leg(stiffness, "stiffness", (T, N), positive=True))
     weight = positive_scalar(weight, "weight")
     x, y, z = q[..., 0], q[..., 1], q[..., 2]
