@@ -48,9 +48,9 @@ def _loop_tip(n, data, R, p, th, v, pos, vel):
 
 
 @njit(cache=True)
-def _loop_gait(n, gprm, off, neutral, stride, geom, limits, feet, q):
+def _loop_gait(n, gprm, off, neutral, stride, geom, limits, legs_on, feet, q):
     for k in range(n):
-        gait_joint_targets(gprm, off, neutral, stride, geom, limits, k * 1e-3, feet, q)
+        gait_joint_targets(gprm, off, neutral, stride, geom, limits, legs_on, k * 1e-3, feet, q)
 
 
 @njit(cache=True)
@@ -96,7 +96,7 @@ def parts(engine):
         "foot states (kernels.tip_state)": _per_call(lambda k: _loop_tip(k, data, R, p, th, v, pos, vel), n),
         "gait + IK, 6 legs": _per_call(lambda k: _loop_gait(k, g.prm, g.offsets, g.neutral, g.stride,
                                                              engine.geometry.geom, engine.geometry.limits,
-                                                             feet, q), 20 * n),
+                                                             np.ones(6), feet, q), 20 * n),
         "PID + contact law": _per_call(lambda k: _loop_pid_contact(
             k, pid.kp, pid.ki, pid.kd, pid.tau_max, th, np.zeros(18), th, v[6:], integ, pid.active, tau[6:],
             engine.contact.params, pos, vel, engine.has_tip, f, d), 20 * n),

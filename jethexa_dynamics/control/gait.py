@@ -97,15 +97,17 @@ def in_swing(prm, offsets, t, i):
 
 
 @njit(cache=True)
-def gait_joint_targets(prm, offsets, neutral, stride, geom, limits, t, feet, theta_out):
+def gait_joint_targets(prm, offsets, neutral, stride, geom, limits, legs_on, t, feet, theta_out):
     """Gait foot targets at time t, then IK into theta_out (n_legs*3, leg-major). Returns #unreachable legs.
 
-    A leg whose target is unreachable keeps its previous joint targets (the gait is validated beforehand,
-    so this only happens if a caller bypasses ``Gait``).
+    Legs with ``legs_on[i] == 0`` (removed) are skipped. A leg whose target is unreachable keeps its previous
+    joint targets (the gait is validated beforehand, so this only happens if a caller bypasses ``Gait``).
     """
     gait_targets(prm, offsets, neutral, stride, t, feet)
     bad = 0
     for i in range(neutral.shape[0]):
+        if legs_on[i] == 0.0:
+            continue
         if leg_ik(geom[i], limits[i], feet[i], theta_out[3 * i:3 * i + 3]) != IK_OK:
             bad += 1
     return bad
@@ -293,7 +295,7 @@ class Gait:
         feet = np.empty_like(self.neutral)
         th = np.zeros(3 * self.geometry.n_legs)
         bad = gait_joint_targets(self.prm, self.offsets, self.neutral, self.stride, self.geometry.geom,
-                                 self.geometry.limits, float(t), feet, th)
+                                 self.geometry.limits, np.ones(self.geometry.n_legs), float(t), feet, th)
         if bad:
             raise ValueError("gait targets at t=%g s unreachable for %d legs" % (t, bad))
         return th

@@ -57,7 +57,7 @@ def _rec_layout(nj, n_legs):
 
 
 @njit(cache=True)
-def _run(n_steps, data, st, gt, ext, ctl, cprm, mask, has_tip, scr, rec, rec_every):
+def _run(n_steps, data, st, gt, ext, ctl, cprm, mask, legs_on, has_tip, scr, rec, rec_every):
     """Advance the state tuple ``st`` by n_steps fixed steps. Returns (steps done, rows recorded, status).
 
     status: 0 ok, 1 the mass matrix was not positive definite, 2 the state became non-finite.
@@ -79,7 +79,7 @@ def _run(n_steps, data, st, gt, ext, ctl, cprm, mask, has_tip, scr, rec, rec_eve
             tg = t - clk[K_GAIT_T0]
             if tg < 0.0:
                 tg = 0.0
-            gait_joint_targets(gprm, offsets, neutral, stride, geom, limits, tg, feet, qdes)
+            gait_joint_targets(gprm, offsets, neutral, stride, geom, limits, legs_on, tg, feet, qdes)
             for j in range(nj):
                 qd_des[j] = (qdes[j] - qprev[j]) / dt if tg > 0.0 else 0.0
                 qprev[j] = qdes[j]
@@ -322,6 +322,7 @@ class Engine:
         self.mask = np.ascontiguousarray(m.link_mask, dtype=np.float64)
         n_joints = self.robot.description.n_joints
         self.has_tip = np.array([1.0 if k == n else 0.0 for k, n in zip(m.links_per_leg, n_joints)])
+        self.legs_on = np.array([1.0 if k > 0 else 0.0 for k in m.links_per_leg])   # the gait skips removed legs
         self.pid.active[:] = np.concatenate([self.mask[i, :n] for i, n in enumerate(n_joints)])
 
     def set_morphology(self, morphology):
@@ -412,7 +413,8 @@ class Engine:
         rec = np.empty((nrec, self._ncols))
         w0 = time.perf_counter()
         done, got, status = _run(n, self.robot.kernel_data, self._state(), self._gait_tuple(), self._ext,
-                                 self._ctl(), self.contact.params, self.mask, self.has_tip, self._scr, rec,
+                                 self._ctl(), self.contact.params, self.mask, self.legs_on, self.has_tip,
+                                 self._scr, rec,
                                  max(every, 1))
         self.wall_time += time.perf_counter() - w0
         if status:
