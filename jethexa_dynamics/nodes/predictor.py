@@ -23,6 +23,7 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
+from transforms3d.quaternions import quat2mat
 
 from jethexa_dynamics.monitor import node_params, validate
 from jethexa_dynamics.monitor.damage import format_morphology, morphology_from_wire
@@ -201,8 +202,6 @@ class PredictorNode(ThinNode):
         prev = self._last_pose.get(name)
         self._last_pose[name] = (t, np.asarray(pos, float))
         if prev is not None and t > prev[0]:
-            from transforms3d.quaternions import quat2mat
-
             v_world = (np.asarray(pos, float) - prev[1]) / (t - prev[0])
             v_body = quat2mat(quat).T @ v_world  # twist in child_frame_id (REP-105)
             msg.twist.twist.linear.x, msg.twist.twist.linear.y, msg.twist.twist.linear.z = map(float, v_body)
