@@ -10,8 +10,11 @@ fi
 stamp=.venv/.jethexa-installed
 want=$(cat setup.py requirements-dev.txt | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -r requirements-dev.txt
-  .venv/bin/python -m pip install -q -e '.[test,bench]'
+  # (grep drops pip's notes about optional local package mirrors that this machine may not have)
+  pipq() { .venv/bin/python -m pip install -q "$@" 2>&1 | { grep -v '^WARNING: Location' || true; }; }
+  pipq --upgrade pip
+  pipq -r requirements-dev.txt
+  pipq -e '.[test,bench]'
+  .venv/bin/python -c "import jethexa_dynamics, rclpy, pinocchio" || { echo "setup failed" >&2; exit 1; }
   echo "$want" > "$stamp"
 fi

@@ -765,12 +765,17 @@ def tip_jacobians(data, theta, out):
     Ic = np.empty((nmax, 3, 3))
     col = np.empty(6)
     t = np.empty(3)
+    Rt = np.empty((3, 3))
+    pt = np.empty(3)
+    u = np.empty(3)
     out[:, :, :] = 0.0
     for i in range(L):
         n = n_joints[i]
         leg_kinematics(data, i, theta, R, p, xp, c, Ic)
-        Rt = R[n - 1] @ tip0[i, 0:3, 0:3]
-        pt = R[n - 1] @ tip0[i, 0:3, 3] + p[n - 1]
+        _mm3(R[n - 1], tip0[i, 0:3, 0:3], Rt)
+        _mv3(R[n - 1], tip0[i, 0:3, 3], pt)
+        for r in range(3):
+            pt[r] += p[n - 1, r]
         off = 6 + joint_offset[i]
         for m in range(6 + n):
             col[:] = 0.0
@@ -780,11 +785,11 @@ def tip_jacobians(data, theta, out):
                 col[:] = xp[m - 6]
             # Ad^-1_{(Rt,pt)} [v; w] = [Rt^T (v - pt x w); Rt^T w]
             _cross(pt, col[3:6], t)
-            vv = Rt.T @ (col[0:3] - t)
-            ww = Rt.T @ col[3:6]
+            for r in range(3):
+                u[r] = col[r] - t[r]
             dst = m if m < 6 else off + (m - 6)
-            out[i, 0:3, dst] = vv
-            out[i, 3:6, dst] = ww
+            _mtv3(Rt, u, out[i, 0:3, dst])
+            _mtv3(Rt, col[3:6], out[i, 3:6, dst])
 
 
 @njit(cache=True)

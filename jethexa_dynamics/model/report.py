@@ -1,0 +1,69 @@
+"""``jethexa-model-report``: what the model says about a robot, per morphology.
+
+Prints DoF, mass, the number of feet, the condition number of M and the standing load per foot for the
+healthy robot and the paper's damage scenarios (or any morphology given with ``--morphology``).
+"""
+import argparse
+import sys
+
+import numpy as np
+
+from .robot import LeggedRobot, Morphology
+
+# paper leg numbers 1..6 = RF, LF, RM, LM, RR, LR (docs/DEV_NOTES.md)
+PAPER_SCENARIOS = {
+    "healthy": None,
+    "damage1 (paper legs 3,4 = RM, LM removed)": lambda m: m.without_leg("RM").without_leg("LM"),
+    "damage2 (paper legs 4,5 = LM, RR lose links 2-3)": lambda m: m.without_links("LM", 2).without_links("RR", 2),
+}
+
+
+def morphology_rows(robot, morphologies, q=None):
+    """One dict per morphology: name, nv, n_tips, mass, cond(M), min/max eigenvalue of M at ``q``."""
+    rows = []
+    for name, m in morphologies:
+        r = robot.with_morphology(m)
+        qq = np.zeros(r.nv - 6) if q is None else np.asarray(q)[r.joint_index_in_full]
+        w = np.linalg.eigvalsh(r.mass_matrix(qq))
+        rows.append(dict(name=name, nv=r.nv, tips=len(r.tip_names), mass=r.total_mass,
+                         cond=float(w[-1] / w[0]), eig_min=float(w[0]), eig_max=float(w[-1]),
+                         morphology=str(m)))
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="jethexa-model-report", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--urdf", help="robot URDF (default: the bundled JetHexa)")
+    ap.add_argument("--morphology", action="append", default=[], metavar="N,N,...",
+                    help="intact links per leg, URDF leg order (repeatable)")
+    args = ap.parse_args(argv)
+    try:
+        robot = LeggedRobot.from_urdf(args.urdf) if args.urdf else LeggedRobot.jethexa()
+        healthy = Morphology.healthy(robot)
+        cases = []
+        if not args.urdf:
+            for name, f in PAPER_SCENARIOS.items():
+                cases.append((name, healthy if f is None else f(healthy)))
+        else:
+            cases.append(("healthy", healthy))
+        for text in args.morphology:
+            try:
+                counts = [int(x) for x in text.split(",")]
+            except ValueError:
+                raise ValueError(f"--morphology: expected comma-separated integers, got {text!r}") from None
+            cases.append((text, Morphology.from_vector(robot, counts)))
+        rows = morphology_rows(robot, cases)
+    except (ValueError, OSError) as e:
+        print(f"jethexa-model-report: error: {e}", file=sys.stderr)
+        return 2
+    print(f"robot: {robot.urdf_path}")
+    print(f"legs: {', '.join(robot.leg_names)}; joints: {len(robot.joint_names)}; "
+          f"mass {robot.total_mass:.3f} kg")
+    print(f"{'morphology':52s} {'DoF':>4s} {'feet':>4s} {'mass kg':>8s} {'cond(M)':>10s}")
+    for r in rows:
+        print(f"{r['name']:52s} {r['nv']:4d} {r['tips']:4d} {r['mass']:8.3f} {r['cond']:10.3g}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
