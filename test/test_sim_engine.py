@@ -7,7 +7,6 @@ import pytest
 from jethexa_dynamics.control.pid import JointPID
 from jethexa_dynamics.model import LeggedRobot, Morphology
 from jethexa_dynamics.sim._implicit import forward_dynamics_diag
-from jethexa_dynamics.sim.contact import ContactModel
 from jethexa_dynamics.sim.engine import Engine, SimulationError
 
 G = 9.81

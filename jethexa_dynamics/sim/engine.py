@@ -298,25 +298,28 @@ class Engine:
             self._zero_gait = Gait.paper_tripod(self.geometry, step_length=0.0)
         return self._zero_gait
 
-    def reset_standing(self, height=None):
-        """Put the robot at rest with every foot on the ground in the gait's t = 0 pose (hips at
-        ``height`` above the ground, default the gait's body height), targets held there."""
+    def reset_standing(self, height=None, time=None):
+        """Put the robot at rest, upright (heading kept), with every foot on the ground in the gait's t = 0
+        pose, hips ``height`` above the ground (default the gait's body height), targets held there. The
+        clock keeps running unless ``time`` (s) is given."""
         g = self._standing_gait()
         th = g.joint_targets(0.0)
         self.theta[:] = th
         self.qprev[:] = th
         self.qdes[:] = th
+        if time is not None:
+            self.clock[K_STEP] = round(float(time) / self.dt)
         e_start, e_goal, e_t0, e_T = self._ext
         e_start[:] = th
         e_goal[:] = th
-        e_t0[:] = 0.0
+        e_t0[:] = self.time
         e_T[:] = 0.0
         self.v[:] = 0.0
         self.pid.reset()
+        self.R[:] = euler2mat(0.0, 0.0, mat2euler(self.R, "sxyz")[2], "sxyz")
         feet = g.foot_targets(0.0)
         h = -feet[:, 2].max() if height is None else float(height)
-        self.p[:] = (0.0, 0.0, self.contact.ground_z + h)
-        self.clock[K_STEP] = 0.0
+        self.p[:] = (self.p[0], self.p[1], self.contact.ground_z + h)
 
     def _apply_morphology_arrays(self, m):
         self.mask = np.ascontiguousarray(m.link_mask, dtype=np.float64)
@@ -327,7 +330,8 @@ class Engine:
 
     def set_morphology(self, morphology):
         """Change the morphology now (any time, also mid-walk): a ``Morphology``, a links-per-leg vector, a
-        {leg: links} dict or a scenario name. Removed joints stop (rates zeroed), their integrators reset, lost feet leave contact."""
+        {leg: links} dict or a scenario name. Removed joints stop (rates zeroed), their integrators reset,
+        lost feet leave the contact set."""
         from .scenarios import scenario_morphology
         if isinstance(morphology, str):
             morphology = scenario_morphology(self.robot, morphology)

@@ -76,8 +76,9 @@ class Predictor:
         e = self.engine
         e.set_morphology(Morphology.healthy(self.robot) if self._initial_morphology is None
                          else self._initial_morphology)
-        e.reset_standing()
         e.R[:] = np.eye(3)
+        e.p[:] = 0.0
+        e.reset_standing(time=0.0)
         self.t0 = _time(t)
         names = list(self.robot.joint_names) if joint_names is None else list(joint_names)
         unknown = [n for n in names if n not in self.robot.joint_names]
