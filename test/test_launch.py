@@ -102,3 +102,14 @@ def test_generate_launch_description_when_launch_is_installed(graph):
 
     nodes = [a for a in ld.entities if isinstance(a, Node)]
     assert len(nodes) >= len(graph_spec.GRAPHS[graph]["nodes"])
+
+
+def test_user_docs_describe_every_parameter_and_launch_argument():
+    text = open(os.path.join(ROOT, "docs", "nodes.md")).read()
+    for name, params in node_params.ALL.items():
+        assert "### %s" % name in text
+        for spec in params:
+            assert "| `%s` |" % spec.name in text, (name, spec.name)
+    for graph in GRAPHS:
+        for arg in graph_spec.GRAPHS[graph]["arguments"]:
+            assert "`%s`" % arg.name in text, arg.name

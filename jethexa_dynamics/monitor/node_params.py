@@ -20,14 +20,15 @@ SERVO_DRIVER = ParamSet("servo_driver", [
       unit="baud", read_only=True),
     P("servo_table", "string", "", "servo table YAML (IDs, directions, offsets, limits); empty = the packaged "
       "config/servos.yaml", read_only=True),
-    P("open_timeout", "double", 10.0, "keep retrying to open the port this long at start-up (the emulator's pty "
-      "may appear after the driver starts)", lo=0.0, hi=600.0, unit="s", read_only=True),
+    P("open_timeout", "double", 10.0, "log an error when the port is still not open after this long (the driver "
+      "keeps retrying: the emulator's pty may appear after the driver starts)", lo=0.0, hi=600.0, unit="s",
+      read_only=True),
     P("publish_rate", "double", 50.0, "joint_states publication rate", lo=1.0, hi=200.0, unit="Hz"),
     P("reads_per_cycle", "int", 3, "servo reads (position, then voltage/temperature/error bits in turn) per "
       "publish cycle, round-robin over the servos; each read costs ~6 ms of bus time on the real robot",
       lo=0, hi=18),
     P("reply_timeout", "double", 0.012, "wait for a servo reply before counting a miss", lo=0.001, hi=0.5,
-      unit="s"),
+      unit="s", read_only=True),
     P("default_move_time", "double", 0.02, "servo move time when a joint_commands point has time_from_start 0",
       lo=0.0, hi=30.0, unit="s"),
     P("diagnostics_rate", "double", 1.0, "rate of the full /diagnostics report (every servo)", lo=0.1, hi=50.0,

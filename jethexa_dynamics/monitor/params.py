@@ -55,7 +55,7 @@ class ParamSpec:
     # ------------------------------------------------------------------ describing
     def range_text(self) -> str:
         """Human-readable allowed range, e.g. ``float in [1, 100] Hz``."""
-        base = {"bool": "true|false", "int": "integer", "double": "number", "string": "string",
+        base = {"bool": "true or false", "int": "integer", "double": "number", "string": "string",
                 "int_array": "integer list", "double_array": "number list",
                 "string_array": "string list"}[self.kind]
         parts = [base]
