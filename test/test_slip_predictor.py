@@ -175,3 +175,15 @@ def test_main_predictor_interface_and_mocap_reanchoring(robot, geometry):
     pred.on_morphology(0.32, [3, 0, 3, 3, 0, 3])
     assert pred.robot.leg_names == ["LF", "LR", "RF", "RR"]
     assert pred.cycle_stats()["n"] >= 2
+
+
+def test_reset_keeps_the_morphology_and_anchor_keeps_the_support(robot, geometry):
+    gait = Gait.paper_tripod(geometry)
+    pred = SlipPredictor(robot, morphology=[3, 3, 3, 3, 3, 3])
+    pred.set_morphology([3, 0, 3, 3, 0, 3])
+    pred.push_joint_command(0.0, gait.joint_targets(0.0))
+    roll = pred.attitude()[0]
+    pred.anchor(0.01, np.eye(4))
+    assert pred.attitude()[0] == roll and pred.pose_matrix[2, 3] > 0.05
+    pred.reset(0.02, pose=np.eye(4))
+    assert pred.robot.leg_names == ["LF", "LR", "RF", "RR"] and pred.frame is None

@@ -96,13 +96,14 @@ class SlipPredictor:
             raise ValueError(f"reanchor_horizon: must be > 0 s (inf: never), got {reanchor_horizon!r}")
         self.imu_yaw = bool(imu_yaw)
         self._initial_morphology = morphology
+        self.robot = None
         self._wall = deque(maxlen=20000)
         self.notes = []
         self.reset()
 
     # ---- set-up -----------------------------------------------------------------------------------------
     def reset(self, t=0.0, joint_names=None, pose=None):
-        """Start afresh at time t [s] (no command history, initial morphology) with the planar pose of
+        """Start afresh at time t [s] (no command history; the morphology is kept) with the planar pose of
         ``pose`` (4x4 base_link pose, default identity); later joint vectors are in ``joint_names`` order
         (default: the healthy robot's)."""
         names = list(self.full.joint_names) if joint_names is None else list(joint_names)
@@ -121,7 +122,7 @@ class SlipPredictor:
         self._frame = None
         self._com = np.zeros(3)
         self._planar = np.zeros(3)
-        self.set_morphology(self._initial_morphology)
+        self.set_morphology(self._initial_morphology if self.robot is None else self.robot.morphology)
         self.anchor(t, np.eye(4) if pose is None else pose)
 
     def set_morphology(self, morphology, t=None):
