@@ -73,7 +73,7 @@ def feeder(graph, joint_names):
 
 
 def measure(params, seconds, full_graph=False):
-    from geometry_msgs.msg import PoseStamped, Twist
+    from geometry_msgs.msg import PoseStamped
 
     from jethexa_dynamics.nodes._robot import jethexa
     from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph
@@ -85,10 +85,7 @@ def measure(params, seconds, full_graph=False):
             nodes = add_launch_graph(g, "sim", {"port_link": "/tmp/jethexa_bench_bus_%d" % os.getpid()})
             pred = nodes["predictor"]
             w = g.add(Watcher, name="bench")
-            pub = w.create_publisher(Twist, "cmd_vel", 10)
-            tw = Twist()
-            tw.linear.x = 0.05
-            w.create_timer(0.1, lambda: pub.publish(tw))
+            w.drive(0.05)
         else:
             pred = g.add(PredictorNode, params)
             feeder(g, jethexa().joint_names)
@@ -121,7 +118,6 @@ def machine():
     except (OSError, StopIteration):
         pass
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    import rclpy  # noqa: F401
 
     return "%s, %d cores, load average %.2f at start; Python %s, numpy %s, %s" % (
         cpu, os.cpu_count(), load, platform.python_version(), np.__version__, os.environ.get("RMW_IMPLEMENTATION",

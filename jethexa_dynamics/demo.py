@@ -98,7 +98,7 @@ def rms(a) -> float:
 # ---------------------------------------------------------------------------------------------- run
 def run(args: argparse.Namespace, out=sys.stdout) -> int:
     env = configure_ros_environment(args.network)
-    from geometry_msgs.msg import PoseStamped, Twist
+    from geometry_msgs.msg import PoseStamped
     from rcl_interfaces.msg import Parameter as ParameterMsg
     from rcl_interfaces.msg import ParameterType, ParameterValue
     from rcl_interfaces.srv import SetParameters
@@ -134,10 +134,7 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                                 ("prediction/error", Float64MultiArray, 10),
                                 ("morphology", UInt8MultiArray, LATCHED_QOS)):
             w.watch(typ, topic, qos)
-        cmd_pub = w.create_publisher(Twist, "cmd_vel", 10)
-        twist = Twist()
-        twist.linear.x = float(args.speed)
-        w.create_timer(0.1, lambda: cmd_pub.publish(twist))
+        w.drive(args.speed)
         param_cli = w.create_client(SetParameters, "/robot_emulator/set_parameters")
         say("  %d nodes up in %.1f s: %s" % (len(nodes), time.monotonic() - t_build, ", ".join(nodes)))
         graph.start()

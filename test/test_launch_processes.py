@@ -6,13 +6,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 pytest.importorskip("rclpy")
 
-from geometry_msgs.msg import PoseStamped, Twist  # noqa: E402
+from geometry_msgs.msg import PoseStamped  # noqa: E402
 
 from jethexa_dynamics.nodes import graph_spec  # noqa: E402
 from jethexa_dynamics.nodes._common import SENSOR_QOS  # noqa: E402
@@ -62,10 +61,7 @@ def test_sim_graph_as_processes_walks_and_shuts_down_cleanly(tmp_path):
         w = g.add(Watcher)
         w.watch(PoseStamped, "predicted/pose")
         w.watch(PoseStamped, "mocap/pose", SENSOR_QOS)
-        cmd = w.create_publisher(Twist, "cmd_vel", 10)
-        twist = Twist()
-        twist.linear.x = 0.05
-        w.create_timer(0.1, lambda: cmd.publish(twist))
+        w.drive(0.05)
         g.start()
         assert wait_for(lambda: w.count("predicted/pose") > 10 and w.count("mocap/pose") > 10, 120.0), {
             n: open(tmp_path / (n + ".log")).read()[-1500:] for n in procs}

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("rclpy")
 
-from geometry_msgs.msg import PoseStamped, Twist  # noqa: E402
+from geometry_msgs.msg import PoseStamped  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import UInt8MultiArray  # noqa: E402
@@ -40,10 +40,7 @@ def test_sim_graph_walks_predicts_and_survives_a_lost_leg():
         w.watch(PoseStamped, "mocap/pose", SENSOR_QOS)
         w.watch(UInt8MultiArray, "morphology", LATCHED_QOS)
         w.watch(JointState, "joint_states", SENSOR_QOS)
-        cmd = w.create_publisher(Twist, "cmd_vel", 10)
-        twist = Twist()
-        twist.linear.x = 0.05
-        w.create_timer(0.1, lambda: cmd.publish(twist))
+        w.drive(0.05)
         g.start()
         ids = {name: id(node) for name, node in nodes.items()}
 

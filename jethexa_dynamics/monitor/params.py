@@ -195,11 +195,3 @@ def config_dir() -> str:
             return os.path.normpath(c)
     return os.path.normpath(candidates[0])
 
-
-def config_defaults(node_name: str, params: ParamSet) -> Dict[str, Any]:
-    """Spec defaults overlaid with ``config/<node_name>.yaml`` (validated) when that file exists."""
-    values = params.defaults()
-    path = os.path.join(config_dir(), node_name + ".yaml")
-    if os.path.exists(path):
-        values.update(params.validate(load_node_yaml(path, node_name)))
-    return values

@@ -7,7 +7,7 @@ rejecting the message and carrying on.
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -145,13 +145,6 @@ def imu_orientation(orientation: Sequence[float], orientation_covariance: Sequen
 
 
 
-def frame_id(field: str, value: str, allowed: Sequence[str]) -> str:
-    """Check a header frame id (empty is accepted as the default frame)."""
-    if value and value not in allowed:
-        raise InvalidMessage("%s = %r: must be one of %s" % (field, value, list(allowed)))
-    return value
-
-
 def pose(position: Sequence[float], orientation: Sequence[float], prefix: str,
          max_abs: float = 1.0e4) -> Tuple[np.ndarray, np.ndarray]:
     """Check a ``geometry_msgs/Pose``: finite position within ``+-max_abs`` m and a unit quaternion."""
@@ -159,8 +152,3 @@ def pose(position: Sequence[float], orientation: Sequence[float], prefix: str,
     q = quaternion(prefix + ".orientation", orientation)
     return p, q
 
-
-def named_values(field: str, names: Sequence[str], values: Sequence[float]) -> Dict[str, float]:
-    """Pairs of names and finite values of equal length."""
-    v = finite_vector(field + ".values", values, len(names))
-    return dict(zip(names, v.tolist()))

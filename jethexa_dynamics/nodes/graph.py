@@ -111,6 +111,15 @@ class Watcher(Node):
 
         self.create_subscription(msg_type, topic, cb, qos)
 
+    def drive(self, vx: float, vy: float = 0.0, wz: float = 0.0, period: float = 0.1) -> None:
+        """Publish this velocity command on ``cmd_vel`` every ``period`` seconds (like a teleop node)."""
+        from geometry_msgs.msg import Twist
+
+        pub = self.create_publisher(Twist, "cmd_vel", 10)
+        twist = Twist()
+        twist.linear.x, twist.linear.y, twist.angular.z = float(vx), float(vy), float(wz)
+        self.create_timer(period, lambda: pub.publish(twist))
+
     def count(self, topic: str) -> int:
         with self.lock:
             return len(self.msgs[topic])

@@ -14,7 +14,7 @@ x, y, z [m], NaN when not measured); with ``publish_slip`` the slip model's ``sl
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped

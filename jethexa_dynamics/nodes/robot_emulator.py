@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
@@ -27,7 +27,7 @@ from jethexa_dynamics.hardware.emulator import BusEmulator
 from jethexa_dynamics.monitor import node_params
 from jethexa_dynamics.monitor.damage import format_morphology, joint_leg_link, parse_damage_spec
 from jethexa_dynamics.monitor.prediction import mat_to_quat
-from jethexa_dynamics.nodes._common import RELIABLE_QOS, SENSOR_QOS, ThinNode, run
+from jethexa_dynamics.nodes._common import SENSOR_QOS, ThinNode, run
 from jethexa_dynamics.nodes._robot import jethexa
 
 GRAVITY = np.array([0.0, 0.0, -9.81])  # the engine's world gravity [m/s^2]
@@ -184,10 +184,6 @@ class RobotEmulator(ThinNode):
         msg.pose.orientation.w, msg.pose.orientation.x, msg.pose.orientation.y, msg.pose.orientation.z = \
             map(float, (w, x, y, z))
         self.mocap_pub.publish(msg)
-
-    def true_pose(self) -> np.ndarray:
-        with self.lock:
-            return self.engine.pose
 
     def _on_diag(self) -> None:
         with self.lock:
