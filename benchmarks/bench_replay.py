@@ -108,8 +108,9 @@ def main(argv=None):
                  np.__version__),
              "- bag: {:.0f} s of the simulated JetHexa walking, damage 1 at {:.0f} s; IMU + mocap 100 Hz, commands + "
              "joint states 50 Hz (`validation/simbag.py`)".format(a.duration, a.duration / 2),
-             "- best of {} runs; real-time factor = bag seconds per wall second (> 1: faster than real time)".format(
-                 a.repeat),
+             "- best of {} runs; real-time factor = bag seconds per wall second (> 1: faster than real time); "
+             "load average at the end {:.1f} (the 2 CPUs are shared with other jobs: figures vary by ~2x)".format(
+                 a.repeat, os.getloadavg()[0]),
              "- peer: `ros2 bag play` replays at real-time factor 1.0 by construction", "",
              "| storage | stage | messages | wall [s] | messages/s | real-time factor |",
              "|---|---|---:|---:|---:|---:|"]

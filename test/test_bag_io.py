@@ -260,3 +260,30 @@ def test_imu_without_orientation(tmp_path):
     p = S.write_synthetic_bag(tmp_path / "b", duration=1.0, imu_orientation=False)
     with pytest.raises(BagError, match="no orientation.*--imu-topic"):
         bag_io.read_bag(p)
+
+
+def test_reads_a_bag_as_humble_ros2_bag_record_writes_it(tmp_path):
+    """Humble's recorder: metadata version 5 (no type hashes, custom_data, ros_distro) and sqlite3 storage
+    without message definitions -> types come from the Humble typestore."""
+    import sqlite3
+
+    p = S.write_synthetic_bag(tmp_path / "h", duration=1.0, storage="sqlite3", damage_at=0.5)
+    db = sqlite3.connect(p / "h.db3")
+    db.execute("DELETE FROM message_definitions")
+    db.commit()
+    db.close()
+    meta = yaml.safe_load((p / "metadata.yaml").read_text())
+    info = meta["rosbag2_bagfile_information"]
+    info["version"] = 5
+    for key in ("custom_data", "ros_distro"):
+        info.pop(key)
+    for tw in info["topics_with_message_count"]:
+        tw["topic_metadata"].pop("type_description_hash")
+    (p / "metadata.yaml").write_text(yaml.safe_dump(meta))
+    humble_decode(meta)
+    d = bag_io.read_bag(p)
+    ref = bag_io.read_bag(S.write_synthetic_bag(tmp_path / "r", duration=1.0, damage_at=0.5))
+    assert d.metadata_version == 5
+    np.testing.assert_array_equal(d.imu.quat, ref.imu.quat)
+    np.testing.assert_array_equal(d.commands.q, ref.commands.q)
+    assert d.morphology.links.tolist() == ref.morphology.links.tolist()
