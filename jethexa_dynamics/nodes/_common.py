@@ -68,6 +68,7 @@ class ThinNode(Node):
         self.last_rejection: str = ""
         self.errors = 0
         self._log_times: Dict[str, float] = {}
+        self._rate_timers: Dict[str, Tuple[Any, Callable, str]] = {}
         self._tracebacks_shown: set = set()
         for spec in params:
             self.p[spec.name] = self._declare(spec)
@@ -110,6 +111,12 @@ class ThinNode(Node):
                 except Exception:
                     self.p = old
                     raise
+                for key in changed:
+                    if key in self._rate_timers:
+                        timer, callback, name = self._rate_timers[key]
+                        timer.cancel()
+                        self.destroy_timer(timer)
+                        self.rate_timer(key, callback, name)
         except ValueError as exc:
             self.reject("parameter", str(exc))
             return SetParametersResult(successful=False, reason=str(exc))
@@ -157,6 +164,12 @@ class ThinNode(Node):
 
     def timer(self, period: float, callback: Callable, name: str = "timer"):
         return self.create_timer(period, self.guard(name, callback))
+
+    def rate_timer(self, param: str, callback: Callable, name: str):
+        """A guarded timer at ``self.p[param]`` Hz, re-created whenever that parameter changes."""
+        timer = self.timer(1.0 / self.p[param], callback, name)
+        self._rate_timers[param] = (timer, callback, name)
+        return timer
 
     # ------------------------------------------------------------------ diagnostics
     def node_status(self, message: str = "running", level: int = 0,

@@ -42,7 +42,7 @@ class DamageMonitor(ThinNode):
         self.pub = self.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
         self.sub(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
-        self.timer(1.0 / self.p["check_rate"], self._on_check, "check")
+        self.rate_timer("check_rate", self._on_check, "check")
         self._decide(self.now_sec(), ["start-up"])
 
     def _config(self) -> DetectorConfig:

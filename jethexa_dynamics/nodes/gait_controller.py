@@ -43,7 +43,7 @@ class GaitController(ThinNode):
         self.pub = self.create_publisher(JointTrajectory, "joint_commands", RELIABLE_QOS)
         self.sub(Twist, "cmd_vel", self._on_cmd_vel, RELIABLE_QOS)
         self.sub(UInt8MultiArray, "morphology", self._on_morphology, LATCHED_QOS)
-        self._timer = self.timer(1.0 / self.p["control_rate"], self._on_tick, "control")
+        self.rate_timer("control_rate", self._on_tick, "control")
         self._diag_timer = self.timer(1.0, self._on_diag, "diagnostics")
         self._last_tick = time.monotonic()
 
@@ -51,10 +51,6 @@ class GaitController(ThinNode):
         gait = {v: changed[k] for k, v in _GAIT_KEYS.items() if k in changed}
         if gait:
             self.walker.configure(**gait)  # ValueError (unreachable stance) rejects the change
-        if "control_rate" in changed:
-            self._timer.cancel()
-            self.destroy_timer(self._timer)
-            self._timer = self.timer(1.0 / changed["control_rate"], self._on_tick, "control")
 
     def _on_cmd_vel(self, msg: Twist) -> None:
         cmd, clamped = validate.twist((msg.linear.x, msg.linear.y, msg.linear.z),

@@ -49,7 +49,7 @@ class ImuNode(ThinNode):
             self.bus = Mpu6050Emulator(address=self.p["address"])
             self.sub(Imu, "emulator/imu_motion", self._on_motion, SENSOR_QOS)
         self._init_chip()
-        self._timer = self.timer(1.0 / self.p["rate"], self._on_tick, "sample")
+        self.rate_timer("rate", self._on_tick, "sample")
         self._diag_timer = self.timer(1.0, self._on_diag, "diagnostics")
 
     # ------------------------------------------------------------------ chip
@@ -90,10 +90,6 @@ class ImuNode(ThinNode):
     def apply_params(self, changed: Dict[str, Any]) -> None:
         if "filter_beta" in changed:
             self.filter.beta = changed["filter_beta"]
-        if "rate" in changed:
-            self._timer.cancel()
-            self.destroy_timer(self._timer)
-            self._timer = self.timer(1.0 / changed["rate"], self._on_tick, "sample")
 
     # ------------------------------------------------------------------ callbacks
     def _on_motion(self, msg: Imu) -> None:

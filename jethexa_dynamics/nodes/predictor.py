@@ -81,8 +81,8 @@ class PredictorNode(ThinNode):
         self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS)
         self.sub(PoseStamped, "mocap/pose", self._on_mocap, SENSOR_QOS)
         self.sub(UInt8MultiArray, "morphology", self._on_morphology, LATCHED_QOS)
-        self._timer = self.timer(1.0 / self.p["rate"], self._on_tick, "predict")
-        self._diag_timer = self.timer(1.0 / self.p["diagnostics_rate"], self._on_diag, "diagnostics")
+        self.rate_timer("rate", self._on_tick, "predict")
+        self.rate_timer("diagnostics_rate", self._on_diag, "diagnostics")
 
     # ------------------------------------------------------------------ models
     def _build_models(self) -> None:
@@ -107,13 +107,6 @@ class PredictorNode(ThinNode):
             self.measured.mocap_timeout = changed["mocap_timeout"]
         if "stats_window" in changed:
             self.stats = CycleStats(changed["stats_window"])
-        for key, period_of in (("rate", "_timer"), ("diagnostics_rate", "_diag_timer")):
-            if key in changed:
-                old = getattr(self, period_of)
-                old.cancel()
-                self.destroy_timer(old)
-                cb, name = (self._on_tick, "predict") if key == "rate" else (self._on_diag, "diagnostics")
-                setattr(self, period_of, self.timer(1.0 / changed[key], cb, name))
 
     def t(self) -> float:
         """Predictor time: seconds since the node started (monotonic)."""

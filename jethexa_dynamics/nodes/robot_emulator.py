@@ -66,9 +66,10 @@ class RobotEmulator(ThinNode):
 
             self.recorder = BagRecorder(self, self.p["record"])
         self._apply_damage(self.p["damage"])
-        self._world_timer = None
         self._ticks = 0
-        self._make_timers()
+        # one timer: the world steps at `rate`; IMU motion and mocap go out every k-th tick (one callback
+        # instead of three: the rclpy executor's per-callback cost dominates here)
+        self.rate_timer("rate", self._on_tick, "world")
         self._diag_timer = self.timer(1.0, self._on_diag, "diagnostics")
         self.get_logger().info("emulated servo bus on %s (linked at %s)" % (self.port, self.p["port_link"]))
 
@@ -90,22 +91,9 @@ class RobotEmulator(ThinNode):
             os.unlink(link)
         os.symlink(self.port, link)
 
-    def _make_timers(self) -> None:
-        """One timer: the world steps at ``rate``; IMU motion and mocap are published every k-th tick
-        (one callback instead of three: the rclpy executor's per-callback cost dominates here)."""
-        if self._world_timer is not None:
-            self._world_timer.cancel()
-            self.destroy_timer(self._world_timer)
-        rate = self.p["rate"]
-        self._every = {"imu": max(1, int(round(rate / self.p["imu_rate"]))),
-                       "mocap": max(1, int(round(rate / self.p["mocap_rate"])))}
-        self._world_timer = self.timer(1.0 / rate, self._on_tick, "world")
-
     def apply_params(self, changed: Dict[str, Any]) -> None:
         if "damage" in changed:
             self._apply_damage(changed["damage"])
-        if any(k in changed for k in ("rate", "imu_rate", "mocap_rate")):
-            self._make_timers()
 
     def _apply_damage(self, spec: str) -> None:
         links = parse_damage_spec(spec, self.leg_names)  # ValueError -> parameter rejected
@@ -127,9 +115,10 @@ class RobotEmulator(ThinNode):
     def _on_tick(self) -> None:
         self._on_world()
         self._ticks += 1
-        if self._ticks % self._every["imu"] == 0:
+        rate = self.p["rate"]
+        if self._ticks % max(1, int(round(rate / self.p["imu_rate"]))) == 0:
             self._on_imu()
-        if self._ticks % self._every["mocap"] == 0:
+        if self._ticks % max(1, int(round(rate / self.p["mocap_rate"]))) == 0:
             self._on_mocap()
 
     def _on_world(self) -> None:

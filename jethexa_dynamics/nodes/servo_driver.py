@@ -53,7 +53,7 @@ class ServoDriver(ThinNode):
         self.create_service(SetBool, "~/set_torque", self._on_set_torque)
         self._diag_ticks = 0
         self._tracker_lock = threading.Lock()  # the tracker is written by the bus thread, read by diagnostics
-        self._diag_timer = self.timer(1.0 / self.p["fault_report_rate"], self._on_diag, "diagnostics")
+        self.rate_timer("fault_report_rate", self._on_diag, "diagnostics")
         self._pending = None
         self._pending_lock = threading.Lock()
         self._wake, self._stop = threading.Event(), threading.Event()
@@ -102,10 +102,6 @@ class ServoDriver(ThinNode):
     def apply_params(self, changed: Dict[str, Any]) -> None:
         if "publish_rate" in changed:
             self._wake.set()  # the bus thread picks up the new period
-        if "fault_report_rate" in changed:
-            self._diag_timer.cancel()
-            self.destroy_timer(self._diag_timer)
-            self._diag_timer = self.timer(1.0 / changed["fault_report_rate"], self._on_diag, "diagnostics")
 
     # ------------------------------------------------------------------ commands (executor thread)
     def _on_commands(self, msg: JointTrajectory) -> None:
