@@ -287,3 +287,9 @@ def test_reads_a_bag_as_humble_ros2_bag_record_writes_it(tmp_path):
     np.testing.assert_array_equal(d.imu.quat, ref.imu.quat)
     np.testing.assert_array_equal(d.commands.q, ref.commands.q)
     assert d.morphology.links.tolist() == ref.morphology.links.tolist()
+
+
+def test_synthetic_joint_names_are_the_robots():
+    from jethexa_dynamics.model import LeggedRobot
+
+    assert S.JOINT_NAMES == tuple(LeggedRobot.jethexa().joint_names)
