@@ -19,6 +19,7 @@ from jethexa_dynamics.nodes.bag_recorder import (LATCHED_QOS, BagRecorder, decla
                                                  message_class)
 from jethexa_dynamics.validation import bag_io, synthetic as S  # noqa: E402
 
+pytestmark = pytest.mark.ros
 N = 30
 STREAMS = ("/imu/data", "/joint_states", "/joint_commands", "/mocap/pose")
 

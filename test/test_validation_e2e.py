@@ -19,7 +19,7 @@ from transforms3d.euler import quat2euler
 
 from jethexa_dynamics.validation import cli, replay, simbag
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.ros]
 
 PRED = "boltzmann_hamel"
 LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
