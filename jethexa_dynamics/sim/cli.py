@@ -134,12 +134,10 @@ def run(args):
                 body_height=args.body_height, step_length=args.step_length)
     if args.yaw_rate:
         gait.set_command((gait.command[0], 0.0, args.yaw_rate))
-    engine = Engine(robot, gait=gait, dt=args.dt, contact=contact, settle=args.settle)
-    switch = None
-    if args.damage_at is None:
-        engine.set_morphology(scenario_morphology(robot, args.scenario))
-    else:
-        switch = (args.damage_at, scenario_morphology(robot, args.scenario))
+    damaged = scenario_morphology(robot, args.scenario)
+    engine = Engine(robot, gait=gait, dt=args.dt, contact=contact, settle=args.settle,
+                    morphology=damaged if args.damage_at is None else None)
+    switch = None if args.damage_at is None else (args.damage_at, damaged)
     engine.step(0)                      # compile (or load the numba cache) outside the timing
     progress = Progress(args.duration, enabled=not args.quiet)
     w0 = time.perf_counter()

@@ -287,6 +287,7 @@ class Engine:
         self.reset_standing()
         if morphology is not None:
             self.set_morphology(morphology)
+            self.events = []          # the initial morphology is not an event
         self.wall_time = 0.0
 
     # ---- set-up -------------------------------------------------------------------------------------------
