@@ -19,6 +19,7 @@ import numpy as np
 
 DEFAULT_DURATION = 16.0
 DEFAULT_DAMAGE_AT = 7.0
+DEFAULT_PREDICTOR_RATE = 50.0
 LEGS = ("LF", "LM", "LR", "RF", "RM", "RR")  # URDF leg order (docs/DEV_NOTES.md)
 
 
@@ -37,6 +38,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     ap.add_argument("--speed", type=float, default=0.05, help="forward speed command [m/s] (default %(default)s)")
     ap.add_argument("--predictor", default="boltzmann_hamel", help="predictor model (default %(default)s)")
     ap.add_argument("--horizon", type=float, default=2.0, help="predictor re-anchoring horizon [s]")
+    ap.add_argument("--predictor-rate", type=float, default=DEFAULT_PREDICTOR_RATE,
+                    help="predictor rate [Hz] (default %(default)s: every node shares one Python process here; "
+                         "the launch files run it at 100 Hz in its own process)")
     ap.add_argument("--period", type=float, default=0.5, help="table row period [s] (default %(default)s)")
     ap.add_argument("--record", default="", metavar="PATH", help="record the run to a rosbag2 directory")
     ap.add_argument("--network", action="store_true",
@@ -98,6 +102,9 @@ def rms(a) -> float:
 # ---------------------------------------------------------------------------------------------- run
 def run(args: argparse.Namespace, out=sys.stdout) -> int:
     env = configure_ros_environment(args.network)
+    # one process runs the world, the bus emulator's reply thread and the servo driver's bus thread: hand the
+    # GIL over more often so replies are not late behind a long callback (default 5 ms)
+    sys.setswitchinterval(0.001)
     from geometry_msgs.msg import PoseStamped
     from rcl_interfaces.msg import Parameter as ParameterMsg
     from rcl_interfaces.msg import ParameterType, ParameterValue
@@ -122,7 +129,7 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     say("  building the nodes (the first run compiles the simulation kernels, about a minute; cached after)")
     link = "/tmp/jethexa_demo_bus_%d" % os.getpid()
     overrides = {"port_link": link, "predictor": args.predictor, "horizon": str(args.horizon),
-                 "record": args.record}
+                 "predictor_rate": str(args.predictor_rate), "record": args.record}
     t_build = time.monotonic()
     graph = Graph(threads=1)
     status = 1

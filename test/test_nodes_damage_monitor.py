@@ -122,12 +122,12 @@ def test_bad_parameters_and_diagnostics_are_rejected_and_node_keeps_serving(grap
     # still serving: a real fault is still detected
     pub.publish(servo_array(silent=["coxa_joint_LR"], age=1.0))
     assert wait_for(lambda: morph(w) == [3, 3, 0, 3, 3, 3], 5.0), morph(w)
-    assert mon.p["no_reply_timeout"] == 0.3 and graph.spin_error is None
+    assert mon.p["no_reply_timeout"] == 0.4 and graph.spin_error is None
 
 
 def test_bad_start_up_parameter_falls_back_to_default(graph):
     mon = graph.add(DamageMonitor, {"no_reply_timeout": -5.0, "morphology": [3, 3], "latch": "yes"})
-    assert mon.p["no_reply_timeout"] == 0.3 and mon.get_parameter("no_reply_timeout").value == 0.3
+    assert mon.p["no_reply_timeout"] == 0.4 and mon.get_parameter("no_reply_timeout").value == 0.4
     assert mon.p["morphology"] == [-1] * 6 and mon.p["latch"] is True
     assert mon.rejected.get("parameter no_reply_timeout") == 1
     assert "below 0.02" in mon.last_rejection or "not a boolean" in mon.last_rejection

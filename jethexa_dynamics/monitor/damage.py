@@ -243,8 +243,8 @@ class ServoStatusTracker:
 class DetectorConfig:
     """Thresholds of :class:`DamageDetector` (the damage monitor's parameters)."""
 
-    no_reply_timeout: float = 0.3        # s without a valid reply ...
-    min_missed_reads: int = 2            # ... and at least this many consecutive misses -> lost
+    no_reply_timeout: float = 0.4        # s without a valid reply ...
+    min_missed_reads: int = 3            # ... and at least this many consecutive misses -> lost
     stall_hold: float = 0.5              # s the stall bit must persist
     position_error_threshold: float = 0.6  # rad |measured - commanded|
     position_error_hold: float = 0.5     # s it must persist (with fresh measurements)

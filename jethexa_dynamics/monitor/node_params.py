@@ -99,9 +99,9 @@ PREDICTOR = ParamSet("predictor", [
 DAMAGE_MONITOR = ParamSet("damage_monitor", [
     P("morphology", "int_array", [-1] * LEGS, "manual override, one entry per leg (LF LM LR RF RM RR) = intact "
       "links; -1 = automatic detection for that leg", lo=-1, hi=3, length=LEGS),
-    P("no_reply_timeout", "double", 0.3, "a servo without a valid reply this long (and min_missed_reads misses "
+    P("no_reply_timeout", "double", 0.4, "a servo without a valid reply this long (and min_missed_reads misses "
       "in a row) is lost", lo=0.02, hi=30.0, unit="s"),
-    P("min_missed_reads", "int", 2, "consecutive missed reads before a servo can be declared lost", lo=1, hi=100),
+    P("min_missed_reads", "int", 3, "consecutive missed reads before a servo can be declared lost", lo=1, hi=100),
     P("stall_hold", "double", 0.5, "a stall (locked-rotor) bit must persist this long", lo=0.0, hi=30.0, unit="s"),
     P("position_error_threshold", "double", 0.6, "|measured - commanded| beyond this counts as a fault",
       lo=0.05, hi=math.pi, unit="rad"),

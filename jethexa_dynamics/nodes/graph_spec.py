@@ -37,6 +37,7 @@ _COMMON_ARGS = [
     Argument("predictor", "boltzmann_hamel", "dynamics model of the predictor (boltzmann_hamel, slip, newton_euler)",
              (("predictor", "predictor"),)),
     Argument("horizon", "2.0", "predictor re-anchoring horizon [s]", (("predictor", "horizon"),)),
+    Argument("predictor_rate", "100.0", "predictor rate [Hz]", (("predictor", "rate"),)),
     Argument("control_rate", "50.0", "gait controller rate [Hz] (the 115200-baud bus carries 50 Hz)",
              (("gait_controller", "control_rate"),)),
     Argument("gait", "tripod", "gait of the healthy robot (tripod, ripple, wave)", (("gait_controller", "gait"),)),
