@@ -43,8 +43,9 @@ def test_environment_is_loopback_only_unless_network(monkeypatch):
 @pytest.mark.ros
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_demo_walks_detects_damage_and_exits_clean():
-    proc = run_demo("--duration", "9", "--damage-at", "3.5", "--period", "1.0")
+def test_demo_walks_detects_damage_and_exits_clean(tmp_path):
+    bag = tmp_path / "run"
+    proc = run_demo("--duration", "9", "--damage-at", "3.5", "--period", "1.0", "--record", str(bag))
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
     assert demo.HEADER in out
@@ -53,3 +54,4 @@ def test_demo_walks_detects_damage_and_exits_clean():
     assert "gait re-phased for legs LF,LR,RF,RR" in out and "no restart" in out
     assert "Summary" in out and "clean run" in out
     assert "predictor boltzmann_hamel:" in out
+    assert (bag / "metadata.yaml").exists() and "bag written to %s" % bag in out  # jethexa-validate input
