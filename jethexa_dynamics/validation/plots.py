@@ -13,11 +13,11 @@ _COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown"]
 
 
 def _mark_segments(ax, segs, label=False):
-    for s in segs[1:]:
+    for i, s in enumerate(segs[1:]):
         ax.axvline(s.t_start, color="tab:red", ls="--", lw=1.0)
-        if label:
+        if label:   # staggered so that changes close in time stay readable
             ax.annotate("morphology " + ("?" if s.links is None else " ".join(map(str, s.links))),
-                        xy=(s.t_start, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -3),
+                        xy=(s.t_start, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -3 - 9 * (i % 3)),
                         textcoords="offset points", va="top", fontsize=7, color="tab:red")
 
 
@@ -85,7 +85,7 @@ def plot_all(results, segs, out_dir, title="") -> list:
     for i, ax in enumerate(axs):
         ax.axhline(0.0, color="0.6", lw=0.6)
         for a in results[0].anchors:
-            ax.axvline(a, color="0.85", lw=0.5, zorder=0)
+            ax.axvline(a, color="0.6", ls=":", lw=0.8, zorder=0)
         _mark_segments(ax, segs, label=(i == 0))
     axs[0].legend(loc="best", fontsize=8)
     axs[0].set_title((title + ": " if title else "") + "prediction error (grey: re-anchoring, red: morphology)")
