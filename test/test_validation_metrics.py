@@ -185,3 +185,30 @@ def test_cli_compare_all_one_report(walk_bag, tmp_path, capsys, registered, monk
     assert rep["bag"]["window_s"] == [1.0, 6.0]
     text = capsys.readouterr().out
     assert text.count("t_good") >= 3 and text.count("t_bad") >= 3   # header + per segment + overall
+
+
+def test_joints_commanded_late_are_held_at_zero_and_noted(tmp_path):
+    from jethexa_dynamics.validation import messages as M
+
+    class Recorder(Perturbed):
+        def reset(self, t, joint_names):
+            self._anchors, self.cmds = [t], []
+
+        def on_command(self, t, q, t_target):
+            self.cmds.append(np.array(q))
+
+    names = list(S.JOINT_NAMES)
+    with bag_io.BagWriter(tmp_path / "b") as w:
+        for k in range(20):
+            t = S.T0_NS + k * 10_000_000
+            w.write("imu/data", t, M.imu(t, (1, 0, 0, 0)))
+            sub = names[3:] if k < 10 else names        # LF commanded only from k = 10 on
+            w.write("joint_commands", t, M.joint_trajectory(t, sub, np.full(len(sub), 0.5)))
+    bag = bag_io.read_bag(tmp_path / "b")
+    pr = Recorder()
+    res = replay.replay(bag, pr)
+    assert bag.commands.names[-3:] == tuple(names[:3])           # first seen last
+    assert all(np.all(np.isfinite(q)) for q in pr.cmds)
+    np.testing.assert_array_equal(pr.cmds[0][-3:], 0.0)
+    np.testing.assert_array_equal(pr.cmds[-1], 0.5)
+    assert any("coxa_joint_LF, femur_joint_LF, tibia_joint_LF" in n for n in res.notes)

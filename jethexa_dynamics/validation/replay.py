@@ -119,13 +119,17 @@ def replay(bag: BagData, predictor: PredictorAdapter) -> ReplayResult:
     p_pred = np.zeros((n_gt, 3))
     cmd, js, imu, gt, mo = bag.commands, bag.joint_states, bag.imu, bag.ground_truth, bag.morphology
     w0 = bag.window[0]
+    cmd_q = cmd.q
+    never = [n for n, ok in zip(cmd.names, np.isfinite(cmd_q).all(axis=0)) if not ok]
+    if never:   # e.g. a recording that starts with legs already removed: their joints were never commanded
+        cmd_q = np.where(np.isfinite(cmd_q), cmd_q, 0.0)
     tic = time.perf_counter()
     predictor.reset(w0, cmd.names)
     for t, kind, i in ev:
         i = int(i)
         kind = int(kind)
         if kind == _CMD:
-            predictor.on_command(t, cmd.q[i], max(cmd.t_target[i], t))
+            predictor.on_command(t, cmd_q[i], max(cmd.t_target[i], t))
         elif kind == _IMU:
             p, q = predictor.pose(t)
             p_orient[i], q_pred[i] = p, q
@@ -145,7 +149,9 @@ def replay(bag: BagData, predictor: PredictorAdapter) -> ReplayResult:
         q_meas=imu.quat.copy(), p_pred_orient=p_orient,
         t_pos=None if gt is None else gt.t.copy(), p_pred=None if gt is None else p_pred,
         p_meas=None if gt is None else gt.pos.copy(), anchors=np.asarray(predictor.anchors, dtype=float),
-        n_messages=bag.n_messages, wall_time=wall, duration=bag.window[1] - w0, notes=list(predictor.notes))
+        n_messages=bag.n_messages, wall_time=wall, duration=bag.window[1] - w0,
+        notes=list(predictor.notes) + (["joints without a command until later in the bag were held at 0 rad: "
+                                        + ", ".join(never)] if never else []))
 
 
 def _reorder(series, names):
