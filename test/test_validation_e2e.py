@@ -150,6 +150,7 @@ def test_demo_bag_validates_and_numbers_match_an_independent_recomputation(demo_
         assert pos["final_m"] == pytest.approx(d[mp][-1], abs=2e-6)
         e_axes = np.sqrt(np.mean((p_pred[mp] - gt[mp, 1:4]) ** 2, axis=0))
         np.testing.assert_allclose(pos["rmse_xyz_m"], e_axes, atol=2e-6)
+        np.testing.assert_allclose(pos["mean_xyz_m"], np.mean(p_pred[mp] - gt[mp, 1:4], axis=0), atol=2e-6)
         # drift per metre walked: error growth inside each re-anchoring interval / horizontal distance walked
         edges = np.concatenate([[a], anchors[(anchors > a) & (anchors < b)], [b]])
         grow = walked = 0.0
@@ -232,14 +233,15 @@ def _run(bag, out, *extra):
 
 
 def test_wrong_model_scores_worse_on_the_emulator_bag(demo_bag, validated, heavy_urdf, tmp_path):
-    """On the emulated robot's bag the input path (gait -> servo driver -> emulated bus) dominates x/y and
-    attitude errors, but the doubled body mass makes the model sag: its height (z) error is measurably larger."""
+    """On the emulated robot's bag the input path (gait -> servo driver -> emulated bus) dominates x/y, attitude
+    and gait-bounce errors, but the doubled body mass makes the model sag: its mean height error goes down by
+    most of a millimetre (about 0.9 mm over repeated recordings) and becomes the larger bias."""
     rep, _ = validated
     bad_rep = _run(demo_bag, tmp_path / "wrong", "--model", str(heavy_urdf))
     assert bad_rep["options"]["model"] == str(heavy_urdf)
     good, bad = rep["results"][0]["overall"], bad_rep["results"][0]["overall"]
-    z_good, z_bad = good["position"]["rmse_xyz_m"][2], bad["position"]["rmse_xyz_m"][2]
-    assert z_bad > 1.1 * z_good, (z_good, z_bad)
+    z_good, z_bad = good["position"]["mean_xyz_m"][2], bad["position"]["mean_xyz_m"][2]
+    assert z_bad < z_good - 0.0004 and abs(z_bad) > 1.5 * abs(z_good), (z_good, z_bad)
 
 
 def test_wrong_model_scores_worse_on_a_simulated_robot_bag(tmp_path, heavy_urdf):

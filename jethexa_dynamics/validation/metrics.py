@@ -5,7 +5,7 @@ Definitions (also in docs/validation.md):
 - Orientation error at a sample = predicted minus measured roll, pitch, yaw (ZYX Euler angles of the
   body orientation in the world frame), each wrapped to (-180, 180] deg. RMSE and maximum |error| per axis.
 - Position error = |p_predicted - p_ground_truth| (3-D norm, m): RMSE, maximum, and value at the last sample;
-  also the RMSE of each world axis (x, y, z: z is the body height error).
+  also the RMSE and the mean (bias) of each world axis (x, y, z: z is the body height error).
 - Drift per metre walked = sum over re-anchoring intervals k of |e_xy(end_k) - e_xy(start_k)| divided by
   the ground-truth horizontal path length walked in those intervals (m of error per m walked). The error
   *growth* inside an interval is used, so an offset carried in from an earlier interval is not counted twice.
@@ -137,6 +137,7 @@ def evaluate_part(res, t_start, t_end, last=True) -> dict:
                                             t_start, t_end)
             out["position"] = {"samples": int(mp.sum()), "rmse_m": _rmse(d), "max_m": _maxabs(d),
                                "final_m": float(d[-1]), "rmse_xyz_m": [_rmse(e[:, i]) for i in range(3)],
+                               "mean_xyz_m": [float(np.mean(e[:, i])) for i in range(3)],
                                "distance_walked_m": walked,
                                "drift_per_metre": drift}
     return out
