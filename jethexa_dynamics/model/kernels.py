@@ -40,36 +40,6 @@ def _cross(a, b, out):
     out[2] = z
 
 
-@njit(cache=True, inline="always")
-def _dot6(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
-
-
-@njit(cache=True, inline="always")
-def _ad(xi, x, out):
-    """out = ad_xi x = [w x x_v + v x x_w; w x x_w]   (paper eq. 4)."""
-    v0, v1, v2, w0, w1, w2 = xi[0], xi[1], xi[2], xi[3], xi[4], xi[5]
-    a0, a1, a2, b0, b1, b2 = x[0], x[1], x[2], x[3], x[4], x[5]
-    out[0] = w1 * a2 - w2 * a1 + v1 * b2 - v2 * b1
-    out[1] = w2 * a0 - w0 * a2 + v2 * b0 - v0 * b2
-    out[2] = w0 * a1 - w1 * a0 + v0 * b1 - v1 * b0
-    out[3] = w1 * b2 - w2 * b1
-    out[4] = w2 * b0 - w0 * b2
-    out[5] = w0 * b1 - w1 * b0
-
-
-@njit(cache=True, inline="always")
-def _adT(xi, h, out):
-    """out = ad_xi^T h = [-w x h_v; -v x h_v - w x h_w]."""
-    v0, v1, v2, w0, w1, w2 = xi[0], xi[1], xi[2], xi[3], xi[4], xi[5]
-    a0, a1, a2, b0, b1, b2 = h[0], h[1], h[2], h[3], h[4], h[5]
-    out[0] = -(w1 * a2 - w2 * a1)
-    out[1] = -(w2 * a0 - w0 * a2)
-    out[2] = -(w0 * a1 - w1 * a0)
-    out[3] = -(v1 * a2 - v2 * a1) - (w1 * b2 - w2 * b1)
-    out[4] = -(v2 * a0 - v0 * a2) - (w2 * b0 - w0 * b2)
-    out[5] = -(v0 * a1 - v1 * a0) - (w0 * b1 - w1 * b0)
-
 
 @njit(cache=True, inline="always")
 def _inertia_apply(m, c, Ic, x, out):
@@ -144,32 +114,6 @@ def _mm3(A, B, out):
 # ----------------------------------------------------------------------------------------------------------
 # per-leg forward kinematics: product of exponentials (eq. 12) and instantaneous twists (eq. 16-17)
 
-@njit(cache=True, inline="always")
-def _exp_revolute(xi, th, R, p):
-    """R, p of exp(ξ^ θ) for a unit-rotation twist ξ = [v; w], |w| = 1 (Rodrigues, eq. 2 and [67]):
-    R = 1 + sin θ ŵ + (1 - cos θ) ŵ², p = (1 - R)(w x v) + w (w·v) θ."""
-    v0, v1, v2, w0, w1, w2 = xi[0], xi[1], xi[2], xi[3], xi[4], xi[5]
-    s = math.sin(th)
-    k = 1.0 - math.cos(th)
-    # ŵ² = w w^T - |w|^2 1 with |w| = 1
-    R[0, 0] = 1.0 + k * (w0 * w0 - 1.0)
-    R[0, 1] = -s * w2 + k * w0 * w1
-    R[0, 2] = s * w1 + k * w0 * w2
-    R[1, 0] = s * w2 + k * w1 * w0
-    R[1, 1] = 1.0 + k * (w1 * w1 - 1.0)
-    R[1, 2] = -s * w0 + k * w1 * w2
-    R[2, 0] = -s * w1 + k * w2 * w0
-    R[2, 1] = s * w0 + k * w2 * w1
-    R[2, 2] = 1.0 + k * (w2 * w2 - 1.0)
-    a0 = w1 * v2 - w2 * v1
-    a1 = w2 * v0 - w0 * v2
-    a2 = w0 * v1 - w1 * v0
-    wv = (w0 * v0 + w1 * v1 + w2 * v2) * th
-    p[0] = a0 - (R[0, 0] * a0 + R[0, 1] * a1 + R[0, 2] * a2) + w0 * wv
-    p[1] = a1 - (R[1, 0] * a0 + R[1, 1] * a1 + R[1, 2] * a2) + w1 * wv
-    p[2] = a2 - (R[2, 0] * a0 + R[2, 1] * a1 + R[2, 2] * a2) + w2 * wv
-
-
 @njit(cache=True)
 def leg_kinematics(data, i, theta, R, p, xp, c, Ic):
     """Forward kinematics of leg i for all its links.
@@ -177,215 +121,283 @@ def leg_kinematics(data, i, theta, R, p, xp, c, Ic):
     Out: ``R[k], p[k]`` the product e^{ξ_i1 θ_i1} ... e^{ξ_ik θ_ik} (so g_{b,l_ik} = (R,p) g_{b,l_ik}(0), eq. 12),
     ``xp[k]`` = ξ'_ik = Ad_{e^{ξ_i1 θ_i1} ... e^{ξ_i(k-1) θ_i(k-1)}} ξ_ik (eq. 17, the columns of J^b, eq. 16),
     ``c[k], Ic[k]`` the link CoM and rotational inertia in X_b.
+    (Written with scalar indexing only: array views cost a reference-count round trip each in numba.)
     """
     n_joints, joint_offset, xi, com0, Ic0 = data[0], data[1], data[2], data[4], data[5]
     n = n_joints[i]
     off = joint_offset[i]
     Re = np.empty((3, 3))
-    pe = np.empty(3)
-    t = np.empty(3)
     T = np.empty((3, 3))
     for k in range(n):
+        v0, v1, v2 = xi[i, k, 0], xi[i, k, 1], xi[i, k, 2]
+        w0, w1, w2 = xi[i, k, 3], xi[i, k, 4], xi[i, k, 5]
         # ξ'_k = Ad_{T_{k-1}} ξ_k = [R v + p x (R w); R w]  (T_{-1} = identity)
         if k == 0:
-            xp[0, :] = xi[i, 0]
+            for r in range(6):
+                xp[0, r] = xi[i, 0, r]
         else:
-            _mv3(R[k - 1], xi[i, k, 3:6], xp[k, 3:6])
-            _mv3(R[k - 1], xi[i, k, 0:3], xp[k, 0:3])
-            _cross(p[k - 1], xp[k, 3:6], t)
-            xp[k, 0] += t[0]
-            xp[k, 1] += t[1]
-            xp[k, 2] += t[2]
-        _exp_revolute(xi[i, k], theta[off + k], Re, pe)
+            for r in range(3):
+                xp[k, 3 + r] = R[k - 1, r, 0] * w0 + R[k - 1, r, 1] * w1 + R[k - 1, r, 2] * w2
+                xp[k, r] = R[k - 1, r, 0] * v0 + R[k - 1, r, 1] * v1 + R[k - 1, r, 2] * v2
+            a0, a1, a2 = xp[k, 3], xp[k, 4], xp[k, 5]
+            q0, q1, q2 = p[k - 1, 0], p[k - 1, 1], p[k - 1, 2]
+            xp[k, 0] += q1 * a2 - q2 * a1
+            xp[k, 1] += q2 * a0 - q0 * a2
+            xp[k, 2] += q0 * a1 - q1 * a0
+        # exp(ξ^ θ) for a unit rotation axis (Rodrigues): R = 1 + s ŵ + (1 - cos) ŵ², p = (1 - R)(w x v) + w (w·v) θ
+        th = theta[off + k]
+        s = math.sin(th)
+        kc = 1.0 - math.cos(th)
+        Re[0, 0] = 1.0 + kc * (w0 * w0 - 1.0)
+        Re[0, 1] = -s * w2 + kc * w0 * w1
+        Re[0, 2] = s * w1 + kc * w0 * w2
+        Re[1, 0] = s * w2 + kc * w1 * w0
+        Re[1, 1] = 1.0 + kc * (w1 * w1 - 1.0)
+        Re[1, 2] = -s * w0 + kc * w1 * w2
+        Re[2, 0] = -s * w1 + kc * w2 * w0
+        Re[2, 1] = s * w0 + kc * w2 * w1
+        Re[2, 2] = 1.0 + kc * (w2 * w2 - 1.0)
+        a0 = w1 * v2 - w2 * v1
+        a1 = w2 * v0 - w0 * v2
+        a2 = w0 * v1 - w1 * v0
+        wv = (w0 * v0 + w1 * v1 + w2 * v2) * th
+        pe0 = a0 - (Re[0, 0] * a0 + Re[0, 1] * a1 + Re[0, 2] * a2) + w0 * wv
+        pe1 = a1 - (Re[1, 0] * a0 + Re[1, 1] * a1 + Re[1, 2] * a2) + w1 * wv
+        pe2 = a2 - (Re[2, 0] * a0 + Re[2, 1] * a1 + Re[2, 2] * a2) + w2 * wv
+        # T_k = T_{k-1} exp(ξ_k θ_k)
         if k == 0:
-            R[0, :, :] = Re
-            p[0, :] = pe
+            for r in range(3):
+                for t in range(3):
+                    R[0, r, t] = Re[r, t]
+            p[0, 0] = pe0
+            p[0, 1] = pe1
+            p[0, 2] = pe2
         else:
-            _mm3(R[k - 1], Re, R[k])
-            _mv3(R[k - 1], pe, p[k])
-            p[k, 0] += p[k - 1, 0]
-            p[k, 1] += p[k - 1, 1]
-            p[k, 2] += p[k - 1, 2]
-        _mv3(R[k], com0[i, k], c[k])
-        c[k, 0] += p[k, 0]
-        c[k, 1] += p[k, 1]
-        c[k, 2] += p[k, 2]
-        _mm3(R[k], Ic0[i, k], T)
+            for r in range(3):
+                for t in range(3):
+                    R[k, r, t] = R[k - 1, r, 0] * Re[0, t] + R[k - 1, r, 1] * Re[1, t] + R[k - 1, r, 2] * Re[2, t]
+                p[k, r] = R[k - 1, r, 0] * pe0 + R[k - 1, r, 1] * pe1 + R[k - 1, r, 2] * pe2 + p[k - 1, r]
+        # link CoM and inertia in X_b
         for r in range(3):
-            for s in range(r, 3):   # R Ic0 R^T, kept exactly symmetric
-                val = T[r, 0] * R[k, s, 0] + T[r, 1] * R[k, s, 1] + T[r, 2] * R[k, s, 2]
-                Ic[k, r, s] = val
-                Ic[k, s, r] = val
+            c[k, r] = R[k, r, 0] * com0[i, k, 0] + R[k, r, 1] * com0[i, k, 1] + R[k, r, 2] * com0[i, k, 2] + p[k, r]
+            for t in range(3):
+                T[r, t] = R[k, r, 0] * Ic0[i, k, 0, t] + R[k, r, 1] * Ic0[i, k, 1, t] + R[k, r, 2] * Ic0[i, k, 2, t]
+        for r in range(3):
+            for t in range(r, 3):   # R Ic0 R^T, kept exactly symmetric
+                val = T[r, 0] * R[k, t, 0] + T[r, 1] * R[k, t, 1] + T[r, 2] * R[k, t, 2]
+                Ic[k, r, t] = val
+                Ic[k, t, r] = val
 
 
 # ----------------------------------------------------------------------------------------------------------
 # per-link contributions, accumulated per leg (Algorithm 1, steps 2.2.x)
+#
+# The hot path works on scalars and 6-tuples (no array views: each view costs a reference-count round trip
+# in numba). ``xp[k]`` rows are ξ'_k, ``c[j]``/``Ic[j]`` the CoM/inertia of link j, all in X_b.
 
 @njit(cache=True, inline="always")
-def _dM_apply(k, j, m, c, Ic, xp, Xb, Sk, h, g_out, l_out, wk):
-    """Directional derivative (∂M_ij/∂θ_ik) x for link j of one leg, k <= j (Lemma 3, corrected §1.13).
+def _ad_xp(xp, k, a0, a1, a2, b0, b1, b2):
+    """ad_{ξ'_k} x = [w x x_v + v x x_w; w x x_w] (eq. 4) as a 6-tuple."""
+    v0, v1, v2, w0, w1, w2 = xp[k, 0], xp[k, 1], xp[k, 2], xp[k, 3], xp[k, 4], xp[k, 5]
+    return (w1 * a2 - w2 * a1 + v1 * b2 - v2 * b1, w2 * a0 - w0 * a2 + v2 * b0 - v0 * b2,
+            w0 * a1 - w1 * a0 + v0 * b1 - v1 * b0, w1 * b2 - w2 * b1, w2 * b0 - w0 * b2, w0 * b1 - w1 * b0)
 
-    With ad_k = ad_{ξ'_k}: ∂M^bb/∂θ_k = -ad_k^T M^bb - M^bb ad_k and ∂ξ'_β/∂θ_k = ad_k ξ'_β (β > k).
-    Inputs: ``Xb`` base part of x, ``Sk`` = Σ_{β<=k} ξ'_β x_β, ``h`` = M^bb (Xb + Σ_{β<=j} ξ'_β x_β).
-    Out: ``g_out`` base rows (6), ``l_out[β]`` leg rows β <= j. ``wk`` is scratch (>= 18 floats).
-    """
-    u = wk[0:6]
-    a = wk[6:12]
-    b = wk[12:18]
-    for r in range(6):
-        u[r] = Xb[r] + Sk[r]
-    _ad(xp[k], u, a)                # ad_k (Xb + S_{<=k})
-    _inertia_apply(m, c, Ic, a, b)  # M^bb ad_k (...)
-    _adT(xp[k], h, a)               # ad_k^T h
-    for r in range(6):
-        g_out[r] = -a[r] - b[r]
+
+@njit(cache=True, inline="always")
+def _adT_xp(xp, k, a0, a1, a2, b0, b1, b2):
+    """ad_{ξ'_k}^T h = [-w x h_v; -v x h_v - w x h_w] as a 6-tuple."""
+    v0, v1, v2, w0, w1, w2 = xp[k, 0], xp[k, 1], xp[k, 2], xp[k, 3], xp[k, 4], xp[k, 5]
+    return (-(w1 * a2 - w2 * a1), -(w2 * a0 - w0 * a2), -(w0 * a1 - w1 * a0),
+            -(v1 * a2 - v2 * a1) - (w1 * b2 - w2 * b1), -(v2 * a0 - v0 * a2) - (w2 * b0 - w0 * b2),
+            -(v0 * a1 - v1 * a0) - (w0 * b1 - w1 * b0))
+
+
+@njit(cache=True, inline="always")
+def _M_link(m, c, Ic, j, x0, x1, x2, x3, x4, x5):
+    """M^bb_ij x (eq. 8 in closed form) for link j: f = m (x_v + x_w x c), [f; c x f + Ic x_w]."""
+    c0, c1, c2 = c[j, 0], c[j, 1], c[j, 2]
+    f0 = m * (x0 + x4 * c2 - x5 * c1)
+    f1 = m * (x1 + x5 * c0 - x3 * c2)
+    f2 = m * (x2 + x3 * c1 - x4 * c0)
+    return (f0, f1, f2,
+            c1 * f2 - c2 * f1 + Ic[j, 0, 0] * x3 + Ic[j, 0, 1] * x4 + Ic[j, 0, 2] * x5,
+            c2 * f0 - c0 * f2 + Ic[j, 1, 0] * x3 + Ic[j, 1, 1] * x4 + Ic[j, 1, 2] * x5,
+            c0 * f1 - c1 * f0 + Ic[j, 2, 0] * x3 + Ic[j, 2, 1] * x4 + Ic[j, 2, 2] * x5)
+
+
+@njit(cache=True, inline="always")
+def _xp_dot(xp, b, t):
+    return xp[b, 0] * t[0] + xp[b, 1] * t[1] + xp[b, 2] * t[2] + xp[b, 3] * t[3] + xp[b, 4] * t[4] + xp[b, 5] * t[5]
+
+
+@njit(cache=True, inline="always")
+def _dM_apply(xp, k, j, m, c, Ic, u, h, l_out):
+    """Directional derivative (∂M_ij/∂θ_ik) x for link j, k <= j (Lemma 3, corrected in §1.13):
+    ∂M^bb/∂θ_k = -ad_k^T M^bb - M^bb ad_k with ad_k = ad_{ξ'_k}, and ∂ξ'_β/∂θ_k = ad_k ξ'_β for β > k.
+
+    ``u`` = X_b + Σ_{β<=k} ξ'_β x_β, ``h`` = M^bb (X_b + Σ_{β<=j} ξ'_β x_β) (6-tuples). Returns the base rows
+    (6-tuple) and writes the leg rows β <= j into ``l_out``."""
+    a = _ad_xp(xp, k, u[0], u[1], u[2], u[3], u[4], u[5])
+    b = _M_link(m, c, Ic, j, a[0], a[1], a[2], a[3], a[4], a[5])
+    t = _adT_xp(xp, k, h[0], h[1], h[2], h[3], h[4], h[5])
+    g = (-t[0] - b[0], -t[1] - b[1], -t[2] - b[2], -t[3] - b[3], -t[4] - b[4], -t[5] - b[5])
     for beta in range(j + 1):
-        val = _dot6(xp[beta], g_out)
+        val = _xp_dot(xp, beta, g)
         if beta > k:
-            _ad(xp[k], xp[beta], a)
-            val += _dot6(a, h)
+            e = _ad_xp(xp, k, xp[beta, 0], xp[beta, 1], xp[beta, 2], xp[beta, 3], xp[beta, 4], xp[beta, 5])
+            val += e[0] * h[0] + e[1] * h[1] + e[2] * h[2] + e[3] * h[3] + e[4] * h[4] + e[5] * h[5]
         l_out[beta] = val
-
-
-@njit(cache=True)
-def _link_coriolis(j, m, c, Ic, xp, Vb, vth, Wb, wth, same, out_b, out_l, P, wk, wa, wde):
-    """Add link j's part of C(θ,v) w (eq. 36-43) to ``out_b`` (base rows) and ``out_l`` (this leg's rows),
-    and its momentum M^bb (V + J θ̇) to ``P`` (eq. 41). The ℬ term needs the total 𝒫 and is added by the
-    caller. ``same`` means w is v (bias forces), which halves the work. ``wk`` is scratch.
-    ``wa``, ``wde`` weight the 𝒜 and (𝒟, ℰ) terms (1, 1 for the paper's C; other values build the
-    skew-consistent factorization, see ``coriolis_apply``)."""
-    nm = xp.shape[0]
-    S_v = wk[0:6 * nm].reshape((nm, 6))
-    S_w = wk[6 * nm:12 * nm].reshape((nm, 6))
-    o = 12 * nm
-    Uv, Uw, hv, hw, gv, gw = wk[o:o + 6], wk[o + 6:o + 12], wk[o + 12:o + 18], wk[o + 18:o + 24], \
-        wk[o + 24:o + 30], wk[o + 30:o + 36]
-    lv = wk[o + 36:o + 36 + nm]
-    lw = wk[o + 36 + nm:o + 36 + 2 * nm]
-    scratch = wk[o + 36 + 2 * nm:o + 54 + 2 * nm]
-    for r in range(6):
-        Uv[r] = Vb[r]
-        Uw[r] = Wb[r]
-    for beta in range(j + 1):
-        for r in range(6):
-            Uv[r] += xp[beta, r] * vth[beta]
-            Uw[r] += xp[beta, r] * wth[beta]
-            S_v[beta, r] = Uv[r] - Vb[r]
-            S_w[beta, r] = Uw[r] - Wb[r]
-    _inertia_apply(m, c, Ic, Uv, hv)
-    for r in range(6):
-        P[r] += hv[r]
-    if not same:
-        _inertia_apply(m, c, Ic, Uw, hw)
-    for k in range(j + 1):
-        if same:
-            _dM_apply(k, j, m, c, Ic, xp, Vb, S_v[k], hv, gv, lv, scratch)
-            gwk = gv
-            lwk = lv
-        else:
-            _dM_apply(k, j, m, c, Ic, xp, Wb, S_w[k], hw, gw, lw, scratch)
-            _dM_apply(k, j, m, c, Ic, xp, Vb, S_v[k], hv, gv, lv, scratch)
-            gwk = gw
-            lwk = lw
-        # 𝒜 w = Σ_k (∂M_ij/∂θ_k w) θ̇_k      (eq. 37)
-        tk = vth[k] * wa
-        for r in range(6):
-            out_b[r] += gwk[r] * tk
-        for beta in range(j + 1):
-            out_l[beta] += lwk[beta] * tk
-        # -½ (𝒟 w_b + ℰ w_θ)_k = -½ w^T (∂M_ij/∂θ_k) v      (eq. 39-40, 42-43)
-        s = _dot6(Wb, gv)
-        for beta in range(j + 1):
-            s += wth[beta] * lv[beta]
-        out_l[k] -= 0.5 * wde * s
+    return g
 
 
 @njit(cache=True, inline="always")
 def _base_B_term(P, Wb, out_b, wb):
     """-½ ℬ w_b with ℬ = 2[[0, P̂_v], [P̂_v, P̂_w]] (eq. 38): the Euler-Poincaré term -ad_V^T 𝒫 for w = v."""
-    t = np.empty(3)
-    u = np.empty(3)
-    _cross(P[0:3], Wb[3:6], t)
-    out_b[0] -= wb * t[0]
-    out_b[1] -= wb * t[1]
-    out_b[2] -= wb * t[2]
-    _cross(P[0:3], Wb[0:3], t)
-    _cross(P[3:6], Wb[3:6], u)
-    out_b[3] -= wb * (t[0] + u[0])
-    out_b[4] -= wb * (t[1] + u[1])
-    out_b[5] -= wb * (t[2] + u[2])
+    p0, p1, p2, p3, p4, p5 = P[0], P[1], P[2], P[3], P[4], P[5]
+    a0, a1, a2, b0, b1, b2 = Wb[0], Wb[1], Wb[2], Wb[3], Wb[4], Wb[5]
+    out_b[0] -= wb * (p1 * b2 - p2 * b1)
+    out_b[1] -= wb * (p2 * b0 - p0 * b2)
+    out_b[2] -= wb * (p0 * b1 - p1 * b0)
+    out_b[3] -= wb * ((p1 * a2 - p2 * a1) + (p4 * b2 - p5 * b1))
+    out_b[4] -= wb * ((p2 * a0 - p0 * a2) + (p5 * b0 - p3 * b2))
+    out_b[5] -= wb * ((p0 * a1 - p1 * a0) + (p3 * b1 - p4 * b0))
 
 
 @njit(cache=True)
-def _leg_terms(data, i, m_i, theta, v, w, same, wa, wde, gb, f_b, with_tip,
+def _leg_terms(data, i, m_i, theta, v, w, same, wa, wde, coriolis_on, gb, f_b, with_tip,
                Mbb, Mbt, Mtt, bias_b, bias_l, P, gen_b, gen_l,
                snap, pMbb, pMbt, pMtt, pbias_b, pbias_l, pP, pgen_b, pgen_l):
     """Accumulate the contributions of links 0..m_i-1 of leg i (Algorithm 1, steps 2.2.1-2.2.5):
-    mass blocks (eq. 27-28), C(θ,v) w without the ℬ term (eq. 36-43), gravity 𝒩 (eq. 9) into bias_*,
-    the momentum 𝒫 (eq. 41), and, when the tip link is present and ``with_tip``, the generalized force of the
-    tip force ``f_b`` (X_b axes) 𝒥^T F (eq. 11) into gen_*.
+    mass blocks M^bb_ij, 𝓜^bθ_ij = M^bb J^b, 𝓜^θθ_ij = J^bT M^bb J^b (eq. 8, 19, 21, 27-28);
+    C(θ,v) w without the ℬ term, i.e. wa·𝒜 w - ½ wde·(𝒟 w_b + ℰ w_θ) (eq. 36-43) plus gravity 𝒩 (eq. 9)
+    into bias_*; the momentum 𝒫 (eq. 41); and, when the tip link is present and ``with_tip``, the generalized
+    force 𝒥^T F (eq. 11) of the foot force ``f_b`` (X_b axes) into gen_*. ``same`` means w is v.
     With ``snap`` the accumulators are copied after each link into the prefix arrays p*[j+1] (used by the
     morphology bank: prefix j+1 = the leg with only its first j+1 links)."""
     n_joints, joint_offset, mass, tip0 = data[0], data[1], data[3], data[6]
     n = n_joints[i]
-    off = joint_offset[i]
+    off = 6 + joint_offset[i]
     R = np.empty((n, 3, 3))
     p = np.empty((n, 3))
     xp = np.empty((n, 6))
     c = np.empty((n, 3))
     Ic = np.empty((n, 3, 3))
     leg_kinematics(data, i, theta, R, p, xp, c, Ic)
-    vth = v[6 + off:6 + off + n]
-    wth = w[6 + off:6 + off + n]
-    Vb = v[0:6]
-    Wb = w[0:6]
-    M6 = np.empty((6, 6))
-    col = np.empty(6)
-    Wg = np.empty(6)
-    t = np.empty(3)
-    pt = np.empty(3)
-    wk = np.empty(12 * n + 54 + 2 * n)
+    Sv = np.empty((n, 6))
+    Sw = np.empty((n, 6))
+    lv = np.empty(n)
+    lw = np.empty(n)
     for j in range(m_i):
         m = mass[i, j]
-        # mass matrix blocks: M^bb_ij, 𝓜^bθ_ij = M^bb J^b, 𝓜^θθ_ij = J^bT M^bb J^b   (eq. 8, 19, 21, 28)
-        _inertia_matrix(m, c[j], Ic[j], M6)
-        Mbb += M6
+        c0, c1, c2 = c[j, 0], c[j, 1], c[j, 2]
+        # ---- mass matrix blocks (eq. 8, 19, 21, 28): M^bb = [[m 1, -m ĉ], [m ĉ, Ic - m ĉ ĉ]]
+        cc = c0 * c0 + c1 * c1 + c2 * c2
+        Mbb[0, 0] += m
+        Mbb[1, 1] += m
+        Mbb[2, 2] += m
+        Mbb[4, 0] += m * c2
+        Mbb[0, 4] += m * c2
+        Mbb[5, 0] -= m * c1
+        Mbb[0, 5] -= m * c1
+        Mbb[3, 1] -= m * c2
+        Mbb[1, 3] -= m * c2
+        Mbb[5, 1] += m * c0
+        Mbb[1, 5] += m * c0
+        Mbb[3, 2] += m * c1
+        Mbb[2, 3] += m * c1
+        Mbb[4, 2] -= m * c0
+        Mbb[2, 4] -= m * c0
+        for r in range(3):
+            for t in range(3):
+                Mbb[3 + r, 3 + t] += Ic[j, r, t] - m * (c[j, r] * c[j, t]) + (m * cc if r == t else 0.0)
         for k in range(j + 1):
-            _inertia_apply(m, c[j], Ic[j], xp[k], col)
-            for r in range(6):
-                Mbt[r, k] += col[r]
+            f = _M_link(m, c, Ic, j, xp[k, 0], xp[k, 1], xp[k, 2], xp[k, 3], xp[k, 4], xp[k, 5])
+            Mbt[0, k] += f[0]
+            Mbt[1, k] += f[1]
+            Mbt[2, k] += f[2]
+            Mbt[3, k] += f[3]
+            Mbt[4, k] += f[4]
+            Mbt[5, k] += f[5]
             for l in range(k + 1):     # symmetric by construction: one dot product for both entries
-                val = _dot6(xp[l], col)
+                val = _xp_dot(xp, l, f)
                 Mtt[l, k] += val
                 if l != k:
                     Mtt[k, l] += val
-        # Coriolis (without ℬ) and momentum
-        _link_coriolis(j, m, c[j], Ic[j], xp, Vb, vth, Wb, wth, same, bias_b, bias_l, P, wk, wa, wde)
-        # gravity: 𝒩 = -[W; J^T W], W = [f; c x f], f = m R_sb^T g_s   (eq. 9 for uniform gravity)
-        for r in range(3):
-            Wg[r] = m * gb[r]
-        _cross(c[j], Wg[0:3], t)
-        Wg[3] = t[0]
-        Wg[4] = t[1]
-        Wg[5] = t[2]
+        # ---- Coriolis (eq. 36-43) and momentum (eq. 41); link velocity V + J^b θ̇ with prefix sums
+        if coriolis_on:
+            u0, u1, u2, u3, u4, u5 = v[0], v[1], v[2], v[3], v[4], v[5]
+            z0, z1, z2, z3, z4, z5 = w[0], w[1], w[2], w[3], w[4], w[5]
+            for b in range(j + 1):
+                tv = v[off + b]
+                tw = w[off + b]
+                u0 += xp[b, 0] * tv
+                u1 += xp[b, 1] * tv
+                u2 += xp[b, 2] * tv
+                u3 += xp[b, 3] * tv
+                u4 += xp[b, 4] * tv
+                u5 += xp[b, 5] * tv
+                z0 += xp[b, 0] * tw
+                z1 += xp[b, 1] * tw
+                z2 += xp[b, 2] * tw
+                z3 += xp[b, 3] * tw
+                z4 += xp[b, 4] * tw
+                z5 += xp[b, 5] * tw
+                Sv[b, 0], Sv[b, 1], Sv[b, 2], Sv[b, 3], Sv[b, 4], Sv[b, 5] = u0, u1, u2, u3, u4, u5
+                Sw[b, 0], Sw[b, 1], Sw[b, 2], Sw[b, 3], Sw[b, 4], Sw[b, 5] = z0, z1, z2, z3, z4, z5
+            hv = _M_link(m, c, Ic, j, u0, u1, u2, u3, u4, u5)
+            P[0] += hv[0]
+            P[1] += hv[1]
+            P[2] += hv[2]
+            P[3] += hv[3]
+            P[4] += hv[4]
+            P[5] += hv[5]
+            hw = hv
+            if not same:
+                hw = _M_link(m, c, Ic, j, z0, z1, z2, z3, z4, z5)
+            for k in range(j + 1):
+                gv = _dM_apply(xp, k, j, m, c, Ic, (Sv[k, 0], Sv[k, 1], Sv[k, 2], Sv[k, 3], Sv[k, 4], Sv[k, 5]),
+                               hv, lv)
+                tk = v[off + k] * wa
+                if same:
+                    gw = gv
+                    for beta in range(j + 1):
+                        bias_l[beta] += lv[beta] * tk
+                else:
+                    gw = _dM_apply(xp, k, j, m, c, Ic, (Sw[k, 0], Sw[k, 1], Sw[k, 2], Sw[k, 3], Sw[k, 4], Sw[k, 5]),
+                                   hw, lw)
+                    for beta in range(j + 1):
+                        bias_l[beta] += lw[beta] * tk
+                # 𝒜 w = Σ_k (∂M_ij/∂θ_k w) θ̇_k      (eq. 37)
+                bias_b[0] += gw[0] * tk
+                bias_b[1] += gw[1] * tk
+                bias_b[2] += gw[2] * tk
+                bias_b[3] += gw[3] * tk
+                bias_b[4] += gw[4] * tk
+                bias_b[5] += gw[5] * tk
+                # -½ (𝒟 w_b + ℰ w_θ)_k = -½ w^T (∂M_ij/∂θ_k) v      (eq. 39-40, 42-43)
+                sdot = w[0] * gv[0] + w[1] * gv[1] + w[2] * gv[2] + w[3] * gv[3] + w[4] * gv[4] + w[5] * gv[5]
+                for beta in range(j + 1):
+                    sdot += w[off + beta] * lv[beta]
+                bias_l[k] -= 0.5 * wde * sdot
+        # ---- gravity: 𝒩 = -[W; J^T W], W = [f; c x f], f = m R_sb^T g_s   (eq. 9 for uniform gravity)
+        f0, f1, f2 = m * gb[0], m * gb[1], m * gb[2]
+        W = (f0, f1, f2, c1 * f2 - c2 * f1, c2 * f0 - c0 * f2, c0 * f1 - c1 * f0)
         for r in range(6):
-            bias_b[r] -= Wg[r]
+            bias_b[r] -= W[r]
         for beta in range(j + 1):
-            bias_l[beta] -= _dot6(xp[beta], Wg)
+            bias_l[beta] -= _xp_dot(xp, beta, W)
         if with_tip and j == n - 1:
             # 𝒥_i^T F_i (eq. 11) for a pure force at the foot: [W_t; J^T W_t], W_t = [f; p_t x f]
-            _mv3(R[n - 1], tip0[i, 0:3, 3], pt)
-            for r in range(3):
-                pt[r] += p[n - 1, r]
-                Wg[r] = f_b[r]
-            _cross(pt, f_b, t)
-            Wg[3] = t[0]
-            Wg[4] = t[1]
-            Wg[5] = t[2]
+            q = n - 1
+            pt0 = R[q, 0, 0] * tip0[i, 0, 3] + R[q, 0, 1] * tip0[i, 1, 3] + R[q, 0, 2] * tip0[i, 2, 3] + p[q, 0]
+            pt1 = R[q, 1, 0] * tip0[i, 0, 3] + R[q, 1, 1] * tip0[i, 1, 3] + R[q, 1, 2] * tip0[i, 2, 3] + p[q, 1]
+            pt2 = R[q, 2, 0] * tip0[i, 0, 3] + R[q, 2, 1] * tip0[i, 1, 3] + R[q, 2, 2] * tip0[i, 2, 3] + p[q, 2]
+            g0, g1, g2 = f_b[0], f_b[1], f_b[2]
+            Wt = (g0, g1, g2, pt1 * g2 - pt2 * g1, pt2 * g0 - pt0 * g2, pt0 * g1 - pt1 * g0)
             for r in range(6):
-                gen_b[r] += Wg[r]
+                gen_b[r] += Wt[r]
             for beta in range(n):
-                gen_l[beta] += _dot6(xp[beta], Wg)
+                gen_l[beta] += _xp_dot(xp, beta, Wt)
         if snap:
             pMbb[j + 1] = Mbb
             pMbt[j + 1] = Mbt
@@ -400,38 +412,38 @@ def _leg_terms(data, i, m_i, theta, v, w, same, wa, wde, gb, f_b, with_tip,
 # ----------------------------------------------------------------------------------------------------------
 # small dense Cholesky for the arrowhead solve
 
-@njit(cache=True)
-def _chol(A, n):
-    """In-place lower Cholesky of A[:n,:n]; returns False if A is not positive definite."""
+@njit(cache=True, inline="always")
+def _chol(A, i, n):
+    """In-place lower Cholesky of A[i, :n, :n]; returns False if it is not positive definite."""
     for j in range(n):
-        s = A[j, j]
+        s = A[i, j, j]
         for k in range(j):
-            s -= A[j, k] * A[j, k]
+            s -= A[i, j, k] * A[i, j, k]
         if not s > 0.0:
             return False
         d = math.sqrt(s)
-        A[j, j] = d
+        A[i, j, j] = d
         for r in range(j + 1, n):
-            s = A[r, j]
+            s = A[i, r, j]
             for k in range(j):
-                s -= A[r, k] * A[j, k]
-            A[r, j] = s / d
+                s -= A[i, r, k] * A[i, j, k]
+            A[i, r, j] = s / d
     return True
 
 
-@njit(cache=True)
-def _chol_solve(Lm, n, b):
-    """Solve (L L^T) x = b in place for b[:n]."""
+@njit(cache=True, inline="always")
+def _chol_solve(Lm, i, n, b, bi):
+    """Solve (L L^T) x = b in place, L = Lm[i, :n, :n], x = b[bi, :n]."""
     for r in range(n):
-        s = b[r]
+        s = b[bi, r]
         for k in range(r):
-            s -= Lm[r, k] * b[k]
-        b[r] = s / Lm[r, r]
+            s -= Lm[i, r, k] * b[bi, k]
+        b[bi, r] = s / Lm[i, r, r]
     for r in range(n - 1, -1, -1):
-        s = b[r]
+        s = b[bi, r]
         for k in range(r + 1, n):
-            s -= Lm[k, r] * b[k]
-        b[r] = s / Lm[r, r]
+            s -= Lm[i, k, r] * b[bi, k]
+        b[bi, r] = s / Lm[i, r, r]
 
 
 @njit(cache=True)
@@ -441,52 +453,59 @@ def _solve_arrowhead(counts, Mbb, Mbt, Mtt, rb, rl, out_b, out_l):
     Returns False if a block is not positive definite."""
     L = counts.shape[0]
     nmax = Mtt.shape[1]
-    S = Mbb.copy()
-    r = rb.copy()
-    Y = np.empty((L, nmax, 6))
-    y = np.empty((L, nmax))
+    S = np.empty((1, 6, 6))
+    r = np.empty((1, 6))
+    for a in range(6):
+        r[0, a] = rb[a]
+        for b in range(6):
+            S[0, a, b] = Mbb[a, b]
     Lfac = np.empty((L, nmax, nmax))
-    col = np.empty(nmax)
+    Y = np.empty((6 + 1, nmax))     # rows 0..5: A^-1 B^T columns, row 6: A^-1 r_leg
+    y = np.empty((L, nmax))
+    Yall = np.empty((L, nmax, 6))
     for i in range(L):
         m = counts[i]
         if m == 0:
             continue
-        Lfac[i, :m, :m] = Mtt[i, :m, :m]
-        if not _chol(Lfac[i], m):
+        for a in range(m):
+            for b in range(m):
+                Lfac[i, a, b] = Mtt[i, a, b]
+        if not _chol(Lfac, i, m):
             return False
         for q in range(6):
             for a in range(m):
-                col[a] = Mbt[i, q, a]
-            _chol_solve(Lfac[i], m, col)
-            for a in range(m):
-                Y[i, a, q] = col[a]
+                Y[q, a] = Mbt[i, q, a]
+            _chol_solve(Lfac, i, m, Y, q)
         for a in range(m):
-            col[a] = rl[i, a]
-        _chol_solve(Lfac[i], m, col)
+            Y[6, a] = rl[i, a]
+        _chol_solve(Lfac, i, m, Y, 6)
         for a in range(m):
-            y[i, a] = col[a]
+            y[i, a] = Y[6, a]
+            for q in range(6):
+                Yall[i, a, q] = Y[q, a]
         for q in range(6):
             s = 0.0
             for a in range(m):
-                s += Mbt[i, q, a] * y[i, a]
-            r[q] -= s
+                s += Mbt[i, q, a] * Y[6, a]
+            r[0, q] -= s
             for q2 in range(6):
                 s = 0.0
                 for a in range(m):
-                    s += Mbt[i, q, a] * Y[i, a, q2]
-                S[q, q2] -= s
-    if not _chol(S, 6):
+                    s += Mbt[i, q, a] * Y[q2, a]
+                S[0, q, q2] -= s
+    if not _chol(S, 0, 6):
         return False
-    _chol_solve(S, 6, r)
+    _chol_solve(S, 0, 6, r, 0)
     for q in range(6):
-        out_b[q] = r[q]
+        out_b[q] = r[0, q]
     for i in range(L):
         m = counts[i]
-        out_l[i, :] = 0.0
+        for a in range(nmax):
+            out_l[i, a] = 0.0
         for a in range(m):
             s = y[i, a]
             for q in range(6):
-                s -= Y[i, a, q] * r[q]
+                s -= Yall[i, a, q] * r[0, q]
             out_l[i, a] = s
     return True
 
@@ -523,7 +542,7 @@ def _body_terms(data, Vb, Wb, gb, bias_b, P):
 
 @njit(cache=True)
 def _dynamics_terms(data, R_sb, theta, v, w, same, gravity_on, f_world, mask,
-                    Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l, wa=1.0, wb=1.0, wde=1.0):
+                    Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l, wa=1.0, wb=1.0, wde=1.0, coriolis_on=True):
     """Everything for one state: mass blocks, C(θ,v) w + 𝒩 (bias), 𝒥^T F (gen)."""
     n_joints = data[0]
     L = n_joints.shape[0]
@@ -553,7 +572,7 @@ def _dynamics_terms(data, R_sb, theta, v, w, same, gravity_on, f_world, mask,
             continue
         for r in range(3):
             fb[r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
-        _leg_terms(data, i, counts[i], theta, v, w, same, wa, wde, gb, fb, True,
+        _leg_terms(data, i, counts[i], theta, v, w, same, wa, wde, coriolis_on, gb, fb, True,
                    Mbb, Mbt[i], Mtt[i], bias_b, bias_l[i], P, gen_b, gen_l[i],
                    False, dummy66, dummyM, dummyM, dummy6, dummyl, dummy6, dummy6, dummyl)
     _base_B_term(P, w[0:6], bias_b, wb)
@@ -616,7 +635,7 @@ def mass_matrix(data, theta, mask, out):
     R = np.eye(3)
     f = np.zeros((L, 3))
     counts = _dynamics_terms(data, R, theta, z, z, True, False, f, mask,
-                             Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l)
+                             Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l, 1.0, 1.0, 1.0, False)
     out[:, :] = 0.0
     out[0:6, 0:6] = Mbb
     joint_offset = data[1]
@@ -725,7 +744,7 @@ def tip_generalized_forces(data, R_sb, theta, f_world, mask, out):
     gen_l = np.empty((L, nmax))
     z = np.zeros(nvf)
     counts = _dynamics_terms(data, R_sb, theta, z, z, True, False, f_world, mask,
-                             Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l)
+                             Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l, 1.0, 1.0, 1.0, False)
     _scatter(data, counts, gen_b, gen_l, out)
 
 
@@ -925,7 +944,7 @@ def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
         gnl[:] = 0.0
         for r in range(3):
             fb[r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
-        _leg_terms(data, i, n_joints[i], theta, v, v, True, 1.0, 1.0, gb, fb, True,
+        _leg_terms(data, i, n_joints[i], theta, v, v, True, 1.0, 1.0, True, gb, fb, True,
                    Mbb, Mbt, Mtt, bb, bl, P, gnb, gnl,
                    True, pMbb[i], pMbt[i], pMtt[i], pbias_b[i], pbias_l[i], pP[i], pgen_b[i], pgen_l[i])
     # main body, shared by all hypotheses

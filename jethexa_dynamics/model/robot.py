@@ -12,7 +12,7 @@ base twist in base_link (Pinocchio's free-flyer LOCAL convention, the paper's qu
 (n_tips, 3) world-frame forces applied at the foot points, in ``tip_names`` order.
 """
 import os
-from functools import lru_cache
+from functools import cached_property
 
 import numpy as np
 
@@ -26,21 +26,21 @@ def _bundled_urdf():
     return os.path.join(here, "data", "urdf", "jethexa.urdf")
 
 
-def _vec(x, n, name):
+def _vec(x, n, name, check_finite=True):
     """Float array of shape (n,), finite, or a ValueError naming the field."""
     a = np.asarray(x, dtype=float)
     if a.shape != (n,):
         raise ValueError(f"{name}: expected shape ({n},), got {a.shape}")
-    if not np.isfinite(a.sum()):
+    if check_finite and not np.isfinite(a.sum()):
         raise ValueError(f"{name}: contains NaN or inf")
     return a
 
 
-def _pose(g):
+def _pose(g, check_finite=True):
     a = np.asarray(g, dtype=float)
     if a.shape != (4, 4):
         raise ValueError(f"g_sb: expected a 4x4 homogeneous transform, got shape {a.shape}")
-    if not np.isfinite(a.sum()):
+    if check_finite and not np.isfinite(a.sum()):
         raise ValueError("g_sb: contains NaN or inf")
     return a
 
@@ -204,32 +204,75 @@ class LeggedRobot:
             np.array([desc.body_mass]), desc.body_com, desc.body_Ic, np.array([0.0, 0.0, -9.81]))
         self._full = self
         self._cache = {}
+        nj = int(desc.n_joints.sum())
+        self._n_list = [int(n) for n in desc.n_joints]
+        self._leg_start = [int(o) for o in off]
+        self._all_jidx = np.arange(nj, dtype=np.int64)
+        self._all_vidx = np.arange(6 + nj, dtype=np.int64)
+        self._all_tip_idx = np.arange(len(desc.legs), dtype=np.int64)
+        self._all_joint_names = [jn for leg in desc.legs for jn in leg.joint_names]
+        self._nj_full = nj
+        self._zero_f = np.zeros((len(desc.legs), 3))
+        self._zero_f.flags.writeable = False
         self._set_morphology(Morphology(self._all_leg_names, desc.n_joints, desc.n_joints))
         return self
 
     def _set_morphology(self, m):
+        """Index maps of a morphology (Algorithm 1's reshaping). Names and limits are derived lazily, so a
+        morphology change costs only a few small integer arrays."""
         full = self._full
-        d = full._desc
         self.morphology = m
         self._mask = m.link_mask
-        self._nj_full = int(d.n_joints.sum())
-        off = full.kernel_data[1]
-        jidx = np.concatenate([off[i] + np.arange(k) for i, k in enumerate(m.links_per_leg)]).astype(np.int64)
-        self.joint_index_in_full = jidx
-        self._vidx = np.concatenate([np.arange(6), 6 + jidx]).astype(np.int64)
-        self._tip_idx = np.array([i for i, (k, n) in enumerate(zip(m.links_per_leg, d.n_joints)) if k == n],
-                                 dtype=np.int64)
+        counts = m.links_per_leg
         self._healthy = m.is_healthy
-        all_joint_names = [jn for leg in d.legs for jn in leg.joint_names]
-        self.joint_names = [all_joint_names[k] for k in jidx]
-        self.leg_names = [n for n, k in zip(full._all_leg_names, m.links_per_leg) if k > 0]
-        self.tip_names = [d.legs[i].tip_frame for i in self._tip_idx]
-        self.tip_legs = [d.legs[i].name for i in self._tip_idx]
-        self.nv = 6 + len(jidx)
-        self.joint_lower = d.lower[jidx]
-        self.joint_upper = d.upper[jidx]
-        self.joint_effort = d.effort[jidx]
-        self.joint_velocity = d.velocity[jidx]
+        if self._healthy:
+            self.joint_index_in_full = full._all_jidx
+            self._vidx = full._all_vidx
+            self._tip_idx = full._all_tip_idx
+        else:
+            starts = full._leg_start
+            jidx = np.array([s + k for s, c in zip(starts, counts) for k in range(c)], dtype=np.int64)
+            self.joint_index_in_full = jidx
+            self._vidx = np.concatenate((full._all_vidx[:6], jidx + 6))
+            self._tip_idx = np.array([i for i, (c, n) in enumerate(zip(counts, full._n_list)) if c == n],
+                                     dtype=np.int64)
+        self.nv = 6 + len(self.joint_index_in_full)
+
+    @cached_property
+    def joint_names(self):
+        """Joint names of the present links, leg-major, proximal to distal."""
+        names = self._full._all_joint_names
+        return [names[k] for k in self.joint_index_in_full]
+
+    @cached_property
+    def leg_names(self):
+        """Names of the present legs (URDF order)."""
+        return [n for n, k in zip(self._all_leg_names, self.morphology.links_per_leg) if k > 0]
+
+    @cached_property
+    def tip_names(self):
+        """Foot frames of the legs whose tip link is present."""
+        return [self._desc.legs[i].tip_frame for i in self._tip_idx]
+
+    @cached_property
+    def tip_legs(self):
+        return [self._desc.legs[i].name for i in self._tip_idx]
+
+    @cached_property
+    def joint_lower(self):
+        return self._desc.lower[self.joint_index_in_full]
+
+    @cached_property
+    def joint_upper(self):
+        return self._desc.upper[self.joint_index_in_full]
+
+    @cached_property
+    def joint_effort(self):
+        return self._desc.effort[self.joint_index_in_full]
+
+    @cached_property
+    def joint_velocity(self):
+        return self._desc.velocity[self.joint_index_in_full]
 
     # ---- morphology ---------------------------------------------------------------------------------------
     @property
@@ -256,6 +299,8 @@ class LeggedRobot:
             r.kernel_data = full.kernel_data
             r._full = full
             r._cache = None
+            r._nj_full = full._nj_full
+            r._zero_f = full._zero_f
             r._set_morphology(m)
             full._cache[key] = r
         return r
@@ -295,33 +340,35 @@ class LeggedRobot:
         """leg -> 4x4 pose of the leg's first joint frame in base_link at zero angles."""
         return {leg.name: leg.hip_pose.copy() for leg in self._desc.legs if leg.name in self.leg_names}
 
-    def _q_full(self, q):
-        q = _vec(q, self.nv - 6, "q")
+    def _q_full(self, q, check_finite=True):
+        q = _vec(q, self.nv - 6, "q", check_finite)
         if self._healthy:
             return q
         qf = np.zeros(self._nj_full)
         qf[self.joint_index_in_full] = q
         return qf
 
-    def _v_full(self, v, name="v"):
-        v = _vec(v, self.nv, name)
+    def _v_full(self, v, name="v", check_finite=True):
+        v = _vec(v, self.nv, name, check_finite)
         if self._healthy:
             return v
         vf = np.zeros(6 + self._nj_full)
         vf[self._vidx] = v
         return vf
 
-    def _f_full(self, tip_forces):
-        L = len(self._all_leg_names)
-        f = np.zeros((L, 3))
-        if tip_forces is not None:
-            tf = np.asarray(tip_forces, dtype=float)
-            if tf.shape != (len(self._tip_idx), 3):
-                raise ValueError(f"tip_forces: expected shape ({len(self._tip_idx)}, 3) for tips {self.tip_names}, "
-                                 f"got {tf.shape}")
-            if not np.isfinite(tf.sum()):
-                raise ValueError("tip_forces: contains NaN or inf")
-            f[self._tip_idx] = tf
+    def _f_full(self, tip_forces, check_finite=True):
+        if tip_forces is None:
+            return self._zero_f
+        tf = np.asarray(tip_forces, dtype=float)
+        if tf.shape != (len(self._tip_idx), 3):
+            raise ValueError(f"tip_forces: expected shape ({len(self._tip_idx)}, 3) for tips {self.tip_names}, "
+                             f"got {tf.shape}")
+        if check_finite and not np.isfinite(tf.sum()):
+            raise ValueError("tip_forces: contains NaN or inf")
+        if self._healthy:
+            return tf
+        f = np.zeros((len(self._all_leg_names), 3))
+        f[self._tip_idx] = tf
         return f
 
     def _out(self, x):
@@ -368,10 +415,18 @@ class LeggedRobot:
     def forward_dynamics(self, g_sb, q, v, tau, tip_forces=None):
         """v̇ from M v̇ + C v + 𝒩 = τ + 𝒥^T F_t (eq. 6). ``tau`` has nv entries (base rows are normally 0)."""
         out = np.empty(6 + self._nj_full)
-        ok = kernels.forward_dynamics(self.kernel_data, _pose(g_sb)[:3, :3], self._q_full(q), self._v_full(v),
-                                      self._v_full(tau, "tau"), self._f_full(tip_forces), self._mask, out)
-        if not ok:
-            raise np.linalg.LinAlgError("mass matrix is not positive definite (massless links?)")
+        g = _pose(g_sb, check_finite=False)
+        ok = kernels.forward_dynamics(self.kernel_data, g[:3, :3], self._q_full(q, False), self._v_full(v, "v", False),
+                                      self._v_full(tau, "tau", False), self._f_full(tip_forces, False), self._mask, out)
+        if not (ok and np.isfinite(out.sum())):
+            # find the bad input only on the failure path, so the good path pays one check
+            _pose(g_sb)
+            self._q_full(q)
+            self._v_full(v)
+            self._v_full(tau, "tau")
+            self._f_full(tip_forces)
+            raise np.linalg.LinAlgError("forward dynamics failed: mass matrix not positive definite "
+                                        "(massless links?)")
         return self._out(out)
 
     def forward_dynamics_bank(self, g_sb, q, v, tau, morphologies, tip_forces=None):
