@@ -135,3 +135,32 @@ def test_bad_input_on_every_subscription(rig):
     assert wait_for(lambda: w.count("predicted/pose") > n + 5, 5.0)
     assert node.errors == 0 and g.spin_error is None
     assert node.set_parameters([Parameter("horizon", value=0.5)])[0].successful
+
+
+@pytest.mark.parametrize("name", ["slip", "newton_euler"])
+def test_second_opinion_reanchor_keeps_the_support_state(name):
+    """The predictor node's second opinions (built by the registry jethexa-validate uses) re-anchor on mocap
+    without losing the support state: no height or roll/pitch jump at a re-anchor (a reset would drop the
+    body to z = 0, level, until the next command)."""
+    from jethexa_dynamics.monitor.walking import WalkingGait
+    from jethexa_dynamics.nodes._robot import jethexa, leg_geometry
+    from jethexa_dynamics.validation.replay import make_predictor
+
+    model = make_predictor(name, horizon=0.5)
+    walker = WalkingGait(leg_geometry(), jethexa().joint_names)
+    walker.set_command((0.05, 0.0, 0.0))
+    model.reset(0.0, JOINTS)
+    z, tilt, dt = [], [], 0.02
+    for k in range(1, 150):
+        t = k * dt
+        names, q = walker.step(dt, walking=True)
+        assert names == JOINTS
+        model.on_command(t, q, t + dt)
+        model.on_ground_truth(t, np.array([0.05 * t, 0.0, 0.12]), np.array([1.0, 0.0, 0.0, 0.0]))
+        pos, quat = model.pose(t + dt / 2)
+        z.append(pos[2])
+        tilt.append(np.linalg.norm(pose_error(pos, quat, None, [1.0, 0.0, 0.0, 0.0])[:2]))
+    assert len(model.anchors) >= 4                                         # it did re-anchor (every 0.5 s)
+    assert model.anchors[0] <= 2 * dt                                      # on the first mocap pose
+    assert np.max(np.abs(np.diff(z[5:]))) < 0.01, "height jumps at a re-anchor"
+    assert np.max(np.abs(np.diff(tilt[5:]))) < math.radians(2), "roll/pitch jumps at a re-anchor"

@@ -260,6 +260,9 @@ class SlipPredictor:
             g[:3, :3] = _rot(0.0, 0.0, math.atan2(self._imu[1][1, 0], self._imu[1][0, 0]))
             self.anchor(t, g)
             self.anchors.append(t)
+        else:               # nothing to anchor on yet (e.g. an IMU sample came first): the next measurement re-arms
+            self._next_anchor = None
+            return
         self._next_anchor = t + self.horizon
 
     # ---- prediction -------------------------------------------------------------------------------------

@@ -27,9 +27,10 @@ from transforms3d.quaternions import quat2mat
 
 from jethexa_dynamics.monitor import node_params, validate
 from jethexa_dynamics.monitor.damage import format_morphology, morphology_from_wire
-from jethexa_dynamics.monitor.prediction import ERROR_FIELDS, CycleStats, MeasuredPose, make_predictor, pose_error
+from jethexa_dynamics.monitor.prediction import ERROR_FIELDS, CycleStats, MeasuredPose, pose_error
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec
 from jethexa_dynamics.nodes._robot import jethexa
+from jethexa_dynamics.validation.replay import make_predictor
 
 SLIP = "slip"
 
@@ -88,7 +89,7 @@ class PredictorNode(ThinNode):
     def _build_models(self) -> None:
         """(Re)create the model(s) from the parameters; ValueError keeps the old ones."""
         names = [self.p["predictor"]] + ([SLIP] if self.p["publish_slip"] and self.p["predictor"] != SLIP else [])
-        models = {n: make_predictor(n, self.p["horizon"]) for n in names}
+        models = {n: make_predictor(n, horizon=self.p["horizon"]) for n in names}  # jethexa-validate's registry
         t = self.t()
         for m in models.values():  # first calls compile/load numba code: do it here, not in the first cycle
             m.reset(t, self.joint_names)

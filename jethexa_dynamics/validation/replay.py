@@ -199,16 +199,12 @@ def _boltzmann_hamel(model=None, horizon=None):
 
 
 def _second_opinion(name):
-    """A ``models.PREDICTORS`` model behind the predictor node's adapter (re-anchored on motion capture)."""
+    """A ``models.PREDICTORS`` model: it speaks the replay protocol itself and re-anchors its planar pose on
+    motion capture every horizon (keeping its support state)."""
     def factory(model=None, horizon=None):
         from jethexa_dynamics.models import PREDICTORS
-        from jethexa_dynamics.monitor.prediction import SlipAdapter
 
-        robot = _robot(model)
-        adapter = SlipAdapter(_horizon(horizon), robot=robot)
-        if name != adapter.name:                # same model interface (reset, push_*, advance, pose)
-            adapter.model, adapter.name = PREDICTORS[name](robot), name
-        return adapter
+        return PREDICTORS[name](_robot(model), reanchor_horizon=_horizon(horizon))
     return factory
 
 
@@ -228,7 +224,7 @@ def _load_builtins():
     if _optional_module("jethexa_dynamics.sim.predictor") is not None:
         _FACTORIES.setdefault("boltzmann_hamel", _boltzmann_hamel)
     models = _optional_module("jethexa_dynamics.models")
-    if models is not None and _optional_module("jethexa_dynamics.monitor.prediction") is not None:
+    if models is not None:
         for name in getattr(models, "PREDICTORS", {}):
             _FACTORIES.setdefault(name, _second_opinion(name))
 
