@@ -580,11 +580,13 @@ def _dynamics_terms(data, R_sb, theta, v, w, same, gravity_on, f_world, mask,
 
 
 @njit(cache=True)
-def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out):
+def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out, joint_diag=None):
     """v̇ = M^-1 (τ + 𝒥^T F - C v - 𝒩)   (eq. 6), full-size vectors, morphology by ``mask``.
 
     ``f_world[i]`` is the world-frame force at leg i's foot (ignored when the tip link is missing);
-    ``tau`` base rows are ignored (unactuated base is τ_b = 0 unless the caller sets them).
+    ``tau`` base rows are applied as given (0 for an unactuated base).
+    ``joint_diag`` (full joint order), if given, is added to M's joint diagonal: (M + diag) v̇ = ..., which is
+    how a simulator treats joint damping implicitly (D-term at v_{n+1}, as MuJoCo's implicitfast).
     Returns False if M is not positive definite (then vdot_out is undefined)."""
     L = data[0].shape[0]
     nmax = data[2].shape[1]
@@ -606,6 +608,8 @@ def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out):
         off = 6 + joint_offset[i]
         for a in range(counts[i]):
             rl[i, a] = tau[off + a] + gen_l[i, a] - bias_l[i, a]
+            if joint_diag is not None:
+                Mtt[i, a, a] += joint_diag[off - 6 + a]
     ab = np.empty(6)
     al = np.empty((L, nmax))
     ok = _solve_arrowhead(counts, Mbb, Mbt, Mtt, rb, rl, ab, al)
