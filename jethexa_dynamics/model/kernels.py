@@ -540,13 +540,21 @@ def _body_terms(data, Vb, Wb, gb, bias_b, P):
         bias_b[3 + r] -= t[r]
 
 
+@njit(cache=True, inline="always")
+def _terms_buffers(data):
+    """Output arrays of ``_dynamics_terms``: M blocks (eq. 27), bias forces and 𝒥^T F, base and per leg."""
+    L = data[0].shape[0]
+    nmax = data[2].shape[1]
+    return (np.empty((6, 6)), np.empty((L, 6, nmax)), np.empty((L, nmax, nmax)), np.empty(6), np.empty((L, nmax)),
+            np.empty(6), np.empty((L, nmax)))
+
+
 @njit(cache=True)
 def _dynamics_terms(data, R_sb, theta, v, w, same, gravity_on, f_world, mask,
                     Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l, wa=1.0, wb=1.0, wde=1.0, coriolis_on=True):
     """Everything for one state: mass blocks, C(θ,v) w + 𝒩 (bias), 𝒥^T F (gen)."""
     n_joints = data[0]
     L = n_joints.shape[0]
-    nmax = data[2].shape[1]
     counts = link_counts(data, mask)
     gb = np.zeros(3)
     if gravity_on:
@@ -590,13 +598,7 @@ def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out, joint_d
     Returns False if M is not positive definite (then vdot_out is undefined)."""
     L = data[0].shape[0]
     nmax = data[2].shape[1]
-    Mbb = np.empty((6, 6))
-    Mbt = np.empty((L, 6, nmax))
-    Mtt = np.empty((L, nmax, nmax))
-    bias_b = np.empty(6)
-    bias_l = np.empty((L, nmax))
-    gen_b = np.empty(6)
-    gen_l = np.empty((L, nmax))
+    Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l = _terms_buffers(data)
     counts = _dynamics_terms(data, R_sb, theta, v, v, True, True, f_world, mask,
                              Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l)
     joint_offset = data[1]
@@ -660,14 +662,7 @@ def coriolis_apply(data, theta, v, w, mask, out, wa=1.0, wb=1.0, wde=1.0):
 
     With the default weights this is the paper's C; C(θ,v) v + 𝒩 are the bias forces."""
     L = data[0].shape[0]
-    nmax = data[2].shape[1]
-    Mbb = np.empty((6, 6))
-    Mbt = np.empty((L, 6, nmax))
-    Mtt = np.empty((L, nmax, nmax))
-    bias_b = np.empty(6)
-    bias_l = np.empty((L, nmax))
-    gen_b = np.empty(6)
-    gen_l = np.empty((L, nmax))
+    Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l = _terms_buffers(data)
     R = np.eye(3)
     f = np.zeros((L, 3))
     counts = _dynamics_terms(data, R, theta, v, w, False, False, f, mask,
@@ -719,14 +714,7 @@ def coriolis_matrix(data, theta, v, mask, skew, out):
 def bias_forces(data, R_sb, theta, v, mask, gravity_on, out):
     """out = C(θ, v) v + 𝒩(Q) (with gravity_on) — Pinocchio's nonLinearEffects."""
     L = data[0].shape[0]
-    nmax = data[2].shape[1]
-    Mbb = np.empty((6, 6))
-    Mbt = np.empty((L, 6, nmax))
-    Mtt = np.empty((L, nmax, nmax))
-    bias_b = np.empty(6)
-    bias_l = np.empty((L, nmax))
-    gen_b = np.empty(6)
-    gen_l = np.empty((L, nmax))
+    Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l = _terms_buffers(data)
     f = np.zeros((L, 3))
     counts = _dynamics_terms(data, R_sb, theta, v, v, True, gravity_on, f, mask,
                              Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l)
