@@ -22,7 +22,6 @@ from numba import njit
 from jethexa_dynamics.control.gait import gait_joint_targets
 from jethexa_dynamics.control.pid import pid_torques
 from jethexa_dynamics.model import LeggedRobot, kernels
-from jethexa_dynamics.sim._implicit import forward_dynamics_diag
 from jethexa_dynamics.sim.contact import contact_forces
 from jethexa_dynamics.sim.engine import Engine
 
@@ -38,7 +37,7 @@ def _loop_fd(n, data, R, th, v, tau, f, mask, out):
 @njit(cache=True)
 def _loop_fd_diag(n, data, R, th, v, tau, f, mask, diag, out):
     for _ in range(n):
-        forward_dynamics_diag(data, R, th, v, tau, f, mask, diag, out)
+        kernels.forward_dynamics(data, R, th, v, tau, f, mask, out, diag)
 
 
 @njit(cache=True)
@@ -91,7 +90,7 @@ def parts(engine):
     return {
         "forward dynamics (kernels.forward_dynamics)": _per_call(
             lambda k: _loop_fd(k, data, R, th, v, tau, f, mask, out), n),
-        "forward dynamics + implicit D (sim._implicit)": _per_call(
+        "forward dynamics + implicit D (joint_diag, as in the engine)": _per_call(
             lambda k: _loop_fd_diag(k, data, R, th, v, tau, f, mask, diag, out), n),
         "foot states (kernels.tip_state)": _per_call(lambda k: _loop_tip(k, data, R, p, th, v, pos, vel), n),
         "gait + IK, 6 legs": _per_call(lambda k: _loop_gait(k, g.prm, g.offsets, g.neutral, g.stride,

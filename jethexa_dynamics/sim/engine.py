@@ -8,8 +8,9 @@ One step of length dt (s), all compiled (numba) and run in chunks of many steps 
 3. foot forces: world-frame foot positions/velocities (``model.kernels.tip_state``) -> Table III contact law
    (``sim.contact``);
 4. dynamics: v̇ from the modular Boltzmann-Hamel equations on the FULL state with the link mask
-   (``model.kernels``; missing joints get zero acceleration), the PID's D-term taken implicitly
-   (``sim._implicit``: explicit K_D = 1 is unstable at dt = 1 ms on the light JetHexa links);
+   (``model.kernels``; missing joints get zero acceleration), the PID's D-term taken implicitly through
+   ``joint_diag`` = dt K_D: (M + dt K_D) v̇ = τ(v_n) + 𝒥ᵀF - Cv - 𝒩 (explicit K_D = 1 is unstable at
+   dt = 1 ms: the smallest joint-space inertia of the free-floating JetHexa is ~2.3e-4 kg m^2);
 5. integration, semi-implicit (symplectic) Euler on the Lie group: v <- v + v̇ dt, θ <- θ + θ̇ dt,
    g_sb <- g_sb exp(V^ dt) (``model.kernels.se3_step``).
 
@@ -30,7 +31,6 @@ from jethexa_dynamics.control.ik import LegGeometry
 from jethexa_dynamics.control.pid import JointPID, pid_torques
 from jethexa_dynamics.model import LeggedRobot, Morphology, kernels
 
-from ._implicit import forward_dynamics_diag
 from .contact import ContactModel, contact_forces
 
 # clock layout: [step index, dt, gait start time, mode, record counter]
@@ -96,14 +96,14 @@ def _run(n_steps, data, st, gt, ext, ctl, cprm, mask, legs_on, has_tip, scr, rec
                     qd_des[j] = 0.0
         # 2. PID on the joint rates v[6:]
         pid_torques(kp, ki, kd, tmax, qdes, qd_des, th, v[6:], integ, active, dt, tau[6:])
-        # implicit D-term (see _implicit.py); a saturated joint has no damping to make implicit
+        # implicit D-term (module docstring); a saturated joint has no damping to make implicit
         for j in range(nj):
             diag[j] = dt * kd[j] if (tau[6 + j] < tmax[j] and tau[6 + j] > -tmax[j]) else 0.0
         # 3. contact
         kernels.tip_state(data, R, p, th, v, pos, vel)
         contact_forces(cprm, pos, vel, has_tip, fw, depth)
         # 4. dynamics
-        if not forward_dynamics_diag(data, R, th, v, tau, fw, mask, diag, vdot):
+        if not kernels.forward_dynamics(data, R, th, v, tau, fw, mask, vdot, diag):
             return k, nrec, 1
         # 5. semi-implicit Euler on SE(3) x R^n
         for r in range(v.shape[0]):
