@@ -43,6 +43,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                          "the launch files run it at 100 Hz in its own process)")
     ap.add_argument("--period", type=float, default=0.5, help="table row period [s] (default %(default)s)")
     ap.add_argument("--record", default="", metavar="PATH", help="record the run to a rosbag2 directory")
+    ap.add_argument("--record-storage", default="mcap", choices=("mcap", "sqlite3"),
+                    help="storage of the --record bag (default %(default)s; sqlite3 needs no plugin on Humble)")
     ap.add_argument("--network", action="store_true",
                     help="use the ROS discovery settings of the environment instead of forcing loopback only")
     args = ap.parse_args(argv)
@@ -129,7 +131,8 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     say("  building the nodes (the first run compiles the simulation kernels, about a minute; cached after)")
     link = "/tmp/jethexa_demo_bus_%d" % os.getpid()
     overrides = {"port_link": link, "predictor": args.predictor, "horizon": str(args.horizon),
-                 "predictor_rate": str(args.predictor_rate), "record": args.record}
+                 "predictor_rate": str(args.predictor_rate), "record": args.record,
+                 "record_storage": args.record_storage}
     t_build = time.monotonic()
     graph = Graph(threads=1)
     status = 1

@@ -22,6 +22,7 @@ def run_demo(*args, timeout=240):
     (["--duration", "0"], "--duration must be in"),
     (["--period", "0"], "--period must be in"),
     (["--damage", "XX"], "--damage: damage spec 'XX': unknown leg"),
+    (["--record-storage", "rosbag1"], "--record-storage: invalid choice: 'rosbag1'"),
 ])
 def test_bad_arguments_exit_2_with_a_clear_message(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -45,7 +46,8 @@ def test_environment_is_loopback_only_unless_network(monkeypatch):
 @pytest.mark.timeout(300)
 def test_demo_walks_detects_damage_and_exits_clean(tmp_path):
     bag = tmp_path / "run"
-    proc = run_demo("--duration", "9", "--damage-at", "3.5", "--period", "1.0", "--record", str(bag))
+    proc = run_demo("--duration", "9", "--damage-at", "3.5", "--period", "1.0", "--record", str(bag),
+                    "--record-storage", "sqlite3")
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
     assert demo.HEADER in out
@@ -55,3 +57,9 @@ def test_demo_walks_detects_damage_and_exits_clean(tmp_path):
     assert "Summary" in out and "clean run" in out
     assert "predictor boltzmann_hamel:" in out
     assert (bag / "metadata.yaml").exists() and "bag written to %s" % bag in out  # jethexa-validate input
+    from jethexa_dynamics.validation.bag_io import read_bag
+
+    assert [p.suffix for p in bag.glob("*.db3")] == [".db3"] and not list(bag.glob("*.mcap"))
+    data = read_bag(bag)                               # reads back: what jethexa-validate needs is in it
+    assert len(data.commands) > 100 and len(data.imu) > 100 and data.ground_truth is not None
+    assert data.morphology.links[-1].tolist() == [3, 0, 3, 3, 0, 3]

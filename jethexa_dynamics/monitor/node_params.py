@@ -125,6 +125,9 @@ ROBOT_EMULATOR = ParamSet("robot_emulator", [
     P("damage", "string", "", "damage in the world: '' (healthy), scenario1, scenario2, 'LEG' or 'LEG:N' lists "
       "(e.g. 'RM,LM' or 'LM:1,RR:1') or one link count per leg; removes the links and silences their servos"),
     P("record", "string", "", "record the run's topics to this rosbag2 directory (empty = off)", read_only=True),
+    P("record_storage", "string", "mcap", "storage of the recording: mcap (on Humble, ros2 bag needs "
+      "ros-humble-rosbag2-storage-mcap) or sqlite3 (read by every rosbag2)", choices=("mcap", "sqlite3"),
+      read_only=True),
     P("seed", "int", 0, "random seed of sensor noise", lo=0, hi=2 ** 31 - 1, read_only=True),
 ])
 

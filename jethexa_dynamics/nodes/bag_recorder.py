@@ -19,6 +19,9 @@ API for node authors (``jethexa-demo --record PATH``, ``robot_emulator`` paramet
     #   record_topics   (string, '')         comma-separated topic names; '' = DEFAULT_RECORD_TOPICS
 
 Subscriptions are raw (``raw=True``): the serialized CDR bytes go to the bag without deserialisation.
+One writer thread of the recorder owns the bag (creates, writes, closes it): the executor's callbacks only
+queue the bytes, so disk I/O never stalls them, and the sqlite3 storage (whose connection may only be used
+by the thread that opened it) works whichever thread spins the node.
 Time stamp of each message = the node clock at reception (sim time if ``use_sim_time``). Topic names are
 resolved in the node's namespace. QoS: best effort + volatile (matches reliable and best-effort
 publishers); topics in ``latched`` (default: ``morphology``) are taken reliable + transient local so the
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import queue
 import threading
 from typing import Dict, Iterable, Optional, Union
 
@@ -81,18 +85,28 @@ class BagRecorder:
         latched = {x.strip("/") for x in latched}
         self.node = node
         self.path = path
-        self.writer = BagWriter(path, storage=storage)
+        self.writer: Optional[BagWriter] = None
         self._subs = []
         self._lock = threading.Lock()
         self._closed = False
+        self._counts: Dict[str, int] = {}
+        self._queue: "queue.SimpleQueue" = queue.SimpleQueue()
+        names = {topic: node.resolve_topic_name(topic) for topic in table}
+        self._writer_error: Optional[BaseException] = None
+        ready = threading.Event()
+        self._thread = threading.Thread(
+            target=self._write_loop, name="bag-recorder", daemon=True,
+            args=(path, storage, [(names[t], ty, t.strip("/") in latched) for t, ty in table.items()], ready))
+        self._thread.start()
+        ready.wait()
+        if self._writer_error is not None:   # e.g. the bag path exists: the writer thread has ended
+            raise self._writer_error
         try:
-            for topic, msgtype in table.items():
-                name = node.resolve_topic_name(topic)
-                is_latched = topic.strip("/") in latched
-                self.writer.add_topic(name, msgtype, latched=is_latched)
+            for topic in table:
+                self._counts[names[topic]] = 0
                 self._subs.append(node.create_subscription(
-                    classes[topic], topic, functools.partial(self._on_message, name),
-                    LATCHED_QOS if is_latched else STREAM_QOS, raw=True))
+                    classes[topic], topic, functools.partial(self._on_message, names[topic]),
+                    LATCHED_QOS if topic.strip("/") in latched else STREAM_QOS, raw=True))
         except BaseException:
             self.close()
             raise
@@ -100,6 +114,33 @@ class BagRecorder:
             node.context.on_shutdown(self.close)
         except AttributeError:  # very old rclpy: the owner must call close()
             pass
+
+    def _write_loop(self, path, storage, topics, ready: threading.Event) -> None:
+        """The writer thread: open the bag, register the topics, write what the callbacks queue, close."""
+        try:
+            self.writer = BagWriter(path, storage=storage)
+            for name, msgtype, is_latched in topics:
+                self.writer.add_topic(name, msgtype, latched=is_latched)
+        except BaseException as exc:  # noqa: BLE001 - handed to the constructor
+            self._writer_error = exc
+            if self.writer is not None:
+                self.writer.close()
+            ready.set()
+            return
+        ready.set()
+        try:
+            while True:
+                item = self._queue.get()
+                if item is None:
+                    break
+                if self._writer_error is None:
+                    try:
+                        self.writer.write_cdr(*item)
+                    except Exception as exc:  # noqa: BLE001 - e.g. disk full: report once, keep draining
+                        self._writer_error = exc
+                        self.node.get_logger().error("recording to %s stopped: %s" % (self.path, exc))
+        finally:
+            self.writer.close()
 
     @classmethod
     def from_parameters(cls, node) -> Optional["BagRecorder"]:
@@ -115,12 +156,14 @@ class BagRecorder:
         with self._lock:
             if self._closed:
                 return
-            self.writer.write_cdr(topic, self.node.get_clock().now().nanoseconds, data)
+            self._queue.put((topic, self.node.get_clock().now().nanoseconds, bytes(data)))
+            self._counts[topic] += 1
 
     @property
     def counts(self) -> Dict[str, int]:
-        """Messages written so far, per topic."""
-        return dict(self.writer.counts)
+        """Messages recorded so far, per topic (all of them are in the bag once ``close()`` returns)."""
+        with self._lock:
+            return dict(self._counts)
 
     def close(self):
         """Stop recording and finish the bag (idempotent, safe after rclpy shutdown)."""
@@ -134,7 +177,9 @@ class BagRecorder:
             except Exception:  # node already destroyed / context shut down: nothing left to undo
                 pass
         self._subs = []
-        self.writer.close()
+        self._queue.put(None)
+        if self._thread is not threading.current_thread():
+            self._thread.join()
 
 
 def declare_record_parameters(node, default_path: str = "", default_storage: str = "mcap"):

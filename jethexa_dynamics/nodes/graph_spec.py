@@ -73,6 +73,8 @@ GRAPHS: Dict[str, Dict[str, Any]] = {
                      (("robot_emulator", "damage"),)),
             Argument("record", "", "record the run to this rosbag2 directory ('' = off)",
                      (("robot_emulator", "record"),)),
+            Argument("record_storage", "mcap", "storage of the recording: mcap or sqlite3",
+                     (("robot_emulator", "record_storage"),)),
         ] + _COMMON_ARGS,
     },
 }

@@ -64,7 +64,7 @@ class RobotEmulator(ThinNode):
         if self.p["record"]:
             from jethexa_dynamics.nodes.bag_recorder import BagRecorder
 
-            self.recorder = BagRecorder(self, self.p["record"])
+            self.recorder = BagRecorder(self, self.p["record"], storage=self.p["record_storage"])
         self._apply_damage(self.p["damage"])
         self._ticks = 0
         # one timer: the world steps at `rate`; IMU motion and mocap go out every k-th tick (one callback
