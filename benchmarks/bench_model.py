@@ -14,7 +14,6 @@ import os
 import platform
 import sys
 import timeit
-import xml.etree.ElementTree as ET
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
@@ -22,6 +21,7 @@ import pinocchio as pin  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test"))
 from pin_oracle import PinOracle, rel_err  # noqa: E402
+from robot_factory import urdf_without_links  # noqa: E402
 
 from jethexa_dynamics.model import LeggedRobot, Morphology, kernels  # noqa: E402
 
@@ -31,20 +31,6 @@ def best_us(stmt, g, repeat=15):
     n, _ = t.autorange()
     n = max(1, int(n * 0.5))
     return min(t.repeat(repeat=repeat, number=n)) / n * 1e6
-
-
-def urdf_without(robot, counts):
-    tree = ET.parse(robot.urdf_path)
-    root = tree.getroot()
-    lost = set()
-    for leg, k in zip(robot.leg_names, counts):
-        lost |= {f"{name}_{leg}" for name in ("coxa", "femur", "tibia")[k:]}
-        if k < 3:
-            lost.add(f"foot_{leg}")
-    for el in list(root):
-        if (el.tag == "link" and el.get("name") in lost) or (el.tag == "joint" and el.find("child").get("link") in lost):
-            root.remove(el)
-    return ET.tostring(root, encoding="unicode")
 
 
 def machine():
@@ -123,7 +109,7 @@ def main(argv=None):
     Mr = (np.triu(Mr) + np.triu(Mr, 1).T)[np.ix_(vperm, vperm)]
     # locking (Pinocchio) keeps the locked legs' mass; removal (ours) drops it: compare against a model
     # built without the legs instead, and report the lock-vs-removal difference in the note
-    text = urdf_without(robot, [3, 0, 3, 3, 0, 3])
+    text = urdf_without_links(robot.urdf_path, robot.leg_names, [3, 0, 3, 3, 0, 3])
     o2 = PinOracle(text, red)
     err = rel_err(red.mass_matrix(qr), o2.M(g, qr))
     row("morphology change (legs RM, LM)  vs buildReducedModel",
@@ -141,7 +127,7 @@ def main(argv=None):
     oracles, states = [], []
     for h in hyps:
         rr = robot.with_morphology(h)
-        o = PinOracle(urdf_without(robot, h.links_per_leg), rr)
+        o = PinOracle(urdf_without_links(robot.urdf_path, robot.leg_names, h.links_per_leg), rr)
         qi = q[rr.joint_index_in_full]
         states.append((o.model, o.data, o.config(g, qi), o.vel(v[rr._vidx]), o.vel(tau[rr._vidx])))
         oracles.append((o, rr))

@@ -78,3 +78,19 @@ def urdf_from_params(P, keep=None):
 def random_robot_urdf(seed, **kw):
     rng = np.random.default_rng(seed)
     return urdf_from_params(random_robot_params(rng, **kw))
+
+
+def urdf_without_links(urdf_path, leg_names, counts, names=("coxa", "femur", "tibia")):
+    """The URDF text of ``urdf_path`` with links physically removed: leg ``leg_names[i]`` keeps its first
+    ``counts[i]`` links (JetHexa naming ``<link>_<leg>``, ``foot_<leg>``); the removed links' joints go too."""
+    import xml.etree.ElementTree as ET
+    root = ET.parse(urdf_path).getroot()
+    lost = set()
+    for leg, k in zip(leg_names, counts):
+        lost |= {f"{name}_{leg}" for name in names[k:]}
+        if k < len(names):
+            lost.add(f"foot_{leg}")
+    for el in list(root):
+        if (el.tag == "link" and el.get("name") in lost) or (el.tag == "joint" and el.find("child").get("link") in lost):
+            root.remove(el)
+    return ET.tostring(root, encoding="unicode")

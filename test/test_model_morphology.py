@@ -102,3 +102,36 @@ def test_urdf_errors_are_clear(tmp_path):
     bad.write_text("<robot")
     with pytest.raises(ValueError, match="not well-formed"):
         LeggedRobot.from_urdf(str(bad))
+
+
+def test_modularity_invariance_against_a_urdf_without_those_links(hexa):
+    """with_morphology (morphology vectors, nothing re-derived) == a model parsed from a URDF that
+    physically lacks the links: same joints, M, C, 𝒩, 𝒥 and forward dynamics."""
+    from robot_factory import urdf_without_links
+    rng = np.random.default_rng(12)
+    for counts in ([3, 0, 3, 3, 0, 3], [3, 1, 3, 3, 3, 1], [1, 2, 3, 0, 2, 3]):
+        reduced = hexa.with_morphology(Morphology.from_vector(hexa, counts))
+        rebuilt = LeggedRobot.from_urdf_string(urdf_without_links(hexa.urdf_path, hexa.leg_names, counts))
+        assert reduced.joint_names == rebuilt.joint_names and reduced.leg_names == rebuilt.leg_names
+        # a leg that lost its tip link has no foot contact (Algorithm 1, step 4); the rebuilt URDF's leg ends
+        # at its last remaining link instead, so compare the feet both have
+        assert set(reduced.tip_names) <= set(rebuilt.tip_names)
+        rows = np.concatenate([6 * rebuilt.tip_names.index(t) + np.arange(6) for t in reduced.tip_names])
+        tips = [rebuilt.tip_names.index(t) for t in reduced.tip_names]
+        for _ in range(5):
+            g = np.eye(4)
+            g[:3, 3] = rng.normal(size=3)
+            q = rng.uniform(-1, 1, reduced.nv - 6)
+            v = rng.normal(size=reduced.nv)
+            tau = np.r_[np.zeros(6), rng.normal(size=reduced.nv - 6)]
+            f = rng.normal(size=(len(reduced.tip_names), 3))
+            f_rebuilt = np.zeros((len(rebuilt.tip_names), 3))
+            f_rebuilt[tips] = f
+            for name, a, b in (
+                    ("M", reduced.mass_matrix(q), rebuilt.mass_matrix(q)),
+                    ("C", reduced.coriolis_matrix(q, v), rebuilt.coriolis_matrix(q, v)),
+                    ("N", reduced.gravity_forces(g, q), rebuilt.gravity_forces(g, q)),
+                    ("J", reduced.tip_jacobian(q), rebuilt.tip_jacobian(q)[rows]),
+                    ("vdot", reduced.forward_dynamics(g, q, v, tau, f),
+                     rebuilt.forward_dynamics(g, q, v, tau, f_rebuilt))):
+                assert np.abs(a - b).max() <= 1e-12 * max(1.0, np.abs(b).max()), name

@@ -11,7 +11,7 @@ pin = pytest.importorskip("pinocchio")
 
 from jethexa_dynamics.model import LeggedRobot, Morphology  # noqa: E402
 from pin_oracle import PinOracle, random_state, rel_err  # noqa: E402
-from robot_factory import random_robot_params, urdf_from_params  # noqa: E402
+from robot_factory import random_robot_params, urdf_from_params, urdf_without_links  # noqa: E402
 
 TOL = 1e-10
 
@@ -64,25 +64,11 @@ def test_damaged_random_robot_matches_pinocchio_built_without_the_links(seed):
 
 def test_jethexa_paper_damage_scenarios_match_pinocchio():
     robot = LeggedRobot.jethexa()
-    import xml.etree.ElementTree as ET
     rng = np.random.default_rng(7)
     for counts in ([3, 0, 3, 3, 0, 3], [3, 1, 3, 3, 3, 1], [2, 3, 1, 0, 3, 3]):
-        m = Morphology.from_vector(robot, counts)
-        damaged = robot.with_morphology(m)
+        damaged = robot.with_morphology(Morphology.from_vector(robot, counts))
         # the same URDF with the lost links (and their joints/feet) deleted
-        tree = ET.parse(robot.urdf_path)
-        root = tree.getroot()
-        lost = set()
-        for leg, k in zip(robot.leg_names, counts):
-            lost |= {f"{name}_{leg}" for name in ("coxa", "femur", "tibia")[k:]}
-            if k < 3:
-                lost.add(f"foot_{leg}")
-        for el in list(root):
-            if el.tag == "link" and el.get("name") in lost:
-                root.remove(el)
-            if el.tag == "joint" and el.find("child").get("link") in lost:
-                root.remove(el)
-        text = ET.tostring(root, encoding="unicode")
+        text = urdf_without_links(robot.urdf_path, robot.leg_names, counts)
         _check_all(damaged, PinOracle(text, damaged), rng, 20)
 
 
