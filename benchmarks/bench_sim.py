@@ -23,7 +23,7 @@ from jethexa_dynamics.control.gait import gait_joint_targets
 from jethexa_dynamics.control.pid import pid_torques
 from jethexa_dynamics.model import LeggedRobot, kernels
 from jethexa_dynamics.sim.contact import contact_forces
-from jethexa_dynamics.sim.engine import Engine
+from jethexa_dynamics.sim.engine import Engine, world_foot_states
 
 DURATION, DT = 5.0, 1e-3
 
@@ -44,6 +44,12 @@ def _loop_fd_diag(n, data, R, th, v, tau, f, mask, diag, out):
 def _loop_tip(n, data, R, p, th, v, pos, vel):
     for _ in range(n):
         kernels.tip_state(data, R, p, th, v, pos, vel)
+
+
+@njit(cache=True)
+def _loop_feet(n, geom, R, p, th, v, rel_p, rel_v, pos, vel):
+    for _ in range(n):
+        world_foot_states(geom, R, p, th, v, rel_p, rel_v, pos, vel)
 
 
 @njit(cache=True)
@@ -92,7 +98,10 @@ def parts(engine):
             lambda k: _loop_fd(k, data, R, th, v, tau, f, mask, out), n),
         "forward dynamics + implicit D (joint_diag, as in the engine)": _per_call(
             lambda k: _loop_fd_diag(k, data, R, th, v, tau, f, mask, diag, out), n),
-        "foot states (kernels.tip_state)": _per_call(lambda k: _loop_tip(k, data, R, p, th, v, pos, vel), n),
+        "foot states, closed form (engine.world_foot_states, used)": _per_call(
+            lambda k: _loop_feet(k, engine.geometry.geom, R, p, th, v, np.zeros(3), np.zeros(3), pos, vel), 20 * n),
+        "foot states, general POE (kernels.tip_state, not used)": _per_call(
+            lambda k: _loop_tip(k, data, R, p, th, v, pos, vel), n),
         "gait + IK, 6 legs": _per_call(lambda k: _loop_gait(k, g.prm, g.offsets, g.neutral, g.stride,
                                                              engine.geometry.geom, engine.geometry.limits,
                                                              np.ones(6), feet, q), 20 * n),

@@ -148,3 +148,21 @@ def test_divergence_is_reported(robot):
     e.set_joint_targets(e.joint_angles + 0.1)      # explicit P-term with omega*dt >> 2 blows up
     with pytest.raises(SimulationError, match="simulation failed at t="):
         e.advance(1.0)
+
+
+def test_closed_form_foot_states_equal_the_model_kernel(robot):
+    """The loop's closed-form foot kinematics = the general POE ``kernels.tip_state`` (random states)."""
+    from jethexa_dynamics.model import kernels
+    from jethexa_dynamics.sim.engine import world_foot_states
+
+    e = Engine(robot, gait=None, record_every=0)
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        R = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+        R *= np.linalg.det(R)
+        p, th, v = rng.normal(size=3), rng.uniform(-1.0, 1.0, 18), rng.normal(size=24)
+        ref_p, ref_v = np.zeros((6, 3)), np.zeros((6, 3))
+        kernels.tip_state(robot.kernel_data, R, p, th, v, ref_p, ref_v)
+        pos, vel = np.zeros((6, 3)), np.zeros((6, 3))
+        world_foot_states(e.geometry.geom, R, p, th, v, np.zeros(3), np.zeros(3), pos, vel)
+        assert pos == pytest.approx(ref_p, abs=1e-12) and vel == pytest.approx(ref_v, abs=1e-12)

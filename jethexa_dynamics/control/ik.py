@@ -45,6 +45,33 @@ def leg_fk(geom, theta, out):
 
 
 @njit(cache=True)
+def leg_fk_vel(geom, theta, thetadot, pos_out, vel_out):
+    """Foot position (m) and its velocity relative to base_link (m/s), in base_link axes, for one leg.
+
+    The time derivative of ``leg_fk`` (closed form; the simulation loop's foot states use it because it is
+    ~6x cheaper than the general product-of-exponentials ``model.kernels.tip_state``, which it equals).
+    """
+    c1 = math.cos(theta[0])
+    s1 = math.sin(theta[0])
+    ca = geom[G_CY] * c1 - geom[G_SY] * s1       # cos(yaw + theta1)
+    sa = geom[G_SY] * c1 + geom[G_CY] * s1
+    c2 = math.cos(theta[1])
+    s2 = math.sin(theta[1])
+    tib = theta[1] + theta[2] - geom[G_BEND]
+    c3 = math.cos(tib)
+    s3 = math.sin(tib)
+    r = geom[G_L1] + geom[G_L2] * c2 + geom[G_L3] * c3
+    w23 = thetadot[1] + thetadot[2]
+    rdot = -geom[G_L2] * s2 * thetadot[1] - geom[G_L3] * s3 * w23
+    pos_out[0] = geom[G_HX] + r * ca
+    pos_out[1] = geom[G_HY] + r * sa
+    pos_out[2] = geom[G_HZ] + geom[G_L2] * s2 + geom[G_L3] * s3
+    vel_out[0] = rdot * ca - r * sa * thetadot[0]
+    vel_out[1] = rdot * sa + r * ca * thetadot[0]
+    vel_out[2] = geom[G_L2] * c2 * thetadot[1] + geom[G_L3] * c3 * w23
+
+
+@njit(cache=True)
 def leg_ik(geom, limits, foot, out):
     """Joint angles (rad) placing the foot at ``foot`` (m, base_link); returns a status code.
 

@@ -5,8 +5,8 @@ One step of length dt (s), all compiled (numba) and run in chunks of many steps 
 1. joint targets: the gait generator + closed-form IK (``control.gait``), or external servo commands
    (goal + move time, linear interpolation from the current set-point, like a Hiwonder bus servo);
 2. joint torques: PID with saturation and anti-windup (``control.pid``);
-3. foot forces: world-frame foot positions/velocities (``model.kernels.tip_state``) -> Table III contact law
-   (``sim.contact``);
+3. foot forces: world-frame foot positions/velocities (closed-form leg kinematics, ``world_foot_states``; equal to
+   ``model.kernels.tip_state``, which the tests check) -> Table III contact law (``sim.contact``);
 4. dynamics: v̇ from the modular Boltzmann-Hamel equations on the FULL state with the link mask
    (``model.kernels``; missing joints get zero acceleration), the PID's D-term taken implicitly through
    ``joint_diag`` = dt K_D: (M + dt K_D) v̇ = τ(v_n) + 𝒥ᵀF - Cv - 𝒩 (explicit K_D = 1 is unstable at
@@ -27,7 +27,7 @@ from numba import njit
 from transforms3d.euler import euler2mat, mat2euler
 
 from jethexa_dynamics.control.gait import Gait, gait_joint_targets
-from jethexa_dynamics.control.ik import LegGeometry
+from jethexa_dynamics.control.ik import LegGeometry, leg_fk_vel
 from jethexa_dynamics.control.pid import JointPID, pid_torques
 from jethexa_dynamics.model import LeggedRobot, Morphology, kernels
 
@@ -57,6 +57,23 @@ def _rec_layout(nj, n_legs):
 
 
 @njit(cache=True)
+def world_foot_states(geom, R, p, theta, v, rel_p, rel_v, pos_out, vel_out):
+    """World-frame foot positions/velocities (n_legs, 3) from the closed-form leg kinematics:
+    p_w = p + R p_b,  v_w = R (V_v + V_w x p_b + ṗ_b)  (same values as ``kernels.tip_state``)."""
+    for i in range(geom.shape[0]):
+        leg_fk_vel(geom[i], theta[3 * i:3 * i + 3], v[6 + 3 * i:9 + 3 * i], rel_p, rel_v)
+        wx = v[4] * rel_p[2] - v[5] * rel_p[1]
+        wy = v[5] * rel_p[0] - v[3] * rel_p[2]
+        wz = v[3] * rel_p[1] - v[4] * rel_p[0]
+        bx = v[0] + wx + rel_v[0]
+        by = v[1] + wy + rel_v[1]
+        bz = v[2] + wz + rel_v[2]
+        for r in range(3):
+            pos_out[i, r] = p[r] + R[r, 0] * rel_p[0] + R[r, 1] * rel_p[1] + R[r, 2] * rel_p[2]
+            vel_out[i, r] = R[r, 0] * bx + R[r, 1] * by + R[r, 2] * bz
+
+
+@njit(cache=True)
 def _run(n_steps, data, st, gt, ext, ctl, cprm, mask, legs_on, has_tip, scr, rec, rec_every):
     """Advance the state tuple ``st`` by n_steps fixed steps. Returns (steps done, rows recorded, status).
 
@@ -66,7 +83,7 @@ def _run(n_steps, data, st, gt, ext, ctl, cprm, mask, legs_on, has_tip, scr, rec
     gprm, offsets, neutral, stride, geom, limits = gt
     e_start, e_goal, e_t0, e_T = ext
     kp, ki, kd, tmax, active = ctl
-    feet, qd_des, tau, fw, depth, pos, vel, vdot, diag = scr
+    feet, qd_des, tau, fw, depth, pos, vel, vdot, diag, rel = scr
     nj = th.shape[0]
     nl = pos.shape[0]
     dt = clk[K_DT]
@@ -100,7 +117,7 @@ def _run(n_steps, data, st, gt, ext, ctl, cprm, mask, legs_on, has_tip, scr, rec
         for j in range(nj):
             diag[j] = dt * kd[j] if (tau[6 + j] < tmax[j] and tau[6 + j] > -tmax[j]) else 0.0
         # 3. contact
-        kernels.tip_state(data, R, p, th, v, pos, vel)
+        world_foot_states(geom, R, p, th, v, rel[0], rel[1], pos, vel)
         contact_forces(cprm, pos, vel, has_tip, fw, depth)
         # 4. dynamics
         if not kernels.forward_dynamics(data, R, th, v, tau, fw, mask, vdot, diag):
@@ -279,7 +296,7 @@ class Engine:
         self._ext = (np.zeros(nj), np.zeros(nj), np.zeros(nj), np.zeros(nj))
         L = self.n_legs
         self._scr = (np.zeros((L, 3)), np.zeros(nj), np.zeros(6 + nj), np.zeros((L, 3)), np.zeros(L),
-                     np.zeros((L, 3)), np.zeros((L, 3)), np.zeros(6 + nj), np.zeros(nj))
+                     np.zeros((L, 3)), np.zeros((L, 3)), np.zeros(6 + nj), np.zeros(nj), np.zeros((2, 3)))
         self._zero_gait = None
         self.events = []
         self.morphology = Morphology.healthy(r)
@@ -513,7 +530,8 @@ class Engine:
         """World-frame foot positions and velocities (n_legs, 3) (rows of lost feet are meaningless)."""
         pos = np.zeros((self.n_legs, 3))
         vel = np.zeros((self.n_legs, 3))
-        kernels.tip_state(self.robot.kernel_data, self.R, self.p, self.theta, self.v, pos, vel)
+        world_foot_states(self.geometry.geom, self.R, self.p, self.theta, self.v, np.zeros(3), np.zeros(3), pos,
+                          vel)
         return pos, vel
 
     def contact_state(self):
