@@ -171,6 +171,7 @@ def main(argv=None):
 
     from jethexa_dynamics.sim.mjcf import MujocoHexapod
 
+    load0 = os.getloadavg()[0]
     robot = LeggedRobot.jethexa()
     t0 = time.perf_counter()
     e = Engine(robot, dt=DT, record_every=0)
@@ -202,6 +203,9 @@ def main(argv=None):
     stand.advance(2.0)
     _, f = stand.contact_state()
 
+    ratio = [a / b for a, b in zip(rows["ours"], rows["mj"])]
+    ratio_rec = [a / b for a, b in zip(rows["ours_rec"], rows["mj"])]
+
     def line(name, key, note):
         ws = rows[key]
         med, best = statistics.median(ws), min(ws)
@@ -217,6 +221,8 @@ def main(argv=None):
         "- Machine: %s" % machine(),
         "- Python %s, numpy %s, numba %s, mujoco %s" % (platform.python_version(), np.__version__,
                                                         numba.__version__, mujoco.__version__),
+        "- Load average at the start %.2f / end %.2f (2 cores shared with other jobs: absolute times move 2-3x "
+        "between runs; compare rows of one run)." % (load0, os.getloadavg()[0]),
         "- Same robot (bundled URDF; MJCF from `sim.mjcf`), same joint targets (our gait + IK, precomputed for "
         "MuJoCo), contact k_z = 10000 N/m, d_z = 150 N s/m (MuJoCo: solref mapped, Coulomb mu = 1, "
         "implicitfast). Runs interleaved, %d repeats; wall time of the whole 5 s walk." % args.repeats,
@@ -228,6 +234,10 @@ def main(argv=None):
         line("jethexa_dynamics engine, recording every step", "ours_rec", "as `jethexa-sim` (Trajectory built)"),
         line("MuJoCo `mj_step` loop", "mj", "position actuators kp 50, kv 1; ctrl set per step from Python"),
         "| paper (MATLAB?, i7-6700HQ) | 1.93 | | 2.6x | 386 | Farghdani et al. Sec. VI |",
+        "",
+        "Per-repeat ratio of wall times (interleaved, so load drift cancels): engine / MuJoCo = %.2f (median), "
+        "%.2f-%.2f (range); engine with recording / MuJoCo = %.2f (median). Below 1: faster than MuJoCo."
+        % (statistics.median(ratio), min(ratio), max(ratio), statistics.median(ratio_rec)),
         "",
         "Cost classes reported apart: numba JIT / cache load of the engine %.2f s (this run); MuJoCo model "
         "build %.3f s." % (jit, build),
