@@ -72,17 +72,16 @@ def gait_targets(prm, offsets, neutral, stride, t, out):
     for i in range(neutral.shape[0]):
         s = t / T + offsets[i]
         s = s - math.floor(s)
+        # (1 - cos 2x) / 2 = 1 - cos^2 x: one cosine per leg
         if s < sw:
-            u = s / sw
-            a = -0.5 * math.cos(math.pi * u)
-            dz = prm[P_HEIGHT] * 0.5 * (1.0 - math.cos(2.0 * math.pi * u))
+            c = math.cos(math.pi * s / sw)
+            a = -0.5 * c
+            dz = prm[P_HEIGHT] * (1.0 - c * c)
         else:
             w = (s - sw) / duty
-            if prm[P_PROFILE] == 0.0:
-                a = 0.5 * math.cos(math.pi * w)
-            else:
-                a = 0.5 - w
-            dz = -prm[P_DEPTH] * 0.5 * (1.0 - math.cos(2.0 * math.pi * w))
+            c = math.cos(math.pi * w)
+            a = 0.5 * c if prm[P_PROFILE] == 0.0 else 0.5 - w
+            dz = -prm[P_DEPTH] * (1.0 - c * c)
         out[i, 0] = neutral[i, 0] + a * stride[i, 0]
         out[i, 1] = neutral[i, 1] + a * stride[i, 1]
         out[i, 2] = neutral[i, 2] + dz

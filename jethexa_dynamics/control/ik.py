@@ -98,7 +98,11 @@ def leg_ik(geom, limits, foot, out):
     if cphi < -1.0:
         return IK_TOO_CLOSE
     phi = -math.acos(cphi)        # knee up: tibia below the femur line
-    t2 = math.atan2(z, r) - math.atan2(l3 * math.sin(phi), l2 + l3 * math.cos(phi))
+    sphi = -math.sqrt(1.0 - cphi * cphi)
+    # t2 = atan2(z, r) - atan2(l3 sin(phi), l2 + l3 cos(phi)), as one atan2 (angle difference)
+    a = l2 + l3 * cphi
+    b = l3 * sphi
+    t2 = math.atan2(z * a - r * b, r * a + z * b)
     t3 = phi + geom[G_BEND]
     # wrap to (-pi, pi] so the limit check sees the principal angle (|t2|, |t3| < 2 pi here)
     if t2 > math.pi:
