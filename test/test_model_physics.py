@@ -243,3 +243,16 @@ def test_forward_dynamics_with_joint_diagonal_equals_dense_solve(hexa):
         assert kernels.forward_dynamics(hexa.kernel_data, np.eye(3), robot._q_full(q), robot._v_full(v),
                                         robot._v_full(tau), np.zeros((6, 3)), robot.morphology.link_mask, out, dfull)
         assert np.abs(out[robot._vidx] - ref).max() < 1e-10 * np.abs(ref).max()
+
+
+def test_rot_to_quat_matches_transforms3d():
+    from transforms3d.quaternions import mat2quat, quat2mat
+    rng = np.random.default_rng(13)
+    mats = [se3.rot_exp(rng.normal(size=3)) for _ in range(200)]
+    mats += [np.diag([1.0, -1.0, -1.0]), np.diag([-1.0, 1.0, -1.0]), np.diag([-1.0, -1.0, 1.0]), np.eye(3)]
+    for R in mats:
+        q = se3.rot_to_quat(R)
+        ref = mat2quat(R)
+        ref = ref if ref[0] >= 0 else -ref
+        assert np.allclose(quat2mat(q), R, atol=1e-12)
+        assert np.allclose(q, ref, atol=1e-9) or np.allclose(q, -ref, atol=1e-9)

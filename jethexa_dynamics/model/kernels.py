@@ -595,7 +595,7 @@ def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out, joint_d
     ``tau`` base rows are applied as given (0 for an unactuated base).
     ``joint_diag`` (full joint order), if given, is added to M's joint diagonal: (M + diag) v̇ = ..., which is
     how a simulator treats joint damping implicitly (D-term at v_{n+1}, as MuJoCo's implicitfast).
-    Returns False if M is not positive definite (then vdot_out is undefined)."""
+    Returns False if M is not positive definite or the result is not finite (NaN/inf in the inputs)."""
     L = data[0].shape[0]
     nmax = data[2].shape[1]
     Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l = _terms_buffers(data)
@@ -621,7 +621,10 @@ def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out, joint_d
         off = 6 + joint_offset[i]
         for a in range(counts[i]):
             vdot_out[off + a] = al[i, a]
-    return ok
+    total = 0.0
+    for r in range(vdot_out.shape[0]):
+        total += vdot_out[r]
+    return ok and math.isfinite(total)
 
 
 @njit(cache=True)
