@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh
 source scripts/ros_env.sh
-export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-$PWD/.venv/numba-cache}
+source scripts/numba_env.sh
 exec .venv/bin/jethexa-demo "$@"

@@ -16,7 +16,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   pipq -r requirements-dev.txt
   pipq -e '.[test,bench]'
   .venv/bin/python -c "import jethexa_dynamics, rclpy, pinocchio" || { echo "setup failed" >&2; exit 1; }
-  # compile the numba kernels into the venv's cache once (scripts/test.sh and demo.sh use the same cache)
-  NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-$PWD/.venv/numba-cache} .venv/bin/python -m jethexa_dynamics.warmup
   echo "$want" > "$stamp"
+fi
+# compile the numba kernels once per source tree (scripts/test.sh and demo.sh use the same cache)
+source scripts/numba_env.sh
+if [ ! -d "$NUMBA_CACHE_DIR" ]; then
+  .venv/bin/python -m jethexa_dynamics.warmup
 fi

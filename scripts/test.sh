@@ -4,5 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh
 source scripts/ros_env.sh
-export OMP_NUM_THREADS=1 NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-$PWD/.venv/numba-cache}
+export OMP_NUM_THREADS=1
+source scripts/numba_env.sh
 exec .venv/bin/python -m pytest -q "$@"
