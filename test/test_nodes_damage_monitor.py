@@ -28,7 +28,7 @@ def servo_array(silent=(), age=0.0):
     for i, j in enumerate(JOINTS):
         h = ServoStatus(j, i + 1, reads=20, last_reply_age=0.01)
         if j in silent:
-            h.consecutive_misses, h.misses, h.last_reply_age = 5, 5, age
+            h.consecutive_misses, h.misses, h.last_reply_age, h.silent_confirmations = 5, 5, age, 1
         level, msg, values = encode_servo_status(h)
         arr.status.append(DiagnosticStatus(level=bytes([level]), name="servo_driver: %s" % j, message=msg,
                                            values=[KeyValue(key=k, value=v) for k, v in values]))

@@ -140,6 +140,8 @@ def test_detector_no_reply_femur_leaves_one_link():
     hs[4].consecutive_misses, hs[4].last_reply_age = 1, 0.5  # femur_joint_LM: one miss only
     assert det.update(0.5, hs) == []
     hs[4].consecutive_misses = 2
+    assert det.update(0.55, hs) == []                        # not confirmed by a long-timeout read yet
+    hs[4].silent_confirmations = 1
     new = det.update(0.6, hs)
     assert [f.joint for f in new] == ["femur_joint_LM"] and "no reply" in new[0].reason
     assert det.detected() == [3, 1, 3, 3, 3, 3]
@@ -186,3 +188,68 @@ def test_health_tracker_ages_and_a_silent_bus():
     c, f = t.snapshot(12.0)
     assert c.consecutive_misses == 2 and f.consecutive_misses == 1 and f.misses == 10
     assert t.bus_silent_for(12.0) == pytest.approx(10.85)
+
+
+def test_late_replies_are_not_silence_only_a_confirmed_timeout_is():
+    """What CPU starvation does to the reads (late replies, a starved reading thread) never adds up to a lost
+    servo; a servo that stays silent through a long confirmation read does, within a second."""
+    from jethexa_dynamics.monitor.damage import read_deadline
+
+    joints = list(zip(JOINTS, range(1, 19)))
+    det = DamageDetector(JOINTS, LEGS)                     # the monitor's defaults: 3 misses, 0.4 s, 1 confirmation
+    t = ServoStatusTracker(joints)
+    late = "tibia_joint_RF"
+    now = 0.0
+    for j, _ in joints:
+        t.record_reply(j, now)
+    # 5 s of a loaded machine: RF tibia misses every regular read (its replies come after reply_timeout)
+    # while the others answer; its confirmation reads get the late reply, or are themselves held up
+    for cycle in range(250):
+        now += 0.02
+        for j, _ in joints:
+            if j == late:
+                t.record_miss(j, now)
+            else:
+                t.record_reply(j, now)
+        due = t.pending_confirmation()
+        if due is not None:
+            assert due == late
+            if cycle % 3 == 0:   # the reading thread was descheduled: 0.3 s for a 0.1 s read -> proves nothing
+                t.record_confirmation(due, now, 0.3, 0.1, timed_out=True)
+            else:                # a reply 60 ms late is still a reply
+                t.record_confirmation(due, now, 0.06, 0.1, timed_out=False, measured=0.1)
+        assert det.update(now, t.snapshot(now)) == [], t.health[late]
+    assert t.health[late].misses > 200 and t.health[late].silent_confirmations == 0
+    assert det.detected() == [3] * 6
+    # a starved confirmation alone never confirms; a timely one does
+    assert read_deadline(0.1) < 0.3
+    # now RF tibia goes really silent: regular misses, then a confirmation that times out within its deadline
+    t0 = now
+    while not det.faults:
+        now += 0.02
+        for j, _ in joints:
+            if j == late:
+                t.record_miss(j, now)
+            else:
+                t.record_reply(j, now)
+        due = t.pending_confirmation()
+        if due is not None:
+            now += 0.1
+            t.record_confirmation(due, now, 0.101, 0.1, timed_out=True)
+        det.update(now, t.snapshot(now))
+        assert now - t0 < 1.0
+    assert list(det.faults) == [late] and det.detected() == [3, 3, 3, 2, 3, 3]
+    assert "1 confirmed" in det.faults[late].reason
+
+
+def test_confirmations_only_when_the_bus_answers():
+    t = ServoStatusTracker([("coxa_joint_LF", 5), ("femur_joint_LF", 3)])
+    for k in range(5):                                     # a dead bus: first misses only, nothing to confirm twice
+        t.record_miss("coxa_joint_LF", k)
+        t.record_miss("femur_joint_LF", k)
+        while t.pending_confirmation() is not None:
+            t.record_confirmation(t.pending_confirmation(), k, 0.1, 0.1, timed_out=True)
+    assert [h.consecutive_misses for h in t.snapshot(5.0)] == [1, 1]
+    assert t.pending_confirmation() is None
+    t.record_reply("femur_joint_LF", 6.0)                  # any reply ends that servo's streak
+    assert t.health["femur_joint_LF"].silent_confirmations == 0

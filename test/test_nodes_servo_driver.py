@@ -102,6 +102,30 @@ def test_silenced_leg_detected_within_one_second(rig):
     assert g.spin_error is None
 
 
+def test_late_replies_of_a_starved_machine_are_not_a_lost_servo(rig):
+    """Replies later than reply_timeout (what a loaded machine does to the emulated servos: the emulator's
+    thread is not scheduled in time) are not silence: the driver's confirmation read with the longer
+    confirm_timeout gets them, so the morphology stays healthy although those servos miss every regular read
+    while the others answer. The same driver still finds a really silent leg."""
+    emu, g, drv, mon, w, cmd = rig
+    assert wait_for(lambda: w.last("morphology") is not None and list(w.last("morphology").data) == [3] * 6, 10)
+    late = ("tibia_joint_RF", "coxa_joint_RM")
+    for j in late:                                   # 4x the reply timeout, within the confirmation timeout
+        emu.inject(j, "delay", 4 * drv.p["reply_timeout"])
+    assert 4 * drv.p["reply_timeout"] < drv.p["confirm_timeout"]
+    misses0 = {j: drv.tracker.health[j].misses for j in late}
+    assert wait_for(lambda: all(drv.tracker.health[j].misses >= misses0[j] + 6 for j in late), 30.0)
+    assert list(w.last("morphology").data) == [3] * 6 and not mon.detector.faults and not mon.changes
+    # the late servos keep answering the confirmation reads; the others were never in doubt
+    assert all(drv.tracker.health[j].silent_confirmations == 0 for j in JOINTS)
+    for j in ("coxa_joint_LF", "femur_joint_LF", "tibia_joint_LF"):
+        emu.silence(j)
+    assert wait_for(lambda: list(w.last("morphology").data) == [0, 3, 3, 3, 3, 3], 5.0), \
+        list(w.last("morphology").data)
+    assert "coxa_joint_LF" in mon.detector.faults and not set(mon.detector.faults) & set(late)
+    assert g.spin_error is None
+
+
 def test_bad_commands_are_rejected_and_driver_keeps_serving(rig):
     emu, g, drv, mon, w, cmd = rig
     bad = [

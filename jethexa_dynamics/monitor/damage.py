@@ -6,6 +6,10 @@ and feeds :class:`DamageDetector`, which decides the morphology: one entry per l
 
 A joint whose servo is lost (no reply, stall, persistent position error) takes the link it drives and every
 link after it out of the model: a dead tibia servo leaves 2 links, a dead femur 1, a dead coxa 0.
+
+"No reply" must survive CPU starvation (a loaded machine makes replies late, not absent): a missed read only
+counts while other servos answer, and a servo is reported silent only after a *confirmation read* with a
+long timeout, attempted within its deadline, got no reply either (:meth:`ServoStatusTracker.pending_confirmation`).
 """
 from __future__ import annotations
 
@@ -98,6 +102,8 @@ class ServoStatus:
     measured: float = math.nan      # rad (last position read)
     measured_age: float = math.inf  # s since that position read
     torque: bool = True
+    silent_confirmations: int = 0   # confirmation reads (long timeout, within their deadline) without a reply
+    #                                 since the last valid reply
 
     @property
     def position_error(self) -> float:
@@ -106,7 +112,7 @@ class ServoStatus:
         return self.measured - self.commanded
 
 
-_INT_FIELDS = {"servo_id", "reads", "misses", "consecutive_misses", "error_bits"}
+_INT_FIELDS = {"servo_id", "reads", "misses", "consecutive_misses", "error_bits", "silent_confirmations"}
 
 
 def encode_servo_status(h: ServoStatus) -> Tuple[int, str, List[Tuple[str, str]]]:
@@ -114,6 +120,8 @@ def encode_servo_status(h: ServoStatus) -> Tuple[int, str, List[Tuple[str, str]]
     level, msg = 0, "ok"
     if h.reads and h.consecutive_misses:
         level, msg = (2, "no reply") if h.consecutive_misses >= 2 else (1, "missed reply")
+        if h.silent_confirmations:
+            msg += " (confirmed)"
     if h.error_bits & ERR_STALL:
         level, msg = 2, "stall (locked rotor)"
     elif h.error_bits & (ERR_OVER_TEMP | ERR_OVER_VOLTAGE):
@@ -156,6 +164,13 @@ def decode_servo_status(values: Dict[str, str]) -> ServoStatus:
     return ServoStatus(**kw)
 
 
+def read_deadline(timeout: float) -> float:
+    """Longest wall time [s] a read with ``timeout`` may take and still prove silence: the timeout, plus the
+    serial polling granularity and a margin. A read that took longer was not attempted within its deadline
+    (the reading thread was starved): it proves nothing about the servo."""
+    return 1.25 * float(timeout) + 0.005
+
+
 class ServoStatusTracker:
     """Book-keeping of read results per servo (the driver calls ``record_*`` as reads complete).
 
@@ -163,6 +178,11 @@ class ServoStatusTracker:
     this servo's previous miss. When the whole bus goes quiet (a stalled emulator, a bus or power fault)
     nobody accumulates misses, so a dead bus is not mistaken for six torn-off legs; :attr:`bus_silent_for`
     reports it instead.
+
+    A counted miss also asks for a confirmation read (:meth:`pending_confirmation`): the driver reads that
+    servo once with a long timeout and reports the outcome (:meth:`record_confirmation`). A reply, however
+    late, ends the streak; only a confirmation without a reply, attempted within its deadline
+    (:func:`read_deadline`), raises ``silent_confirmations`` -- the evidence the detector requires.
     """
 
     def __init__(self, joints: Sequence[Tuple[str, int]]):
@@ -171,6 +191,7 @@ class ServoStatusTracker:
         self._last_position: Dict[str, float] = {}
         self._replies = 0
         self._replies_at_miss: Dict[str, int] = {}
+        self._to_confirm: Dict[str, float] = {}  # joint -> time of the miss that asks for a confirmation
 
     def record_reply(self, joint: str, now: float, **values) -> None:
         """A valid reply: ``values`` may hold ``measured``, ``voltage_mv``, ``temperature_c``, ``error_bits``."""
@@ -178,7 +199,8 @@ class ServoStatusTracker:
             return
         h = self.health[joint]
         h.reads += 1
-        h.consecutive_misses = 0
+        h.consecutive_misses = h.silent_confirmations = 0
+        self._to_confirm.pop(joint, None)
         self._replies += 1
         self._last_reply[joint] = now
         for k, v in values.items():
@@ -192,7 +214,36 @@ class ServoStatusTracker:
         h.misses += 1
         if self._replies > self._replies_at_miss.get(joint, -1):  # the bus answered since our last miss
             h.consecutive_misses += 1
+            if not h.silent_confirmations:
+                self._to_confirm.setdefault(joint, now)
         self._replies_at_miss[joint] = self._replies
+
+    def pending_confirmation(self) -> Optional[str]:
+        """The servo whose confirmation read is due (oldest counted miss first), or None. Due once some other
+        servo has answered since that miss (on a bus that went quiet as a whole nobody is confirmed)."""
+        due = [j for j in self._to_confirm if self._replies > self._replies_at_miss[j]]
+        return min(due, key=self._to_confirm.get) if due else None
+
+    def record_confirmation(self, joint: str, now: float, elapsed: float, timeout: float,
+                            timed_out: bool, **values) -> None:
+        """Outcome of a confirmation read of ``joint`` that took ``elapsed`` s with ``timeout``: a reply
+        (``values``, e.g. ``measured``) ends the streak; a timeout within :func:`read_deadline` confirms the
+        silence (and is a miss); anything else (a starved read, a corrupted reply) proves nothing and waits
+        for the next counted miss."""
+        if joint not in self.health:
+            return
+        self._to_confirm.pop(joint, None)
+        if not timed_out:
+            if values:
+                self.record_reply(joint, now, **values)
+            return
+        if elapsed <= read_deadline(timeout):
+            h = self.health[joint]
+            before = h.consecutive_misses
+            self.record_miss(joint, now)
+            if h.consecutive_misses > before:   # counted: other servos answered since the miss before
+                h.silent_confirmations += 1
+            self._to_confirm.pop(joint, None)  # confirmed once per streak
 
     def bus_silent_for(self, now: float) -> float:
         """Seconds since ANY servo replied (inf if none ever did)."""
@@ -244,7 +295,8 @@ class DetectorConfig:
     """Thresholds of :class:`DamageDetector` (the damage monitor's parameters)."""
 
     no_reply_timeout: float = 0.4        # s without a valid reply ...
-    min_missed_reads: int = 3            # ... and at least this many consecutive misses -> lost
+    min_missed_reads: int = 2            # ... and at least this many consecutive misses ...
+    min_silent_confirmations: int = 1    # ... of which this many long-timeout confirmation reads -> lost
     stall_hold: float = 0.5              # s the stall bit must persist
     position_error_threshold: float = 0.6  # rad |measured - commanded|
     position_error_hold: float = 0.5     # s it must persist (with fresh measurements)
@@ -286,9 +338,11 @@ class DamageDetector:
     def _fault_reason(self, h: ServoStatus, now: float) -> Optional[str]:
         c = self.config
         p = self._pending[h.joint]
-        if h.consecutive_misses >= c.min_missed_reads and h.last_reply_age >= c.no_reply_timeout:
-            return "no reply for %s (%d reads missed)" % (
-                "ever" if math.isinf(h.last_reply_age) else "%.2f s" % h.last_reply_age, h.consecutive_misses)
+        if (h.consecutive_misses >= c.min_missed_reads and h.last_reply_age >= c.no_reply_timeout
+                and h.silent_confirmations >= c.min_silent_confirmations):
+            return "no reply for %s (%d reads missed, %d confirmed)" % (
+                "ever" if math.isinf(h.last_reply_age) else "%.2f s" % h.last_reply_age, h.consecutive_misses,
+                h.silent_confirmations)
         if h.error_bits & ERR_STALL:
             p.stall_since = now if p.stall_since is None else p.stall_since
             if now - p.stall_since >= c.stall_hold:

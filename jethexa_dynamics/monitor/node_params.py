@@ -29,6 +29,9 @@ SERVO_DRIVER = ParamSet("servo_driver", [
       lo=0, hi=18),
     P("reply_timeout", "double", 0.012, "wait for a servo reply before counting a miss", lo=0.001, hi=0.5,
       unit="s", read_only=True),
+    P("confirm_timeout", "double", 0.1, "a servo that missed a read while others answered is read once more with "
+      "this longer timeout; only if that read, too, gets no reply (and was not itself held up) is it reported "
+      "silent -- a loaded machine makes replies late, not absent", lo=0.01, hi=2.0, unit="s"),
     P("default_move_time", "double", 0.02, "servo move time when a joint_commands point has time_from_start 0",
       lo=0.0, hi=30.0, unit="s"),
     P("diagnostics_rate", "double", 1.0, "rate of the full /diagnostics report (every servo)", lo=0.1, hi=50.0,
@@ -101,7 +104,8 @@ DAMAGE_MONITOR = ParamSet("damage_monitor", [
       "links; -1 = automatic detection for that leg", lo=-1, hi=3, length=LEGS),
     P("no_reply_timeout", "double", 0.4, "a servo without a valid reply this long (and min_missed_reads misses "
       "in a row) is lost", lo=0.02, hi=30.0, unit="s"),
-    P("min_missed_reads", "int", 3, "consecutive missed reads before a servo can be declared lost", lo=1, hi=100),
+    P("min_missed_reads", "int", 2, "consecutive missed reads (the driver's confirmation read included) before a "
+      "servo can be declared lost", lo=1, hi=100),
     P("stall_hold", "double", 0.5, "a stall (locked-rotor) bit must persist this long", lo=0.0, hi=30.0, unit="s"),
     P("position_error_threshold", "double", 0.6, "|measured - commanded| beyond this counts as a fault",
       lo=0.05, hi=math.pi, unit="rad"),

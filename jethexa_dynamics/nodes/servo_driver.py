@@ -23,7 +23,7 @@ from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from jethexa_dynamics.hardware.bus import DirectUartBus, RrcBoardBus
-from jethexa_dynamics.hardware.errors import HardwareError
+from jethexa_dynamics.hardware.errors import HardwareError, ServoError, ServoTimeout
 from jethexa_dynamics.hardware.joints import JointServoBus
 from jethexa_dynamics.hardware.servo_table import load_servo_table
 from jethexa_dynamics.monitor import node_params, validate
@@ -141,6 +141,7 @@ class ServoDriver(ThinNode):
                         period = 1.0 / self.p["publish_rate"]
                         next_tick = max(next_tick + period, now)
                         self._read_and_publish()
+                        self._confirm_silence()
             except Exception as exc:  # noqa: BLE001 - the bus thread must survive anything
                 self.errors += 1
                 self.reject("bus thread", "%s: %s" % (type(exc).__name__, exc))
@@ -181,6 +182,30 @@ class ServoDriver(ThinNode):
         msg.position = [float(measured.get(j, self.commanded.get(j))) for j in names]
         if self.context.ok():  # not while rclpy shuts down (Ctrl-C) and close() is on its way
             self.state_pub.publish(msg)
+
+    def _confirm_silence(self) -> None:
+        """One confirmation read (``confirm_timeout``) of the servo that missed a read longest ago, if any:
+        the evidence ``damage_monitor`` needs before it calls a servo lost (``monitor.damage``)."""
+        with self._tracker_lock:
+            joint = self.tracker.pending_confirmation()
+        if joint is None or self.joints.emergency_stopped:
+            return
+        spec = self.table.by_joint(joint)
+        timeout = self.p["confirm_timeout"]
+        values, timed_out = {}, False
+        t0 = time.monotonic()
+        try:
+            values["measured"] = spec.to_rad(self.joints.bus.read_position(spec.servo_id, timeout))
+        except ServoTimeout:
+            timed_out = True
+        except ServoError:
+            pass  # a corrupted reply: something answered; no evidence of silence
+        except HardwareError as exc:
+            self.reject("servo bus", str(exc))
+            return
+        now = time.monotonic()
+        with self._tracker_lock:
+            self.tracker.record_confirmation(joint, now, now - t0, timeout, timed_out, **values)
 
     def _on_estop(self, request, response):
         with self.lock:
