@@ -263,10 +263,17 @@ def _base_B_term(P, Wb, out_b, wb):
     out_b[5] -= wb * ((p0 * a1 - p1 * a0) + (p3 * b1 - p4 * b0))
 
 
+@njit(cache=True, inline="always")
+def _leg_work(nmax):
+    """Scratch arrays of ``_leg_terms`` (allocated once per kernel call, not once per leg)."""
+    return (np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6)), np.empty((nmax, 3)),
+            np.empty((nmax, 3, 3)), np.empty((nmax, 6)), np.empty((nmax, 6)), np.empty(nmax), np.empty(nmax))
+
+
 @njit(cache=True)
 def _leg_terms(data, i, m_i, theta, v, w, same, wa, wde, coriolis_on, gb, f_b, with_tip,
                Mbb, Mbt, Mtt, bias_b, bias_l, P, gen_b, gen_l,
-               snap, pMbb, pMbt, pMtt, pbias_b, pbias_l, pP, pgen_b, pgen_l):
+               snap, pMbb, pMbt, pMtt, pbias_b, pbias_l, pP, pgen_b, pgen_l, work):
     """Accumulate the contributions of links 0..m_i-1 of leg i (Algorithm 1, steps 2.2.1-2.2.5):
     mass blocks M^bb_ij, 𝓜^bθ_ij = M^bb J^b, 𝓜^θθ_ij = J^bT M^bb J^b (eq. 8, 19, 21, 27-28);
     C(θ,v) w without the ℬ term, i.e. wa·𝒜 w - ½ wde·(𝒟 w_b + ℰ w_θ) (eq. 36-43) plus gravity 𝒩 (eq. 9)
@@ -277,16 +284,8 @@ def _leg_terms(data, i, m_i, theta, v, w, same, wa, wde, coriolis_on, gb, f_b, w
     n_joints, joint_offset, mass, tip0 = data[0], data[1], data[3], data[6]
     n = n_joints[i]
     off = 6 + joint_offset[i]
-    R = np.empty((n, 3, 3))
-    p = np.empty((n, 3))
-    xp = np.empty((n, 6))
-    c = np.empty((n, 3))
-    Ic = np.empty((n, 3, 3))
+    R, p, xp, c, Ic, Sv, Sw, lv, lw = work
     leg_kinematics(data, i, theta, R, p, xp, c, Ic)
-    Sv = np.empty((n, 6))
-    Sw = np.empty((n, 6))
-    lv = np.empty(n)
-    lw = np.empty(n)
     for j in range(m_i):
         m = mass[i, j]
         c0, c1, c2 = c[j, 0], c[j, 1], c[j, 2]
@@ -571,6 +570,7 @@ def _dynamics_terms(data, R_sb, theta, v, w, same, gravity_on, f_world, mask,
     P = np.zeros(6)
     _body_terms(data, v[0:6], w[0:6], gb, bias_b, P)
     fb = np.zeros(3)
+    work = _leg_work(data[2].shape[1])
     dummy6 = np.zeros((1, 6))
     dummy66 = np.zeros((1, 6, 6))
     dummyM = np.zeros((1, 1, 1))
@@ -582,7 +582,7 @@ def _dynamics_terms(data, R_sb, theta, v, w, same, gravity_on, f_world, mask,
             fb[r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
         _leg_terms(data, i, counts[i], theta, v, w, same, wa, wde, coriolis_on, gb, fb, True,
                    Mbb, Mbt[i], Mtt[i], bias_b, bias_l[i], P, gen_b, gen_l[i],
-                   False, dummy66, dummyM, dummyM, dummy6, dummyl, dummy6, dummy6, dummyl)
+                   False, dummy66, dummyM, dummyM, dummy6, dummyl, dummy6, dummy6, dummyl, work)
     _base_B_term(P, w[0:6], bias_b, wb)
     return counts
 
@@ -928,6 +928,7 @@ def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
     gnb = np.empty(6)
     gnl = np.empty(nmax)
     fb = np.empty(3)
+    work = _leg_work(nmax)
     for i in range(L):
         Mbb[:, :] = 0.0
         Mbt[:, :] = 0.0
@@ -941,7 +942,7 @@ def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
             fb[r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
         _leg_terms(data, i, n_joints[i], theta, v, v, True, 1.0, 1.0, True, gb, fb, True,
                    Mbb, Mbt, Mtt, bb, bl, P, gnb, gnl,
-                   True, pMbb[i], pMbt[i], pMtt[i], pbias_b[i], pbias_l[i], pP[i], pgen_b[i], pgen_l[i])
+                   True, pMbb[i], pMbt[i], pMtt[i], pbias_b[i], pbias_l[i], pP[i], pgen_b[i], pgen_l[i], work)
     # main body, shared by all hypotheses
     body_mass, body_com, body_Ic = data[7][0], data[8], data[9]
     Mb0 = np.empty((6, 6))
