@@ -266,6 +266,35 @@ class BusEmulator:
     def _has(self, joint: str) -> bool:
         return any(s.joint == joint for s in self._servos.values())
 
+    def set_positions(self, positions: Mapping[Key, float], unit: str = "rad") -> None:
+        """Place servos (by joint name or ID) at rest where a finished move would leave them: ``unit`` 'rad'
+        (URDF joint angle, checked against the joint's limits: :class:`JointLimitError`) or 'ticks' (servo
+        position as commanded and read back, 0..1000). Their commanded trajectory and position reads start
+        there; all values are checked before any servo is moved. Physics-driven measured positions
+        (:meth:`set_measured_positions`) still take precedence for reads."""
+        if unit not in ("rad", "ticks"):
+            raise ParameterError("unit", unit, detail="expected 'rad' or 'ticks'")
+        with self._lock:
+            ticks = {}
+            for key, value in positions.items():
+                s = self._servo(key)
+                if unit == "rad":
+                    spec = self.table.lookup(s.joint if s.joint else s.servo_id)
+                    ticks[s.servo_id] = float(spec.to_ticks(value) - s.offset)
+                else:
+                    try:
+                        v = float(value)
+                    except (TypeError, ValueError):
+                        raise ParameterError("position of servo %s [ticks]" % key, value, 0, 1000) from None
+                    if not 0.0 <= v <= 1000.0:   # also rejects NaN
+                        raise ParameterError("position of servo %s [ticks]" % key, value, 0, 1000)
+                    ticks[s.servo_id] = v
+            t = self.time_fn()
+            for sid, v in ticks.items():
+                s = self._servos[sid]
+                s.start = s.target = v
+                s.t0, s.duration = t, 0.0
+
     def set_measured_positions(self, positions: Mapping[Key, float]) -> None:
         """Physics-driven joint angles [rad] that position reads report from now on (until cleared)."""
         with self._lock:

@@ -76,10 +76,7 @@ class RobotEmulator(ThinNode):
     # ------------------------------------------------------------------ set-up
     def _hold_standing_pose(self) -> None:
         """The emulated servos start where the engine's robot stands (not at their centre)."""
-        for j, q in zip(self.joint_names, self.engine.joint_angles):
-            spec = self.bus.table.by_joint(j)
-            s = self.bus.servo(j)
-            s.start = s.target = float(spec.to_ticks(q))
+        self.bus.set_positions(dict(zip(self.joint_names, map(float, self.engine.joint_angles))))
 
     def _link_port(self) -> None:
         link = self.p["port_link"]
