@@ -214,7 +214,8 @@ class SlipPredictor:
         R = _quat_matrix(quat, "quat")
         g = np.zeros(3) if gyro is None else finite_array(gyro, "gyro", (1,), last_dim=3)
         self._imu = (_time(t), R, g)
-        self._first_anchor(self._imu[0])
+        if self.imu_yaw:    # otherwise the IMU is nothing to anchor on: motion capture starts the anchor clock
+            self._first_anchor(self._imu[0])
 
     def push_imu(self, t, quat_xyzw, gyro):
         """IMU sample with an (x, y, z, w) quaternion (the ROS message order)."""
