@@ -10,16 +10,14 @@ Usage: ``.venv/bin/python benchmarks/bench_bus.py [--out benchmarks/results/bus.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
 import statistics
 import sys
 import time
 
 import numpy as np
-import serial
 
+from _machine import describe
 from jethexa_dynamics.hardware import (BusEmulator, DirectUartBus, JointServoBus, MadgwickFilter, Mpu6050,
                                        Mpu6050Emulator, RrcBoardBus, load_servo_table, static_motion)
 from jethexa_dynamics.hardware.protocol import frame_wire_time
@@ -35,19 +33,6 @@ def timeit(fn, n):
         fn()
         ts.append(time.perf_counter() - t0)
     return statistics.median(ts), sorted(ts)[int(0.95 * (len(ts) - 1))]
-
-
-def machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return "%s, %d CPUs, %s %s" % (cpu, os.cpu_count() or 0, platform.system(), platform.release())
 
 
 def main(argv=None):
@@ -95,9 +80,7 @@ def main(argv=None):
     lines = [
         "# Servo bus throughput (`benchmarks/bench_bus.py`)",
         "",
-        "- date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-        "- machine: %s" % machine(),
-        "- Python %s, numpy %s, pyserial %s" % (platform.python_version(), np.__version__, serial.__version__),
+        *describe("pyserial"),
         "- driver side measured against the pty emulator (no wire time; the box is shared, medians over %d runs)"
         % reps,
         "",

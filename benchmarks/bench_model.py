@@ -9,9 +9,7 @@ Pinocchio next to it, so a fast-but-wrong variant cannot pass.
 Run:  OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_model.py [--out benchmarks/results/model.md]
 """
 import argparse
-import datetime
 import os
-import platform
 import sys
 import timeit
 
@@ -23,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from pin_oracle import PinOracle, rel_err  # noqa: E402
 from robot_factory import urdf_without_links  # noqa: E402
 
+from _machine import describe  # noqa: E402
 from jethexa_dynamics.model import LeggedRobot, Morphology, kernels  # noqa: E402
 
 
@@ -31,21 +30,6 @@ def best_us(stmt, g, repeat=15):
     n, _ = t.autorange()
     n = max(1, int(n * 0.5))
     return min(t.repeat(repeat=repeat, number=n)) / n * 1e6
-
-
-def machine():
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    import numba
-    return (f"{datetime.date.today()} | {platform.machine()} {cpu}, {os.cpu_count()} cores | Python "
-            f"{platform.python_version()}, numpy {np.__version__}, numba {numba.__version__}, pin {pin.__version__}")
 
 
 def main(argv=None):
@@ -142,7 +126,7 @@ def main(argv=None):
         "[pin.aba(m_, d_, a_, b_, c_) for (m_, d_, a_, b_, c_) in states]", err,
         "pin: one prebuilt model per hypothesis (models built from URDFs without the links)")
 
-    lines = ["# Dynamics core vs Pinocchio (benchmarks/bench_model.py)", "", machine(), "",
+    lines = ["# Dynamics core vs Pinocchio (benchmarks/bench_model.py)", "", *describe("pinocchio"), "",
              "Single thread, same process, same states; best of 15 repeats (µs per call). `ratio` = ours / Pinocchio.",
              "", "| what | ours µs | Pinocchio µs | ratio | max rel. error vs Pinocchio | note |",
              "|---|---:|---:|---:|---:|---|"]

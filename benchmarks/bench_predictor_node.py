@@ -18,13 +18,11 @@ measured/pose, prediction/error and slip/*). ``model`` = the Boltzmann-Hamel pre
 wall time. ``rate`` = predicted/pose messages received per second by a subscriber.
 """
 import argparse
-import datetime
 import os
-import platform
 import sys
 import time
 
-import numpy as np
+from _machine import describe
 
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_LOCALHOST_ONLY", "1")
@@ -110,26 +108,14 @@ def measure(params, seconds, full_graph=False):
         g.close()
 
 
-def machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-
-    return "%s, %d cores, load average %.2f at start; Python %s, numpy %s, %s" % (
-        cpu, os.cpu_count(), load, platform.python_version(), np.__version__, os.environ.get("RMW_IMPLEMENTATION",
-                                                                                             "default rmw"))
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=15.0, help="measured seconds per case")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "nodes.md"))
     args = ap.parse_args(argv)
-    info = machine()
+    info = describe("rclpy") + ["- load average %.2f at start; %s" % (
+        os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"),
+        os.environ.get("RMW_IMPLEMENTATION", "default rmw"))]
     cases = [
         ("inputs", "boltzmann_hamel + slip (default)", {"predictor": "boltzmann_hamel", "publish_slip": True}, False),
         ("inputs", "boltzmann_hamel alone", {"predictor": "boltzmann_hamel", "publish_slip": False}, False),
@@ -146,8 +132,10 @@ def main(argv=None):
     lines = [
         "# Predictor node: cycle time at 100 Hz",
         "",
-        "`benchmarks/bench_predictor_node.py --seconds %g` on %s (%s)." % (
-            args.seconds, datetime.date.today().isoformat(), info),
+        "`benchmarks/bench_predictor_node.py --seconds %g`" % args.seconds,
+        "",
+        *info,
+        "",
         "Real rclpy over DDS on loopback; period 10 ms. Cycle = the node's timer callback (models + 4-6 "
         "publications); model = `sim.predictor.Predictor.predict()` alone; rate = predicted/pose received per s.",
         "",

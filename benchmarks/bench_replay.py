@@ -16,29 +16,16 @@ Peers side by side: ``rosbags`` deserializing the same messages with nothing els
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
+from _machine import describe
 from jethexa_dynamics.validation import bag_io, cli, messages, replay
 from jethexa_dynamics.validation.simbag import write_sim_bag
-
-
-def _cpu():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _best(fn, repeat):
@@ -102,10 +89,7 @@ def main(argv=None):
         shutil.rmtree(tmp, ignore_errors=True)
 
     lines = ["# Replay speed (`benchmarks/bench_replay.py`)", "",
-             "- date: {}".format(datetime.datetime.now().astimezone().isoformat(timespec="seconds")),
-             "- machine: {}, {} logical CPUs (shared), {} {}, Python {}, numpy {}".format(
-                 _cpu(), os.cpu_count(), platform.system(), platform.release(), platform.python_version(),
-                 np.__version__),
+             *describe("rosbags"),
              "- bag: {:.0f} s of the simulated JetHexa walking, damage 1 at {:.0f} s; IMU + mocap 100 Hz, commands + "
              "joint states 50 Hz (`validation/simbag.py`)".format(a.duration, a.duration / 2),
              "- best of {} runs; real-time factor = bag seconds per wall second (> 1: faster than real time); "

@@ -5,9 +5,7 @@ Run: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_
 Writes its section of benchmarks/results/second_opinions.md (shared with bench_slip.py).
 """
 import argparse
-import datetime
 import os
-import platform
 import sys
 import timeit
 
@@ -17,7 +15,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "test"))
 
-from bench_slip import cpu_name, write_section  # noqa: E402
+from _machine import describe  # noqa: E402
+from bench_slip import write_section  # noqa: E402
 from jethexa_dynamics.model import LeggedRobot  # noqa: E402
 from jethexa_dynamics.models.newton_euler import NewtonEulerRobot  # noqa: E402
 
@@ -66,12 +65,9 @@ def main(argv=None):
     lines = [
         "## Recursive Newton-Euler (paper 004): `benchmarks/bench_rnea.py`",
         "",
-        f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}; command: "
-        f"`OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} .venv/bin/python benchmarks/bench_rnea.py"
-        f"{' --quick' if args.quick else ''}`",
-        f"- machine: {cpu_name()}, {os.cpu_count()} logical CPUs (shared with other jobs), {platform.system()} "
-        f"{platform.release()}",
-        f"- Python {platform.python_version()}, numpy {np.__version__}, pin {pin.__version__}",
+        f"- command: `OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} .venv/bin/python "
+        f"benchmarks/bench_rnea.py{' --quick' if args.quick else ''}`",
+        *describe("pinocchio"),
         "- JetHexa (nv = 24), one random state, median (min) us per call over "
         f"{repeat} repeats, all in the same process; error = max relative difference of the RNEA result "
         "to the Pinocchio call of the row (last row: to the Boltzmann-Hamel model).",

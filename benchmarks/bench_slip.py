@@ -13,9 +13,7 @@ Run: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_
 Writes its section of benchmarks/results/second_opinions.md.
 """
 import argparse
-import datetime
 import os
-import platform
 import sys
 import time
 
@@ -24,22 +22,12 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
+from _machine import describe  # noqa: E402
 from jethexa_dynamics.models import se2  # noqa: E402
 from jethexa_dynamics.models.multipod import disk  # noqa: E402
 from jethexa_dynamics.models.slip import SlipModel  # noqa: E402
 
 RADIUS, REACH, HEIGHT, SLIDE = 0.2, (0.05, 0.12), 0.08, 0.01
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def disk_mjcf(n):
@@ -182,9 +170,6 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="fewer states and shorter trajectories")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "second_opinions.md"))
     args = ap.parse_args(argv)
-    import mujoco
-    import scipy
-
     rng = np.random.default_rng(2024)
     n_states = 200 if args.quick else 1000
     counts = [3, 6, 12, 25, 50] if args.quick else [3, 4, 6, 8, 10, 12, 16, 20, 25, 30, 40, 50]
@@ -197,13 +182,9 @@ def main(argv=None):
     lines = [
         "## Slipping model (paper 001): `benchmarks/bench_slip.py`",
         "",
-        f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}; command: "
-        f"`OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} .venv/bin/python benchmarks/bench_slip.py"
-        f"{' --quick' if args.quick else ''}`",
-        f"- machine: {cpu_name()}, {os.cpu_count()} logical CPUs (shared with other jobs), {platform.system()} "
-        f"{platform.release()}",
-        f"- Python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
-        f"MuJoCo {mujoco.__version__}",
+        f"- command: `OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} .venv/bin/python "
+        f"benchmarks/bench_slip.py{' --quick' if args.quick else ''}`",
+        *describe("scipy", "mujoco"),
         "",
         f"### Time per frame against the number of legs ({n_states} random disk states per N, same run)",
         "",

@@ -1,0 +1,55 @@
+"""Date, machine and versions of a benchmark run: the header lines every ``bench_*.py`` writes to its results.
+
+    from _machine import describe           # benchmarks/ is on sys.path when a bench script runs
+    lines += describe("mujoco", "pinocchio")  # extra packages by import or distribution name
+"""
+import datetime
+import importlib
+import importlib.metadata
+import os
+import platform
+
+
+def cpu_model():
+    """CPU model name from /proc/cpuinfo ('model name'); elsewhere platform's processor or machine string."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def package_version(name):
+    """``__version__`` of the module ``name`` if it imports, else the installed distribution's version
+    (so 'pinocchio' and 'pyserial' both work); 'not installed' if neither."""
+    try:
+        version = getattr(importlib.import_module(name), "__version__", None)
+        if version:
+            return str(version)
+    except ImportError:
+        pass
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def machine():
+    """'<CPU model>, <n> cores, <OS> <release>'."""
+    return "%s, %d cores, %s %s" % (cpu_model(), os.cpu_count() or 0, platform.system(), platform.release())
+
+
+def versions(*packages):
+    """'Python x, numpy y, numba z' followed by '<name> <version>' of each extra package."""
+    names = ("numpy", "numba") + tuple(p for p in packages if p not in ("numpy", "numba"))
+    return ", ".join(["Python " + platform.python_version()] + ["%s %s" % (n, package_version(n)) for n in names])
+
+
+def describe(*packages):
+    """Markdown bullet lines: date (local, to the minute), machine, and versions (``versions(*packages)``)."""
+    return ["- date: " + datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+            "- machine: " + machine(),
+            "- " + versions(*packages)]
