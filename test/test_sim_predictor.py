@@ -148,3 +148,23 @@ def test_replays_a_simulated_bag_through_the_validation_protocol(robot, tmp_path
     anchored = replay(bag, Predictor(robot, reanchor_horizon=1.0))
     assert len(anchored.anchors) >= 3
     assert np.abs(anchored.p_pred - anchored.p_meas).max() < 5e-3
+
+
+def test_quaternion_and_empty_cycle_stats(robot):
+    """``quaternion`` (Shepperd, no eigenproblem) = transforms3d's mat2quat with w >= 0, also for rotations of
+    about 180 deg (w near 0, where a trace-only formula loses accuracy); no predict call yet: n = 0, NaNs."""
+    pr = Predictor(robot, reanchor_horizon=np.inf)
+    s = pr.cycle_stats()
+    assert s["n"] == 0 and all(np.isnan(s[k]) for k in ("p50", "p99", "mean", "max"))
+    rng = np.random.default_rng(3)
+    from transforms3d.axangles import axangle2mat
+    rots = [np.linalg.qr(rng.normal(size=(3, 3)))[0] for _ in range(30)]
+    rots = [R * np.linalg.det(R) for R in rots]
+    rots += [axangle2mat(rng.normal(size=3), np.pi - 1e-7 * k) for k in range(5)] + [np.eye(3)]
+    for R in rots:
+        pr.engine.R[:] = R
+        q, ref = pr.quaternion, _quat(R)
+        ref = ref if ref[0] >= 0 else -ref
+        assert q[0] >= 0 and q == pytest.approx(ref, abs=1e-12)
+        _, q_pose = pr.pose(pr.time)
+        assert q_pose == pytest.approx(q, abs=0)

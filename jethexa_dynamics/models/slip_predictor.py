@@ -24,6 +24,8 @@ from collections import deque
 
 import numpy as np
 
+from jethexa_dynamics.timing import cycle_stats
+
 from ._checks import finite_array
 from .newton_euler import NewtonEulerRobot
 from .se2 import compose, se2_exp
@@ -358,11 +360,7 @@ class SlipPredictor:
 
     def cycle_stats(self):
         """Wall time per ``predict`` call [s]: {'n', 'p50', 'p99', 'mean', 'max'} (NaN before any call)."""
-        if not self._wall:
-            return {"n": 0, "p50": math.nan, "p99": math.nan, "mean": math.nan, "max": math.nan}
-        a = np.asarray(self._wall)
-        return {"n": len(a), "p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
-                "mean": float(a.mean()), "max": float(a.max())}
+        return cycle_stats(self._wall)
 
     # ---- validation.replay.PredictorAdapter protocol ----------------------------------------------------
     def on_command(self, t, q, t_target):

@@ -21,9 +21,11 @@ from collections import deque
 
 import numpy as np
 from transforms3d.euler import euler2mat, mat2euler
-from transforms3d.quaternions import mat2quat, quat2mat
+from transforms3d.quaternions import quat2mat
 
 from jethexa_dynamics.model import LeggedRobot, Morphology
+from jethexa_dynamics.model.se3 import rot_to_quat
+from jethexa_dynamics.timing import cycle_stats
 
 from .engine import Engine
 
@@ -222,16 +224,11 @@ class Predictor:
     @property
     def quaternion(self):
         """(w, x, y, z) of the predicted orientation."""
-        q = mat2quat(self.engine.R)
-        return q if q[0] >= 0 else -q
+        return rot_to_quat(self.engine.R)
 
     def cycle_stats(self):
         """Wall time per ``predict`` call (s): {'n', 'p50', 'p99', 'mean', 'max'} (NaN before any call)."""
-        if not self._wall:
-            return {"n": 0, "p50": math.nan, "p99": math.nan, "mean": math.nan, "max": math.nan}
-        a = np.asarray(self._wall)
-        return {"n": len(a), "p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
-                "mean": float(a.mean()), "max": float(a.max())}
+        return cycle_stats(self._wall)
 
     # ---- validation.replay.PredictorAdapter protocol ------------------------------------------------------
     def on_command(self, t, q, t_target):
