@@ -196,46 +196,45 @@ def test_late_replies_are_not_silence_only_a_confirmed_timeout_is():
     from jethexa_dynamics.monitor.damage import read_deadline
 
     joints = list(zip(JOINTS, range(1, 19)))
-    det = DamageDetector(JOINTS, LEGS)                     # the monitor's defaults: 3 misses, 0.4 s, 1 confirmation
+    det = DamageDetector(JOINTS, LEGS)                     # the monitor's defaults: 2 misses, 0.4 s, 1 confirmation
     t = ServoStatusTracker(joints)
     late = "tibia_joint_RF"
-    now = 0.0
-    for j, _ in joints:
-        t.record_reply(j, now)
-    # 5 s of a loaded machine: RF tibia misses every regular read (its replies come after reply_timeout)
-    # while the others answer; its confirmation reads get the late reply, or are themselves held up
-    for cycle in range(250):
-        now += 0.02
+
+    def cycle(now):
+        """One 20 ms read cycle: RF tibia misses its read, every other servo answers; the due confirmation."""
         for j, _ in joints:
             if j == late:
                 t.record_miss(j, now)
             else:
                 t.record_reply(j, now)
         due = t.pending_confirmation()
+        assert due in (None, late)
+        return due
+
+    now = 0.0
+    for j, _ in joints:
+        t.record_reply(j, now)
+    # 5 s of a loaded machine: RF tibia misses every regular read (its replies come after reply_timeout)
+    # while the others answer; its confirmation reads get the late reply, or are themselves held up
+    for k in range(250):
+        now += 0.02
+        due = cycle(now)
         if due is not None:
-            assert due == late
-            if cycle % 3 == 0:   # the reading thread was descheduled: 0.3 s for a 0.1 s read -> proves nothing
+            if k % 3 == 0:       # the reading thread was descheduled: 0.3 s for a 0.1 s read -> proves nothing
                 t.record_confirmation(due, now, 0.3, 0.1, timed_out=True)
             else:                # a reply 60 ms late is still a reply
                 t.record_confirmation(due, now, 0.06, 0.1, timed_out=False, measured=0.1)
         assert det.update(now, t.snapshot(now)) == [], t.health[late]
     assert t.health[late].misses > 200 and t.health[late].silent_confirmations == 0
     assert det.detected() == [3] * 6
-    # a starved confirmation alone never confirms; a timely one does
-    assert read_deadline(0.1) < 0.3
-    # now RF tibia goes really silent: regular misses, then a confirmation that times out within its deadline
+    assert read_deadline(0.1) < 0.3                        # the starved confirmation above proved nothing
+    # now RF tibia goes really silent: a regular miss, then a confirmation that times out within its deadline
     t0 = now
     while not det.faults:
         now += 0.02
-        for j, _ in joints:
-            if j == late:
-                t.record_miss(j, now)
-            else:
-                t.record_reply(j, now)
-        due = t.pending_confirmation()
-        if due is not None:
+        if cycle(now) is not None:
             now += 0.1
-            t.record_confirmation(due, now, 0.101, 0.1, timed_out=True)
+            t.record_confirmation(late, now, 0.101, 0.1, timed_out=True)
         det.update(now, t.snapshot(now))
         assert now - t0 < 1.0
     assert list(det.faults) == [late] and det.detected() == [3, 3, 3, 2, 3, 3]

@@ -19,7 +19,8 @@ from sensor_msgs.msg import Imu, JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, UInt8MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
-from jethexa_dynamics.monitor.prediction import CycleStats, mat_to_quat, pose_error  # noqa: E402
+from jethexa_dynamics.model.se3 import rot_to_quat  # noqa: E402
+from jethexa_dynamics.monitor.prediction import CycleStats, pose_error  # noqa: E402
 from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS  # noqa: E402
 from jethexa_dynamics.nodes.damage_monitor import morphology_msg  # noqa: E402
 from jethexa_dynamics.nodes.graph import Graph, Watcher, wait_for  # noqa: E402
@@ -33,7 +34,7 @@ JOINTS = ["%s_joint_%s" % (k, leg) for leg in LEGS for k in ("coxa", "femur", "t
 def test_pose_error_and_quaternions():
     from transforms3d.euler import euler2mat, euler2quat
 
-    q = mat_to_quat(euler2mat(0.1, -0.2, 3.0, "sxyz"))
+    q = rot_to_quat(euler2mat(0.1, -0.2, 3.0, "sxyz"))
     assert np.allclose(q, euler2quat(0.1, -0.2, 3.0, "sxyz")) or np.allclose(-q, euler2quat(0.1, -0.2, 3.0))
     e = pose_error([1, 2, 3], euler2quat(0, 0, 3.1), None, euler2quat(0, 0, -3.1))
     assert e[2] == pytest.approx(-(2 * math.pi - 6.2)) and np.all(np.isnan(e[3:]))

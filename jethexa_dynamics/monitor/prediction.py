@@ -25,28 +25,6 @@ def rpy(quat_wxyz) -> np.ndarray:
     return np.array(quat2euler(np.asarray(quat_wxyz, dtype=float), "sxyz"))
 
 
-def mat_to_quat(R) -> np.ndarray:
-    """Unit quaternion (w, x, y, z) of a rotation matrix (Shepperd's method; ~20x cheaper than
-    ``transforms3d.quaternions.mat2quat``, which solves an eigenproblem)."""
-    m = np.asarray(R, dtype=float)
-    tr = m[0, 0] + m[1, 1] + m[2, 2]
-    if tr > 0.0:
-        s = 2.0 * math.sqrt(tr + 1.0)
-        q = (0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s)
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
-        q = ((m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s)
-    elif m[1, 1] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
-        q = ((m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s)
-    else:
-        s = 2.0 * math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
-        q = ((m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s)
-    q = np.array(q)
-    q /= np.linalg.norm(q)
-    return q if q[0] >= 0.0 else -q
-
-
 def pose_error(pred_pos, pred_quat, meas_pos: Optional[np.ndarray], meas_quat) -> np.ndarray:
     """[roll, pitch, yaw, x, y, z] of predicted minus measured (angles wrapped; position NaN if not measured)."""
     e = np.full(6, np.nan)

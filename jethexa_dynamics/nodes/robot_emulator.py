@@ -24,9 +24,9 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import Imu
 
 from jethexa_dynamics.hardware.emulator import BusEmulator
+from jethexa_dynamics.model.se3 import rot_to_quat
 from jethexa_dynamics.monitor import node_params
 from jethexa_dynamics.monitor.damage import format_morphology, joint_leg_link, parse_damage_spec
-from jethexa_dynamics.monitor.prediction import mat_to_quat
 from jethexa_dynamics.nodes._common import SENSOR_QOS, ThinNode, run
 from jethexa_dynamics.nodes._robot import jethexa
 
@@ -154,7 +154,7 @@ class RobotEmulator(ThinNode):
         acc_world = R @ specific_force + GRAVITY  # the IMU point's acceleration, gravity excluded
         msg = Imu()
         self._stamp(msg, "imu_link")
-        w, x, y, z = mat_to_quat(R)
+        w, x, y, z = rot_to_quat(R)
         msg.orientation.w, msg.orientation.x, msg.orientation.y, msg.orientation.z = map(float, (w, x, y, z))
         msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = map(float, gyro)
         msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = map(float, acc_world)
@@ -166,7 +166,7 @@ class RobotEmulator(ThinNode):
         msg = PoseStamped()
         self._stamp(msg, "world")
         msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = map(float, g[:3, 3])
-        w, x, y, z = mat_to_quat(g[:3, :3])
+        w, x, y, z = rot_to_quat(g[:3, :3])
         msg.pose.orientation.w, msg.pose.orientation.x, msg.pose.orientation.y, msg.pose.orientation.z = \
             map(float, (w, x, y, z))
         self.mocap_pub.publish(msg)
