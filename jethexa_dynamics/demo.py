@@ -181,7 +181,7 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                     if damage is not None and list(m.data) == list(damage) and t_detect is None:
                         t_detect = t
                         gc, pr = nodes["gait_controller"], nodes["predictor"]
-                        wait_for(lambda: gc.walker.links_per_leg == list(damage), 2.0)
+                        wait_for(lambda: gc.walker.links_per_leg == list(damage) == list(pr.morphology), 2.0)
                         say("  >> gait re-phased for legs %s (%s); predictor reshaped to %s -- no restart" % (
                             ",".join(gc.walker.walking_legs), "walking" if gc.walker.can_walk else
                             "too few legs: holding the stance", format_morphology(pr.morphology, legs)))
