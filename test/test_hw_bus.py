@@ -334,3 +334,54 @@ def test_port_failures_are_bus_io_errors(table):
     with pytest.raises((BusIOError, ServoTimeout)):
         bus.read_position(1, timeout=FAULT_TIMEOUT)
     bus.close()
+
+
+class _StarvedPort:
+    """A serial port whose reply lands in the buffer while the reading thread is not scheduled: the first
+    read returns nothing, then the clock jumps past the deadline and the whole reply is waiting."""
+
+    def __init__(self, reply, clock):
+        self.reply, self.clock, self.reads, self.written = reply, clock, 0, b""
+
+    @property
+    def in_waiting(self):
+        return len(self.reply) if self.reads >= 1 else 0
+
+    def read(self, n=1):
+        self.reads += 1
+        if self.reads == 1:
+            self.clock[0] += 1.0       # the thread sleeps through the deadline
+            return b""
+        out, self.reply = self.reply[:n], self.reply[n:]
+        return out
+
+    def write(self, data):
+        self.written += data
+        return len(data)
+
+    def reset_input_buffer(self):
+        pass
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def test_reply_buffered_while_starved_past_the_deadline_is_still_read(monkeypatch):
+    """The published POS_READ reply of servo 1 (pos 500) arrives while the reader sleeps past its deadline:
+    it is read, not reported as a silent servo."""
+    import jethexa_dynamics.hardware.bus as busmod
+    clock = [1000.0]
+    monkeypatch.setattr(busmod.time, "monotonic", lambda: clock[0])
+    reply = bytes.fromhex("55 55 01 05 1C F4 01 E8")
+    port = _StarvedPort(reply, clock)
+    bus = busmod.DirectUartBus("loop://", reply_timeout=0.02, serial_factory=lambda *a, **k: port)
+    assert bus.read_position(1) == 500
+    assert port.written == bytes.fromhex("55 55 01 03 1C DF")
+    # and a servo that really stays silent still times out, naming the servo
+    port2 = _StarvedPort(b"", clock)
+    bus2 = busmod.DirectUartBus("loop://", reply_timeout=0.02, serial_factory=lambda *a, **k: port2)
+    with pytest.raises(busmod.ServoTimeout, match="1"):
+        bus2.read_position(1)

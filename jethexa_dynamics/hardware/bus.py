@@ -210,9 +210,10 @@ class _SerialBus(ServoBus):
         """Read until an event satisfying ``matches(event)`` arrives (returns it) or the deadline passes."""
         deadline = time.monotonic() + timeout
         bad = None
+        last_drain = False
         while True:
             n = self._ser.in_waiting
-            chunk = self._ser.read(n if n > 0 else 1)
+            chunk = self._ser.read(n) if last_drain else self._ser.read(n if n > 0 else 1)
             for ev in self._parser.feed(chunk) if chunk else ():
                 kind = matches(ev)
                 if kind == "ok":
@@ -226,8 +227,14 @@ class _SerialBus(ServoBus):
                     bad = ev
                 else:
                     self.stats["stray_replies"] += 1
-            if time.monotonic() >= deadline:
+            if last_drain:
                 break
+            if time.monotonic() >= deadline:
+                # a starved process can wake after the deadline with the reply already buffered: read what
+                # arrived once more (without waiting) before calling the servo silent
+                if self._ser.in_waiting <= 0:
+                    break
+                last_drain = True
         self.stats["timeouts"] += 1
         if bad is not None:
             self.stats["checksum_errors"] += 1
