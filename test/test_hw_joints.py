@@ -259,3 +259,27 @@ def test_each_fault_is_typed_and_healthy_servos_lose_nothing(table, kind, value,
         pos, errs = joints.read_all_positions(timeout=TIMEOUT)
         assert errs == {} and all(pos[j] == pytest.approx(v, abs=HALF_TICK + 1e-12) for j, v in q2.items())
         joints.close()
+
+
+def test_a_reply_outside_the_scheduler_brings_an_offline_servo_back(table):
+    """The driver's confirmation read answers: mark_responsive puts the joint back into every round."""
+    with BusEmulator(table).start() as em:
+        joints = JointServoBus(open_bus("uart", em.port, reply_timeout=0.3), table, aux_every=1000,
+                               offline_after=1, offline_retry_every=1000)
+        lost = "tibia_joint_RR"
+        em.silence(lost)
+        for _ in range(18):
+            joints.poll(budget_s=10.0, max_reads=1)
+        assert not joints.health[lost].online
+        em.clear_faults(lost)
+        spec = table.by_joint(lost)
+        joints.bus.read_position(spec.servo_id, 0.3)     # what servo_driver's confirmation read does
+        joints.mark_responsive(lost)
+        assert joints.health[lost].online and joints.health[lost].consecutive_failures == 0
+        reads = set()
+        for _ in range(18):
+            reads |= set(joints.poll(budget_s=10.0, max_reads=1).positions)
+        assert lost in reads          # read in the normal round again, not once per 1000 rounds
+        with pytest.raises(ValueError, match="unknown joint"):
+            joints.mark_responsive("no_such_joint")
+        joints.close()

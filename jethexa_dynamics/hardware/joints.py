@@ -252,6 +252,16 @@ class JointServoBus:
             # cost estimate of successful-or-not reads; the wire time is the floor
             self._cost[kind] = max(self.bus.read_time(kind), dt if old is None else 0.8 * old + 0.2 * dt)
 
+    def mark_responsive(self, joint: str) -> None:
+        """A read outside the scheduler (e.g. the driver's confirmation read) got a valid reply from ``joint``:
+        it is online again and read on every round, not only on retry rounds."""
+        h = self.health[self.table.by_joint(joint).joint]
+        h.consecutive_failures = 0
+        h.last_ok = self.time_fn()
+        if not h.online:
+            log.info("%s back online", joint)
+        h.online = True
+
     def _next(self) -> Tuple[ServoSpec, str]:
         """Next (servo, kind) of the round-robin; skips offline servos except on retry rounds."""
         n = len(self.table)

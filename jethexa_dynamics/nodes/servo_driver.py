@@ -196,6 +196,7 @@ class ServoDriver(ThinNode):
         t0 = time.monotonic()
         try:
             values["measured"] = spec.to_rad(self.joints.bus.read_position(spec.servo_id, timeout))
+            self.joints.mark_responsive(joint)
         except ServoTimeout:
             timed_out = True
         except ServoError:
