@@ -615,12 +615,7 @@ def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out, joint_d
     ab = np.empty(6)
     al = np.empty((L, nmax))
     ok = _solve_arrowhead(counts, Mbb, Mbt, Mtt, rb, rl, ab, al)
-    vdot_out[:] = 0.0
-    vdot_out[0:6] = ab
-    for i in range(L):
-        off = 6 + joint_offset[i]
-        for a in range(counts[i]):
-            vdot_out[off + a] = al[i, a]
+    _scatter(data, counts, ab, al, vdot_out)
     total = 0.0
     for r in range(vdot_out.shape[0]):
         total += vdot_out[r]
@@ -723,24 +718,6 @@ def bias_forces(data, R_sb, theta, v, mask, gravity_on, out):
                              Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l)
     _scatter(data, counts, bias_b, bias_l, out)
 
-
-@njit(cache=True)
-def tip_generalized_forces(data, R_sb, theta, f_world, mask, out):
-    """out = 𝒥^T F (eq. 11) for world-frame foot forces ``f_world`` (L,3)."""
-    L = data[0].shape[0]
-    nmax = data[2].shape[1]
-    nvf = out.shape[0]
-    Mbb = np.empty((6, 6))
-    Mbt = np.empty((L, 6, nmax))
-    Mtt = np.empty((L, nmax, nmax))
-    bias_b = np.empty(6)
-    bias_l = np.empty((L, nmax))
-    gen_b = np.empty(6)
-    gen_l = np.empty((L, nmax))
-    z = np.zeros(nvf)
-    counts = _dynamics_terms(data, R_sb, theta, z, z, True, False, f_world, mask,
-                             Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l, 1.0, 1.0, 1.0, False)
-    _scatter(data, counts, gen_b, gen_l, out)
 
 
 @njit(cache=True)
@@ -979,9 +956,4 @@ def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
         for r in range(6):
             rb[r] = tau[r] + gnb[r] - bb[r]
         _solve_arrowhead(counts, Mbb, hMbt, hMtt, rb, rl, ab, al)
-        out[kk, :] = 0.0
-        out[kk, 0:6] = ab
-        for i in range(L):
-            off = 6 + joint_offset[i]
-            for a in range(counts[i]):
-                out[kk, off + a] = al[i, a]
+        _scatter(data, counts, ab, al, out[kk])
