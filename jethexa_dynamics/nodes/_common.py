@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import math
+import signal
+import threading
 import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -218,9 +220,27 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _init_without_rclpy_signal_handlers(args) -> None:
+    """rclpy's own SIGINT handler shuts the context down at once, from the signal, possibly while a node's
+    worker thread (the servo bus thread) is inside a publish -- a use-after-free in the middleware that was
+    seen as a segfault on Ctrl-C. Without it, SIGINT (and SIGTERM, mapped below) raise KeyboardInterrupt in
+    the spinning thread and ``run`` shuts down in order: node threads (``close``), node, then rclpy."""
+    try:
+        from rclpy.signals import SignalHandlerOptions
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except (ImportError, TypeError):  # rclpy without the option: keep its default handlers
+        rclpy.init(args=args)
+
+
+def _sigterm_as_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def run(factory: Callable[..., Node], args=None, executor_cls=None) -> int:
     """``main()`` of every node: init, spin until Ctrl-C/shutdown, always ``close()`` and destroy the node."""
-    rclpy.init(args=args)
+    _init_without_rclpy_signal_handlers(args)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     node = None
     try:
         node = factory()
