@@ -212,8 +212,8 @@ def test_compiled_helpers_match_plain_screw_theory(hexa):
         gcm[:3, 3] = c
         Acm = np.linalg.inv(se3.Ad(gcm))
         ref = Acm.T @ np.block([[m * np.eye(3), np.zeros((3, 3))], [np.zeros((3, 3)), Ic]]) @ Acm
-        out = np.zeros((6, 6))
-        kernels._add_M_link(m, c[None], Ic[None], 0, out)
+        out = np.empty((6, 6))
+        kernels._inertia_matrix(m, c, Ic, out)
         assert np.allclose(out, ref, atol=1e-12)
         assert np.allclose(out, se3.spatial_inertia(m, c, Ic), atol=1e-12)
         V = rng.normal(size=6)

@@ -42,6 +42,50 @@ def _cross(a, b, out):
 
 
 @njit(cache=True, inline="always")
+def _inertia_apply(m, c, Ic, x, out):
+    """out = M^bb x for a body of mass m, CoM c and inertia Ic (about the CoM) in X_b.
+
+    Closed form of Ad^-T I Ad^-1 x (eq. 8): f = m (x_v + x_w x c), out = [f; c x f + Ic x_w].
+    """
+    c0, c1, c2 = c[0], c[1], c[2]
+    b0, b1, b2 = x[3], x[4], x[5]
+    f0 = m * (x[0] + b1 * c2 - b2 * c1)
+    f1 = m * (x[1] + b2 * c0 - b0 * c2)
+    f2 = m * (x[2] + b0 * c1 - b1 * c0)
+    out[0] = f0
+    out[1] = f1
+    out[2] = f2
+    out[3] = c1 * f2 - c2 * f1 + Ic[0, 0] * b0 + Ic[0, 1] * b1 + Ic[0, 2] * b2
+    out[4] = c2 * f0 - c0 * f2 + Ic[1, 0] * b0 + Ic[1, 1] * b1 + Ic[1, 2] * b2
+    out[5] = c0 * f1 - c1 * f0 + Ic[2, 0] * b0 + Ic[2, 1] * b1 + Ic[2, 2] * b2
+
+
+@njit(cache=True, inline="always")
+def _inertia_matrix(m, c, Ic, out):
+    """out (6x6) = M^bb = [[m 1, -m ĉ], [m ĉ, Ic - m ĉ ĉ]] (eq. 8 in closed form)."""
+    c0, c1, c2 = c[0], c[1], c[2]
+    out[:, :] = 0.0
+    out[0, 0] = m
+    out[1, 1] = m
+    out[2, 2] = m
+    # m ĉ
+    out[3, 1] = -m * c2
+    out[3, 2] = m * c1
+    out[4, 0] = m * c2
+    out[4, 2] = -m * c0
+    out[5, 0] = -m * c1
+    out[5, 1] = m * c0
+    for r in range(3):
+        for s in range(3):
+            out[s, 3 + r] = out[3 + r, s]
+    # Ic - m ĉĉ = Ic + m (|c|^2 1 - c c^T)
+    cc = c0 * c0 + c1 * c1 + c2 * c2
+    for r in range(3):
+        for s in range(3):
+            out[3 + r, 3 + s] = Ic[r, s] - m * (c[r] * c[s]) + (m * cc if r == s else 0.0)
+
+
+@njit(cache=True, inline="always")
 def _mv3(A, x, out):
     """out = A x for 3x3 A (no BLAS call: these are tiny)."""
     x0, x1, x2 = x[0], x[1], x[2]
@@ -182,39 +226,6 @@ def _M_link(m, c, Ic, j, x0, x1, x2, x3, x4, x5):
 
 
 @njit(cache=True, inline="always")
-def _add_M_link(m, c, Ic, j, M):
-    """M += M^bb_ij = [[m 1, -m ĉ], [m ĉ, Ic - m ĉ ĉ]] for link j (eq. 8 in closed form), exactly symmetric."""
-    c0, c1, c2 = c[j, 0], c[j, 1], c[j, 2]
-    cc = c0 * c0 + c1 * c1 + c2 * c2
-    M[0, 0] += m
-    M[1, 1] += m
-    M[2, 2] += m
-    M[4, 0] += m * c2
-    M[0, 4] += m * c2
-    M[5, 0] -= m * c1
-    M[0, 5] -= m * c1
-    M[3, 1] -= m * c2
-    M[1, 3] -= m * c2
-    M[5, 1] += m * c0
-    M[1, 5] += m * c0
-    M[3, 2] += m * c1
-    M[2, 3] += m * c1
-    M[4, 2] -= m * c0
-    M[2, 4] -= m * c0
-    for r in range(3):
-        for t in range(3):
-            M[3 + r, 3 + t] += Ic[j, r, t] - m * (c[j, r] * c[j, t]) + (m * cc if r == t else 0.0)
-
-
-@njit(cache=True, inline="always")
-def _tip_point(R, p, tip0, i, n, out):
-    """Foot point of leg i in X_b: out = R_n p_tip(0) + p_n, with (R_n, p_n) the leg's product of exponentials."""
-    q = n - 1
-    for r in range(3):
-        out[r] = R[q, r, 0] * tip0[i, 0, 3] + R[q, r, 1] * tip0[i, 1, 3] + R[q, r, 2] * tip0[i, 2, 3] + p[q, r]
-
-
-@njit(cache=True, inline="always")
 def _xp_dot(xp, b, t):
     return xp[b, 0] * t[0] + xp[b, 1] * t[1] + xp[b, 2] * t[2] + xp[b, 3] * t[3] + xp[b, 4] * t[4] + xp[b, 5] * t[5]
 
@@ -254,11 +265,9 @@ def _base_B_term(P, Wb, out_b, wb):
 
 @njit(cache=True, inline="always")
 def _leg_work(nmax):
-    """Scratch arrays (kinematics R, p, ξ', c, Ic; Coriolis prefix sums and leg rows; foot point), allocated
-    once per kernel call, not once per leg."""
+    """Scratch arrays of ``_leg_terms`` (allocated once per kernel call, not once per leg)."""
     return (np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6)), np.empty((nmax, 3)),
-            np.empty((nmax, 3, 3)), np.empty((nmax, 6)), np.empty((nmax, 6)), np.empty(nmax), np.empty(nmax),
-            np.empty(3))
+            np.empty((nmax, 3, 3)), np.empty((nmax, 6)), np.empty((nmax, 6)), np.empty(nmax), np.empty(nmax))
 
 
 @njit(cache=True)
@@ -275,13 +284,31 @@ def _leg_terms(data, i, m_i, theta, v, w, same, wa, wde, coriolis_on, gb, f_b, w
     n_joints, joint_offset, mass, tip0 = data[0], data[1], data[3], data[6]
     n = n_joints[i]
     off = 6 + joint_offset[i]
-    R, p, xp, c, Ic, Sv, Sw, lv, lw, pt = work
+    R, p, xp, c, Ic, Sv, Sw, lv, lw = work
     leg_kinematics(data, i, theta, R, p, xp, c, Ic)
     for j in range(m_i):
         m = mass[i, j]
         c0, c1, c2 = c[j, 0], c[j, 1], c[j, 2]
-        # ---- mass matrix blocks (eq. 8, 19, 21, 28)
-        _add_M_link(m, c, Ic, j, Mbb)
+        # ---- mass matrix blocks (eq. 8, 19, 21, 28): M^bb = [[m 1, -m ĉ], [m ĉ, Ic - m ĉ ĉ]]
+        cc = c0 * c0 + c1 * c1 + c2 * c2
+        Mbb[0, 0] += m
+        Mbb[1, 1] += m
+        Mbb[2, 2] += m
+        Mbb[4, 0] += m * c2
+        Mbb[0, 4] += m * c2
+        Mbb[5, 0] -= m * c1
+        Mbb[0, 5] -= m * c1
+        Mbb[3, 1] -= m * c2
+        Mbb[1, 3] -= m * c2
+        Mbb[5, 1] += m * c0
+        Mbb[1, 5] += m * c0
+        Mbb[3, 2] += m * c1
+        Mbb[2, 3] += m * c1
+        Mbb[4, 2] -= m * c0
+        Mbb[2, 4] -= m * c0
+        for r in range(3):
+            for t in range(3):
+                Mbb[3 + r, 3 + t] += Ic[j, r, t] - m * (c[j, r] * c[j, t]) + (m * cc if r == t else 0.0)
         for k in range(j + 1):
             f = _M_link(m, c, Ic, j, xp[k, 0], xp[k, 1], xp[k, 2], xp[k, 3], xp[k, 4], xp[k, 5])
             Mbt[0, k] += f[0]
@@ -360,8 +387,10 @@ def _leg_terms(data, i, m_i, theta, v, w, same, wa, wde, coriolis_on, gb, f_b, w
             bias_l[beta] -= _xp_dot(xp, beta, W)
         if with_tip and j == n - 1:
             # 𝒥_i^T F_i (eq. 11) for a pure force at the foot: [W_t; J^T W_t], W_t = [f; p_t x f]
-            _tip_point(R, p, tip0, i, n, pt)
-            pt0, pt1, pt2 = pt[0], pt[1], pt[2]
+            q = n - 1
+            pt0 = R[q, 0, 0] * tip0[i, 0, 3] + R[q, 0, 1] * tip0[i, 1, 3] + R[q, 0, 2] * tip0[i, 2, 3] + p[q, 0]
+            pt1 = R[q, 1, 0] * tip0[i, 0, 3] + R[q, 1, 1] * tip0[i, 1, 3] + R[q, 1, 2] * tip0[i, 2, 3] + p[q, 1]
+            pt2 = R[q, 2, 0] * tip0[i, 0, 3] + R[q, 2, 1] * tip0[i, 1, 3] + R[q, 2, 2] * tip0[i, 2, 3] + p[q, 2]
             g0, g1, g2 = f_b[0], f_b[1], f_b[2]
             Wt = (g0, g1, g2, pt1 * g2 - pt2 * g1, pt2 * g0 - pt0 * g2, pt0 * g1 - pt1 * g0)
             for r in range(6):
@@ -500,11 +529,8 @@ def link_counts(data, mask):
 @njit(cache=True)
 def _body_terms(data, Vb, Wb, gb, bias_b, P):
     """Main-body parts: momentum I_b V (eq. 41) and gravity (eq. 9)."""
-    body_mass, body_com = data[7][0], data[8]
-    h = _M_link(body_mass, body_com.reshape((1, 3)), data[9].reshape((1, 3, 3)), 0,
-                Vb[0], Vb[1], Vb[2], Vb[3], Vb[4], Vb[5])
-    for r in range(6):
-        P[r] = h[r]
+    body_mass, body_com, body_Ic = data[7][0], data[8], data[9]
+    _inertia_apply(body_mass, body_com, body_Ic, Vb, P)
     t = np.empty(3)
     f = body_mass * gb
     _cross(body_com, f, t)
@@ -533,7 +559,8 @@ def _dynamics_terms(data, R_sb, theta, v, w, same, gravity_on, f_world, mask,
     if gravity_on:
         _mtv3(R_sb, data[10], gb)            # gravity in X_b: R_sb^T g_s
     Mbb[:, :] = 0.0
-    _add_M_link(data[7][0], data[8].reshape((1, 3)), data[9].reshape((1, 3, 3)), 0, Mbb)   # main body I_b
+    body_mass, body_com, body_Ic = data[7][0], data[8], data[9]
+    _inertia_matrix(body_mass, body_com, body_Ic, Mbb)
     Mbt[:, :, :] = 0.0
     Mtt[:, :, :] = 0.0
     bias_b[:] = 0.0
@@ -599,8 +626,15 @@ def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out, joint_d
 def mass_matrix(data, theta, mask, out):
     """Dense M(θ) (eq. 27) of size nv_full; rows/columns of missing joints are zero."""
     L = data[0].shape[0]
+    nmax = data[2].shape[1]
     nvf = out.shape[0]
-    Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l = _terms_buffers(data)
+    Mbb = np.empty((6, 6))
+    Mbt = np.empty((L, 6, nmax))
+    Mtt = np.empty((L, nmax, nmax))
+    bias_b = np.empty(6)
+    bias_l = np.empty((L, nmax))
+    gen_b = np.empty(6)
+    gen_l = np.empty((L, nmax))
     z = np.zeros(nvf)
     R = np.eye(3)
     f = np.zeros((L, 3))
@@ -692,13 +726,19 @@ def tip_poses(data, theta, out):
     n_joints, tip0 = data[0], data[6]
     L = n_joints.shape[0]
     nmax = data[2].shape[1]
-    R, p, xp, c, Ic = _leg_work(nmax)[:5]
+    R = np.empty((nmax, 3, 3))
+    p = np.empty((nmax, 3))
+    xp = np.empty((nmax, 6))
+    c = np.empty((nmax, 3))
+    Ic = np.empty((nmax, 3, 3))
     for i in range(L):
         n = n_joints[i]
         leg_kinematics(data, i, theta, R, p, xp, c, Ic)
         out[i, :, :] = 0.0
         _mm3(R[n - 1], tip0[i, 0:3, 0:3], out[i, 0:3, 0:3])
-        _tip_point(R, p, tip0, i, n, out[i, 0:3, 3])
+        _mv3(R[n - 1], tip0[i, 0:3, 3], out[i, 0:3, 3])
+        for r in range(3):
+            out[i, r, 3] += p[n - 1, r]
         out[i, 3, 3] = 1.0
 
 
@@ -709,7 +749,11 @@ def tip_jacobians(data, theta, out):
     n_joints, joint_offset, tip0 = data[0], data[1], data[6]
     L = n_joints.shape[0]
     nmax = data[2].shape[1]
-    R, p, xp, c, Ic = _leg_work(nmax)[:5]
+    R = np.empty((nmax, 3, 3))
+    p = np.empty((nmax, 3))
+    xp = np.empty((nmax, 6))
+    c = np.empty((nmax, 3))
+    Ic = np.empty((nmax, 3, 3))
     col = np.empty(6)
     t = np.empty(3)
     Rt = np.empty((3, 3))
@@ -720,7 +764,9 @@ def tip_jacobians(data, theta, out):
         n = n_joints[i]
         leg_kinematics(data, i, theta, R, p, xp, c, Ic)
         _mm3(R[n - 1], tip0[i, 0:3, 0:3], Rt)
-        _tip_point(R, p, tip0, i, n, pt)
+        _mv3(R[n - 1], tip0[i, 0:3, 3], pt)
+        for r in range(3):
+            pt[r] += p[n - 1, r]
         off = 6 + joint_offset[i]
         for m in range(6 + n):
             col[:] = 0.0
@@ -744,7 +790,11 @@ def tip_state(data, R_sb, p_sb, theta, v, pos_out, vel_out):
     n_joints, joint_offset, tip0 = data[0], data[1], data[6]
     L = n_joints.shape[0]
     nmax = data[2].shape[1]
-    R, p, xp, c, Ic = _leg_work(nmax)[:5]
+    R = np.empty((nmax, 3, 3))
+    p = np.empty((nmax, 3))
+    xp = np.empty((nmax, 6))
+    c = np.empty((nmax, 3))
+    Ic = np.empty((nmax, 3, 3))
     t = np.empty(3)
     pt = np.empty(3)
     tw = np.empty(6)
@@ -752,7 +802,9 @@ def tip_state(data, R_sb, p_sb, theta, v, pos_out, vel_out):
         n = n_joints[i]
         off = 6 + joint_offset[i]
         leg_kinematics(data, i, theta, R, p, xp, c, Ic)
-        _tip_point(R, p, tip0, i, n, pt)
+        _mv3(R[n - 1], tip0[i, 0:3, 3], pt)
+        for r in range(3):
+            pt[r] += p[n - 1, r]
         for r in range(6):
             tw[r] = v[r]
         for k in range(n):
@@ -869,8 +921,9 @@ def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
                    Mbb, Mbt, Mtt, bb, bl, P, gnb, gnl,
                    True, pMbb[i], pMbt[i], pMtt[i], pbias_b[i], pbias_l[i], pP[i], pgen_b[i], pgen_l[i], work)
     # main body, shared by all hypotheses
-    Mb0 = np.zeros((6, 6))
-    _add_M_link(data[7][0], data[8].reshape((1, 3)), data[9].reshape((1, 3, 3)), 0, Mb0)   # main body I_b
+    body_mass, body_com, body_Ic = data[7][0], data[8], data[9]
+    Mb0 = np.empty((6, 6))
+    _inertia_matrix(body_mass, body_com, body_Ic, Mb0)
     bias_b0 = np.zeros(6)
     P0 = np.zeros(6)
     _body_terms(data, v[0:6], v[0:6], gb, bias_b0, P0)
