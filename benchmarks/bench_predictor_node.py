@@ -36,7 +36,7 @@ def feeder(graph, joint_names):
     from sensor_msgs.msg import Imu
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from jethexa_dynamics.monitor.walking import WalkingGait
+    from jethexa_dynamics.control.walking import WalkingGait
     from jethexa_dynamics.nodes._common import SENSOR_QOS
     from jethexa_dynamics.nodes._robot import leg_geometry
     from jethexa_dynamics.nodes.graph import Watcher
@@ -137,7 +137,7 @@ def main(argv=None):
         *info,
         "",
         "Real rclpy over DDS on loopback; period 10 ms. Cycle = the node's timer callback (models + 4-6 "
-        "publications); model = `sim.predictor.Predictor.predict()` alone; rate = predicted/pose received per s.",
+        "publications); model = `BoltzmannHamelPredictor.predict()` alone; rate = predicted/pose received per s.",
         "",
         "| inputs | predictor configuration | cycle p50 [ms] | cycle p99 [ms] | max [ms] | overruns (>10 ms) "
         "| rate [Hz] | model p50 / p99 [ms] |",

@@ -124,9 +124,9 @@ def our_walk(robot, record):
 
 def predictor_walk(robot, targets):
     """The predictor fed the walk as 50 Hz servo commands (move time 20 ms), one predict per command."""
-    from jethexa_dynamics.sim.predictor import Predictor
+    from jethexa_dynamics.predictors.boltzmann_hamel import BoltzmannHamelPredictor
 
-    pr = Predictor(robot, dt=DT, reanchor_horizon=2.0)
+    pr = BoltzmannHamelPredictor(robot, dt=DT, reanchor_horizon=2.0)
     every = int(round(0.02 / DT))
     for k in range(0, targets.shape[0], every):
         t = k * DT
@@ -228,7 +228,7 @@ def main(argv=None):
         % (ends["ours"][0], ends["ours"][2], ends["mj"][0], ends["mj"][2], f[:, 2].sum(), mj.normal_force_sum(),
            robot.total_mass * 9.81, stand.p[2], mj.base_pos[2]),
         "",
-        "Predictor (`sim.predictor.Predictor`) on the same walk as 50 Hz servo commands, one `predict` per "
+        "Predictor (`predictors.boltzmann_hamel.BoltzmannHamelPredictor`) on the same walk as 50 Hz servo commands, one `predict` per "
         "20 ms command with IMU re-anchoring every 2 s: p50 %.2f ms, p99 %.2f ms, max %.2f ms per call "
         "(%d calls; budget 20 ms)." % (1e3 * pst["p50"], 1e3 * pst["p99"], 1e3 * pst["max"], pst["n"]),
         "",

@@ -56,7 +56,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     if not 0.05 <= args.period <= 10.0:
         ap.error("--period must be in [0.05, 10] s")
     if not args.no_damage:
-        from jethexa_dynamics.monitor.damage import parse_damage_spec
+        from jethexa_dynamics.damage.detection import parse_damage_spec
 
         try:
             parse_damage_spec(args.damage, LEGS)
@@ -113,8 +113,8 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     from rcl_interfaces.srv import SetParameters
     from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 
-    from jethexa_dynamics.monitor.damage import format_morphology, parse_damage_spec
-    from jethexa_dynamics.monitor.prediction import rpy
+    from jethexa_dynamics.damage.detection import format_morphology, parse_damage_spec
+    from jethexa_dynamics.predictors.errors import rpy
     from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS
     from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, wait_for
 
@@ -214,7 +214,7 @@ def _series(w, topic, t0, t1=None):
 
 
 def summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_seen, legs) -> int:
-    from jethexa_dynamics.monitor.damage import format_morphology
+    from jethexa_dynamics.damage.detection import format_morphology
 
     problems = []
     t_end = time.monotonic()

@@ -1,4 +1,4 @@
-"""Wall-time statistics shared by the predictors (``sim.predictor.Predictor``, ``models.SlipPredictor``)."""
+"""Wall-time statistics shared by the predictors (``predictors``)."""
 import math
 
 import numpy as np

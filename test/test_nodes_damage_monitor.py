@@ -12,7 +12,7 @@ from rcl_interfaces.srv import SetParameters  # noqa: E402
 from std_msgs.msg import UInt8MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from jethexa_dynamics.monitor.damage import ServoStatus, encode_servo_status  # noqa: E402
+from jethexa_dynamics.damage.detection import ServoStatus, encode_servo_status  # noqa: E402
 from jethexa_dynamics.nodes._common import LATCHED_QOS  # noqa: E402
 from jethexa_dynamics.nodes.damage_monitor import DamageMonitor  # noqa: E402
 from jethexa_dynamics.nodes.graph import Graph, Watcher, wait_for  # noqa: E402

@@ -12,7 +12,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from std_msgs.msg import MultiArrayDimension, UInt8MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
-from jethexa_dynamics.monitor.walking import remaining_leg_offsets  # noqa: E402
+from jethexa_dynamics.control.walking import remaining_leg_offsets  # noqa: E402
 from jethexa_dynamics.nodes._common import LATCHED_QOS  # noqa: E402
 from jethexa_dynamics.nodes.damage_monitor import morphology_msg  # noqa: E402
 from jethexa_dynamics.nodes.gait_controller import GaitController  # noqa: E402

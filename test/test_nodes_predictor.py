@@ -20,7 +20,8 @@ from std_msgs.msg import Float64MultiArray, UInt8MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from jethexa_dynamics.model.se3 import rot_to_quat  # noqa: E402
-from jethexa_dynamics.monitor.prediction import CycleStats, pose_error  # noqa: E402
+from jethexa_dynamics.predictors.base import CycleStats  # noqa: E402
+from jethexa_dynamics.predictors.errors import pose_error  # noqa: E402
 from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS  # noqa: E402
 from jethexa_dynamics.nodes.damage_monitor import morphology_msg  # noqa: E402
 from jethexa_dynamics.nodes.graph import Graph, Watcher, wait_for  # noqa: E402
@@ -143,9 +144,9 @@ def test_second_opinion_reanchor_keeps_the_support_state(name):
     """The predictor node's second opinions (built by the registry jethexa-validate uses) re-anchor on mocap
     without losing the support state: no height or roll/pitch jump at a re-anchor (a reset would drop the
     body to z = 0, level, until the next command)."""
-    from jethexa_dynamics.monitor.walking import WalkingGait
+    from jethexa_dynamics.control.walking import WalkingGait
     from jethexa_dynamics.nodes._robot import jethexa, leg_geometry
-    from jethexa_dynamics.validation.replay import make_predictor
+    from jethexa_dynamics.predictors.registry import make_predictor
 
     model = make_predictor(name, horizon=0.5)
     walker = WalkingGait(leg_geometry(), jethexa().joint_names)

@@ -1,6 +1,7 @@
 """Shared rclpy plumbing of the thin nodes: declared/validated parameters, guarded callbacks, diagnostics.
 
-Only wiring lives here; the rules (parameter ranges, message validation) are in ``jethexa_dynamics.monitor``.
+Only wiring lives here; the rules (parameter ranges, message validation) are in ``nodes.params`` and ``nodes.messages``
+(importable without rclpy).
 Compatible with ROS 2 Humble's rclpy (``add_on_set_parameters_callback``, no newer APIs).
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
-from jethexa_dynamics.monitor.params import ParamError, ParamSet, ParamSpec
+from jethexa_dynamics.nodes.param_spec import ParamError, ParamSet, ParamSpec
 
 #: sensor streams (imu, joint_states, mocap): best effort, keep last 5
 SENSOR_QOS = qos_profile_sensor_data

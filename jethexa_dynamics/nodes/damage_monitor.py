@@ -3,7 +3,7 @@
 Inputs: the servo driver's per-servo statuses on ``/diagnostics`` (no reply, stall bit, position error
 against command). Manual override: the ``morphology`` parameter (one entry per leg, -1 = automatic), e.g.
 ``ros2 param set /damage_monitor morphology "[3,3,3,3,0,0]"``. Service ``~/reset`` (std_srvs/Trigger)
-clears latched faults. Detection rules: ``jethexa_dynamics.monitor.damage.DamageDetector``.
+clears latched faults. Detection rules: ``jethexa_dynamics.damage.detection.DamageDetector``.
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from diagnostic_msgs.msg import DiagnosticArray
 from std_msgs.msg import MultiArrayDimension, UInt8MultiArray
 from std_srvs.srv import Trigger
 
-from jethexa_dynamics.monitor import node_params
-from jethexa_dynamics.monitor.damage import (DamageDetector, DetectorConfig, MorphologyChange, decode_servo_status,
+from jethexa_dynamics.nodes import params as node_params
+from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, MorphologyChange, decode_servo_status,
                                              format_morphology, morphology_label)
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, ThinNode, run
 from jethexa_dynamics.nodes._robot import robot_names

@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from jethexa_dynamics.monitor import node_params
-from jethexa_dynamics.monitor.params import config_dir, load_node_yaml
+from jethexa_dynamics.nodes import params as node_params
+from jethexa_dynamics.nodes.param_spec import config_dir, load_node_yaml
 
 PACKAGE = "jethexa_dynamics"
 

@@ -25,12 +25,14 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
 from transforms3d.quaternions import quat2mat
 
-from jethexa_dynamics.monitor import node_params, validate
-from jethexa_dynamics.monitor.damage import format_morphology, morphology_from_wire
-from jethexa_dynamics.monitor.prediction import ERROR_FIELDS, CycleStats, MeasuredPose, pose_error
+from jethexa_dynamics.nodes import messages as validate, params as node_params
+from jethexa_dynamics.damage.detection import format_morphology, morphology_from_wire
+from jethexa_dynamics.nodes.messages import MeasuredPose
+from jethexa_dynamics.predictors.base import CycleStats
+from jethexa_dynamics.predictors.errors import ERROR_FIELDS, pose_error
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec
 from jethexa_dynamics.nodes._robot import jethexa
-from jethexa_dynamics.validation.replay import make_predictor
+from jethexa_dynamics.predictors.registry import make_predictor
 
 SLIP = "slip"
 

@@ -25,8 +25,8 @@ from sensor_msgs.msg import Imu
 
 from jethexa_dynamics.hardware.emulator import BusEmulator
 from jethexa_dynamics.model.se3 import rot_to_quat
-from jethexa_dynamics.monitor import node_params
-from jethexa_dynamics.monitor.damage import format_morphology, joint_leg_link, parse_damage_spec
+from jethexa_dynamics.nodes import params as node_params
+from jethexa_dynamics.damage.detection import format_morphology, joint_leg_link, parse_damage_spec
 from jethexa_dynamics.nodes._common import SENSOR_QOS, ThinNode, run
 from jethexa_dynamics.nodes._robot import jethexa
 

@@ -26,8 +26,8 @@ from jethexa_dynamics.hardware.bus import DirectUartBus, RrcBoardBus
 from jethexa_dynamics.hardware.errors import HardwareError, ServoError, ServoTimeout
 from jethexa_dynamics.hardware.joints import JointServoBus
 from jethexa_dynamics.hardware.servo_table import load_servo_table
-from jethexa_dynamics.monitor import node_params, validate
-from jethexa_dynamics.monitor.damage import ServoStatusTracker, encode_servo_status
+from jethexa_dynamics.nodes import messages as validate, params as node_params
+from jethexa_dynamics.damage.detection import ServoStatusTracker, encode_servo_status
 from jethexa_dynamics.nodes._common import RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec, status
 
 

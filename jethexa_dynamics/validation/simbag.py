@@ -40,7 +40,7 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
     ``robot``: the ``LeggedRobot`` that plays the real robot (default: the packaged JetHexa).
     """
     from jethexa_dynamics.model import LeggedRobot
-    from jethexa_dynamics.monitor.walking import WalkingGait
+    from jethexa_dynamics.control.walking import WalkingGait
     from jethexa_dynamics.sim.engine import Engine
 
     robot = robot or LeggedRobot.jethexa()

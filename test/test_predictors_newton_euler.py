@@ -10,7 +10,9 @@ import pytest
 from jethexa_dynamics.control.gait import Gait
 from jethexa_dynamics.control.ik import LegGeometry
 from jethexa_dynamics.model import LeggedRobot
-from jethexa_dynamics.models import PREDICTORS, NewtonEulerPredictor, SlipPredictor
+from jethexa_dynamics.predictors.newton_euler import NewtonEulerPredictor
+from jethexa_dynamics.predictors.registry import PREDICTORS
+from jethexa_dynamics.predictors.slip import SlipPredictor
 
 DT = 0.02
 

@@ -1,6 +1,6 @@
 """The modular whole-body model as a real-time predictor running next to the robot.
 
-``Predictor`` integrates the floating-base dynamics with contact (the simulation engine in servo-target mode)
+``BoltzmannHamelPredictor`` integrates the floating-base dynamics with contact (the simulation engine in servo-target mode)
 from time-stamped joint commands, and exposes the predicted base pose and twist at any requested time. It
 re-anchors on measurements every ``reanchor_horizon`` seconds: orientation from the IMU (roll and pitch by
 default: the MPU6050 has no magnetometer, so its yaw drifts like ours), the whole pose from motion capture
@@ -9,7 +9,7 @@ commands, so the error growth over the horizon measures the model.
 
 Times are seconds on the caller's clock (any origin; ``reset(t)`` sets it). Quaternions are (w, x, y, z).
 Joint vectors are in the order given to ``reset(joint_names=...)`` (default: ``robot.joint_names``).
-The class also implements the replay protocol of ``validation.replay.PredictorAdapter`` (``on_command``,
+The class also implements the replay protocol of ``predictors.base.PredictorAdapter`` (``on_command``,
 ``on_imu``, ``pose``, ...), so ``jethexa-validate`` and the ``predictor`` node can use it directly.
 Every ``predict`` call is a few compiled engine chunks (one per event in between); ``cycle_stats()`` reports
 its wall time percentiles.
@@ -27,7 +27,7 @@ from jethexa_dynamics.model import LeggedRobot, Morphology
 from jethexa_dynamics.model.se3 import rot_to_quat
 from jethexa_dynamics.timing import cycle_stats
 
-from .engine import Engine
+from jethexa_dynamics.sim.engine import Engine
 
 _CMD, _MORPH = 0, 1
 
@@ -46,7 +46,7 @@ def _time(t, name="t"):
     return t
 
 
-class Predictor:
+class BoltzmannHamelPredictor:
     """Real-time predictor of the JetHexa's base pose from joint commands (see the module docstring).
 
     Parameters: ``robot`` healthy ``LeggedRobot`` (default: bundled JetHexa); ``morphology`` initial
@@ -230,7 +230,7 @@ class Predictor:
         """Wall time per ``predict`` call (s): {'n', 'p50', 'p99', 'mean', 'max'} (NaN before any call)."""
         return cycle_stats(self._wall)
 
-    # ---- validation.replay.PredictorAdapter protocol ------------------------------------------------------
+    # ---- predictors.base.PredictorAdapter protocol -------------------------------------------------------
     def on_command(self, t, q, t_target):
         self.command(t, q, move_time=max(0.0, float(t_target) - float(t)))
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import math
 
-from .params import ParamSet, ParamSpec as P
+from .param_spec import ParamError, ParamSet, ParamSpec, config_dir, load_node_yaml  # noqa: F401 (re-exported)
+
+P = ParamSpec
 
 LEGS = 6
 

@@ -16,9 +16,10 @@ The planar part of the twist of the centre of mass is integrated on SE(2) like t
 """
 import numpy as np
 
-from .ground_reactions import contact_inverse_dynamics
-from .newton_euler import NewtonEulerRobot
-from .slip_predictor import SlipPredictor
+from jethexa_dynamics.second_opinions.ground_reactions import contact_inverse_dynamics
+from jethexa_dynamics.second_opinions.newton_euler import NewtonEulerRobot
+
+from .slip import SlipPredictor
 
 
 def _hat(p):

@@ -7,6 +7,7 @@ rejecting the message and carrying on.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -152,3 +153,28 @@ def pose(position: Sequence[float], orientation: Sequence[float], prefix: str,
     q = quaternion(prefix + ".orientation", orientation)
     return p, q
 
+
+@dataclass
+class MeasuredPose:
+    """The robot's measured pose: orientation from the IMU filter, position from mocap when it is fresh."""
+
+    mocap_timeout: float = 0.5
+    quat: Optional[np.ndarray] = None
+    imu_time: Optional[float] = None
+    position: Optional[np.ndarray] = None
+    mocap_quat: Optional[np.ndarray] = None
+    mocap_time: Optional[float] = None
+
+    def on_imu(self, t: float, quat) -> None:
+        self.quat, self.imu_time = np.asarray(quat, dtype=float), t
+
+    def on_mocap(self, t: float, pos, quat) -> None:
+        self.position, self.mocap_quat, self.mocap_time = np.asarray(pos, float), np.asarray(quat, float), t
+
+    def mocap_fresh(self, now: float) -> bool:
+        return self.mocap_time is not None and now - self.mocap_time <= self.mocap_timeout
+
+    def current(self, now: float) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+        """(position or None, orientation or None) usable at ``now``."""
+        pos = self.position if self.mocap_fresh(now) else None
+        return pos, self.quat

@@ -1,14 +1,14 @@
-"""Pure-Python core of the nodes (jethexa_dynamics.monitor): parameter specs, message validation, damage."""
+"""Pure-Python core of the nodes (jethexa_dynamics.nodes.params, .nodes.messages, .damage.detection): parameter specs, message validation, damage."""
 import math
 
 import numpy as np
 import pytest
 
-from jethexa_dynamics.monitor import node_params, validate
-from jethexa_dynamics.monitor.damage import (DamageDetector, DetectorConfig, ServoStatus, ServoStatusTracker,
+from jethexa_dynamics.nodes import messages as validate, params as node_params
+from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, ServoStatus, ServoStatusTracker,
                                              decode_servo_status, encode_servo_status, format_morphology,
                                              joint_leg_link, morphology_from_wire, parse_damage_spec)
-from jethexa_dynamics.monitor.params import ParamError, ParamSpec, load_node_yaml
+from jethexa_dynamics.nodes.param_spec import ParamError, ParamSpec, load_node_yaml
 
 LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
 JOINTS = ["%s_joint_%s" % (k, leg) for leg in LEGS for k in ("coxa", "femur", "tibia")]
@@ -193,7 +193,7 @@ def test_health_tracker_ages_and_a_silent_bus():
 def test_late_replies_are_not_silence_only_a_confirmed_timeout_is():
     """What CPU starvation does to the reads (late replies, a starved reading thread) never adds up to a lost
     servo; a servo that stays silent through a long confirmation read does, within a second."""
-    from jethexa_dynamics.monitor.damage import read_deadline
+    from jethexa_dynamics.damage.detection import read_deadline
 
     joints = list(zip(JOINTS, range(1, 19)))
     det = DamageDetector(JOINTS, LEGS)                     # the monitor's defaults: 2 misses, 0.4 s, 1 confirmation

@@ -10,7 +10,7 @@ import pytest
 from jethexa_dynamics.control.gait import Gait
 from jethexa_dynamics.control.ik import LegGeometry
 from jethexa_dynamics.model import LeggedRobot
-from jethexa_dynamics.models.slip_predictor import SlipPredictor
+from jethexa_dynamics.predictors.slip import SlipPredictor
 
 DT = 0.02                     # 50 Hz command loop
 

@@ -8,7 +8,7 @@ feet touch (the gait phase enters only through the commanded foot heights); Stag
 held over the move and integrated on SE(2). Every ``reanchor_horizon`` seconds the planar pose is re-anchored
 on the latest motion-capture pose, if any (roll and pitch are the model's own; the IMU is only compared).
 
-The public interface mirrors ``jethexa_dynamics.sim.predictor.Predictor`` (``reset``, ``command``,
+The public interface mirrors ``predictors.boltzmann_hamel.BoltzmannHamelPredictor`` (``reset``, ``command``,
 ``set_morphology``, ``measure_imu``, ``measure_pose``, ``measure_joints``, ``predict``, ``pose_matrix``,
 ``twist``, ``position``, ``quaternion``, ``cycle_stats`` and the replay protocol ``on_*`` / ``pose(t)``), so
 it can stand in for it; the earlier streaming calls (``push_joint_command``, ``push_imu``, ``advance``,
@@ -26,11 +26,11 @@ import numpy as np
 
 from jethexa_dynamics.timing import cycle_stats
 
-from ._checks import finite_array
-from .newton_euler import NewtonEulerRobot
-from .se2 import compose, se2_exp
-from .slip import SlipModel
-from .spring_support import SupportStatus
+from jethexa_dynamics.second_opinions._checks import finite_array
+from jethexa_dynamics.second_opinions.newton_euler import NewtonEulerRobot
+from jethexa_dynamics.second_opinions.se2 import compose, se2_exp
+from jethexa_dynamics.second_opinions.slip import SlipModel
+from jethexa_dynamics.second_opinions.spring_support import SupportStatus
 
 
 def _rot(roll, pitch, yaw):
@@ -84,7 +84,7 @@ class SlipPredictor:
     def __init__(self, robot=None, morphology=None, reanchor_horizon=2.0, stiffness=5000.0, mu=1.0,
                  anisotropy=None, smoothing=0.0, imu_yaw=False):
         if robot is None:
-            from ..model import LeggedRobot
+            from jethexa_dynamics.model import LeggedRobot
             robot = LeggedRobot.jethexa()
         self.full = robot.full
         self.com_model = NewtonEulerRobot.from_urdf(self.full.urdf_path) if self.full.urdf_path else None
@@ -362,7 +362,7 @@ class SlipPredictor:
         """Wall time per ``predict`` call [s]: {'n', 'p50', 'p99', 'mean', 'max'} (NaN before any call)."""
         return cycle_stats(self._wall)
 
-    # ---- validation.replay.PredictorAdapter protocol ----------------------------------------------------
+    # ---- predictors.base.PredictorAdapter protocol -----------------------------------------------------
     def on_command(self, t, q, t_target):
         t = max(_time(t), self._t)
         self.command(t, q, move_time=max(0.0, float(t_target) - t))
