@@ -1,4 +1,5 @@
-"""Pure-Python core of the nodes (jethexa_dynamics.nodes.params, .nodes.messages, .damage.detection): parameter specs, message validation, damage."""
+"""Pure-Python core of the nodes (nodes.params, nodes.messages, damage.detection, Morphology.parse): parameter
+specs, message validation, morphology specs and wire format, damage detection."""
 import math
 
 import numpy as np
@@ -6,8 +7,9 @@ import pytest
 
 from jethexa_dynamics.nodes import messages as validate, params as node_params
 from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, ServoStatus, ServoStatusTracker,
-                                             decode_servo_status, encode_servo_status, format_morphology,
-                                             joint_leg_link, morphology_from_wire, parse_damage_spec)
+                                               decode_servo_status, encode_servo_status, joint_leg_link)
+from jethexa_dynamics.model import LeggedRobot, Morphology, format_morphology
+from jethexa_dynamics.nodes.messages import morphology_from_wire
 from jethexa_dynamics.nodes.param_spec import ParamError, ParamSpec, load_node_yaml
 
 LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
@@ -92,6 +94,12 @@ def test_twist_quaternion_imu():
 
 
 # ---------------------------------------------------------------------------------------------- damage
+def parse_damage_spec(spec, legs):
+    robot = LeggedRobot.jethexa()
+    assert list(robot.leg_names) == legs
+    return list(Morphology.parse(robot, spec).links_per_leg)
+
+
 def test_damage_spec_parsing():
     assert parse_damage_spec("", LEGS) == [3] * 6
     assert parse_damage_spec("scenario1", LEGS) == [3, 0, 3, 3, 0, 3]

@@ -60,8 +60,8 @@ def test_sim_graph_walks_predicts_and_survives_a_lost_leg():
         e1, k1 = emu._ticks, w.count("mocap/pose")
         assert c1 - c0 > 10 and abs((n1 - n0) - (c1 - c0)) <= 3 and abs((m1 - m0) - (c1 - c0)) <= 3
         assert e1 - e0 > 10 and abs((k1 - k0) - (e1 - e0) / every) <= 3
-        js = w.last("joint_states")
-        assert len(js.name) == 18
+        js = w.last("joint_states")                       # measured only: the joints read in one cycle
+        assert 1 <= len(js.name) <= nodes["servo_driver"].p["reads_per_cycle"]
 
         # silence the right middle leg's servos mid-walk (the emulator removes it from the world too)
         assert list(w.last("morphology").data) == [3] * 6

@@ -168,3 +168,30 @@ def test_quaternion_and_empty_cycle_stats(robot):
         assert q[0] >= 0 and q == pytest.approx(ref, abs=1e-12)
         _, q_pose = pr.pose(pr.time)
         assert q_pose == pytest.approx(q, abs=0)
+
+
+def test_anchor_uses_the_newest_measurement_stamped_at_or_before_it(robot):
+    """Live, measurements arrive before the prediction reaches the anchor time, so the latest one is usually
+    stamped after it. The anchor at 1.0 s must take the mocap pose of 0.95 s (not skip it, not take 1.05 s),
+    and the joints read at or before 1.0 s (the newest read per joint; a joint not read keeps its prediction)."""
+    pr = BoltzmannHamelPredictor(robot, reanchor_horizon=1.0)
+    pr.measure_pose(0.0, [0.0, 0.0, 0.12], [1.0, 0.0, 0.0, 0.0])
+    pr.predict(0.5)
+    assert pr.anchors == [0.0]
+    q0 = pr.engine.joint_angles.copy()
+    yaw_a, yaw_b = 0.3, -0.6
+    pr.measure_pose(0.95, [1.0, 0.5, 0.12], euler2quat(0.0, 0.0, yaw_a, "sxyz"))
+    pr.measure_pose(1.05, [2.0, -1.0, 0.12], euler2quat(0.0, 0.0, yaw_b, "sxyz"))
+    a, b = np.full(18, np.nan), np.full(18, np.nan)
+    a[0], a[1] = q0[0] + 0.2, q0[1] + 0.1           # read at 0.9 s: coxa and femur of LF
+    b[0] = q0[0] - 0.3                               # read at 1.2 s (after the anchor): not used
+    pr.measure_joints(0.9, a)
+    pr.measure_joints(1.2, b)
+    pr.predict(1.001)                                # one 1 ms step after the anchor
+    assert pr.anchors == [0.0, pytest.approx(1.0)]
+    g = pr.pose_matrix
+    assert g[:2, 3] == pytest.approx([1.0, 0.5], abs=1e-3)
+    assert mat2euler(g[:3, :3], "sxyz")[2] == pytest.approx(yaw_a, abs=1e-3)
+    q = pr.engine.joint_angles
+    assert q[0] == pytest.approx(q0[0] + 0.2, abs=0.01) and q[1] == pytest.approx(q0[1] + 0.1, abs=0.01)
+    assert q[2] == pytest.approx(q0[2], abs=0.01)    # not read: stays where the model had it

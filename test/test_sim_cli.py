@@ -49,3 +49,15 @@ def test_console_script_help():
     exe = os.path.join(os.path.dirname(sys.executable), "jethexa-sim")
     r = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "--damage-at SECONDS" in r.stdout
+
+
+def test_scenario_aliases_are_the_same_experiment(capsys):
+    """``--scenario scenario1`` (the demo's and the emulator's name) runs damage 1: one scenario table."""
+    a = main(["--scenario", "scenario1", "--duration", "0.2", "--quiet"])
+    out_alias = capsys.readouterr().out
+    b = main(["--scenario", "damage1", "--duration", "0.2", "--quiet"])
+    out_name = capsys.readouterr().out
+    assert a == b == 0 and "Scenario damage1" in out_alias
+    def physics(text):                      # the paragraph without its wall-time sentence
+        return text.split(" Simulated in ")[0]
+    assert physics(out_alias) == physics(out_name)

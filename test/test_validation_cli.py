@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from jethexa_dynamics.predictors import registry
-from jethexa_dynamics.predictors.base import PredictorAdapter
+from jethexa_dynamics.predictors.base import Predictor
 from jethexa_dynamics.validation import cli, messages as M, synthetic as S
 from jethexa_dynamics.validation.errors import EXIT_BAD_INPUT
 
 
-class Still(PredictorAdapter):
+class Still(Predictor):
     name, horizon = "t_still", 1.0
 
     def pose(self, t):

@@ -11,11 +11,11 @@ import pytest
 from transforms3d.euler import quat2euler
 
 from jethexa_dynamics.predictors import registry
-from jethexa_dynamics.predictors.base import PredictorAdapter
+from jethexa_dynamics.predictors.base import Predictor
 from jethexa_dynamics.validation import bag_io, cli, metrics, replay, synthetic as S
 
 
-class Perturbed(PredictorAdapter):
+class Perturbed(Predictor):
     """Truth + roll offset; position error grows at ``drift_rate`` m/s along x since the last anchor."""
 
     def __init__(self, roll_offset=0.0, drift_rate=0.0, horizon=1.0, name="perturbed"):
@@ -38,7 +38,7 @@ class Perturbed(PredictorAdapter):
         return list(self._anchors)
 
 
-class EchoLast(PredictorAdapter):
+class EchoLast(Predictor):
     """Predicts the last IMU orientation it was given: zero error only if the replay leaked the measurement."""
 
     name, horizon = "echo", 0.0

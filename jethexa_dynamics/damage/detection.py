@@ -1,4 +1,4 @@
-"""Damage detection from servo health, damage specs and the servo-health wire format (no rclpy).
+"""Damage detection from servo health, and the servo-health wire format (no rclpy).
 
 The servo driver keeps one :class:`ServoStatus` per joint (:class:`ServoStatusTracker`) and publishes it on
 ``/diagnostics`` (:func:`encode_servo_status`); the damage monitor decodes it (:func:`decode_servo_status`)
@@ -22,13 +22,6 @@ LINK_TYPES = ("coxa", "femur", "tibia")
 #: Hiwonder LED_ERROR bits (cmd 35/36): 1 over-temperature, 2 over-voltage, 4 locked rotor (stall).
 ERR_OVER_TEMP, ERR_OVER_VOLTAGE, ERR_STALL = 1, 2, 4
 
-#: Named damage scenarios (Farghdani et al. Sec. VI-B; see docs/DEV_NOTES.md for the leg numbering).
-SCENARIOS = {
-    "healthy": {},
-    "scenario1": {"RM": 0, "LM": 0},  # legs 3 and 4 removed
-    "scenario2": {"LM": 1, "RR": 1},  # legs 4 and 5 keep only the coxa
-}
-
 
 def joint_leg_link(joint_names: Sequence[str], leg_names: Sequence[str]) -> List[Tuple[int, int]]:
     """(leg index, link index) of every joint, from names like ``femur_joint_LF``."""
@@ -40,48 +33,6 @@ def joint_leg_link(joint_names: Sequence[str], leg_names: Sequence[str]) -> List
                              % (name, list(leg_names)))
         out.append((list(leg_names).index(leg), LINK_TYPES.index(kind)))
     return out
-
-
-def parse_damage_spec(spec: str, leg_names: Sequence[str], links: int = 3) -> List[int]:
-    """Intact links per leg from a damage spec.
-
-    Accepted: ``""``/``healthy``/``none``; a scenario name (``scenario1``, ``scenario2``); a comma list of
-    ``LEG`` (leg removed) or ``LEG:N`` (leg keeps N links), e.g. ``RM,LM`` or ``LM:1,RR:1``; or one number
-    per leg, e.g. ``3,3,0,0,3,3``.
-    """
-    text = (spec or "").strip()
-    out = [links] * len(leg_names)
-    if text.lower() in ("", "none", "healthy"):
-        return out
-    if text.lower() in SCENARIOS:
-        for leg, n in SCENARIOS[text.lower()].items():
-            out[list(leg_names).index(leg)] = n
-        return out
-    items = [t.strip() for t in text.replace(" ", ",").split(",") if t.strip()]
-    if len(items) == len(leg_names) and all(t.isdigit() for t in items):
-        vals = [int(t) for t in items]
-        if any(v > links for v in vals):
-            raise ValueError("damage spec %r: link counts must be in [0, %d]" % (spec, links))
-        return vals
-    for item in items:
-        leg, _, n = item.partition(":")
-        if leg not in leg_names:
-            raise ValueError("damage spec %r: unknown leg %r (legs: %s; or one of %s)"
-                             % (spec, leg, ",".join(leg_names), ", ".join(SCENARIOS)))
-        try:
-            k = int(n) if n else 0
-        except ValueError:
-            raise ValueError("damage spec %r: %r is not a link count" % (spec, n)) from None
-        if not 0 <= k <= links:
-            raise ValueError("damage spec %r: link count %d for %s must be in [0, %d]" % (spec, k, leg, links))
-        out[list(leg_names).index(leg)] = k
-    return out
-
-
-def format_morphology(links_per_leg: Sequence[int], leg_names: Sequence[str], links: int = 3) -> str:
-    """``healthy`` or e.g. ``LM:0 RM:0`` (only the damaged legs)."""
-    dmg = ["%s:%d" % (leg, n) for leg, n in zip(leg_names, links_per_leg) if n < links]
-    return " ".join(dmg) if dmg else "healthy"
 
 
 # ---------------------------------------------------------------------------------------------- health
@@ -400,32 +351,3 @@ class MorphologyChange:
     old: List[int]
     new: List[int]
     reasons: List[str] = field(default_factory=list)
-
-
-# ---------------------------------------------------------------------------------------------- wire format
-def morphology_label(leg_names: Sequence[str]) -> str:
-    """Layout label of the ``morphology`` topic: the leg names, comma separated, in data order."""
-    return ",".join(leg_names)
-
-
-def morphology_from_wire(data: Sequence[int], label: str, leg_names: Sequence[str], links: int = 3) -> List[int]:
-    """Links per leg (in ``leg_names`` order) from a ``morphology`` message's data and layout label.
-
-    An empty label means URDF leg order; a label that lists the same legs in another order is honoured.
-    Raises ``ValueError`` naming the field and the allowed range.
-    """
-    vals = [int(v) for v in data]
-    if len(vals) != len(leg_names):
-        raise ValueError("morphology.data: has %d entries, expected %d (one per leg %s)"
-                         % (len(vals), len(leg_names), ",".join(leg_names)))
-    for i, v in enumerate(vals):
-        if not 0 <= v <= links:
-            raise ValueError("morphology.data[%d] = %d: must be in [0, %d] intact links" % (i, v, links))
-    if not label:
-        return vals
-    order = [t.strip() for t in label.split(",")]
-    if sorted(order) != sorted(leg_names):
-        raise ValueError("morphology.layout.dim[0].label = %r: must list the legs %s"
-                         % (label, morphology_label(leg_names)))
-    by_leg = dict(zip(order, vals))
-    return [by_leg[leg] for leg in leg_names]

@@ -11,7 +11,6 @@ import math
 import signal
 import threading
 import time
-import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import rclpy
@@ -22,7 +21,13 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
+from jethexa_dynamics.hardware.errors import ParameterError
+from jethexa_dynamics.nodes.messages import InputError
 from jethexa_dynamics.nodes.param_spec import ParamError, ParamSet, ParamSpec
+
+#: what ``ThinNode.guard`` rejects as bad input: the nodes' message/parameter checks (``InputError``:
+#: ``InvalidMessage``, ``CannotServe``, ``ParamError``) and the hardware layer's bad arguments (joint limits)
+INPUT_ERRORS = (InputError, ParameterError)
 
 #: sensor streams (imu, joint_states, mocap): best effort, keep last 5
 SENSOR_QOS = qos_profile_sensor_data
@@ -59,8 +64,9 @@ class ThinNode(Node):
     * ``self.p`` holds the current (validated) parameter values.
     * ``apply_params(changed)`` (override) is called with validated changes at run time; raising
       ``ValueError`` there rejects the change.
-    * ``guard(topic)`` wraps a subscription callback: ``ValueError`` -> one log line + rejected count,
-      any other exception -> logged with its traceback once, the node keeps serving.
+    * ``guard(topic)`` wraps a subscription callback: the project's input errors (``INPUT_ERRORS``) -> one
+      log line + rejected count, the node keeps serving; anything else is a bug and propagates with its
+      traceback (a plain ``ValueError`` from deep inside is not mistaken for rejected input).
     """
 
     def __init__(self, params: ParamSet, node_name: Optional[str] = None, **kwargs):
@@ -72,7 +78,6 @@ class ThinNode(Node):
         self.errors = 0
         self._log_times: Dict[str, float] = {}
         self._rate_timers: Dict[str, Tuple[Any, Callable, str]] = {}
-        self._tracebacks_shown: set = set()
         for spec in params:
             self.p[spec.name] = self._declare(spec)
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -141,23 +146,20 @@ class ThinNode(Node):
             self.get_logger().warning("rejected %s: %s%s" % (topic, why, more))
 
     def guard(self, topic: str, fn: Callable) -> Callable:
-        """Wrap a callback: invalid data is rejected with a log line, unexpected errors are logged."""
+        """Wrap a callback: bad input (``INPUT_ERRORS``) is rejected with a log line; anything else is a bug:
+        counted in ``errors``, logged with the topic, and re-raised with its traceback."""
 
         @functools.wraps(fn)
         def wrapped(*args, **kwargs):
             try:
                 return fn(*args, **kwargs)
-            except ValueError as exc:
+            except INPUT_ERRORS as exc:
                 self.reject(topic, str(exc))
-            except Exception as exc:  # noqa: BLE001 - a node never dies on bad data
+            except Exception as exc:
                 self.errors += 1
-                key = (topic, type(exc).__name__)
-                if key not in self._tracebacks_shown:
-                    self._tracebacks_shown.add(key)
-                    self.get_logger().error("%s: unexpected %s: %s\n%s" % (topic, type(exc).__name__, exc,
-                                                                         traceback.format_exc()))
-                else:
-                    self.reject(topic, "%s: %s" % (type(exc).__name__, exc))
+                self.get_logger().error("%s: unexpected %s (a bug, not bad input): %s" % (
+                    topic, type(exc).__name__, exc))
+                raise
             return None
 
         return wrapped

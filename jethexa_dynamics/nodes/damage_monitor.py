@@ -14,8 +14,9 @@ from std_msgs.msg import MultiArrayDimension, UInt8MultiArray
 from std_srvs.srv import Trigger
 
 from jethexa_dynamics.nodes import params as node_params
-from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, MorphologyChange, decode_servo_status,
-                                             format_morphology, morphology_label)
+from jethexa_dynamics.damage.detection import DamageDetector, DetectorConfig, MorphologyChange, decode_servo_status
+from jethexa_dynamics.model import format_morphology
+from jethexa_dynamics.nodes.messages import morphology_to_wire
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, ThinNode, run
 from jethexa_dynamics.nodes._robot import robot_names
 
@@ -24,10 +25,11 @@ _CONFIG_KEYS = ("no_reply_timeout", "min_missed_reads", "stall_hold", "position_
 
 
 def morphology_msg(links_per_leg, leg_names) -> UInt8MultiArray:
+    """The ``morphology`` message (wire format: ``nodes.messages.morphology_to_wire``)."""
+    data, label = morphology_to_wire(links_per_leg, leg_names)
     msg = UInt8MultiArray()
-    msg.layout.dim = [MultiArrayDimension(label=morphology_label(leg_names), size=len(leg_names),
-                                          stride=len(leg_names))]
-    msg.data = [int(v) for v in links_per_leg]
+    msg.layout.dim = [MultiArrayDimension(label=label, size=len(data), stride=len(data))]
+    msg.data = data
     return msg
 
 
@@ -106,7 +108,7 @@ class DamageMonitor(ThinNode):
         level, message = 0, "morphology %s" % format_morphology(self.current, self.leg_names)
         if self.last_servo_diag is None or now - self.last_servo_diag > self.p["servo_diagnostics_timeout"]:
             level, message = 1, message + "; no servo diagnostics (is servo_driver running?)"
-        values = [("morphology", list(self.current)), ("legs", morphology_label(self.leg_names)),
+        values = [("morphology", list(self.current)), ("legs", ",".join(self.leg_names)),
                   ("override", list(self.p["morphology"]))]
         values += [("fault " + j, f.reason) for j, f in sorted(self.detector.faults.items())]
         if self.detector.faults and level == 0:

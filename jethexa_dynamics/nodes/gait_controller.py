@@ -15,7 +15,8 @@ from std_msgs.msg import UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from jethexa_dynamics.nodes import messages as validate, params as node_params
-from jethexa_dynamics.damage.detection import format_morphology, morphology_from_wire
+from jethexa_dynamics.model import format_morphology
+from jethexa_dynamics.nodes.messages import morphology_from_wire
 from jethexa_dynamics.control.walking import WalkingGait
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, ThinNode, run
 from jethexa_dynamics.nodes._robot import jethexa, leg_geometry

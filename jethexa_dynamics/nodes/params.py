@@ -14,8 +14,9 @@ P = ParamSpec
 LEGS = 6
 
 SERVO_DRIVER = ParamSet("servo_driver", [
-    P("transport", "string", "direct_uart", "bus transport: direct_uart (Jetson UART, 0x55 0x55 frames) or rrc "
-      "(STM32 robot controller board, 0xAA 0x55 + CRC8)", choices=("direct_uart", "rrc"), read_only=True),
+    P("transport", "string", "uart", "bus transport (hardware.open_bus, as jethexa-bus-emulator --transport): "
+      "uart (direct Jetson UART, 0x55 0x55 frames) or rrc (STM32 robot controller board, 0xAA 0x55 + CRC8)",
+      choices=("uart", "rrc"), read_only=True),
     P("port", "string", "/dev/ttyTHS1", "serial device of the servo bus (the emulator's pty link in simulation)",
       read_only=True),
     P("baudrate", "int", 115200, "serial baud rate (115200 direct UART, 1000000 RRC board)", lo=9600, hi=3000000,

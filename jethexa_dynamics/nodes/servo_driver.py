@@ -2,9 +2,9 @@
 
 * ``joint_commands`` (trajectory_msgs/JointTrajectory) -> one group move (the last point, in its
   ``time_from_start``); joint limits are enforced by the joint layer before a byte is sent.
-* ``joint_states`` (sensor_msgs/JointState) at ``publish_rate``: the commanded positions, with the measured
-  positions merged in for the joints the read scheduler read in that cycle (Hiwonder's bus cannot read 18
-  positions at 50 Hz).
+* ``joint_states`` (sensor_msgs/JointState) at ``publish_rate``: measured positions only, of the joints the
+  read scheduler read in that cycle (Hiwonder's bus cannot read 18 positions at 50 Hz), stamped with the
+  time of the reads; a cycle without a position read publishes nothing.
 * All bus I/O runs in one thread of the node (a read of a silent servo blocks for its reply timeout);
   the subscription only validates and hands the command over.
 * ``/diagnostics``: one status per servo (reply statistics, voltage, temperature, error bits, commanded vs
@@ -22,7 +22,7 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from jethexa_dynamics.hardware.bus import DirectUartBus, RrcBoardBus
+from jethexa_dynamics.hardware.bus import open_bus
 from jethexa_dynamics.hardware.errors import HardwareError, ServoError, ServoTimeout
 from jethexa_dynamics.hardware.joints import JointServoBus
 from jethexa_dynamics.hardware.servo_table import load_servo_table
@@ -69,10 +69,8 @@ class ServoDriver(ThinNode):
         if self.closed:
             return False
         try:
-            if self.p["transport"] == "rrc":
-                bus = RrcBoardBus(self.p["port"], self.p["baudrate"], reply_timeout=self.p["reply_timeout"])
-            else:
-                bus = DirectUartBus(self.p["port"], self.p["baudrate"], reply_timeout=self.p["reply_timeout"])
+            bus = open_bus(self.p["transport"], self.p["port"], baudrate=self.p["baudrate"],
+                           reply_timeout=self.p["reply_timeout"])
         except Exception as exc:  # noqa: BLE001 - serial errors vary by platform; retried
             self.open_error = "cannot open %s (%s): %s" % (self.p["port"], self.p["transport"], exc)
             waited = time.monotonic() - self._t_start
@@ -108,9 +106,9 @@ class ServoDriver(ThinNode):
         points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
         idx, pos, t = validate.trajectory(msg.joint_names, points, self.joint_names, self.lower, self.upper)
         if self.joints is None:
-            raise ValueError("joint_commands: servo bus not open (%s)" % self.open_error)
+            raise validate.CannotServe("joint_commands: servo bus not open (%s)" % self.open_error)
         if self.joints.emergency_stopped:
-            raise ValueError("joint_commands: emergency stop active (call ~/set_torque true to resume)")
+            raise validate.CannotServe("joint_commands: emergency stop active (call ~/set_torque true to resume)")
         target = {self.joint_names[i]: float(q) for i, q in zip(idx, pos)}
         duration = t if t > 0.0 else self.p["default_move_time"]
         with self._pending_lock:  # merged with a command the bus thread has not sent yet
@@ -163,23 +161,25 @@ class ServoDriver(ThinNode):
         self.commands_applied += 1
 
     def _read_and_publish(self) -> None:
-        measured: Dict[str, float] = {}
-        if self.p["reads_per_cycle"] > 0 and not self.joints.emergency_stopped:
-            try:
-                readings = self.joints.poll(0.5 / self.p["publish_rate"], max_reads=self.p["reads_per_cycle"])
-            except HardwareError as exc:
-                self.reject("servo bus", str(exc))
-            else:
-                with self._tracker_lock:
-                    self.tracker.ingest(time.monotonic(), readings)
-                measured = readings.positions
-        names = [j for j in self.joint_names if j in self.commanded or j in measured]
+        """One poll of the read scheduler; ``joint_states`` with the positions it read (never a commanded value
+        in their place: the predictor anchors on these as measurements)."""
+        if self.p["reads_per_cycle"] <= 0 or self.joints.emergency_stopped:
+            return
+        stamp = self.get_clock().now()     # the reads happen during the poll, right after this
+        try:
+            readings = self.joints.poll(0.5 / self.p["publish_rate"], max_reads=self.p["reads_per_cycle"])
+        except HardwareError as exc:
+            self.reject("servo bus", str(exc))
+            return
+        with self._tracker_lock:
+            self.tracker.ingest(time.monotonic(), readings)
+        names = [j for j in self.joint_names if j in readings.positions]
         if not names:
             return
         msg = JointState()
-        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.stamp = stamp.to_msg()
         msg.name = names
-        msg.position = [float(measured.get(j, self.commanded.get(j))) for j in names]
+        msg.position = [float(readings.positions[j]) for j in names]
         if self.context.ok():  # not while rclpy shuts down (Ctrl-C) and close() is on its way
             self.state_pub.publish(msg)
 

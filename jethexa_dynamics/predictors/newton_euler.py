@@ -61,7 +61,7 @@ class NewtonEulerPredictor(SlipPredictor):
         body, _, self.twist_rank, _ = np.linalg.lstsq(A, -pdot.ravel(), rcond=1e-10) if len(p) else (
             np.zeros(6), None, 0, None)
         acc = np.zeros(6) if dt is None or self._body_prev is None else (body - self._body_prev) / dt
-        self._tau, self._grf = contact_inverse_dynamics(self.dynamics, self.pose(), q, np.r_[body, qd],
+        self._tau, self._grf = contact_inverse_dynamics(self.dynamics, self.pose_matrix, q, np.r_[body, qd],
                                                         np.r_[acc, qdd], stance, self.scheme)
         self._q_prev, self._qd_prev, self._body_prev = q, qd, body
         v_com = body[:3] + np.cross(body[3:], com)

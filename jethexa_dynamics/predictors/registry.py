@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, Optional
 
-from .base import PredictorAdapter
+from .base import Predictor
 from .newton_euler import NewtonEulerPredictor
 from .slip import SlipPredictor
 
@@ -18,7 +18,7 @@ _FACTORIES: Dict[str, Callable] = {}
 
 
 def register_predictor(name: str, factory: Callable) -> None:
-    """Make ``factory(model=None, horizon=None) -> PredictorAdapter`` available as ``--predictor name``."""
+    """Make ``factory(model=None, horizon=None) -> Predictor`` available as ``--predictor name``."""
     _FACTORIES[name] = factory
 
 
@@ -51,33 +51,17 @@ def _second_opinion(name):
     return factory
 
 
-def _optional_module(name):
-    """``import name``, or None if that module (not one it imports) does not exist yet."""
-    import importlib
-
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as err:
-        if err.name == name:
-            return None
-        raise
-
-
-def _load_builtins():
-    if _optional_module("jethexa_dynamics.predictors.boltzmann_hamel") is not None:
-        _FACTORIES.setdefault("boltzmann_hamel", _boltzmann_hamel)
-    for name in PREDICTORS:
-        _FACTORIES.setdefault(name, _second_opinion(name))
+_FACTORIES["boltzmann_hamel"] = _boltzmann_hamel
+for _name in PREDICTORS:
+    _FACTORIES[_name] = _second_opinion(_name)
 
 
 def predictor_names() -> List[str]:
-    _load_builtins()
     return sorted(_FACTORIES)
 
 
-def make_predictor(name: str, model: Optional[str] = None, horizon: Optional[float] = None) -> PredictorAdapter:
+def make_predictor(name: str, model: Optional[str] = None, horizon: Optional[float] = None) -> Predictor:
     """The predictor called ``name`` with an optional model parameters file and re-anchoring horizon."""
-    _load_builtins()
     try:
         factory = _FACTORIES[name]
     except KeyError:

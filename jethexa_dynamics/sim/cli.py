@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from .scenarios import SCENARIOS
+from .scenarios import ALIASES, SCENARIOS, canonical_scenario
 
 
 def summarize(traj, wall_time=None):
@@ -86,7 +86,8 @@ class Progress:
 def build_parser():
     ap = argparse.ArgumentParser(prog="jethexa-sim", description="Simulate the JetHexa (paper 003 Sec. VI): "
                                  "gait, IK, PID, contact and the modular whole-body dynamics.")
-    ap.add_argument("--scenario", default="healthy", help="|".join(SCENARIOS) + " (paper Sec. VI-B)")
+    ap.add_argument("--scenario", default="healthy", help="|".join(SCENARIOS) + " (paper Sec. VI-B; aliases "
+                    + "|".join(ALIASES) + ")")
     ap.add_argument("--gait", default="tripod", help="tripod|wave|ripple")
     ap.add_argument("--duration", type=float, default=5.0, help="simulated time [s] (default 5)")
     ap.add_argument("--dt", type=float, default=1e-3, help="time step [s] (default 0.001)")
@@ -116,8 +117,11 @@ def run(args):
     from .engine import Engine
     from .scenarios import scenario_morphology
 
-    if args.scenario not in SCENARIOS:
-        raise ValueError("--scenario must be one of %s, got %r" % ("|".join(SCENARIOS), args.scenario))
+    scenario = canonical_scenario(args.scenario)
+    if scenario is None:
+        raise ValueError("--scenario must be one of %s (aliases %s), got %r"
+                         % ("|".join(SCENARIOS), "|".join(ALIASES), args.scenario))
+    args.scenario = scenario
     if args.gait not in GAIT_KINDS:
         raise ValueError("--gait must be one of %s, got %r" % ("|".join(GAIT_KINDS), args.gait))
     if not (math.isfinite(args.duration) and 0.0 < args.duration <= 3600.0):

@@ -353,21 +353,10 @@ class Engine:
         self.pid.active[:] = np.concatenate([self.mask[i, :n] for i, n in enumerate(n_joints)])
 
     def set_morphology(self, morphology):
-        """Change the morphology now (any time, also mid-walk): a ``Morphology``, a links-per-leg vector, a
-        {leg: links} dict or a scenario name. Removed joints stop (rates zeroed), their integrators reset,
+        """Change the morphology now (any time, also mid-walk): any spec of ``Morphology.parse`` (a
+        ``Morphology``, links per leg, {leg: links}, ``LM:1``, a scenario name). Removed joints stop (rates zeroed), their integrators reset,
         lost feet leave the contact set."""
-        from .scenarios import scenario_morphology
-        if isinstance(morphology, str):
-            morphology = scenario_morphology(self.robot, morphology)
-        elif isinstance(morphology, dict):     # {leg: intact links}, unspecified legs healthy
-            unknown = set(morphology) - set(self.robot.leg_names)
-            if unknown:
-                raise ValueError("morphology: unknown legs %s; legs are %s" % (sorted(unknown), self.robot.leg_names))
-            n_joints = self.robot.description.n_joints
-            morphology = Morphology.from_vector(self.robot, [int(morphology.get(leg, n)) for leg, n in
-                                                             zip(self.robot.leg_names, n_joints)])
-        elif not isinstance(morphology, Morphology):
-            morphology = Morphology.from_vector(self.robot, morphology)
+        morphology = Morphology.parse(self.robot, morphology)
         self.morphology = morphology
         self._apply_morphology_arrays(morphology)
         gone = self.pid.active == 0.0

@@ -5,7 +5,7 @@ states, morphology) are handed to the predictor as they were received. At each I
 predicted pose is queried *before* the measurement is handed over, and likewise at each ground-truth
 message, so a prediction never sees the measurement it is compared with.
 
-A predictor is an object with the :class:`jethexa_dynamics.predictors.base.PredictorAdapter` methods;
+A predictor is anything with the :class:`jethexa_dynamics.predictors.base.Predictor` methods;
 :func:`jethexa_dynamics.predictors.registry.make_predictor` builds one by name.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from jethexa_dynamics.predictors.base import PredictorAdapter
+from jethexa_dynamics.predictors.base import Predictor
 
 from .bag_io import BagData
 
@@ -73,7 +73,7 @@ def _events(bag: BagData):
     return ev[order]
 
 
-def replay(bag: BagData, predictor: PredictorAdapter) -> ReplayResult:
+def replay(bag: BagData, predictor: Predictor) -> ReplayResult:
     """Feed ``bag`` through ``predictor``; returns predictions next to the measurements."""
     ev = _events(bag)
     n_imu = len(bag.imu)
@@ -114,8 +114,8 @@ def replay(bag: BagData, predictor: PredictorAdapter) -> ReplayResult:
         t_pos=None if gt is None else gt.t.copy(), p_pred=None if gt is None else p_pred,
         p_meas=None if gt is None else gt.pos.copy(), anchors=np.asarray(predictor.anchors, dtype=float),
         n_messages=bag.n_messages, wall_time=wall, duration=bag.window[1] - w0,
-        notes=list(predictor.notes) + (["joints without a command until later in the bag were held at 0 rad: "
-                                        + ", ".join(never)] if never else []))
+        notes=["joints without a command until later in the bag were held at 0 rad: " + ", ".join(never)]
+        if never else [])
 
 
 def _reorder(series, names):
