@@ -25,12 +25,9 @@ def main():
     robot.tip_poses(q)
     robot.forward_dynamics_bank(g, q, v, v, [Morphology.healthy(robot)])
     rkmk4_step(robot, g, q, v, 1e-3)
-    try:
-        from jethexa_dynamics.sim.engine import Engine
-        Engine().step(1)
-        Engine(gait=None).step(1)
-    except ImportError:   # pragma: no cover - engine not installed
-        pass
+    from jethexa_dynamics.sim.engine import Engine
+    Engine().step(1)
+    Engine(gait=None).step(1)
     print(f"numba kernels compiled and cached in {time.perf_counter() - t0:.1f} s")
 
 

@@ -137,7 +137,7 @@ def test_bad_input(robot):
 def test_replays_a_simulated_bag_through_the_validation_protocol(robot, tmp_path):
     """jethexa-validate's replay (inputs before the measurement they are compared with) on a bag recorded
     from the same engine: open loop the prediction is exact; re-anchoring every second keeps it within mm."""
-    simbag = pytest.importorskip("jethexa_dynamics.validation.simbag")
+    from jethexa_dynamics.validation import simbag
     from jethexa_dynamics.validation.bag_io import read_bag
     from jethexa_dynamics.validation.replay import replay
 

@@ -56,7 +56,7 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
     damaged = False
     with BagWriter(path, storage=storage) as w:
         w.add_topic("morphology", "std_msgs/msg/UInt8MultiArray", latched=True)
-        w.write("morphology", T0_NS, M.morphology(eng.morphology.links_per_leg))
+        w.write("morphology", T0_NS, M.morphology(eng.morphology.links_per_leg, eng.robot.leg_names))
         for k in range(n + 1):
             t = k * tick
             t_ns = T0_NS + int(round(t * 1e9))
@@ -64,7 +64,7 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
                 eng.set_morphology(damage)
                 walker.set_morphology(eng.morphology.links_per_leg)
                 damaged = True
-                w.write("morphology", t_ns, M.morphology(eng.morphology.links_per_leg))
+                w.write("morphology", t_ns, M.morphology(eng.morphology.links_per_leg, eng.robot.leg_names))
             if k % imu_every == 0:
                 gyro, acc = eng.imu()
                 q = _quat(eng.R)
