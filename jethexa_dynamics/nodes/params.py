@@ -92,7 +92,7 @@ PREDICTOR = ParamSet("predictor", [
     P("horizon", "double", 2.0, "re-anchor the prediction on the measurements every horizon", lo=0.05, hi=600.0,
       unit="s"),
     P("joint_source", "string", "commands", "joint input: commands (joint_commands, what the servos are told) or "
-      "joint_states (commanded with measured values merged in)", choices=("commands", "joint_states")),
+      "joint_states (the measured positions, as the servos read them, stand in for the commands)", choices=("commands", "joint_states")),
     P("mocap_timeout", "double", 0.5, "mocap/pose older than this is not used as the measured position", lo=0.01,
       hi=60.0, unit="s"),
     P("publish_slip", "bool", True, "also run the slip model and publish slip/pose and slip/odom"),
@@ -129,8 +129,9 @@ ROBOT_EMULATOR = ParamSet("robot_emulator", [
       "tick)", lo=1.0, hi=1000.0, unit="Hz"),
     P("mocap_rate", "double", 50.0, "mocap/pose (ground truth) publication rate (every round(rate/mocap_rate)-th "
       "world tick)", lo=1.0, hi=1000.0, unit="Hz"),
-    P("damage", "string", "", "damage in the world: '' (healthy), scenario1, scenario2, 'LEG' or 'LEG:N' lists "
-      "(e.g. 'RM,LM' or 'LM:1,RR:1') or one link count per leg; removes the links and silences their servos"),
+    P("damage", "string", "", "damage in the world, any morphology spec: '' (healthy), damage1/damage2 (aliases "
+      "scenario1/scenario2), 'LEG' or 'LEG:N' lists (e.g. 'RM,LM' or 'LM:1 RR:1') or one link count per leg; "
+      "removes the links and silences their servos"),
     P("record", "string", "", "record the run's topics to this rosbag2 directory (empty = off)", read_only=True),
     P("record_storage", "string", "mcap", "storage of the recording: mcap (on Humble, ros2 bag needs "
       "ros-humble-rosbag2-storage-mcap) or sqlite3 (read by every rosbag2)", choices=("mcap", "sqlite3"),
