@@ -228,8 +228,8 @@ def main(argv=None):
         % (ends["ours"][0], ends["ours"][2], ends["mj"][0], ends["mj"][2], f[:, 2].sum(), mj.normal_force_sum(),
            robot.total_mass * 9.81, stand.p[2], mj.base_pos[2]),
         "",
-        "Predictor (`predictors.boltzmann_hamel.BoltzmannHamelPredictor`) on the same walk as 50 Hz servo commands, one `predict` per "
-        "20 ms command with IMU re-anchoring every 2 s: p50 %.2f ms, p99 %.2f ms, max %.2f ms per call "
+        "Predictor (`predictors.boltzmann_hamel.BoltzmannHamelPredictor`) on the same walk as 50 Hz servo "
+        "commands, one `predict` per 20 ms command with IMU re-anchoring every 2 s: p50 %.2f ms, p99 %.2f ms, max %.2f ms per call "
         "(%d calls; budget 20 ms)." % (1e3 * pst["p50"], 1e3 * pst["p99"], 1e3 * pst["max"], pst["n"]),
         "",
         "## One engine step, by stage (compiled loops; median / best µs per call)",

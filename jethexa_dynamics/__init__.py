@@ -2,7 +2,8 @@
 
 Subpackages (none of them imports rclpy, except the node modules of ``nodes`` and ``demo``):
 
-- ``model``           Boltzmann-Hamel equations on SE(3) with screw theory (Farghdani et al., paper 003), ``Morphology``.
+- ``model``           Boltzmann-Hamel equations on SE(3) with screw theory (Farghdani et al., paper 003),
+                      ``LeggedRobot`` and ``Morphology`` (``Morphology.parse``: every morphology spec).
 - ``control``         gait generator, the gait controller's walking gait, inverse kinematics, joint PID.
 - ``sim``             simulation engine (contact, integration, damage scenarios), ``jethexa-sim``.
 - ``predictors``      the predictor interface, the Boltzmann-Hamel, slip and Newton-Euler predictors, their

@@ -17,6 +17,7 @@ from std_srvs.srv import SetBool, Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from jethexa_dynamics.hardware.emulator import BusEmulator  # noqa: E402
+from jethexa_dynamics.nodes import params as node_params  # noqa: E402
 from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS  # noqa: E402
 from jethexa_dynamics.nodes.damage_monitor import DamageMonitor  # noqa: E402
 from jethexa_dynamics.nodes.graph import Graph, Watcher, wait_for  # noqa: E402
@@ -91,6 +92,33 @@ def test_commands_reach_the_servos_and_joint_states_carry_measurements_only(rig)
     assert wait_for(lambda: len(servo_statuses(w)) == 18, 5.0)
     assert wait_for(lambda: all(kv.value != "nan" for s in servo_statuses(w) for kv in s.values
                                 if kv.key == "voltage_mv"), 15.0)
+
+
+def test_rrc_transport_by_the_names_open_bus_and_the_emulator_use():
+    """servo_driver's ``transport`` takes the names of ``hardware.open_bus`` and of the emulator (uart | rrc):
+    over the STM32 board's framing (0xAA 0x55 + CRC8) the commands reach the servos and positions come back."""
+    emu = BusEmulator(transport="rrc").start()
+    g = Graph()
+    try:
+        drv = g.add(ServoDriver, {"port": emu.port, "transport": "rrc", "baudrate": 1000000, "reads_per_cycle": 4})
+        w = g.add(Watcher)
+        w.watch(JointState, "joint_states", SENSOR_QOS)
+        cmd = w.create_publisher(JointTrajectory, "joint_commands", 10)
+        g.start()
+        target = np.array([0.05, 0.2, -0.1] * 6)
+        assert wait_for(lambda: drv.joints is not None, 10.0)
+        for _ in range(5):
+            cmd.publish(traj(JOINTS, target))
+            time.sleep(0.05)
+        assert wait_for(lambda: drv.commands_applied >= 1, 5.0)
+        assert wait_for(lambda: np.allclose([emu.commanded_positions()[j] for j in JOINTS], target, atol=0.01),
+                        5.0)
+        assert wait_for(lambda: w.count("joint_states") > 3, 5.0)
+        assert g.spin_error is None and drv.errors == 0
+    finally:
+        g.close()
+        emu.stop()
+    assert [s.choices for s in node_params.SERVO_DRIVER if s.name == "transport"] == [("uart", "rrc")]
 
 
 def test_silenced_leg_detected_within_one_second(rig):

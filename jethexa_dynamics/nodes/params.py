@@ -92,7 +92,8 @@ PREDICTOR = ParamSet("predictor", [
     P("horizon", "double", 2.0, "re-anchor the prediction on the measurements every horizon", lo=0.05, hi=600.0,
       unit="s"),
     P("joint_source", "string", "commands", "joint input: commands (joint_commands, what the servos are told) or "
-      "joint_states (the measured positions, as the servos read them, stand in for the commands)", choices=("commands", "joint_states")),
+      "joint_states (the measured positions, as the servos read them, stand in for the commands)",
+      choices=("commands", "joint_states")),
     P("mocap_timeout", "double", 0.5, "mocap/pose older than this is not used as the measured position", lo=0.01,
       hi=60.0, unit="s"),
     P("publish_slip", "bool", True, "also run the slip model and publish slip/pose and slip/odom"),

@@ -354,8 +354,8 @@ class Engine:
 
     def set_morphology(self, morphology):
         """Change the morphology now (any time, also mid-walk): any spec of ``Morphology.parse`` (a
-        ``Morphology``, links per leg, {leg: links}, ``LM:1``, a scenario name). Removed joints stop (rates zeroed), their integrators reset,
-        lost feet leave the contact set."""
+        ``Morphology``, links per leg, {leg: links}, ``LM:1``, a scenario name). Removed joints stop (rates
+        zeroed), their integrators reset, lost feet leave the contact set."""
         morphology = Morphology.parse(self.robot, morphology)
         self.morphology = morphology
         self._apply_morphology_arrays(morphology)
