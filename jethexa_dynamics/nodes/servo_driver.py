@@ -185,7 +185,7 @@ class ServoDriver(ThinNode):
 
     def _confirm_silence(self) -> None:
         """One confirmation read (``confirm_timeout``) of the servo that missed a read longest ago, if any:
-        the evidence ``damage_monitor`` needs before it calls a servo lost (``monitor.damage``)."""
+        the evidence ``damage_monitor`` needs before it calls a servo lost (``damage.detection``)."""
         with self._tracker_lock:
             joint = self.tracker.pending_confirmation()
         if joint is None or self.joints.emergency_stopped:

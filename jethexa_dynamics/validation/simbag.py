@@ -1,7 +1,7 @@
 """Record a bag from the simulated JetHexa without ROS (faster than real time).
 
 The "robot" is the simulation engine on external joint targets, exactly as in ``robot_emulator``; the
-gait controller's logic (``monitor.walking.WalkingGait``: tripod, re-phased wave over the remaining legs
+gait controller's logic (``control.walking.WalkingGait``: tripod, re-phased wave over the remaining legs
 after a damage) produces joint targets at ``cmd_rate``, published as one-point ``JointTrajectory``
 messages (reach the target in one control period, like the bus servos' move time) and applied to the
 engine the same way. The bag holds what the real robot's stack records: ``joint_commands``, ``joint_states`` (engine
