@@ -42,7 +42,7 @@ SERVO_DRIVER = ParamSet("servo_driver", [
     P("torque_on_start", "bool", True, "load the servos (torque on) when the driver starts"),
     P("led_alarm", "int", 7, "LED alarm setting written to every servo at start-up (LED_ERROR_WRITE, cmd 35): "
       "which conditions flash the servo's LED, bits 1 over-temperature, 2 over-voltage, 4 locked rotor; -1 = "
-      "leave the servos' setting. Reported on /diagnostics, never read as a fault (direct_uart only: the RRC "
+      "leave the servos' setting. Reported on /diagnostics, never read as a fault (direct UART transport only: the RRC "
       "board does not carry cmd 35/36)", lo=-1, hi=7, read_only=True),
 ])
 
