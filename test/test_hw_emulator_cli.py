@@ -49,3 +49,35 @@ def test_cli_rejects_bad_fault_spec():
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_cli_answers_as_the_protocol_says():
+    """Hand-written frames (test_hw_servo_faults.py) against the console script: 36 returns the setting of 35,
+    a broadcast POS_READ is not answered, ID 1 answers its own POS_READ."""
+    import serial
+
+    from test_hw_servo_faults import (B_POS_READ, LED_ERROR_READ, LED_ERROR_REPLY_5, LED_ERROR_REPLY_7,
+                                      LED_ERROR_WRITE_5, POS_READ, POS_REPLY_500)
+
+    proc = launch()
+    try:
+        port = proc.stdout.readline().strip()
+        assert port.startswith("/dev/"), port
+        with serial.Serial(port, 115200, timeout=0.5) as line:
+            def ask(frame, n):
+                line.reset_input_buffer()
+                line.write(frame)
+                return line.read(n)
+            assert ask(LED_ERROR_READ, 7) == LED_ERROR_REPLY_7
+            line.write(LED_ERROR_WRITE_5)
+            assert ask(LED_ERROR_READ, 7) == LED_ERROR_REPLY_5
+            assert ask(B_POS_READ, 8) == b""            # 18 servos, no collision: nobody answers
+            assert ask(POS_READ, 8) == POS_REPLY_500
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
