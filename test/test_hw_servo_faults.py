@@ -200,3 +200,33 @@ def test_a_status_carrying_the_old_error_bits_key_is_no_fault():
     for t in (0.0, 1.0, 5.0):
         assert det.update(t, [decode_servo_status(values)]) == []
     assert det.detected() == [3] * 6
+
+
+def test_a_locked_rotor_is_found_from_the_position_error_under_load():
+    """Emulated locked rotor on the RR femur: torque stays on, the horn stays; commanded 0.9 rad away, the
+    position error under load persists and the detector takes the femur and tibia links (RR keeps 1). The
+    same error on an unloaded servo (its supply below its VIN minimum) is no stall."""
+    table = load_servo_table()
+    with BusEmulator(table).start() as em:
+        joints = JointServoBus(DirectUartBus(em.port, reply_timeout=0.5), table, aux_every=3)
+        tracker = ServoStatusTracker([(s.joint, s.servo_id) for s in table])
+        det = DamageDetector(table.joint_names, LEGS)
+        zero = {j: 0.0 for j in table.joint_names}
+        joints.command(zero, 0.0)
+        tracker.set_commanded(zero)
+        tracker.set_torque(True)
+        em.inject("femur_joint_RR", "stall")
+        em.set_voltage(4000, "femur_joint_LF")         # below 4500: unloaded by its protection
+        target = dict(zero, femur_joint_RR=0.9, femur_joint_LF=0.9)   # beyond the 0.6 rad threshold
+        joints.command(target, 0.0)
+        tracker.set_commanded(target)
+        now, new = 0.0, []
+        for _ in range(18 * 30):                       # every position, each servo's limits and voltage
+            now += 0.02
+            tracker.ingest(now, joints.poll(budget_s=10.0, max_reads=1))
+            new += det.update(now, tracker.snapshot(now))
+        assert [f.joint for f in new] == ["femur_joint_RR"] and new[0].reason.startswith("stall")
+        assert det.detected() == [3, 3, 3, 3, 3, 1]
+        lf = tracker.health["femur_joint_LF"]
+        assert lf.torque is False and abs(lf.position_error) > 0.8 and lf.measured_faults == ["under-voltage"]
+        joints.close()

@@ -411,8 +411,8 @@ class DamageDetector:
                         err, c.position_error_threshold, now - p.perr_since)
             else:
                 p.perr_since = None
-        else:
-            p.perr_since = None  # unloaded (protection, e-stop) or no fresh reading: not a stall
+        elif not h.torque:
+            p.perr_since = None  # unloaded (protection, e-stop): a limp joint is not a stall
         return None
 
     def update(self, now: float, health: Iterable[ServoStatus]) -> List[JointFault]:
