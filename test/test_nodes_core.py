@@ -127,10 +127,10 @@ def test_joint_leg_link_and_wire_format():
 
 def test_servo_status_roundtrip():
     h = ServoStatus("femur_joint_LM", 9, reads=10, misses=3, consecutive_misses=3, last_reply_age=0.7,
-                    error_bits=4, commanded=0.1, measured=0.3, measured_age=0.05, voltage_mv=11800.0,
-                    temperature_c=41.0)
+                    led_alarm=7, commanded=0.1, measured=0.3, measured_age=0.05, voltage_mv=11800.0,
+                    temperature_c=86.0, temp_limit_c=85.0, vin_min_mv=4500.0, vin_max_mv=14500.0)
     level, msg, values = encode_servo_status(h)
-    assert level == 2 and "stall" in msg
+    assert level == 2 and msg == "no reply, over-temperature"
     back = decode_servo_status(dict(values))
     assert back == h
     with pytest.raises(ValueError, match="'reads'"):
@@ -162,22 +162,31 @@ def test_detector_no_reply_femur_leaves_one_link():
     assert det.morphology([-1, -1, -1, -1, 0, -1]) == [3, 3, 3, 3, 0, 3]
 
 
-def test_detector_stall_and_position_error_need_persistence():
-    det = DamageDetector(JOINTS, LEGS, DetectorConfig(stall_hold=0.5, position_error_threshold=0.5,
-                                                      position_error_hold=0.3, latch=False))
+def test_detector_stall_is_a_persistent_position_error_under_load():
+    det = DamageDetector(JOINTS, LEGS, DetectorConfig(position_error_threshold=0.5, position_error_hold=0.3,
+                                                      latch=False))
     hs = _healthy()
-    hs[0].error_bits = 4
+    hs[0].commanded, hs[0].measured, hs[0].measured_age = 0.0, 0.7, 0.05
     assert det.update(0.0, hs) == []
-    assert det.update(0.4, hs) == []
-    assert [f.joint for f in det.update(0.5, hs)] == ["coxa_joint_LF"]
+    assert det.update(0.2, hs) == []
+    new = det.update(0.3, hs)
+    assert [f.joint for f in new] == ["coxa_joint_LF"] and new[0].reason.startswith("stall")
     assert det.detected()[0] == 0
-    hs[0].error_bits = 0
+    hs[0].measured = 0.1
     det.update(0.6, hs)
     assert det.detected()[0] == 3  # not latched
-    hs[8].commanded, hs[8].measured, hs[8].measured_age = 0.0, 0.9, 0.05
-    assert det.update(1.0, hs) == []
-    assert [f.joint for f in det.update(1.3, hs)] == ["tibia_joint_LR"]
+    # unloaded (the servo's supply protection, an e-stop): a limp joint far from its command is no stall
+    hs[8].commanded, hs[8].measured, hs[8].measured_age, hs[8].torque = 0.0, 0.9, 0.05, False
+    assert det.update(1.0, hs) == [] and det.update(2.0, hs) == []
+    hs[8].torque = True
+    assert det.update(2.1, hs) == []
+    assert [f.joint for f in det.update(2.5, hs)] == ["tibia_joint_LR"]
     assert det.detected()[2] == 2
+    # readings outside the servo's own limits are reported, not a lost link
+    hs[3].temperature_c, hs[3].temp_limit_c = 90.0, 85.0
+    hs[3].voltage_mv, hs[3].vin_min_mv, hs[3].vin_max_mv = 4000.0, 4500.0, 14500.0
+    assert encode_servo_status(hs[3])[:2] == (1, "over-temperature, under-voltage")
+    assert det.update(3.0, hs) == [] and det.update(9.0, hs) == []
 
 
 def test_health_tracker_ages_and_a_silent_bus():

@@ -121,18 +121,42 @@ def test_rrc_transport_by_the_names_open_bus_and_the_emulator_use():
     assert [s.choices for s in node_params.SERVO_DRIVER if s.name == "transport"] == [("uart", "rrc")]
 
 
-def test_silenced_leg_detected_within_one_second(rig):
+def test_silenced_leg_detected_within_a_few_reads_of_each_servo(rig):
+    """Promptness counted on the bus, not on the wall clock: the leg is reported lost before the driver has
+    attempted more than ``MAX_READS`` reads of each silenced servo (regular + confirmation reads; at the
+    default 50 Hz x 4 reads over 18 servos that is about a second of the read schedule; a slower machine
+    makes fewer reads in the same no_reply_timeout, never more)."""
+    MAX_READS = 15
     emu, g, drv, mon, w, cmd = rig
     assert wait_for(lambda: w.last("morphology") is not None and list(w.last("morphology").data) == [3] * 6, 10)
-    time.sleep(0.5)
-    t0 = time.monotonic()
-    for j in ("coxa_joint_RM", "femur_joint_RM", "tibia_joint_RM"):
+    leg = ("coxa_joint_RM", "femur_joint_RM", "tibia_joint_RM")
+    assert wait_for(lambda: all(drv.tracker.health[j].reads >= 2 for j in leg), 10.0)
+    reads0 = {j: drv.tracker.health[j].reads for j in leg}
+    for j in leg:
         emu.silence(j)
-    assert wait_for(lambda: list(w.last("morphology").data) == [3, 3, 3, 3, 0, 3], 5.0), \
+    assert wait_for(lambda: list(w.last("morphology").data) == [3, 3, 3, 3, 0, 3], 10.0), \
         list(w.last("morphology").data)
-    latency = time.monotonic() - t0
-    assert latency < 1.0, latency
+    with drv._tracker_lock:
+        reads = {j: drv.tracker.health[j].reads - reads0[j] for j in leg}
+    assert reads["coxa_joint_RM"] >= 2 and max(reads.values()) <= MAX_READS, reads  # 2 misses, one confirmed
+    assert mon.detector.faults["coxa_joint_RM"].reason.startswith("no reply")
     assert g.spin_error is None
+
+
+def test_led_alarm_setting_is_written_reported_and_never_a_fault(rig):
+    """servo_driver writes led_alarm (7) with cmd 35 at start-up; every servo reads it back with 36; it is on
+    /diagnostics (node and servo statuses) and no servo status is a fault for it."""
+    emu, g, drv, mon, w, cmd = rig
+    assert all(emu.servo(j).alarm_mask == 7 for j in JOINTS)
+    assert any(c == 35 for _, _, c, _ in emu.rx_log) and any(c == 36 for _, _, c, _ in emu.rx_log)
+    assert wait_for(lambda: len(servo_statuses(w)) == 18, 10.0)
+    for st in servo_statuses(w):
+        kv = {k.key: k.value for k in st.values}
+        assert kv["led_alarm"] == "7" and st.level == bytes([0]), (st.name, st.message)
+    node = [s for a in [m for _, m in w.since("/diagnostics", 0.0)] for s in a.status
+            if s.name.startswith("servo_driver") and "servo " not in s.name]
+    assert node and {k.key: k.value for k in node[-1].values}["led_alarm"] == "7"
+    assert list(w.last("morphology").data) == [3] * 6 and not mon.detector.faults
 
 
 def test_late_replies_of_a_starved_machine_are_not_a_lost_servo(rig):

@@ -27,7 +27,7 @@ SERVO_DRIVER = ParamSet("servo_driver", [
       "keeps retrying: the emulator's pty may appear after the driver starts)", lo=0.0, hi=600.0, unit="s",
       read_only=True),
     P("publish_rate", "double", 50.0, "joint_states publication rate", lo=1.0, hi=200.0, unit="Hz"),
-    P("reads_per_cycle", "int", 3, "servo reads (position, then voltage/temperature/error bits in turn) per "
+    P("reads_per_cycle", "int", 3, "servo reads (position, then voltage/temperature/load in turn) per "
       "publish cycle, round-robin over the servos; each read costs ~6 ms of bus time on the real robot",
       lo=0, hi=18),
     P("reply_timeout", "double", 0.012, "wait for a servo reply before counting a miss", lo=0.001, hi=0.5,
@@ -39,9 +39,14 @@ SERVO_DRIVER = ParamSet("servo_driver", [
       lo=0.0, hi=30.0, unit="s"),
     P("diagnostics_rate", "double", 1.0, "rate of the full /diagnostics report (every servo)", lo=0.1, hi=50.0,
       unit="Hz"),
-    P("fault_report_rate", "double", 10.0, "rate at which servos that miss replies or report error bits are "
-      "re-reported on /diagnostics (what damage_monitor reacts to)", lo=0.5, hi=50.0, unit="Hz"),
+    P("fault_report_rate", "double", 10.0, "rate at which servos that miss replies or read outside their own "
+      "voltage/temperature limits are re-reported on /diagnostics (what damage_monitor reacts to)", lo=0.5,
+      hi=50.0, unit="Hz"),
     P("torque_on_start", "bool", True, "load the servos (torque on) when the driver starts"),
+    P("led_alarm", "int", 7, "LED alarm setting written to every servo at start-up (LED_ERROR_WRITE, cmd 35): "
+      "which conditions flash the servo's LED, bits 1 over-temperature, 2 over-voltage, 4 locked rotor; -1 = "
+      "leave the servos' setting. Reported on /diagnostics, never read as a fault (direct UART transport only: the RRC "
+      "board does not carry cmd 35/36)", lo=-1, hi=7, read_only=True),
 ])
 
 IMU = ParamSet("imu", [
@@ -110,10 +115,10 @@ DAMAGE_MONITOR = ParamSet("damage_monitor", [
       "in a row) is lost", lo=0.02, hi=30.0, unit="s"),
     P("min_missed_reads", "int", 2, "consecutive missed reads (the driver's confirmation read included) before a "
       "servo can be declared lost", lo=1, hi=100),
-    P("stall_hold", "double", 0.5, "a stall (locked-rotor) bit must persist this long", lo=0.0, hi=30.0, unit="s"),
-    P("position_error_threshold", "double", 0.6, "|measured - commanded| beyond this counts as a fault",
-      lo=0.05, hi=math.pi, unit="rad"),
-    P("position_error_hold", "double", 0.5, "a position error must persist this long", lo=0.0, hi=30.0, unit="s"),
+    P("position_error_threshold", "double", 0.6, "|measured - commanded| beyond this while the servo is loaded "
+      "counts as a stall", lo=0.05, hi=math.pi, unit="rad"),
+    P("position_error_hold", "double", 0.5, "a stall (position error under load) must persist this long", lo=0.0,
+      hi=30.0, unit="s"),
     P("latch", "bool", True, "detected faults stay until the reset service is called"),
     P("check_rate", "double", 10.0, "rate of the staleness check (detection also runs on every /diagnostics "
       "message)", lo=0.5, hi=100.0, unit="Hz"),

@@ -7,8 +7,10 @@
   time of the reads; a cycle without a position read publishes nothing.
 * All bus I/O runs in one thread of the node (a read of a silent servo blocks for its reply timeout);
   the subscription only validates and hands the command over.
-* ``/diagnostics``: one status per servo (reply statistics, voltage, temperature, error bits, commanded vs
-  measured position) -- what ``damage_monitor`` decides from.
+* ``/diagnostics``: one status per servo (reply statistics, voltage and temperature against the servo's own
+  limits read from it, load state, the LED alarm setting read back, commanded vs measured position) -- what
+  ``damage_monitor`` decides from. The LED alarm setting (``led_alarm``, written with cmd 35 at start-up)
+  is configuration: the reply of cmd 36 is never taken for active faults.
 * Services ``~/emergency_stop`` (std_srvs/Trigger: stop + torque off, refuse moves) and ``~/set_torque``
   (std_srvs/SetBool: true = clear the e-stop and load, false = unload). Torque off on shutdown.
 """
@@ -85,7 +87,27 @@ class ServoDriver(ThinNode):
         if self.p["torque_on_start"]:
             self._guarded_bus(self.joints.load_all)
             self.tracker.set_torque(True)
+        self._configure_led_alarm()
         return True
+
+    def _configure_led_alarm(self) -> None:
+        """Write the ``led_alarm`` setting (cmd 35) and book what each servo reads back (cmd 36)."""
+        bits = self.p["led_alarm"]
+        if bits < 0 or not self.joints.bus.supports("write_led_alarm"):
+            return
+        try:
+            got = self.joints.set_led_alarm(bits)
+        except HardwareError as exc:
+            self.reject("servo bus", "led_alarm: %s" % exc)
+            return
+        now = time.monotonic()
+        with self._tracker_lock:
+            for joint, v in got.items():
+                if isinstance(v, int):
+                    self.tracker.record_reply(joint, now, led_alarm=v)
+        differ = sorted(j for j, v in got.items() if isinstance(v, int) and v != bits)
+        if differ:
+            self.reject("servo bus", "led_alarm %d written but read back otherwise from %s" % (bits, ", ".join(differ)))
 
     def _guarded_bus(self, fn, *args) -> Optional[str]:
         try:
@@ -244,15 +266,17 @@ class ServoDriver(ThinNode):
         return response
 
     def _on_diag(self) -> None:
-        """Every servo at ``diagnostics_rate``; servos that miss replies or report error bits at
-        ``fault_report_rate`` (what damage_monitor needs to be quick, without flooding /diagnostics)."""
+        """Every servo at ``diagnostics_rate``; servos that miss replies, read outside their own voltage /
+        temperature limits, or are far from their command at ``fault_report_rate`` (what damage_monitor needs
+        to be quick, without flooding /diagnostics)."""
         self._diag_ticks += 1
         full = self._diag_ticks % max(1, int(round(self.p["fault_report_rate"] / self.p["diagnostics_rate"]))) == 0
         with self._tracker_lock:
             snapshot = self.tracker.snapshot(time.monotonic())
         statuses = []
         for h in snapshot:
-            if full or h.consecutive_misses or h.error_bits:
+            # 0.2 rad: well below damage_monitor's stall threshold (0.6), so a stall is followed at the fast rate
+            if full or h.consecutive_misses or h.measured_faults or abs(h.position_error) > 0.2:  # NaN: False
                 level, message, values = encode_servo_status(h)
                 statuses.append(status("%s: servo %d (%s)" % (self.get_name(), h.servo_id, h.joint), message,
                                        level, values, hardware_id="bus_servo_%d" % h.servo_id))
@@ -268,7 +292,7 @@ class ServoDriver(ThinNode):
                     level, message = 2, "no servo has answered for %.1f s (bus, wiring or servo power?)" % silent
                 statuses.insert(0, self.node_status(message, level, [
                     ("port", self.p["port"]), ("commands_applied", self.commands_applied),
-                    ("bus_silent_s", silent)]))
+                    ("bus_silent_s", silent), ("led_alarm", self.p["led_alarm"])]))
         if statuses:
             self.publish_diagnostics(statuses)
 
