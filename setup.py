@@ -51,7 +51,9 @@ setup(
             "jethexa-bus-emulator = jethexa_dynamics.hardware.emulator_cli:main",
             "jethexa-validate = jethexa_dynamics.validation.cli:main",
             "jethexa-model-report = jethexa_dynamics.model.report:main",
+            "jethexa-warmup = jethexa_dynamics.warmup:main",
         ]
-        + ["{0} = jethexa_dynamics.nodes.{0}:main".format(n) for n in NODES],
+        # nodes start through nodes/entry.py: Ctrl-C while they import exits 0 at once
+        + ["{0} = jethexa_dynamics.nodes.entry:{0}".format(n) for n in NODES],
     },
 )

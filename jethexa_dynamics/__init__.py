@@ -10,3 +10,8 @@ Subpackages (none of them imports rclpy, except ``nodes``):
 """
 
 __version__ = "0.1.0"
+
+# Before any @njit module is imported: a numba cache directory keyed on these sources (kernel_cache.py).
+from jethexa_dynamics import kernel_cache as _kernel_cache  # noqa: E402
+
+_kernel_cache.configure()
