@@ -23,9 +23,10 @@ _HASH_CACHE = {}
 
 def source_hash(package_dir: str = PACKAGE_DIR, length: int = 16) -> str:
     """Hex digest (``length`` characters) of the package's ``.py`` files: relative paths and contents,
-    in sorted path order, so a renamed, added, removed or edited module gives a different digest."""
+    in sorted path order, so a renamed, added, removed or edited module gives a different digest. The
+    digest of the imported package is computed once per process (its modules are loaded by then)."""
     key = (package_dir, length)
-    if key not in _HASH_CACHE:
+    if key not in _HASH_CACHE or package_dir != PACKAGE_DIR:  # remembered for this process's own sources
         h = hashlib.sha256()
         files = []
         for root, dirs, names in os.walk(package_dir):

@@ -101,20 +101,20 @@ def _marker(directory: str, group: str) -> str:
     return os.path.join(directory, ".warm-" + group)
 
 
-def is_warm(groups: Iterable[str], directory: Optional[str] = None) -> bool:
-    """True if a warm-up of these groups finished into the cache directory for the current sources."""
+def cache_state(groups: Iterable[str], directory: Optional[str] = None) -> str:
+    """``warm``: a warm-up of these groups finished into the cache directory for the current sources;
+    ``stale``: it finished for other sources (a directory not keyed on them, e.g. a development cache);
+    ``cold``: never."""
     directory = directory or kernel_cache.cache_dir()
-    if directory is None:
-        return False
-    want = kernel_cache.source_hash()
+    want, state = kernel_cache.source_hash(), "warm"
     for g in groups:
         try:
             with open(_marker(directory, g)) as f:
                 if f.read().strip() != want:
-                    return False
-        except OSError:
-            return False
-    return True
+                    state = "stale"
+        except (OSError, TypeError):
+            return "cold"
+    return state
 
 
 @contextlib.contextmanager
@@ -164,9 +164,12 @@ cache), False when everything came from the cache."""
     t0 = time.monotonic()
     with _compile_lock(directory, lambda: log("waiting for another process that is compiling the numba "
                                               "kernels into %s ..." % where)):
-        warm = is_warm(groups, directory)
-        if warm:
+        state = cache_state(groups, directory)
+        if state == "warm":
             log("loading the compiled numba kernels (%s) from %s ..." % (", ".join(groups), where))
+        elif state == "stale":
+            log("the sources changed since the numba kernels (%s) were cached in %s: compiling what changed, "
+                "loading the rest ..." % (", ".join(groups), where))
         else:
             log("compiling the numba kernels (%s) into %s: the first start after installing takes a few "
                 "minutes (about 2 on a desktop, several on a Jetson Nano); later starts load them from there"
