@@ -64,6 +64,3 @@ def cache_dir() -> Optional[str]:
     """The numba cache directory in use (None if numba caches next to the sources)."""
     return os.environ.get("NUMBA_CACHE_DIR") or None
 
-
-if __name__ == "__main__":  # ``python -m jethexa_dynamics.kernel_cache``: print the directory in use
-    print(configure())

@@ -192,7 +192,12 @@ def _wait_for_handler(proc, sig=signal.SIGINT, timeout=HANG_GUARD):
 
 def _stop(proc, sig):
     proc.send_signal(sig)
-    out, err = proc.communicate(timeout=HANG_GUARD)  # TimeoutExpired = the node ignored the signal
+    try:
+        out, err = proc.communicate(timeout=HANG_GUARD)  # TimeoutExpired = the node ignored the signal
+    except subprocess.TimeoutExpired:
+        proc.kill()  # leave nothing running on the test's DDS domain
+        proc.communicate()
+        raise
     return proc.returncode, err
 
 
