@@ -162,17 +162,25 @@ cache), False when everything came from the cache."""
     directory = kernel_cache.cache_dir()
     where = directory or "numba's default cache"
     t0 = time.monotonic()
-    with _compile_lock(directory, lambda: log("waiting for another process that is compiling the numba "
-                                              "kernels into %s ..." % where)):
+    waited = []
+
+    def on_wait():
+        waited.append(True)
+        log("waiting for another process that is compiling the numba kernels into %s ..." % where)
+
+    with _compile_lock(directory, on_wait):
         state = cache_state(groups, directory)
         if state == "warm":
             log("loading the compiled numba kernels (%s) from %s ..." % (", ".join(groups), where))
+        elif waited:
+            log("loading the numba kernels (%s) the other process cached, compiling what is still missing ..."
+                % ", ".join(groups))
         elif state == "stale":
             log("the sources changed since the numba kernels (%s) were cached in %s: compiling what changed, "
                 "loading the rest ..." % (", ".join(groups), where))
         else:
             log("compiling the numba kernels (%s) into %s: the first start after installing takes a few "
-                "minutes (about 2 on a desktop, several on a Jetson Nano); later starts load them from there"
+                "minutes (1-2 on a desktop, several on a Jetson Nano); later starts load them from there"
                 % (", ".join(groups), where))
         t1 = time.monotonic()
         with _count_compiles() as compiles:
@@ -186,11 +194,10 @@ cache), False when everything came from the cache."""
                 except OSError:
                     pass
     dt = time.monotonic() - t1
-    waited = t1 - t0
     n = sum(1 for _, e in compiles if e.is_start)
     log("numba kernels %s in %.1f s%s" % (
         "compiled and cached (%d functions)" % n if n else "loaded from the cache", dt,
-        " (after waiting %.1f s for another process)" % waited if waited > 1 else ""))
+        " (after waiting %.1f s for another process)" % (t1 - t0) if waited else ""))
     return n > 0, dt
 
 

@@ -97,6 +97,29 @@ def test_warmup_says_compiling_only_when_it_compiles(tmp_path):
     assert "loaded from the cache" in runs[1] and "(False," in runs[1]
 
 
+def test_processes_starting_together_compile_once(tmp_path):
+    """Two processes on one cold cache: the second waits for the first's lock, then loads what it compiled
+    (numba's compile events of the second: none)."""
+    (tmp_path / "tiny_kernels.py").write_text(TINY + "    import time; time.sleep(2.0)  # hold the lock\n")
+    code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
+            "from jethexa_dynamics import warmup; import tiny_kernels\n"
+            "warmup.GROUPS['tiny'] = tiny_kernels.run\n"
+            "print(warmup.ensure_kernels(['tiny']), flush=True)")
+    env = _env(NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    cmd = [sys.executable, "-c", code, str(tmp_path)]
+    first = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert "compiling the numba kernels (tiny)" in first.stdout.readline()
+        second = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=HANG_GUARD)
+        rest = first.communicate(timeout=HANG_GUARD)[0]
+    finally:
+        first.kill()
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    assert "compiled and cached (1 functions)" in rest
+    assert "waiting for another process" in second.stdout
+    assert "loaded from the cache" in second.stdout and "(False," in second.stdout, second.stdout
+
+
 def test_unknown_kernel_group_is_one_clear_error():
     from jethexa_dynamics import warmup
 
