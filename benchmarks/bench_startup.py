@@ -20,6 +20,7 @@ SIGINT (all must be 0).
 """
 import argparse
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -156,11 +157,10 @@ def main(argv=None):
     if problems:
         md += ["", "Problems seen:", ""] + ["- %s: %s" % p for p in problems]
     text = "\n".join(md) + "\n"
-    print(text)
     if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    return 0
+        pathlib.Path(args.out).write_text(text)
+    print(text)
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
