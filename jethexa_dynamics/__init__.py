@@ -16,3 +16,8 @@ Modules: ``demo`` (``jethexa-demo``), ``warmup`` (compiles the numba kernels int
 """
 
 __version__ = "0.1.0"
+
+# Before any @njit module is imported: a numba cache directory keyed on these sources (kernel_cache.py).
+from jethexa_dynamics import kernel_cache as _kernel_cache  # noqa: E402
+
+_kernel_cache.configure()

@@ -134,7 +134,9 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     say("  walk %.3f m/s for %.0f s; %s; predictor %s (re-anchored every %.1f s)" % (
         args.speed, args.duration, "no damage" if damage is None else "damage %s at %.1f s" % (
             format_morphology(damage, legs), args.damage_at), args.predictor, args.horizon))
-    say("  building the nodes (the first run compiles the simulation kernels, about a minute; cached after)")
+    from jethexa_dynamics import warmup
+    warmup.ensure_kernels(tuple(warmup.GROUPS), log=lambda line: say("  " + line))  # says compiling only if so
+    say("  building the nodes")
     link = "/tmp/jethexa_demo_bus_%d" % os.getpid()
     overrides = {"port_link": link, "predictor": args.predictor, "horizon": str(args.horizon),
                  "predictor_rate": str(args.predictor_rate), "record": args.record,

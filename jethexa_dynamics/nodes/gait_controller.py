@@ -108,7 +108,7 @@ NODE = GaitController  # the class graph.node_class() finds
 
 
 def main(args=None):
-    return run(GaitController, args)
+    return run(GaitController, args, kernels_of="gait_controller")
 
 
 if __name__ == "__main__":

@@ -23,8 +23,9 @@ SERVO_DRIVER = ParamSet("servo_driver", [
       unit="baud", read_only=True),
     P("servo_table", "string", "", "servo table YAML (IDs, directions, offsets, limits); empty = the packaged "
       "config/servos.yaml", read_only=True),
-    P("open_timeout", "double", 10.0, "log an error when the port is still not open after this long (the driver "
-      "keeps retrying: the emulator's pty may appear after the driver starts)", lo=0.0, hi=600.0, unit="s",
+    P("open_timeout", "double", 10.0, "log a warning (repeated every 30 s, with the attempt count) when the "
+      "port is still not open after this long (the driver keeps retrying: the emulator's pty may appear after "
+      "the driver starts)", lo=0.0, hi=600.0, unit="s",
       read_only=True),
     P("publish_rate", "double", 50.0, "joint_states publication rate", lo=1.0, hi=200.0, unit="Hz"),
     P("reads_per_cycle", "int", 3, "servo reads (position, then voltage/temperature/load in turn) per "

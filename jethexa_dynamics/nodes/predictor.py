@@ -245,7 +245,7 @@ NODE = PredictorNode  # the class graph.node_class() finds
 
 
 def main(args=None):
-    return run(PredictorNode, args)
+    return run(PredictorNode, args, kernels_of="predictor")
 
 
 if __name__ == "__main__":

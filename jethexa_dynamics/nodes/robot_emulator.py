@@ -198,7 +198,7 @@ NODE = RobotEmulator  # the class graph.node_class() finds
 
 
 def main(args=None):
-    return run(RobotEmulator, args)
+    return run(RobotEmulator, args, kernels_of="robot_emulator")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,9 @@ from jethexa_dynamics.damage.detection import ServoStatusTracker, encode_servo_s
 from jethexa_dynamics.nodes._common import RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec, status
 
 
+OPEN_LOG_PERIOD = 30.0  # s between 'waiting for the servo bus' lines
+
+
 class ServoDriver(ThinNode):
     def __init__(self, **kwargs):
         super().__init__(node_params.SERVO_DRIVER, **kwargs)
@@ -46,7 +49,8 @@ class ServoDriver(ThinNode):
         self.open_error = ""
         self.closed = False
         self._t_start = time.monotonic()
-        self._open_logged = False
+        self._open_attempts = 0
+        self._open_next_log = 0.0
         self.commanded: Dict[str, float] = {}
         self.commands_applied = 0
         self.state_pub = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
@@ -75,10 +79,16 @@ class ServoDriver(ThinNode):
                            reply_timeout=self.p["reply_timeout"])
         except Exception as exc:  # noqa: BLE001 - serial errors vary by platform; retried
             self.open_error = "cannot open %s (%s): %s" % (self.p["port"], self.p["transport"], exc)
-            waited = time.monotonic() - self._t_start
-            if not self._open_logged and waited >= self.p["open_timeout"]:
-                self._open_logged = True
-                self.get_logger().error(self.open_error + "; still retrying every cycle")
+            self._open_attempts += 1
+            now = time.monotonic()
+            if now - self._t_start >= self.p["open_timeout"] and now >= self._open_next_log:
+                # waiting is normal while the port appears (the emulator may still be compiling): a warning
+                # with the count, repeated, not an error
+                self._open_next_log = now + OPEN_LOG_PERIOD
+                self.get_logger().warning(
+                    "waiting for the servo bus for %.0f s (%d attempts, retrying every 0.1 s): %s -- is the "
+                    "robot powered and the port right (or the emulator still starting)?"
+                    % (now - self._t_start, self._open_attempts, self.open_error))
             return False
         self.joints = JointServoBus(bus, self.table, read_timeout=self.p["reply_timeout"])
         self.open_error = ""
