@@ -271,141 +271,148 @@ def _leg_work(nmax):
 
 
 @njit(cache=True)
-def _leg_terms(data, i, m_i, theta, v, w, same, wa, wde, coriolis_on, gb, f_b, with_tip,
+def _leg_terms(data, counts, theta, v, w, same, wa, wde, coriolis_on, gb, f_b, with_tip,
                Mbb, Mbt, Mtt, bias_b, bias_l, P, gen_b, gen_l,
-               snap, pMbb, pMbt, pMtt, pbias_b, pbias_l, pP, pgen_b, pgen_l, work):
-    """Accumulate the contributions of links 0..m_i-1 of leg i (Algorithm 1, steps 2.2.1-2.2.5):
+               snap, pMbb, pMbt, pMtt, pbias_b, pbias_l, pP, pgen_b, pgen_l):
+    """Accumulate, for every leg i, the contributions of its links 0..counts[i]-1 (Algorithm 1, steps
+    2.2.1-2.2.5) into that leg's slot [i] of each accumulator:
     mass blocks M^bb_ij, 𝓜^bθ_ij = M^bb J^b, 𝓜^θθ_ij = J^bT M^bb J^b (eq. 8, 19, 21, 27-28);
     C(θ,v) w without the ℬ term, i.e. wa·𝒜 w - ½ wde·(𝒟 w_b + ℰ w_θ) (eq. 36-43) plus gravity 𝒩 (eq. 9)
     into bias_*; the momentum 𝒫 (eq. 41); and, when the tip link is present and ``with_tip``, the generalized
-    force 𝒥^T F (eq. 11) of the foot force ``f_b`` (X_b axes) into gen_*. ``same`` means w is v.
-    With ``snap`` the accumulators are copied after each link into the prefix arrays p*[j+1] (used by the
-    morphology bank: prefix j+1 = the leg with only its first j+1 links)."""
+    force 𝒥^T F (eq. 11) of the foot force ``f_b[i]`` (X_b axes) into gen_*. ``same`` means w is v.
+    With ``snap`` the accumulators are copied after each link into the prefix arrays p*[i, j+1] (used by the
+    morphology bank: prefix j+1 = the leg with only its first j+1 links).
+    All legs in one call: each array argument of a compiled call costs a reference-count round trip, and
+    one call per leg spent ~40 % of the forward dynamics on them (perf, see benchmarks/results/model.md)."""
     n_joints, joint_offset, mass, tip0 = data[0], data[1], data[3], data[6]
-    n = n_joints[i]
-    off = 6 + joint_offset[i]
-    R, p, xp, c, Ic, Sv, Sw, lv, lw = work
-    leg_kinematics(data, i, theta, R, p, xp, c, Ic)
-    for j in range(m_i):
-        m = mass[i, j]
-        c0, c1, c2 = c[j, 0], c[j, 1], c[j, 2]
-        # ---- mass matrix blocks (eq. 8, 19, 21, 28): M^bb = [[m 1, -m ĉ], [m ĉ, Ic - m ĉ ĉ]]
-        cc = c0 * c0 + c1 * c1 + c2 * c2
-        Mbb[0, 0] += m
-        Mbb[1, 1] += m
-        Mbb[2, 2] += m
-        Mbb[4, 0] += m * c2
-        Mbb[0, 4] += m * c2
-        Mbb[5, 0] -= m * c1
-        Mbb[0, 5] -= m * c1
-        Mbb[3, 1] -= m * c2
-        Mbb[1, 3] -= m * c2
-        Mbb[5, 1] += m * c0
-        Mbb[1, 5] += m * c0
-        Mbb[3, 2] += m * c1
-        Mbb[2, 3] += m * c1
-        Mbb[4, 2] -= m * c0
-        Mbb[2, 4] -= m * c0
-        for r in range(3):
-            for t in range(3):
-                Mbb[3 + r, 3 + t] += Ic[j, r, t] - m * (c[j, r] * c[j, t]) + (m * cc if r == t else 0.0)
-        for k in range(j + 1):
-            f = _M_link(m, c, Ic, j, xp[k, 0], xp[k, 1], xp[k, 2], xp[k, 3], xp[k, 4], xp[k, 5])
-            Mbt[0, k] += f[0]
-            Mbt[1, k] += f[1]
-            Mbt[2, k] += f[2]
-            Mbt[3, k] += f[3]
-            Mbt[4, k] += f[4]
-            Mbt[5, k] += f[5]
-            for l in range(k + 1):     # symmetric by construction: one dot product for both entries
-                val = _xp_dot(xp, l, f)
-                Mtt[l, k] += val
-                if l != k:
-                    Mtt[k, l] += val
-        # ---- Coriolis (eq. 36-43) and momentum (eq. 41); link velocity V + J^b θ̇ with prefix sums
-        if coriolis_on:
-            u0, u1, u2, u3, u4, u5 = v[0], v[1], v[2], v[3], v[4], v[5]
-            z0, z1, z2, z3, z4, z5 = w[0], w[1], w[2], w[3], w[4], w[5]
-            for b in range(j + 1):
-                tv = v[off + b]
-                tw = w[off + b]
-                u0 += xp[b, 0] * tv
-                u1 += xp[b, 1] * tv
-                u2 += xp[b, 2] * tv
-                u3 += xp[b, 3] * tv
-                u4 += xp[b, 4] * tv
-                u5 += xp[b, 5] * tv
-                z0 += xp[b, 0] * tw
-                z1 += xp[b, 1] * tw
-                z2 += xp[b, 2] * tw
-                z3 += xp[b, 3] * tw
-                z4 += xp[b, 4] * tw
-                z5 += xp[b, 5] * tw
-                Sv[b, 0], Sv[b, 1], Sv[b, 2], Sv[b, 3], Sv[b, 4], Sv[b, 5] = u0, u1, u2, u3, u4, u5
-                Sw[b, 0], Sw[b, 1], Sw[b, 2], Sw[b, 3], Sw[b, 4], Sw[b, 5] = z0, z1, z2, z3, z4, z5
-            hv = _M_link(m, c, Ic, j, u0, u1, u2, u3, u4, u5)
-            P[0] += hv[0]
-            P[1] += hv[1]
-            P[2] += hv[2]
-            P[3] += hv[3]
-            P[4] += hv[4]
-            P[5] += hv[5]
-            hw = hv
-            if not same:
-                hw = _M_link(m, c, Ic, j, z0, z1, z2, z3, z4, z5)
+    R, p, xp, c, Ic, Sv, Sw, lv, lw = _leg_work(data[2].shape[1])
+    for i in range(counts.shape[0]):
+        m_i = counts[i]
+        if m_i == 0:
+            continue
+        n = n_joints[i]
+        off = 6 + joint_offset[i]
+        leg_kinematics(data, i, theta, R, p, xp, c, Ic)
+        for j in range(m_i):
+            m = mass[i, j]
+            c0, c1, c2 = c[j, 0], c[j, 1], c[j, 2]
+            # ---- mass matrix blocks (eq. 8, 19, 21, 28): M^bb = [[m 1, -m ĉ], [m ĉ, Ic - m ĉ ĉ]]
+            cc = c0 * c0 + c1 * c1 + c2 * c2
+            Mbb[i, 0, 0] += m
+            Mbb[i, 1, 1] += m
+            Mbb[i, 2, 2] += m
+            Mbb[i, 4, 0] += m * c2
+            Mbb[i, 0, 4] += m * c2
+            Mbb[i, 5, 0] -= m * c1
+            Mbb[i, 0, 5] -= m * c1
+            Mbb[i, 3, 1] -= m * c2
+            Mbb[i, 1, 3] -= m * c2
+            Mbb[i, 5, 1] += m * c0
+            Mbb[i, 1, 5] += m * c0
+            Mbb[i, 3, 2] += m * c1
+            Mbb[i, 2, 3] += m * c1
+            Mbb[i, 4, 2] -= m * c0
+            Mbb[i, 2, 4] -= m * c0
+            for r in range(3):
+                for t in range(3):
+                    Mbb[i, 3 + r, 3 + t] += Ic[j, r, t] - m * (c[j, r] * c[j, t]) + (m * cc if r == t else 0.0)
             for k in range(j + 1):
-                gv = _dM_apply(xp, k, j, m, c, Ic, (Sv[k, 0], Sv[k, 1], Sv[k, 2], Sv[k, 3], Sv[k, 4], Sv[k, 5]),
-                               hv, lv)
-                tk = v[off + k] * wa
-                if same:
-                    gw = gv
+                f = _M_link(m, c, Ic, j, xp[k, 0], xp[k, 1], xp[k, 2], xp[k, 3], xp[k, 4], xp[k, 5])
+                Mbt[i, 0, k] += f[0]
+                Mbt[i, 1, k] += f[1]
+                Mbt[i, 2, k] += f[2]
+                Mbt[i, 3, k] += f[3]
+                Mbt[i, 4, k] += f[4]
+                Mbt[i, 5, k] += f[5]
+                for l in range(k + 1):     # symmetric by construction: one dot product for both entries
+                    val = _xp_dot(xp, l, f)
+                    Mtt[i, l, k] += val
+                    if l != k:
+                        Mtt[i, k, l] += val
+            # ---- Coriolis (eq. 36-43) and momentum (eq. 41); link velocity V + J^b θ̇ with prefix sums
+            if coriolis_on:
+                u0, u1, u2, u3, u4, u5 = v[0], v[1], v[2], v[3], v[4], v[5]
+                z0, z1, z2, z3, z4, z5 = w[0], w[1], w[2], w[3], w[4], w[5]
+                for b in range(j + 1):
+                    tv = v[off + b]
+                    tw = w[off + b]
+                    u0 += xp[b, 0] * tv
+                    u1 += xp[b, 1] * tv
+                    u2 += xp[b, 2] * tv
+                    u3 += xp[b, 3] * tv
+                    u4 += xp[b, 4] * tv
+                    u5 += xp[b, 5] * tv
+                    z0 += xp[b, 0] * tw
+                    z1 += xp[b, 1] * tw
+                    z2 += xp[b, 2] * tw
+                    z3 += xp[b, 3] * tw
+                    z4 += xp[b, 4] * tw
+                    z5 += xp[b, 5] * tw
+                    Sv[b, 0], Sv[b, 1], Sv[b, 2], Sv[b, 3], Sv[b, 4], Sv[b, 5] = u0, u1, u2, u3, u4, u5
+                    Sw[b, 0], Sw[b, 1], Sw[b, 2], Sw[b, 3], Sw[b, 4], Sw[b, 5] = z0, z1, z2, z3, z4, z5
+                hv = _M_link(m, c, Ic, j, u0, u1, u2, u3, u4, u5)
+                P[i, 0] += hv[0]
+                P[i, 1] += hv[1]
+                P[i, 2] += hv[2]
+                P[i, 3] += hv[3]
+                P[i, 4] += hv[4]
+                P[i, 5] += hv[5]
+                hw = hv
+                if not same:
+                    hw = _M_link(m, c, Ic, j, z0, z1, z2, z3, z4, z5)
+                for k in range(j + 1):
+                    gv = _dM_apply(xp, k, j, m, c, Ic, (Sv[k, 0], Sv[k, 1], Sv[k, 2], Sv[k, 3], Sv[k, 4], Sv[k, 5]),
+                                   hv, lv)
+                    tk = v[off + k] * wa
+                    if same:
+                        gw = gv
+                        for beta in range(j + 1):
+                            bias_l[i, beta] += lv[beta] * tk
+                    else:
+                        gw = _dM_apply(xp, k, j, m, c, Ic, (Sw[k, 0], Sw[k, 1], Sw[k, 2], Sw[k, 3], Sw[k, 4], Sw[k, 5]),
+                                       hw, lw)
+                        for beta in range(j + 1):
+                            bias_l[i, beta] += lw[beta] * tk
+                    # 𝒜 w = Σ_k (∂M_ij/∂θ_k w) θ̇_k      (eq. 37)
+                    bias_b[i, 0] += gw[0] * tk
+                    bias_b[i, 1] += gw[1] * tk
+                    bias_b[i, 2] += gw[2] * tk
+                    bias_b[i, 3] += gw[3] * tk
+                    bias_b[i, 4] += gw[4] * tk
+                    bias_b[i, 5] += gw[5] * tk
+                    # -½ (𝒟 w_b + ℰ w_θ)_k = -½ w^T (∂M_ij/∂θ_k) v      (eq. 39-40, 42-43)
+                    sdot = w[0] * gv[0] + w[1] * gv[1] + w[2] * gv[2] + w[3] * gv[3] + w[4] * gv[4] + w[5] * gv[5]
                     for beta in range(j + 1):
-                        bias_l[beta] += lv[beta] * tk
-                else:
-                    gw = _dM_apply(xp, k, j, m, c, Ic, (Sw[k, 0], Sw[k, 1], Sw[k, 2], Sw[k, 3], Sw[k, 4], Sw[k, 5]),
-                                   hw, lw)
-                    for beta in range(j + 1):
-                        bias_l[beta] += lw[beta] * tk
-                # 𝒜 w = Σ_k (∂M_ij/∂θ_k w) θ̇_k      (eq. 37)
-                bias_b[0] += gw[0] * tk
-                bias_b[1] += gw[1] * tk
-                bias_b[2] += gw[2] * tk
-                bias_b[3] += gw[3] * tk
-                bias_b[4] += gw[4] * tk
-                bias_b[5] += gw[5] * tk
-                # -½ (𝒟 w_b + ℰ w_θ)_k = -½ w^T (∂M_ij/∂θ_k) v      (eq. 39-40, 42-43)
-                sdot = w[0] * gv[0] + w[1] * gv[1] + w[2] * gv[2] + w[3] * gv[3] + w[4] * gv[4] + w[5] * gv[5]
-                for beta in range(j + 1):
-                    sdot += w[off + beta] * lv[beta]
-                bias_l[k] -= 0.5 * wde * sdot
-        # ---- gravity: 𝒩 = -[W; J^T W], W = [f; c x f], f = m R_sb^T g_s   (eq. 9 for uniform gravity)
-        f0, f1, f2 = m * gb[0], m * gb[1], m * gb[2]
-        W = (f0, f1, f2, c1 * f2 - c2 * f1, c2 * f0 - c0 * f2, c0 * f1 - c1 * f0)
-        for r in range(6):
-            bias_b[r] -= W[r]
-        for beta in range(j + 1):
-            bias_l[beta] -= _xp_dot(xp, beta, W)
-        if with_tip and j == n - 1:
-            # 𝒥_i^T F_i (eq. 11) for a pure force at the foot: [W_t; J^T W_t], W_t = [f; p_t x f]
-            q = n - 1
-            pt0 = R[q, 0, 0] * tip0[i, 0, 3] + R[q, 0, 1] * tip0[i, 1, 3] + R[q, 0, 2] * tip0[i, 2, 3] + p[q, 0]
-            pt1 = R[q, 1, 0] * tip0[i, 0, 3] + R[q, 1, 1] * tip0[i, 1, 3] + R[q, 1, 2] * tip0[i, 2, 3] + p[q, 1]
-            pt2 = R[q, 2, 0] * tip0[i, 0, 3] + R[q, 2, 1] * tip0[i, 1, 3] + R[q, 2, 2] * tip0[i, 2, 3] + p[q, 2]
-            g0, g1, g2 = f_b[0], f_b[1], f_b[2]
-            Wt = (g0, g1, g2, pt1 * g2 - pt2 * g1, pt2 * g0 - pt0 * g2, pt0 * g1 - pt1 * g0)
+                        sdot += w[off + beta] * lv[beta]
+                    bias_l[i, k] -= 0.5 * wde * sdot
+            # ---- gravity: 𝒩 = -[W; J^T W], W = [f; c x f], f = m R_sb^T g_s   (eq. 9 for uniform gravity)
+            f0, f1, f2 = m * gb[0], m * gb[1], m * gb[2]
+            W = (f0, f1, f2, c1 * f2 - c2 * f1, c2 * f0 - c0 * f2, c0 * f1 - c1 * f0)
             for r in range(6):
-                gen_b[r] += Wt[r]
-            for beta in range(n):
-                gen_l[beta] += _xp_dot(xp, beta, Wt)
-        if snap:
-            pMbb[j + 1] = Mbb
-            pMbt[j + 1] = Mbt
-            pMtt[j + 1] = Mtt
-            pbias_b[j + 1] = bias_b
-            pbias_l[j + 1] = bias_l
-            pP[j + 1] = P
-            pgen_b[j + 1] = gen_b
-            pgen_l[j + 1] = gen_l
+                bias_b[i, r] -= W[r]
+            for beta in range(j + 1):
+                bias_l[i, beta] -= _xp_dot(xp, beta, W)
+            if with_tip and j == n - 1:
+                # 𝒥_i^T F_i (eq. 11) for a pure force at the foot: [W_t; J^T W_t], W_t = [f; p_t x f]
+                q = n - 1
+                pt0 = R[q, 0, 0] * tip0[i, 0, 3] + R[q, 0, 1] * tip0[i, 1, 3] + R[q, 0, 2] * tip0[i, 2, 3] + p[q, 0]
+                pt1 = R[q, 1, 0] * tip0[i, 0, 3] + R[q, 1, 1] * tip0[i, 1, 3] + R[q, 1, 2] * tip0[i, 2, 3] + p[q, 1]
+                pt2 = R[q, 2, 0] * tip0[i, 0, 3] + R[q, 2, 1] * tip0[i, 1, 3] + R[q, 2, 2] * tip0[i, 2, 3] + p[q, 2]
+                g0, g1, g2 = f_b[i, 0], f_b[i, 1], f_b[i, 2]
+                Wt = (g0, g1, g2, pt1 * g2 - pt2 * g1, pt2 * g0 - pt0 * g2, pt0 * g1 - pt1 * g0)
+                for r in range(6):
+                    gen_b[i, r] += Wt[r]
+                for beta in range(n):
+                    gen_l[i, beta] += _xp_dot(xp, beta, Wt)
+            if snap:
+                pMbb[i, j + 1] = Mbb[i]
+                pMbt[i, j + 1] = Mbt[i]
+                pMtt[i, j + 1] = Mtt[i]
+                pbias_b[i, j + 1] = bias_b[i]
+                pbias_l[i, j + 1] = bias_l[i]
+                pP[i, j + 1] = P[i]
+                pgen_b[i, j + 1] = gen_b[i]
+                pgen_l[i, j + 1] = gen_l[i]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -569,20 +576,25 @@ def _dynamics_terms(data, R_sb, theta, v, w, same, gravity_on, f_world, mask,
     gen_l[:, :] = 0.0
     P = np.zeros(6)
     _body_terms(data, v[0:6], w[0:6], gb, bias_b, P)
-    fb = np.zeros(3)
-    work = _leg_work(data[2].shape[1])
-    dummy6 = np.zeros((1, 6))
-    dummy66 = np.zeros((1, 6, 6))
-    dummyM = np.zeros((1, 1, 1))
-    dummyl = np.zeros((1, 1))
+    fb = np.empty((L, 3))
     for i in range(L):
-        if counts[i] == 0:
-            continue
         for r in range(3):
-            fb[r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
-        _leg_terms(data, i, counts[i], theta, v, w, same, wa, wde, coriolis_on, gb, fb, True,
-                   Mbb, Mbt[i], Mtt[i], bias_b, bias_l[i], P, gen_b, gen_l[i],
-                   False, dummy66, dummyM, dummyM, dummy6, dummyl, dummy6, dummy6, dummyl, work)
+            fb[i, r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
+    # per-leg slots of the base-row accumulators (one leg loop inside _leg_terms), summed below
+    Mbb_l = np.zeros((L, 6, 6))
+    base_l = np.zeros((3, L, 6))        # bias_b, P, gen_b per leg
+    d4 = np.zeros((1, 1, 1, 1))
+    d3 = np.zeros((1, 1, 1))
+    _leg_terms(data, counts, theta, v, w, same, wa, wde, coriolis_on, gb, fb, True,
+               Mbb_l, Mbt, Mtt, base_l[0], bias_l, base_l[1], base_l[2], gen_l,
+               False, d4, d4, d4, d3, d3, d3, d3, d3)
+    for i in range(L):
+        for r in range(6):
+            bias_b[r] += base_l[0, i, r]
+            P[r] += base_l[1, i, r]
+            gen_b[r] += base_l[2, i, r]
+            for t in range(6):
+                Mbb[r, t] += Mbb_l[i, r, t]
     _base_B_term(P, w[0:6], bias_b, wb)
     return counts
 
@@ -896,30 +908,18 @@ def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
     pP = np.zeros((L, nmax + 1, 6))
     pgen_b = np.zeros((L, nmax + 1, 6))
     pgen_l = np.zeros((L, nmax + 1, nmax))
+    fb = np.empty((L, 3))
+    for i in range(L):
+        for r in range(3):
+            fb[i, r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
+    _leg_terms(data, n_joints, theta, v, v, True, 1.0, 1.0, True, gb, fb, True,
+               np.zeros((L, 6, 6)), np.zeros((L, 6, nmax)), np.zeros((L, nmax, nmax)), np.zeros((L, 6)),
+               np.zeros((L, nmax)), np.zeros((L, 6)), np.zeros((L, 6)), np.zeros((L, nmax)),
+               True, pMbb, pMbt, pMtt, pbias_b, pbias_l, pP, pgen_b, pgen_l)
     Mbb = np.empty((6, 6))
-    Mbt = np.empty((6, nmax))
-    Mtt = np.empty((nmax, nmax))
     bb = np.empty(6)
-    bl = np.empty(nmax)
     P = np.empty(6)
     gnb = np.empty(6)
-    gnl = np.empty(nmax)
-    fb = np.empty(3)
-    work = _leg_work(nmax)
-    for i in range(L):
-        Mbb[:, :] = 0.0
-        Mbt[:, :] = 0.0
-        Mtt[:, :] = 0.0
-        bb[:] = 0.0
-        bl[:] = 0.0
-        P[:] = 0.0
-        gnb[:] = 0.0
-        gnl[:] = 0.0
-        for r in range(3):
-            fb[r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
-        _leg_terms(data, i, n_joints[i], theta, v, v, True, 1.0, 1.0, True, gb, fb, True,
-                   Mbb, Mbt, Mtt, bb, bl, P, gnb, gnl,
-                   True, pMbb[i], pMbt[i], pMtt[i], pbias_b[i], pbias_l[i], pP[i], pgen_b[i], pgen_l[i], work)
     # main body, shared by all hypotheses
     body_mass, body_com, body_Ic = data[7][0], data[8], data[9]
     Mb0 = np.empty((6, 6))
