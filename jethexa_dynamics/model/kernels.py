@@ -25,6 +25,10 @@ import numpy as np
 
 from ._numba import njit
 
+# positions in the ``data`` tuple (module docstring); numba folds these globals to constants
+(D_N_JOINTS, D_JOINT_OFFSET, D_XI, D_MASS, D_COM0, D_IC0, D_TIP0, D_BODY_MASS, D_BODY_COM, D_BODY_IC,
+ D_GRAVITY) = range(11)
+
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -123,7 +127,8 @@ def leg_kinematics(data, i, theta, R, p, xp, c, Ic):
     ``c[k], Ic[k]`` the link CoM and rotational inertia in X_b.
     (Written with scalar indexing only: array views cost a reference-count round trip each in numba.)
     """
-    n_joints, joint_offset, xi, com0, Ic0 = data[0], data[1], data[2], data[4], data[5]
+    n_joints, joint_offset, xi = data[D_N_JOINTS], data[D_JOINT_OFFSET], data[D_XI]
+    com0, Ic0 = data[D_COM0], data[D_IC0]
     n = n_joints[i]
     off = joint_offset[i]
     Re = np.empty((3, 3))
@@ -284,8 +289,8 @@ def _leg_terms(data, counts, theta, v, w, same, wa, wde, coriolis_on, gb, f_b, w
     morphology bank: prefix j+1 = the leg with only its first j+1 links).
     All legs in one call: each array argument of a compiled call costs a reference-count round trip, and
     one call per leg spent ~40 % of the forward dynamics on them (perf, see benchmarks/results/model.md)."""
-    n_joints, joint_offset, mass, tip0 = data[0], data[1], data[3], data[6]
-    R, p, xp, c, Ic, Sv, Sw, lv, lw = _leg_work(data[2].shape[1])
+    n_joints, joint_offset, mass, tip0 = data[D_N_JOINTS], data[D_JOINT_OFFSET], data[D_MASS], data[D_TIP0]
+    R, p, xp, c, Ic, Sv, Sw, lv, lw = _leg_work(data[D_XI].shape[1])
     for i in range(counts.shape[0]):
         m_i = counts[i]
         if m_i == 0:
@@ -522,7 +527,7 @@ def _solve_arrowhead(counts, Mbb, Mbt, Mtt, rb, rl, out_b, out_l):
 @njit(cache=True)
 def link_counts(data, mask):
     """Number of present links per leg (the morphology is valid: present links form a prefix)."""
-    n_joints = data[0]
+    n_joints = data[D_N_JOINTS]
     L = n_joints.shape[0]
     out = np.zeros(L, dtype=np.int64)
     for i in range(L):
@@ -536,7 +541,7 @@ def link_counts(data, mask):
 @njit(cache=True)
 def _body_terms(data, Vb, Wb, gb, bias_b, P):
     """Main-body parts: momentum I_b V (eq. 41) and gravity (eq. 9)."""
-    body_mass, body_com, body_Ic = data[7][0], data[8], data[9]
+    body_mass, body_com, body_Ic = data[D_BODY_MASS][0], data[D_BODY_COM], data[D_BODY_IC]
     _inertia_apply(body_mass, body_com, body_Ic, Vb, P)
     t = np.empty(3)
     f = body_mass * gb
@@ -549,8 +554,8 @@ def _body_terms(data, Vb, Wb, gb, bias_b, P):
 @njit(cache=True, inline="always")
 def _terms_buffers(data):
     """Output arrays of ``_dynamics_terms``: M blocks (eq. 27), bias forces and 𝒥^T F, base and per leg."""
-    L = data[0].shape[0]
-    nmax = data[2].shape[1]
+    L = data[D_N_JOINTS].shape[0]
+    nmax = data[D_XI].shape[1]
     return (np.empty((6, 6)), np.empty((L, 6, nmax)), np.empty((L, nmax, nmax)), np.empty(6), np.empty((L, nmax)),
             np.empty(6), np.empty((L, nmax)))
 
@@ -559,14 +564,14 @@ def _terms_buffers(data):
 def _dynamics_terms(data, R_sb, theta, v, w, same, gravity_on, f_world, mask,
                     Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l, wa=1.0, wb=1.0, wde=1.0, coriolis_on=True):
     """Everything for one state: mass blocks, C(θ,v) w + 𝒩 (bias), 𝒥^T F (gen)."""
-    n_joints = data[0]
+    n_joints = data[D_N_JOINTS]
     L = n_joints.shape[0]
     counts = link_counts(data, mask)
     gb = np.zeros(3)
     if gravity_on:
-        _mtv3(R_sb, data[10], gb)            # gravity in X_b: R_sb^T g_s
+        _mtv3(R_sb, data[D_GRAVITY], gb)            # gravity in X_b: R_sb^T g_s
     Mbb[:, :] = 0.0
-    body_mass, body_com, body_Ic = data[7][0], data[8], data[9]
+    body_mass, body_com, body_Ic = data[D_BODY_MASS][0], data[D_BODY_COM], data[D_BODY_IC]
     _inertia_matrix(body_mass, body_com, body_Ic, Mbb)
     Mbt[:, :, :] = 0.0
     Mtt[:, :, :] = 0.0
@@ -608,12 +613,12 @@ def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out, joint_d
     ``joint_diag`` (full joint order), if given, is added to M's joint diagonal: (M + diag) v̇ = ..., which is
     how a simulator treats joint damping implicitly (D-term at v_{n+1}, as MuJoCo's implicitfast).
     Returns False if M is not positive definite or the result is not finite (NaN/inf in the inputs)."""
-    L = data[0].shape[0]
-    nmax = data[2].shape[1]
+    L = data[D_N_JOINTS].shape[0]
+    nmax = data[D_XI].shape[1]
     Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l = _terms_buffers(data)
     counts = _dynamics_terms(data, R_sb, theta, v, v, True, True, f_world, mask,
                              Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l)
-    joint_offset = data[1]
+    joint_offset = data[D_JOINT_OFFSET]
     rb = np.empty(6)
     for r in range(6):
         rb[r] = tau[r] + gen_b[r] - bias_b[r]
@@ -637,8 +642,8 @@ def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out, joint_d
 @njit(cache=True)
 def mass_matrix(data, theta, mask, out):
     """Dense M(θ) (eq. 27) of size nv_full; rows/columns of missing joints are zero."""
-    L = data[0].shape[0]
-    nmax = data[2].shape[1]
+    L = data[D_N_JOINTS].shape[0]
+    nmax = data[D_XI].shape[1]
     nvf = out.shape[0]
     Mbb = np.empty((6, 6))
     Mbt = np.empty((L, 6, nmax))
@@ -654,7 +659,7 @@ def mass_matrix(data, theta, mask, out):
                              Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l, 1.0, 1.0, 1.0, False)
     out[:, :] = 0.0
     out[0:6, 0:6] = Mbb
-    joint_offset = data[1]
+    joint_offset = data[D_JOINT_OFFSET]
     for i in range(L):
         off = 6 + joint_offset[i]
         m = counts[i]
@@ -671,7 +676,7 @@ def coriolis_apply(data, theta, v, w, mask, out, wa=1.0, wb=1.0, wde=1.0):
     """out = C(θ, v) w = (wa 𝒜 - ½ [[wb ℬ, 0], [wde 𝒟, wde ℰ]]) w  (eq. 36-43), full size.
 
     With the default weights this is the paper's C; C(θ,v) v + 𝒩 are the bias forces."""
-    L = data[0].shape[0]
+    L = data[D_N_JOINTS].shape[0]
     Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l = _terms_buffers(data)
     R = np.eye(3)
     f = np.zeros((L, 3))
@@ -684,7 +689,7 @@ def coriolis_apply(data, theta, v, w, mask, out, wa=1.0, wb=1.0, wde=1.0):
 def _scatter(data, counts, xb, xl, out):
     out[:] = 0.0
     out[0:6] = xb
-    joint_offset = data[1]
+    joint_offset = data[D_JOINT_OFFSET]
     for i in range(counts.shape[0]):
         off = 6 + joint_offset[i]
         for a in range(counts[i]):
@@ -723,7 +728,7 @@ def coriolis_matrix(data, theta, v, mask, skew, out):
 @njit(cache=True)
 def bias_forces(data, R_sb, theta, v, mask, gravity_on, out):
     """out = C(θ, v) v + 𝒩(Q) (with gravity_on) — Pinocchio's nonLinearEffects."""
-    L = data[0].shape[0]
+    L = data[D_N_JOINTS].shape[0]
     Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l = _terms_buffers(data)
     f = np.zeros((L, 3))
     counts = _dynamics_terms(data, R_sb, theta, v, v, True, gravity_on, f, mask,
@@ -735,9 +740,9 @@ def bias_forces(data, R_sb, theta, v, mask, gravity_on, out):
 @njit(cache=True)
 def tip_poses(data, theta, out):
     """out[i] = g_{b,it}(θ) = e^{ξ_i1 θ_i1} ... e^{ξ_in θ_in} g_{b,it}(0), 4x4, for every leg."""
-    n_joints, tip0 = data[0], data[6]
+    n_joints, tip0 = data[D_N_JOINTS], data[D_TIP0]
     L = n_joints.shape[0]
-    nmax = data[2].shape[1]
+    nmax = data[D_XI].shape[1]
     R = np.empty((nmax, 3, 3))
     p = np.empty((nmax, 3))
     xp = np.empty((nmax, 6))
@@ -758,9 +763,9 @@ def tip_poses(data, theta, out):
 def tip_jacobians(data, theta, out):
     """out[i] (6 x nv_full) = Ad^-1_{g_b,it} [1_6, J_it] (eq. 11): maps v to the body velocity of leg i's tip
     frame, in the tip frame (Pinocchio's LOCAL frame Jacobian)."""
-    n_joints, joint_offset, tip0 = data[0], data[1], data[6]
+    n_joints, joint_offset, tip0 = data[D_N_JOINTS], data[D_JOINT_OFFSET], data[D_TIP0]
     L = n_joints.shape[0]
-    nmax = data[2].shape[1]
+    nmax = data[D_XI].shape[1]
     R = np.empty((nmax, 3, 3))
     p = np.empty((nmax, 3))
     xp = np.empty((nmax, 6))
@@ -799,9 +804,9 @@ def tip_jacobians(data, theta, out):
 def tip_state(data, R_sb, p_sb, theta, v, pos_out, vel_out):
     """World-frame foot positions and velocities of every leg (L,3): p = p_sb + R_sb p_t,
     ṗ = R_sb (V_v + V_w x p_t + Σ_k (ξ'_k,v + ξ'_k,w x p_t) θ̇_k)."""
-    n_joints, joint_offset, tip0 = data[0], data[1], data[6]
+    n_joints, joint_offset, tip0 = data[D_N_JOINTS], data[D_JOINT_OFFSET], data[D_TIP0]
     L = n_joints.shape[0]
-    nmax = data[2].shape[1]
+    nmax = data[D_XI].shape[1]
     R = np.empty((nmax, 3, 3))
     p = np.empty((nmax, 3))
     xp = np.empty((nmax, 6))
@@ -894,12 +899,12 @@ def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
     The paper's modularity makes this cheap: every link's contribution (mass blocks, Coriolis, gravity,
     momentum, tip force) is computed once, prefix-summed along each leg, and each hypothesis only adds the
     prefixes of its legs and solves one arrowhead system (6x6 Schur complement)."""
-    n_joints, joint_offset = data[0], data[1]
+    n_joints, joint_offset = data[D_N_JOINTS], data[D_JOINT_OFFSET]
     L = n_joints.shape[0]
-    nmax = data[2].shape[1]
+    nmax = data[D_XI].shape[1]
     K = masks.shape[0]
     gb = np.empty(3)
-    _mtv3(R_sb, data[10], gb)
+    _mtv3(R_sb, data[D_GRAVITY], gb)
     pMbb = np.zeros((L, nmax + 1, 6, 6))
     pMbt = np.zeros((L, nmax + 1, 6, nmax))
     pMtt = np.zeros((L, nmax + 1, nmax, nmax))
@@ -921,7 +926,7 @@ def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
     P = np.empty(6)
     gnb = np.empty(6)
     # main body, shared by all hypotheses
-    body_mass, body_com, body_Ic = data[7][0], data[8], data[9]
+    body_mass, body_com, body_Ic = data[D_BODY_MASS][0], data[D_BODY_COM], data[D_BODY_IC]
     Mb0 = np.empty((6, 6))
     _inertia_matrix(body_mass, body_com, body_Ic, Mb0)
     bias_b0 = np.zeros(6)

@@ -283,7 +283,8 @@ class Engine:
             raise ValueError("pid must control %d joints, got %d" % (nj, self.pid.n))
         self.record_every = record_every
         self._layout, self._ncols = _rec_layout(nj, self.n_legs)
-        self.gravity = np.asarray(r.kernel_data[10], dtype=np.float64)   # world gravity of the model (m/s^2)
+        # world gravity of the model (m/s^2)
+        self.gravity = np.asarray(r.kernel_data[kernels.D_GRAVITY], dtype=np.float64)
         # IMU mount (base_link -> imu_link), for the accelerometer's lever arm
         self.imu_offset = np.zeros(3)
         if r.urdf_path:
@@ -561,12 +562,12 @@ class Engine:
     def center_of_mass(self):
         """Whole-body CoM (m, world) of the present links (main body + intact links)."""
         data = self.robot.kernel_data
-        n_joints, mass = data[0], data[3]
-        nmax = data[2].shape[1]
+        n_joints, mass = data[kernels.D_N_JOINTS], data[kernels.D_MASS]
+        nmax = data[kernels.D_XI].shape[1]
         R, p, xp = np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6))
         c, Ic = np.empty((nmax, 3)), np.empty((nmax, 3, 3))
-        m_tot = float(data[7][0])
-        acc = m_tot * np.asarray(data[8], dtype=float)
+        m_tot = float(data[kernels.D_BODY_MASS][0])
+        acc = m_tot * np.asarray(data[kernels.D_BODY_COM], dtype=float)
         for i in range(len(n_joints)):
             kernels.leg_kinematics(data, i, self.theta, R, p, xp, c, Ic)
             for k in range(n_joints[i]):
