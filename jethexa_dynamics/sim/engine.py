@@ -182,6 +182,7 @@ class Trajectory:
         self.joint_names = list(joint_names)
         self.leg_names = list(leg_names)
         self.events = list(events)
+        self._euler = None
 
     def __len__(self):
         return self.data.shape[0]
@@ -207,10 +208,12 @@ class Trajectory:
 
     @property
     def euler(self):
-        e = np.array([mat2euler(R, "sxyz") for R in self.rot])   # R = Rz(yaw) Ry(pitch) Rx(roll)
-        if len(e):
-            e[:, 2] = np.unwrap(e[:, 2])
-        return e
+        if self._euler is None:     # computed once: the summary and the CSV both need it (one call per row)
+            e = np.array([mat2euler(R, "sxyz") for R in self.rot]).reshape(-1, 3)  # R = Rz(yaw) Ry(pitch) Rx(roll)
+            if len(e):
+                e[:, 2] = np.unwrap(e[:, 2])
+            self._euler = e
+        return self._euler.copy()
 
     @property
     def foot_forces(self):
