@@ -460,7 +460,9 @@ def _chol_solve(Lm, i, n, b, bi):
 @njit(cache=True)
 def _solve_arrowhead(counts, Mbb, Mbt, Mtt, rb, rl, out_b, out_l):
     """Solve the block-arrow system of eq. 27 (θθ block-diagonal per leg) by the Schur complement on the
-    6x6 base block: per leg A_i = 𝓜^θθ, B_i = 𝓜^bθ; S = M_bb - Σ B_i A_i^-1 B_i^T.
+    6x6 base block. Per leg A_i = 𝓜^θθ = L_i L_i^T, B_i = 𝓜^bθ, Z_i = L_i^-1 B_i^T, z_i = L_i^-1 r_i:
+    S = M_bb - Σ Z_i^T Z_i, S v̇_b = r_b - Σ Z_i^T z_i, then v̇_i = L_i^-T (z_i - Z_i v̇_b)
+    (forward substitutions only for the 6 columns; S built on its lower triangle).
     Returns False if a block is not positive definite."""
     L = counts.shape[0]
     nmax = Mtt.shape[1]
@@ -468,42 +470,42 @@ def _solve_arrowhead(counts, Mbb, Mbt, Mtt, rb, rl, out_b, out_l):
     r = np.empty((1, 6))
     for a in range(6):
         r[0, a] = rb[a]
-        for b in range(6):
+        for b in range(a + 1):
             S[0, a, b] = Mbb[a, b]
     Lfac = np.empty((L, nmax, nmax))
-    Y = np.empty((6 + 1, nmax))     # rows 0..5: A^-1 B^T columns, row 6: A^-1 r_leg
-    y = np.empty((L, nmax))
-    Yall = np.empty((L, nmax, 6))
+    Z = np.empty((L, nmax, 6))
+    z = np.empty((L, nmax))
     for i in range(L):
         m = counts[i]
         if m == 0:
             continue
         for a in range(m):
-            for b in range(m):
+            for b in range(a + 1):
                 Lfac[i, a, b] = Mtt[i, a, b]
         if not _chol(Lfac, i, m):
             return False
-        for q in range(6):
-            for a in range(m):
-                Y[q, a] = Mbt[i, q, a]
-            _chol_solve(Lfac, i, m, Y, q)
+        # forward substitution L_i [Z_i | z_i] = [B_i^T | r_i]
         for a in range(m):
-            Y[6, a] = rl[i, a]
-        _chol_solve(Lfac, i, m, Y, 6)
-        for a in range(m):
-            y[i, a] = Y[6, a]
+            d = Lfac[i, a, a]
             for q in range(6):
-                Yall[i, a, q] = Y[q, a]
+                t = Mbt[i, q, a]
+                for k in range(a):
+                    t -= Lfac[i, a, k] * Z[i, k, q]
+                Z[i, a, q] = t / d
+            t = rl[i, a]
+            for k in range(a):
+                t -= Lfac[i, a, k] * z[i, k]
+            z[i, a] = t / d
         for q in range(6):
-            s = 0.0
+            t = 0.0
             for a in range(m):
-                s += Mbt[i, q, a] * Y[6, a]
-            r[0, q] -= s
-            for q2 in range(6):
-                s = 0.0
+                t += Z[i, a, q] * z[i, a]
+            r[0, q] -= t
+            for q2 in range(q + 1):
+                t = 0.0
                 for a in range(m):
-                    s += Mbt[i, q, a] * Y[q2, a]
-                S[0, q, q2] -= s
+                    t += Z[i, a, q] * Z[i, a, q2]
+                S[0, q, q2] -= t
     if not _chol(S, 0, 6):
         return False
     _chol_solve(S, 0, 6, r, 0)
@@ -513,11 +515,14 @@ def _solve_arrowhead(counts, Mbb, Mbt, Mtt, rb, rl, out_b, out_l):
         m = counts[i]
         for a in range(nmax):
             out_l[i, a] = 0.0
-        for a in range(m):
-            s = y[i, a]
+        # back substitution L_i^T v̇_i = z_i - Z_i v̇_b
+        for a in range(m - 1, -1, -1):
+            t = z[i, a]
             for q in range(6):
-                s -= Yall[i, a, q] * r[0, q]
-            out_l[i, a] = s
+                t -= Z[i, a, q] * r[0, q]
+            for k in range(a + 1, m):
+                t -= Lfac[i, k, a] * out_l[i, k]
+            out_l[i, a] = t / Lfac[i, a, a]
     return True
 
 
