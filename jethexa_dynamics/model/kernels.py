@@ -131,8 +131,6 @@ def leg_kinematics(data, i, theta, R, p, xp, c, Ic):
     com0, Ic0 = data[D_COM0], data[D_IC0]
     n = n_joints[i]
     off = joint_offset[i]
-    Re = np.empty((3, 3))
-    T = np.empty((3, 3))
     for k in range(n):
         v0, v1, v2 = xi[i, k, 0], xi[i, k, 1], xi[i, k, 2]
         w0, w1, w2 = xi[i, k, 3], xi[i, k, 4], xi[i, k, 5]
@@ -153,43 +151,47 @@ def leg_kinematics(data, i, theta, R, p, xp, c, Ic):
         th = theta[off + k]
         s = math.sin(th)
         kc = 1.0 - math.cos(th)
-        Re[0, 0] = 1.0 + kc * (w0 * w0 - 1.0)
-        Re[0, 1] = -s * w2 + kc * w0 * w1
-        Re[0, 2] = s * w1 + kc * w0 * w2
-        Re[1, 0] = s * w2 + kc * w1 * w0
-        Re[1, 1] = 1.0 + kc * (w1 * w1 - 1.0)
-        Re[1, 2] = -s * w0 + kc * w1 * w2
-        Re[2, 0] = -s * w1 + kc * w2 * w0
-        Re[2, 1] = s * w0 + kc * w2 * w1
-        Re[2, 2] = 1.0 + kc * (w2 * w2 - 1.0)
+        # (scalars, no scratch arrays: an allocation per leg costs more than the arithmetic here)
+        e00 = 1.0 + kc * (w0 * w0 - 1.0)
+        e01 = -s * w2 + kc * w0 * w1
+        e02 = s * w1 + kc * w0 * w2
+        e10 = s * w2 + kc * w1 * w0
+        e11 = 1.0 + kc * (w1 * w1 - 1.0)
+        e12 = -s * w0 + kc * w1 * w2
+        e20 = -s * w1 + kc * w2 * w0
+        e21 = s * w0 + kc * w2 * w1
+        e22 = 1.0 + kc * (w2 * w2 - 1.0)
         a0 = w1 * v2 - w2 * v1
         a1 = w2 * v0 - w0 * v2
         a2 = w0 * v1 - w1 * v0
         wv = (w0 * v0 + w1 * v1 + w2 * v2) * th
-        pe0 = a0 - (Re[0, 0] * a0 + Re[0, 1] * a1 + Re[0, 2] * a2) + w0 * wv
-        pe1 = a1 - (Re[1, 0] * a0 + Re[1, 1] * a1 + Re[1, 2] * a2) + w1 * wv
-        pe2 = a2 - (Re[2, 0] * a0 + Re[2, 1] * a1 + Re[2, 2] * a2) + w2 * wv
+        pe0 = a0 - (e00 * a0 + e01 * a1 + e02 * a2) + w0 * wv
+        pe1 = a1 - (e10 * a0 + e11 * a1 + e12 * a2) + w1 * wv
+        pe2 = a2 - (e20 * a0 + e21 * a1 + e22 * a2) + w2 * wv
         # T_k = T_{k-1} exp(ξ_k θ_k)
         if k == 0:
-            for r in range(3):
-                for t in range(3):
-                    R[0, r, t] = Re[r, t]
+            R[0, 0, 0], R[0, 0, 1], R[0, 0, 2] = e00, e01, e02
+            R[0, 1, 0], R[0, 1, 1], R[0, 1, 2] = e10, e11, e12
+            R[0, 2, 0], R[0, 2, 1], R[0, 2, 2] = e20, e21, e22
             p[0, 0] = pe0
             p[0, 1] = pe1
             p[0, 2] = pe2
         else:
             for r in range(3):
-                for t in range(3):
-                    R[k, r, t] = R[k - 1, r, 0] * Re[0, t] + R[k - 1, r, 1] * Re[1, t] + R[k - 1, r, 2] * Re[2, t]
-                p[k, r] = R[k - 1, r, 0] * pe0 + R[k - 1, r, 1] * pe1 + R[k - 1, r, 2] * pe2 + p[k - 1, r]
-        # link CoM and inertia in X_b
+                q0, q1, q2 = R[k - 1, r, 0], R[k - 1, r, 1], R[k - 1, r, 2]
+                R[k, r, 0] = q0 * e00 + q1 * e10 + q2 * e20
+                R[k, r, 1] = q0 * e01 + q1 * e11 + q2 * e21
+                R[k, r, 2] = q0 * e02 + q1 * e12 + q2 * e22
+                p[k, r] = q0 * pe0 + q1 * pe1 + q2 * pe2 + p[k - 1, r]
+        # link CoM and inertia in X_b: c = R c0 + p, Ic = (R Ic0) R^T row by row, kept exactly symmetric
         for r in range(3):
-            c[k, r] = R[k, r, 0] * com0[i, k, 0] + R[k, r, 1] * com0[i, k, 1] + R[k, r, 2] * com0[i, k, 2] + p[k, r]
-            for t in range(3):
-                T[r, t] = R[k, r, 0] * Ic0[i, k, 0, t] + R[k, r, 1] * Ic0[i, k, 1, t] + R[k, r, 2] * Ic0[i, k, 2, t]
-        for r in range(3):
-            for t in range(r, 3):   # R Ic0 R^T, kept exactly symmetric
-                val = T[r, 0] * R[k, t, 0] + T[r, 1] * R[k, t, 1] + T[r, 2] * R[k, t, 2]
+            q0, q1, q2 = R[k, r, 0], R[k, r, 1], R[k, r, 2]
+            c[k, r] = q0 * com0[i, k, 0] + q1 * com0[i, k, 1] + q2 * com0[i, k, 2] + p[k, r]
+            t0 = q0 * Ic0[i, k, 0, 0] + q1 * Ic0[i, k, 1, 0] + q2 * Ic0[i, k, 2, 0]
+            t1 = q0 * Ic0[i, k, 0, 1] + q1 * Ic0[i, k, 1, 1] + q2 * Ic0[i, k, 2, 1]
+            t2 = q0 * Ic0[i, k, 0, 2] + q1 * Ic0[i, k, 1, 2] + q2 * Ic0[i, k, 2, 2]
+            for t in range(r, 3):
+                val = t0 * R[k, t, 0] + t1 * R[k, t, 1] + t2 * R[k, t, 2]
                 Ic[k, r, t] = val
                 Ic[k, t, r] = val
 
