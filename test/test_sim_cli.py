@@ -23,7 +23,7 @@ def test_run_writes_csv_plots_and_summary(tmp_path, capsys):
         header = f.readline().strip().split(",")
     assert header[:7] == ["t", "x", "y", "z", "roll", "pitch", "yaw"]
     data = np.loadtxt(out / "trajectory.csv", delimiter=",", skiprows=1)
-    assert data[0, 0] == 0.0 and data[-1, 0] == pytest.approx(0.6) and len(data) == 121     # default 200 Hz
+    assert data[0, 0] == 0.0 and data[-1, 0] == pytest.approx(0.6) and len(data) == 61      # default 100 Hz
     assert np.isfinite(data).all()
     assert data[0, 3] == pytest.approx(0.12) and np.abs(data[:, 4:7]).max() < 0.5     # metres, radians
     lm = header.index("contact_LM")

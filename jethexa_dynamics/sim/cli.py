@@ -104,8 +104,8 @@ def build_parser():
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     ap.add_argument("--record-rate", type=float, default=None, metavar="HZ",
-                    help="rows per simulated second in trajectory.csv (default 200 or 1/dt if lower: enough for "
-                         "the plots; at most 1/dt = every step)")
+                    help="rows per simulated second in trajectory.csv (default 100 or 1/dt if lower: 130 points per "
+                         "1.3 s gait cycle, enough for the plots; at most 1/dt = every step)")
     return ap
 
 
@@ -133,7 +133,7 @@ def run(args):
                              % (args.damage_at, args.duration))
     rate = args.record_rate
     if rate is None:
-        rate = min(200.0, 1.0 / args.dt) if args.dt > 0.0 else 200.0    # a bad --dt is reported by the engine
+        rate = min(100.0, 1.0 / args.dt) if args.dt > 0.0 else 100.0    # a bad --dt is reported by the engine
     elif not (math.isfinite(rate) and 0.0 < rate * args.dt <= 1.0 + 1e-9):
         raise ValueError("--record-rate=%r outside the allowed range (0, 1/dt = %g] Hz" % (rate, 1.0 / args.dt))
     robot = LeggedRobot.jethexa()
