@@ -23,7 +23,7 @@ def test_run_writes_csv_plots_and_summary(tmp_path, capsys):
         header = f.readline().strip().split(",")
     assert header[:7] == ["t", "x", "y", "z", "roll", "pitch", "yaw"]
     data = np.loadtxt(out / "trajectory.csv", delimiter=",", skiprows=1)
-    assert data[0, 0] == 0.0 and data[-1, 0] == pytest.approx(0.6) and len(data) == 601
+    assert data[0, 0] == 0.0 and data[-1, 0] == pytest.approx(0.6) and len(data) == 61      # default 100 Hz
     assert np.isfinite(data).all()
     assert data[0, 3] == pytest.approx(0.12) and np.abs(data[:, 4:7]).max() < 0.5     # metres, radians
     lm = header.index("contact_LM")
@@ -38,11 +38,20 @@ def test_run_writes_csv_plots_and_summary(tmp_path, capsys):
     (["--step-length", "0.19"], "cannot reach"),
     (["--duration", "-1"], "--duration=-1.0 outside"),
     (["--dt", "0.5"], "dt=0.5 outside the allowed range"),
+    (["--record-rate", "2000"], r"--record-rate=2000.0 outside the allowed range \(0, 1/dt = 1000\] Hz"),
+    (["--record-rate", "0"], "--record-rate=0.0 outside"),
 ])
 def test_bad_arguments(args, msg, capsys):
     extra = [] if "--duration" in args else ["--duration", "0.1"]
     assert main(args + extra + ["--quiet"]) == 2
     assert re.search(msg, capsys.readouterr().err)
+
+
+def test_record_rate_every_step(tmp_path):
+    out = tmp_path / "h"
+    assert main(["--duration", "0.1", "--record-rate", "1000", "--out", str(out), "--quiet", "--no-plots"]) == 0
+    data = np.loadtxt(out / "trajectory.csv", delimiter=",", skiprows=1)
+    assert len(data) == 101 and np.allclose(np.diff(data[:, 0]), 1e-3)
 
 
 def test_console_script_help():

@@ -372,14 +372,14 @@ class LeggedRobot:
     @property
     def gravity(self):
         """World-frame gravity vector g_s (m/s^2)."""
-        return self.kernel_data[10].copy()
+        return self.kernel_data[kernels.D_GRAVITY].copy()
 
     def with_gravity(self, g_s):
         """A copy of this (healthy) robot with another world gravity vector, e.g. zeros for free flight."""
         g = _vec(g_s, 3, "gravity")
         full = self._full
         r = LeggedRobot._from_description(full._desc, full.urdf_path)
-        r.kernel_data = full.kernel_data[:10] + (g.copy(),)
+        r.kernel_data = full.kernel_data[:kernels.D_GRAVITY] + (g.copy(),)
         return r.with_morphology(self.morphology)
 
     # ---- helpers ------------------------------------------------------------------------------------------
