@@ -291,7 +291,8 @@ class GaitPlanner:
     Parameters: ``robot`` healthy ``LeggedRobot``; ``geometry`` its ``LegGeometry``; ``kind`` healthy gait
     (tripod | wave | ripple); ``cycle_time`` healthy cycle (s); ``crawl_cycle_time`` cycle of the shifted
     crawl (s, default 1.6);
-    ``step_height``, ``body_height``, ``stance_radius`` (m) as ``Gait``; ``required_margin`` (m, >= 0);
+    ``step_height``, ``body_height``, ``stance_radius`` (m) as ``Gait``; ``crawl_step_height`` (m) swing
+    apex of the crawl (its swings are short: a lower apex keeps the joint rates servo-feasible); ``required_margin`` (m, >= 0);
     ``max_shift`` largest body shift (m); ``shift_fraction`` in (0, 0.8); ``spreads`` candidate foot moves
     toward a missing neighbour (m); ``yaw_allowance`` yaw-rate range (rad/s) the plan must tolerate on top
     of the design command (heading hold corrections); ``samples`` phases per cycle for verification.
@@ -299,6 +300,7 @@ class GaitPlanner:
 
     def __init__(self, robot, geometry: Optional[LegGeometry] = None, kind: str = "tripod",
                  cycle_time: float = 1.3, crawl_cycle_time: float = 1.6, step_height: float = 0.02,
+                 crawl_step_height: float = 0.012,
                  body_height: float = 0.12, stance_radius: float = 0.13, required_margin: float = REQUIRED_MARGIN,
                  max_shift: float = 0.05, shift_fraction: float = 0.3, spreads: Sequence[float] = (0.0, 0.03, 0.06),
                  yaw_allowance: float = 0.1, samples: int = 48, speed_scales: Sequence[float] = (1.0, 0.7)):
@@ -313,6 +315,7 @@ class GaitPlanner:
         self.cycle_time = float(cycle_time)
         self.crawl_cycle_time = float(crawl_cycle_time)
         self.gait_kw = dict(step_height=step_height, body_height=body_height, stance_radius=stance_radius)
+        self.crawl_step_height = float(crawl_step_height)
         self.required_margin = float(required_margin)
         self.max_shift = float(max_shift)
         self.shift_fraction = float(shift_fraction)
@@ -475,7 +478,7 @@ class GaitPlanner:
         starts = {leg: (k + f) / n for k, leg in enumerate(order)}
         offsets = [(-starts[leg]) % 1.0 for leg in names]
         sub = LegGeometry(names, g_all.geom[idx], g_all.limits[idx])
-        kw = dict(self.gait_kw, body_height=height)
+        kw = dict(self.gait_kw, body_height=height, step_height=self.crawl_step_height)
         gait = Gait(sub, kind="wave", offsets=offsets, duty=duty, cycle_time=self.crawl_cycle_time,
                     profile="linear", **kw)
         gait.neutral[:] = self._spread_neutral(gait.neutral, names, spread)
