@@ -11,7 +11,8 @@ yaw ``yaw`` (rad; without it the hold integrates the gyro); optionally the odome
     wz'       = wz + k_yaw e_psi + k_i int(e_psi) - k_rate (gyro_z - wz),   |wz' - wz| <= max_yaw_correction
     vx'       = vx (1 + clip(k_speed int((vx - v_odom)/vx), -max_speed_change, max_speed_change))
 
-The correction range ``max_yaw_correction`` matches the re-planner's ``yaw_allowance``: the static margin of
+The correction is slew-limited to ``max_yaw_accel`` (a step in the trim would move every stance foot's
+target at once: the joint targets must stay continuous). The correction range ``max_yaw_correction`` matches the re-planner's ``yaw_allowance``: the static margin of
 a re-planned gait is verified over it. Gains are parameters with ranges (``PARAMS``); ``enabled=False``
 passes the command through. The IMU is stale when no gyro sample came for ``imu_timeout`` s: ``update``
 then passes the command through and ``imu_stale`` is True (the caller holds a safe stance).
@@ -27,7 +28,8 @@ import numpy as np
 PARAMS = {
     "k_yaw": (1.5, 0.0, 10.0, "1/s"),
     "k_i": (0.3, 0.0, 5.0, "1/s^2"),
-    "k_rate": (0.2, 0.0, 2.0, ""),
+    "k_rate": (0.0, 0.0, 2.0, ""),
+    "max_yaw_accel": (0.5, 0.01, 20.0, "rad/s^2"),
     "k_lat": (4.0, 0.0, 50.0, "rad/m"),
     "k_speed": (0.0, 0.0, 5.0, "1/s"),
     "max_yaw_correction": (0.1, 0.0, 1.0, "rad/s"),
@@ -71,6 +73,7 @@ class HeadingHold:
         self.last_odom = None    # (t, xy)
         self.e_psi = 0.0
         self.e_lat = 0.0
+        self.corr = 0.0          # applied yaw-rate correction (rad/s), slew-limited
 
     def imu_stale(self, t: float) -> bool:
         """True when no gyro sample came for ``imu_timeout`` s (or none yet)."""
@@ -120,7 +123,10 @@ class HeadingHold:
         if self.k_i > 0.0:
             self.i_psi = min(max(self.i_psi + e * dt, -lim / self.k_i), lim / self.k_i)
         corr = self.k_yaw * e + self.k_i * self.i_psi - self.k_rate * (g - wz)
-        wz_out = wz + min(max(corr, -lim), lim)
+        corr = min(max(corr, -lim), lim)
+        step = self.max_yaw_accel * dt
+        self.corr = min(max(corr, self.corr - step), self.corr + step)
+        wz_out = wz + self.corr
         vx_out = vx
         if self.k_speed > 0.0 and v_odom is not None and abs(vx) > 1e-6:
             m = self.max_speed_change

@@ -290,7 +290,7 @@ class GaitPlanner:
 
     Parameters: ``robot`` healthy ``LeggedRobot``; ``geometry`` its ``LegGeometry``; ``kind`` healthy gait
     (tripod | wave | ripple); ``cycle_time`` healthy cycle (s); ``crawl_cycle_time`` cycle of the shifted
-    crawl (s, default 1.6);
+    crawl (s, default 2.0);
     ``step_height``, ``body_height``, ``stance_radius`` (m) as ``Gait``; ``crawl_step_height`` (m) swing
     apex of the crawl (its swings are short: a lower apex keeps the joint rates servo-feasible); ``required_margin`` (m, >= 0);
     ``max_shift`` largest body shift (m); ``shift_fraction`` in (0, 0.8); ``spreads`` candidate foot moves
@@ -299,10 +299,10 @@ class GaitPlanner:
     """
 
     def __init__(self, robot, geometry: Optional[LegGeometry] = None, kind: str = "tripod",
-                 cycle_time: float = 1.3, crawl_cycle_time: float = 1.6, step_height: float = 0.02,
+                 cycle_time: float = 1.3, crawl_cycle_time: float = 2.0, step_height: float = 0.02,
                  crawl_step_height: float = 0.012,
                  body_height: float = 0.12, stance_radius: float = 0.13, required_margin: float = REQUIRED_MARGIN,
-                 max_shift: float = 0.05, shift_fraction: float = 0.3, spreads: Sequence[float] = (0.0, 0.03, 0.06),
+                 max_shift: float = 0.05, shift_fraction: float = 0.45, spreads: Sequence[float] = (0.0, 0.03, 0.06),
                  yaw_allowance: float = 0.1, samples: int = 48, speed_scales: Sequence[float] = (1.0, 0.7)):
         self.robot = robot.full
         self.geometry = geometry or LegGeometry.from_robot(self.robot)
