@@ -26,11 +26,11 @@ import numpy as np
 
 # name: (default, low, high, unit)
 PARAMS = {
-    "k_yaw": (1.5, 0.0, 10.0, "1/s"),
+    "k_yaw": (3.0, 0.0, 10.0, "1/s"),
     "k_i": (0.3, 0.0, 5.0, "1/s^2"),
     "k_rate": (0.0, 0.0, 2.0, ""),
     "max_yaw_accel": (0.5, 0.01, 20.0, "rad/s^2"),
-    "k_lat": (4.0, 0.0, 50.0, "rad/m"),
+    "k_lat": (8.0, 0.0, 50.0, "rad/m"),
     "k_speed": (0.0, 0.0, 5.0, "1/s"),
     "max_yaw_correction": (0.1, 0.0, 1.0, "rad/s"),
     "max_speed_change": (0.3, 0.0, 1.0, ""),

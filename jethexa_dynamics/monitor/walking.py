@@ -217,6 +217,11 @@ class WalkingGait:
         self._command_set = True
         self.command = cmd
         if self.recovery:
+            if cmd.shape != (3,) or not np.all(np.isfinite(cmd)):
+                self._command_set = False
+                self.command = np.zeros(3)
+                raise ValueError("command must be 3 finite values (vx m/s, vy m/s, yaw_rate rad/s), got %r"
+                                 % (command,))
             return self._set_command_recovery(cmd)
         self.applied = np.zeros(3)
         if not self.can_walk:
