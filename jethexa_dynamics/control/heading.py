@@ -9,10 +9,12 @@ yaw ``yaw`` (rad; without it the hold integrates the gyro); optionally the odome
     e_lat     = lateral offset from the straight line (m, left +), only while wz = 0 and odometry is given
     e_psi     = wrap(psi_ref - k_lat e_lat - psi)       (line following: steer back toward the line)
     wz'       = wz + k_yaw e_psi + k_i int(e_psi) - k_rate (gyro_z - wz),   |wz' - wz| <= max_yaw_correction
+    vy'       = vy - k_vy e_lat,   |vy' - vy| <= max_vy_correction   (side-step back onto the line)
     vx'       = vx (1 + clip(k_speed int((vx - v_odom)/vx), -max_speed_change, max_speed_change))
 
 The correction is slew-limited to ``max_yaw_accel`` (a step in the trim would move every stance foot's
-target at once: the joint targets must stay continuous). The correction range ``max_yaw_correction`` matches the re-planner's ``yaw_allowance``: the static margin of
+target at once: the joint targets must stay continuous). The correction ranges ``max_yaw_correction`` / ``max_vy_correction`` match the re-planner's ``yaw_allowance``
+/ ``vy_allowance``: the static margin of
 a re-planned gait is verified over it. Gains are parameters with ranges (``PARAMS``); ``enabled=False``
 passes the command through. The IMU is stale when no gyro sample came for ``imu_timeout`` s: ``update``
 then passes the command through and ``imu_stale`` is True (the caller holds a safe stance).
@@ -30,7 +32,9 @@ PARAMS = {
     "k_i": (0.3, 0.0, 5.0, "1/s^2"),
     "k_rate": (0.0, 0.0, 2.0, ""),
     "max_yaw_accel": (0.5, 0.01, 20.0, "rad/s^2"),
-    "k_lat": (8.0, 0.0, 50.0, "rad/m"),
+    "k_lat": (2.0, 0.0, 50.0, "rad/m"),
+    "k_vy": (0.5, 0.0, 10.0, "1/s"),
+    "max_vy_correction": (0.01, 0.0, 0.05, "m/s"),
     "k_speed": (0.0, 0.0, 5.0, "1/s"),
     "max_yaw_correction": (0.1, 0.0, 1.0, "rad/s"),
     "max_speed_change": (0.3, 0.0, 1.0, ""),
@@ -74,6 +78,7 @@ class HeadingHold:
         self.e_psi = 0.0
         self.e_lat = 0.0
         self.corr = 0.0          # applied yaw-rate correction (rad/s), slew-limited
+        self.corr_vy = 0.0       # applied lateral-speed correction (m/s), slew-limited
 
     def imu_stale(self, t: float) -> bool:
         """True when no gyro sample came for ``imu_timeout`` s (or none yet)."""
@@ -127,9 +132,14 @@ class HeadingHold:
         step = self.max_yaw_accel * dt
         self.corr = min(max(corr, self.corr - step), self.corr + step)
         wz_out = wz + self.corr
+        mv = self.max_vy_correction
+        cvy = min(max(-self.k_vy * self.e_lat, -mv), mv)
+        stepv = 0.1 * dt     # m/s^2: a gentle side-step ramp
+        self.corr_vy = min(max(cvy, self.corr_vy - stepv), self.corr_vy + stepv)
+        vy_out = vy + self.corr_vy
         vx_out = vx
         if self.k_speed > 0.0 and v_odom is not None and abs(vx) > 1e-6:
             m = self.max_speed_change
             self.i_speed = min(max(self.i_speed + self.k_speed * (vx - v_odom) / vx * dt, -m), m)
             vx_out = vx * (1.0 + self.i_speed)
-        return vx_out, vy, wz_out
+        return vx_out, vy_out, wz_out

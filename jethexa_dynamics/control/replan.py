@@ -25,7 +25,8 @@ foot, a periodic gait that keeps the robot statically stable at every phase of t
 
 The plan is verified by sampling the whole cycle (``samples`` phases) with the model's centre of mass at
 the commanded joint angles; ``GaitPlan.min_margin`` is that verified minimum for the design command
-(and for the design command's yaw rate +/- ``yaw_allowance``, the heading hold's correction range).
+(and for the design command trimmed by the corners of the heading hold's correction range: yaw rate +/-
+``yaw_allowance``, lateral speed +/- ``vy_allowance``).
 Required margin default: ``REQUIRED_MARGIN`` = 0.01 m.
 """
 from __future__ import annotations
@@ -295,7 +296,7 @@ class GaitPlanner:
     apex of the crawl (its swings are short: a lower apex keeps the joint rates servo-feasible); ``required_margin`` (m, >= 0);
     ``max_shift`` largest body shift (m); ``shift_fraction`` in (0, 0.8); ``spreads`` candidate foot moves
     toward a missing neighbour (m); ``yaw_allowance`` yaw-rate range (rad/s) the plan must tolerate on top
-    of the design command (heading hold corrections); ``samples`` phases per cycle for verification.
+    of the design command and ``vy_allowance`` (m/s) lateral speed (heading hold corrections); ``samples`` phases per cycle for verification.
     """
 
     def __init__(self, robot, geometry: Optional[LegGeometry] = None, kind: str = "tripod",
@@ -303,12 +304,12 @@ class GaitPlanner:
                  crawl_step_height: float = 0.012,
                  body_height: float = 0.12, stance_radius: float = 0.13, required_margin: float = REQUIRED_MARGIN,
                  max_shift: float = 0.05, shift_fraction: float = 0.45, spreads: Sequence[float] = (0.0, 0.03, 0.06),
-                 yaw_allowance: float = 0.1, samples: int = 48, speed_scales: Sequence[float] = (1.0, 0.7)):
+                 yaw_allowance: float = 0.1, vy_allowance: float = 0.01, samples: int = 48, speed_scales: Sequence[float] = (1.0, 0.7)):
         self.robot = robot.full
         self.geometry = geometry or LegGeometry.from_robot(self.robot)
         for name, v, lo, hi in (("required_margin", required_margin, 0.0, 0.1), ("max_shift", max_shift, 0.0, 0.1),
                                 ("shift_fraction", shift_fraction, 0.05, 0.8),
-                                ("yaw_allowance", yaw_allowance, 0.0, 1.0)):
+                                ("yaw_allowance", yaw_allowance, 0.0, 1.0), ("vy_allowance", vy_allowance, 0.0, 0.05)):
             if not (math.isfinite(v) and lo <= v <= hi):
                 raise ValueError("%s=%r outside the allowed range [%g, %g]" % (name, v, lo, hi))
         self.kind = kind
@@ -321,6 +322,7 @@ class GaitPlanner:
         self.shift_fraction = float(shift_fraction)
         self.spreads = tuple(float(s) for s in spreads)
         self.yaw_allowance = float(yaw_allowance)
+        self.vy_allowance = float(vy_allowance)
         self.samples = int(samples)
         self.speed_scales = tuple(float(k) for k in speed_scales)
         self.healthy = Gait(self.geometry, kind=kind, cycle_time=cycle_time, **self.gait_kw)  # validates
@@ -363,12 +365,17 @@ class GaitPlanner:
                 neutral[j, 0] += spread if side + "F" not in present else -spread
         return neutral
 
+    def _trims(self):
+        """(dvy m/s, dwz rad/s) corners of the heading hold's correction range the plan must tolerate."""
+        a, v = self.yaw_allowance, self.vy_allowance
+        return [(0.0, 0.0), (0.0, a), (0.0, -a), (v, a), (-v, -a), (v, -a), (-v, a)]
+
     def _design_strides(self, gait, command):
         vx, vy, wz = command
         out = []
-        for dw in (0.0, self.yaw_allowance, -self.yaw_allowance):
+        for dvy, dw in self._trims():
             s = np.zeros((len(gait.neutral), 2))
-            stride_vectors(gait.neutral, gait.duty, gait.cycle_time, vx, vy, wz + dw, s)
+            stride_vectors(gait.neutral, gait.duty, gait.cycle_time, vx, vy + dvy, wz + dw, s)
             out.append(s)
         return out
 
@@ -447,8 +454,8 @@ class GaitPlanner:
                 if r < self.required_margin:
                     continue            # the LP (sampled swing windows) already falls short: not worth verifying
                 # verify over the whole cycle, for the design command and the heading hold's yaw-rate range
-                plan.min_margin = float(min(self.evaluate(plan, lpl, command=(c[0], c[1], c[2] + dw)).min()
-                                            for dw in (0.0, self.yaw_allowance, -self.yaw_allowance)))
+                plan.min_margin = float(min(self.evaluate(plan, lpl, command=(c[0], c[1] + dvy, c[2] + dw)).min()
+                                            for dvy, dw in self._trims()))
                 if plan.min_margin >= self.required_margin:
                     return plan
                 if best is None or plan.min_margin > best.min_margin:

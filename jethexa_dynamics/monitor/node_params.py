@@ -85,7 +85,7 @@ GAIT_CONTROLLER = ParamSet("gait_controller", [
     P("heading_hold", "bool", True, "with recovery: close the loop on imu/data (gyro yaw rate) and predicted/odom; "
       "holds the stance when the IMU goes silent for heading_imu_timeout"),
     P("heading_k_yaw", "double", 3.0, "heading hold: yaw error gain", lo=0.0, hi=10.0, unit="1/s"),
-    P("heading_k_lat", "double", 8.0, "heading hold: lateral offset -> heading gain", lo=0.0, hi=50.0,
+    P("heading_k_lat", "double", 2.0, "heading hold: lateral offset -> heading gain", lo=0.0, hi=50.0,
       unit="rad/m"),
     P("heading_max_correction", "double", 0.1, "heading hold: largest yaw-rate trim (the re-planner verifies "
       "the margin over 0.1 rad/s)", lo=0.0, hi=0.1, unit="rad/s"),

@@ -162,18 +162,19 @@ class WalkingGait:
 
     def set_trim(self, command: Sequence[float]) -> np.ndarray:
         """Recovery: the heading hold's corrected command for this tick (vx, vy, wz), clamped to the plan's
-        verified envelope (|wz - wz_cmd| <= yaw_allowance, |vx| <= |vx_cmd|). Returns what is applied."""
+        verified envelope (|wz - wz_cmd| <= yaw_allowance, |vy - vy_cmd| <= vy_allowance, |vx| <= |vx_cmd|). Returns what is applied."""
         if not self.recovery or self.gait is None:
             return self.applied
         c = np.asarray(command, dtype=float)
         if not np.all(np.isfinite(c)):
             return self.applied
         base = self._design
-        lim = self._planner.yaw_allowance
+        lim, limv = self._planner.yaw_allowance, self._planner.vy_allowance
         vx = math.copysign(min(abs(c[0]), abs(base[0])), base[0]) if base[0] != 0.0 else 0.0
+        vy = min(max(c[1], base[1] - limv), base[1] + limv)
         wz = min(max(c[2], base[2] - lim), base[2] + lim)
-        stride_vectors(self.gait.neutral, self.gait.duty, self.gait.cycle_time, vx, base[1], wz, self.gait.stride)
-        self.applied = np.array([vx, base[1], wz])
+        stride_vectors(self.gait.neutral, self.gait.duty, self.gait.cycle_time, vx, vy, wz, self.gait.stride)
+        self.applied = np.array([vx, vy, wz])
         return self.applied
 
     def status(self) -> dict:

@@ -50,12 +50,13 @@ def measured_margin(engine: Engine) -> float:
     return support_margin(pos[down, :2], engine.center_of_mass()[:2])
 
 
-def segment_metrics(t, pos, rpy, margin, command, t_ref, t0, t1) -> dict:
+def segment_metrics(t, pos, rpy, margin, command, t_ref, t0, t1, cycle: float = 2.0) -> dict:
     """Metrics of one segment. Reference: the pose at ``t_ref`` (the segment start: the damage moment), i.e.
     the straight path the user commanded from there. Speed: mean forward speed along the reference heading
-    over [t0, t1] (t0 = t_ref + a settling time: the gait switch and blend). Heading drift: yaw change from
-    t_ref to t1 minus the commanded one, per 10 s. Lateral drift: cross-track distance from the reference
-    line at t1 per metre walked along it. Min margin over [t0, t1] (the new gait) and over [t_ref, t0) (the
+    over [t0, t1] (t0 = t_ref + a settling time: the gait switch and blend). Heading drift: change of the
+    last cycle's mean yaw from t_ref minus the commanded one, per 10 s. Lateral drift: cross-track distance from the reference
+    line of the mean position over the last ``cycle`` s (one gait cycle: the body sway averages out) per metre
+walked along it. Min margin over [t0, t1] (the new gait) and over [t_ref, t0) (the
 damage itself and the switch), max |roll| and |pitch| over [t_ref, t1]."""
     iref = int(np.searchsorted(t, t_ref))
     sel = (t >= t0) & (t <= t1)
@@ -65,13 +66,16 @@ damage itself and the switch), max |roll| and |pitch| over [t_ref, t1]."""
     yaw0 = rpy[iref, 2]
     u = np.array([math.cos(yaw0), math.sin(yaw0)])
     fwd = float((p[-1, :2] - p[0, :2]) @ u)
-    d = pos[whole][-1, :2] - pos[iref, :2]
+    # the end point is the mean over the last ``cycle`` s: the body shift sways base_link by design (+/- 4 cm
+    # for damage 1); drift is what remains over whole cycles
+    last = whole & (t >= t1 - cycle)
+    d = pos[last, :2].mean(axis=0) - pos[iref, :2]
     along = float(d @ u)
     lat = float(u[0] * d[1] - u[1] * d[0])
     wz = float(np.mean(command[sel, 2]))
-    Tw = float(t[whole][-1] - t[iref])
+    Tw = float(t[last].mean() - t[iref])         # the last cycle's mean yaw, like its mean position
     yaw_rate = float((e[-1, 2] - e[0, 2]) / T) if T > 0 else 0.0
-    drift = (rpy[whole][-1, 2] - yaw0 - wz * Tw) / Tw if Tw > 0 else 0.0
+    drift = (rpy[last, 2].mean() - yaw0 - wz * Tw) / Tw if Tw > 0 else 0.0
     return {
         "duration_s": T,
         "speed_mps": fwd / T if T > 0 else 0.0,
@@ -143,7 +147,10 @@ def run_recovery(damage, recovery: bool = True, command: Sequence[float] = (0.05
         if stale and not (events and events[-1][1].startswith("IMU")):
             events.append((t, "IMU silent for more than imu_timeout = %g s: heading hold off, holding the stance"
                            % hold.imu_timeout))
-        trimmed = hold.update(cmd, t, dt_cmd, gyro_z=gz, odom_xy=eng.p[:2])
+        # yaw from the attitude (the engine's, standing in for the IMU filter's) so the heading and the
+        # odometry share the world frame
+        trimmed = hold.update(cmd, t, dt_cmd, gyro_z=gz, yaw=None if gz is None else float(eng.euler[2]),
+                              odom_xy=eng.p[:2])
         if recovery:
             walker.set_trim(trimmed)
         names, q = walker.step(dt_cmd, walking=not stale)
