@@ -84,7 +84,7 @@ damage itself and the switch), max |roll| and |pitch| over [t_ref, t1]."""
         "command_yaw_rate_radps": wz,
         "heading_drift_deg_per_10s": math.degrees(drift) * 10.0,
         "lateral_m": lat,
-        "lateral_per_m": abs(lat) / abs(along) if abs(along) > 1e-3 else float("inf"),
+        "lateral_per_m": abs(lat) / abs(along) if abs(along) > 0.05 else float("nan"),   # nan: walked < 5 cm
         "min_margin_m": float(np.min(margin[sel])),
         "min_margin_switch_m": float(np.min(margin[whole & ~sel])) if np.any(whole & ~sel) else float("nan"),
         "max_roll_deg": float(np.degrees(np.abs(rpy[whole, 0]).max())),
@@ -202,8 +202,9 @@ def acceptance_cases():
 
 def format_row(label, on, off):
     def cells(s, gait):
-        return ("%.4f | %+.2f | %.3f | %+.4f | %.2f/%.2f | %s"
-                % (s["speed_mps"], s["heading_drift_deg_per_10s"], s["lateral_per_m"], s["min_margin_m"],
+        lat = "%.3f" % s["lateral_per_m"] if math.isfinite(s["lateral_per_m"]) else "n/a (stands)"
+        return ("%.4f | %+.2f | %s | %+.4f | %.2f/%.2f | %s"
+                % (s["speed_mps"], s["heading_drift_deg_per_10s"], lat, s["min_margin_m"],
                    s["max_roll_deg"], s["max_pitch_deg"], gait))
     return "| %s | %s | %s |" % (label, cells(on.segments["after"], on.gait[-1]), cells(off.segments["after"], off.gait[-1]))
 
