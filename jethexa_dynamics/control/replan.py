@@ -31,6 +31,7 @@ Required margin default: ``REQUIRED_MARGIN`` = 0.01 m.
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -117,12 +118,20 @@ def support_margin(feet_xy: np.ndarray, com_xy: Sequence[float]) -> float:
                          float(com_xy[0]), float(com_xy[1])))
 
 
+@njit(cache=True)
 def _halfplanes(feet_xy):
-    """(normals (k, 2), offsets (k,)) with n . x <= h inside the CCW hull of feet_xy (>= 3 points)."""
-    hull = convex_hull(feet_xy)
-    e = np.roll(hull, -1, axis=0) - hull
-    nrm = np.column_stack([e[:, 1], -e[:, 0]]) / np.hypot(e[:, 0], e[:, 1])[:, None]
-    return hull, nrm, np.einsum("ij,ij->i", nrm, hull)
+    """(hull (m, 2), rows (m, 3) = [n_x, n_y, h]) with n . x <= h inside the CCW hull of feet_xy."""
+    hull = _hull(feet_xy)
+    m = hull.shape[0]
+    rows = np.empty((m, 3))
+    for k in range(m):
+        ex = hull[(k + 1) % m, 0] - hull[k, 0]
+        ey = hull[(k + 1) % m, 1] - hull[k, 1]
+        L = math.hypot(ex, ey)
+        rows[k, 0] = ey / L
+        rows[k, 1] = -ex / L
+        rows[k, 2] = rows[k, 0] * hull[k, 0] + rows[k, 1] * hull[k, 1]
+    return hull, rows
 
 
 def chebyshev_shifts(problems, max_shift: float, margin_cap: float = 1.0,
@@ -143,10 +152,11 @@ def chebyshev_shifts(problems, max_shift: float, margin_cap: float = 1.0,
         A, h = [absrows], [np.zeros(4)]
         ok = True
         for feet in polygons:
-            hull, nrm, off = _halfplanes(feet)
+            hull, rows = _halfplanes(np.ascontiguousarray(feet, dtype=np.float64))
             if len(hull) < 3:
                 ok = False
                 break
+            nrm, off = rows[:, :2], rows[:, 2]
             A.append(np.column_stack([nrm, np.ones(len(nrm)), np.zeros((len(nrm), 2))]))
             h.append(off - nrm @ np.asarray(com_xy, dtype=float)[:2])
         if ok:
@@ -324,6 +334,7 @@ class GaitPlanner:
         self.yaw_allowance = float(yaw_allowance)
         self.vy_allowance = float(vy_allowance)
         self.samples = int(samples)
+        self._base_gaits = {}
         self.speed_scales = tuple(float(k) for k in speed_scales)
         self.healthy = Gait(self.geometry, kind=kind, cycle_time=cycle_time, **self.gait_kw)  # validates
 
@@ -373,7 +384,7 @@ class GaitPlanner:
     def _design_strides(self, gait, command):
         vx, vy, wz = command
         out = []
-        for dvy, dw in self._trims():
+        for dvy, dw in [self._trims()[0]] + self._trims()[3:]:   # nominal + the four corners
             s = np.zeros((len(gait.neutral), 2))
             stride_vectors(gait.neutral, gait.duty, gait.cycle_time, vx, vy + dvy, wz + dw, s)
             out.append(s)
@@ -484,11 +495,17 @@ class GaitPlanner:
         duty = 1.0 - (1.0 - f) / n
         starts = {leg: (k + f) / n for k, leg in enumerate(order)}
         offsets = [(-starts[leg]) % 1.0 for leg in names]
-        sub = LegGeometry(names, g_all.geom[idx], g_all.limits[idx])
-        kw = dict(self.gait_kw, body_height=height, step_height=self.crawl_step_height)
-        gait = Gait(sub, kind="wave", offsets=offsets, duty=duty, cycle_time=self.crawl_cycle_time,
-                    profile="linear", **kw)
-        gait.neutral[:] = self._spread_neutral(gait.neutral, names, spread)
+        key = (tuple(idx), height)
+        if key not in self._base_gaits:      # one validated Gait per leg set and height; candidates copy it
+            sub = LegGeometry(names, g_all.geom[idx], g_all.limits[idx])
+            kw = dict(self.gait_kw, body_height=height, step_height=self.crawl_step_height)
+            self._base_gaits[key] = Gait(sub, kind="wave", offsets=offsets, duty=duty,
+                                         cycle_time=self.crawl_cycle_time, profile="linear", **kw)
+        base = self._base_gaits[key]
+        gait = copy.copy(base)
+        gait.neutral = self._spread_neutral(base.neutral, names, spread)
+        gait.stride = np.zeros_like(base.stride)
+        gait.command = np.zeros(3)
         gait._check_stance()
         gait.set_command(cmd)                      # ValueError if a foot cannot follow
         mask = self._mask(lpl)
@@ -503,7 +520,7 @@ class GaitPlanner:
         for k, leg in enumerate(order):
             j = names.index(leg)
             polys = []
-            for u in np.linspace(0.0, 1.0, 5):
+            for u in np.linspace(0.0, 1.0, 4):
                 t = T * (k + f + u * (1.0 - f)) / n
                 for s in strides:
                     gait_targets(gait.prm, gait.offsets, gait.neutral, s, t, feet)
