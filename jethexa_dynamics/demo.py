@@ -36,6 +36,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                     help="what to break: scenario1 (legs RM, LM removed), scenario2 (LM, RR keep only the coxa), "
                          "'RF', 'LM:1,RR:2', ... (default %(default)s)")
     ap.add_argument("--speed", type=float, default=0.05, help="forward speed command [m/s] (default %(default)s)")
+    ap.add_argument("--recovery", default="on", choices=("on", "off"),
+                    help="damage recovery in the gait controller: re-planned gait + heading hold (default on)")
     ap.add_argument("--predictor", default="boltzmann_hamel", help="predictor model (default %(default)s)")
     ap.add_argument("--horizon", type=float, default=2.0, help="predictor re-anchoring horizon [s]")
     ap.add_argument("--predictor-rate", type=float, default=DEFAULT_PREDICTOR_RATE,
@@ -132,7 +134,7 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     link = "/tmp/jethexa_demo_bus_%d" % os.getpid()
     overrides = {"port_link": link, "predictor": args.predictor, "horizon": str(args.horizon),
                  "predictor_rate": str(args.predictor_rate), "record": args.record,
-                 "record_storage": args.record_storage}
+                 "record_storage": args.record_storage, "recovery": "true" if args.recovery == "on" else "false"}
     t_build = time.monotonic()
     graph = Graph(threads=1)
     status = 1
@@ -182,9 +184,12 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                         t_detect = t
                         gc, pr = nodes["gait_controller"], nodes["predictor"]
                         wait_for(lambda: gc.walker.links_per_leg == list(damage) == list(pr.morphology), 2.0)
-                        say("  >> gait re-phased for legs %s (%s); predictor reshaped to %s -- no restart" % (
-                            ",".join(gc.walker.walking_legs), "walking" if gc.walker.can_walk else
-                            "too few legs: holding the stance", format_morphology(pr.morphology, legs)))
+                        st = gc.walker.status()
+                        say("  >> gait %s for legs %s (%s, planned margin %.1f mm); predictor reshaped to %s -- "
+                            "no restart" % (st["gait"], ",".join(gc.walker.walking_legs), "walking" if
+                                            gc.walker.can_walk else "holding the stance" + (
+                                                ": " + st["reason"] if st["reason"] else ""),
+                                            1e3 * st["stability_margin"], format_morphology(pr.morphology, legs)))
             if t >= next_row:
                 next_row += args.period
                 mocap, pred, meas, err = (w.last(k) for k in ("mocap/pose", "predicted/pose", "measured/pose",
