@@ -234,6 +234,7 @@ def summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_se
     else:
         problems.append("no mocap/pose")
     split = (t0 + t_damage) if t_damage is not None else None
+    _walk_segments(say, args, mocap, w, t0, split)
     phases = [("healthy", t0, split)] + ([("damaged", split, None)] if split is not None else [])
     say("  prediction error vs measurement (RMS; orientation vs the IMU filter, position vs mocap):")
     for label, a, b in phases:
@@ -279,6 +280,36 @@ def summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_se
         return 1
     say("  clean run")
     return 0
+
+
+def _walk_segments(say, args, mocap, w, t0, split) -> None:
+    """Per segment (before / after the damage), from mocap: forward speed vs the command, heading drift,
+    lateral drift, max roll and pitch (``sim.recovery.segment_metrics``; the static margin is not measured here,
+    see ``jethexa-sim --recovery``)."""
+    from jethexa_dynamics.monitor.prediction import rpy
+    from jethexa_dynamics.sim.recovery import segment_metrics
+
+    stamped = [(t - t0, m) for t, m in w.since("mocap/pose", t0)]
+    if len(stamped) < 10:
+        return
+    t = np.array([s for s, _ in stamped])
+    pos = np.array([[m.pose.position.x, m.pose.position.y, m.pose.position.z] for _, m in stamped])
+    e = np.array([rpy(_q(m)) for _, m in stamped])
+    e[:, 2] = np.unwrap(e[:, 2])
+    cmd = np.tile([args.speed, 0.0, 0.0], (len(t), 1))
+    margin = np.full(len(t), np.nan)
+    bounds = [("healthy", 0.0, t[-1] if split is None else split - t0)]
+    if split is not None:
+        bounds.append(("damaged", split - t0, t[-1]))
+    say("  walking (mocap), per segment (recovery %s):" % args.recovery)
+    for label, a, b in bounds:
+        if b - a < 4.0:
+            continue
+        s = segment_metrics(t, pos, e, margin, cmd, a, a + 2.0, b)
+        say("    %-8s speed %.4f m/s (command %.3f), heading drift %+.2f deg/10 s, lateral drift %.3f m/m, "
+            "max roll %.2f deg, max pitch %.2f deg" % (label, s["speed_mps"], args.speed,
+                                                       s["heading_drift_deg_per_10s"], s["lateral_per_m"],
+                                                       s["max_roll_deg"], s["max_pitch_deg"]))
 
 
 def _converges(seen, damage) -> bool:

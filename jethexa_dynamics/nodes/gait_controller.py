@@ -49,6 +49,7 @@ class GaitController(ThinNode):
                                   **{v: self.p[k] for k, v in _GAIT_KEYS.items()})
         self.hold = self._make_hold()
         self._gyro = None
+        self._yaw = None
         self._odom = None
         self.last_cmd_time: Optional[float] = None
         self.state = "stance"
@@ -73,6 +74,11 @@ class GaitController(ThinNode):
         if not math.isfinite(g):
             raise ValueError("imu/data.angular_velocity.z must be finite, got %r" % (g,))
         self._gyro = float(g)
+        o = msg.orientation
+        if msg.orientation_covariance[0] != -1.0 and all(math.isfinite(v) for v in (o.w, o.x, o.y, o.z)) \
+                and (o.w, o.x, o.y, o.z) != (0.0, 0.0, 0.0, 0.0):
+            # yaw of the filter's attitude (w, x, y, z): the heading hold then shares odometry's world frame
+            self._yaw = math.atan2(2.0 * (o.w * o.z + o.x * o.y), 1.0 - 2.0 * (o.y * o.y + o.z * o.z))
 
     def _on_odom(self, msg: Odometry) -> None:
         x, y = msg.pose.pose.position.x, msg.pose.pose.position.y
@@ -114,10 +120,10 @@ class GaitController(ThinNode):
         dt, self._last_tick = now - self._last_tick, now
         fresh = self.last_cmd_time is not None and now - self.last_cmd_time <= self.p["cmd_vel_timeout"]
         moving = fresh and any(abs(c) > 1e-9 for c in self.walker.command)
-        gyro, odom, self._gyro, self._odom = self._gyro, self._odom, None, None
+        gyro, yaw, odom, self._gyro, self._yaw, self._odom = self._gyro, self._yaw, self._odom, None, None, None
         imu_stale = False
         if self.hold.enabled and moving and self.walker.can_walk:
-            trimmed = self.hold.update(self.walker.command, now, min(dt, 0.1), gyro_z=gyro, odom_xy=odom)
+            trimmed = self.hold.update(self.walker.command, now, min(dt, 0.1), gyro_z=gyro, yaw=yaw, odom_xy=odom)
             imu_stale = self.hold.imu_stale(now)
             self.walker.set_trim(trimmed)
         state = "walking" if moving and self.walker.can_walk else ("stale" if not fresh else "stance")
