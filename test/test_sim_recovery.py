@@ -137,3 +137,17 @@ def test_heading_hold_steers_back_to_the_line_and_can_be_disabled():
     h2.update((0.05, 0.0, 0.0), 0.0, 0.02, gyro_z=0.0, yaw=0.0)
     out = h2.update((0.05, 0.0, 0.0), 0.02, 0.02, gyro_z=0.0, yaw=math.radians(30))
     assert abs(out[2]) <= h2.max_yaw_accel * 0.02 + 1e-12
+
+
+def test_jethexa_sim_recovery_prints_both_modes_and_rejects_bad_options(tmp_path, capsys):
+    from jethexa_dynamics.sim.cli import main
+    assert main(["--recovery", "on", "--scenario", "healthy"]) == 2
+    assert main(["--recovery", "on", "--scenario", "damage1", "--duration", "1"]) == 2
+    assert "--duration" in capsys.readouterr().err
+    assert main(["--recovery", "on", "--scenario", "damage1", "--damage-at", "1", "--duration", "4",
+                 "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "damage1, recovery on (gait after the damage: crawl(RR,RF,LR,LF))" in out
+    assert "damage1, recovery off (gait after the damage: wave)" in out
+    assert "heading drift" in out and "min stability margin" in out
+    assert (tmp_path / "recovery.png").stat().st_size > 10000
