@@ -14,10 +14,13 @@ foot, a periodic gait that keeps the robot statically stable at every phase of t
   ``shift_fraction`` of slot k all feet are down and the body moves (cosine blend) to the shift ``b_k``,
   then leg k swings while the body holds ``b_k``. Duty factor ``1 - (1 - shift_fraction)/n``. Each ``b_k``
   is the Chebyshev centre of the support triangles/quads seen during leg k's swing (linear program,
-  ``scipy.optimize.linprog``): the shift that maximises the worst distance to their edges, |b| <= max_shift.
+  ``scipy.optimize.linprog``): the shift that maximises the worst distance to their edges up to
+  required_margin + ``MARGIN_HEADROOM``, then spends as little shift as it can, |b| <= max_shift.
   Foot targets in base_link are ``gait foot - b(phase)`` (the body moves by +b relative to the feet).
-* **Stance of each foot**: candidates lengthen the support along x next to a missing leg (``spreads``);
-  the candidate with the largest verified minimum margin wins.
+* **Candidates** (``_candidates``, in order of preference): full speed before ``speed_scales`` fallbacks,
+  the configured body height before 2 cm lower, and the stance of each foot: the support lengthened along x
+  next to a missing leg by ``spreads``. The first candidate whose LP reaches ``required_margin`` and whose
+  verification passes is used.
 * **Folded legs**: legs keeping some links but no foot hold ``FOLD`` (femur raised), out of the ground.
 * **No statically stable gait** (fewer than four feet, or no candidate reaching ``required_margin``):
   ``NoStableGait`` names the reason and gives a safe stance: every remaining foot down, body shifted to the
