@@ -13,9 +13,9 @@ yaw ``yaw`` (rad; without it the hold integrates the gyro); optionally the odome
     vx'       = vx (1 + clip(k_speed int((vx - v_odom)/vx), -max_speed_change, max_speed_change))
 
 The correction is slew-limited to ``max_yaw_accel`` (a step in the trim would move every stance foot's
-target at once: the joint targets must stay continuous). The correction ranges ``max_yaw_correction`` / ``max_vy_correction`` match the re-planner's ``yaw_allowance``
-/ ``vy_allowance``: the static margin of
-a re-planned gait is verified over it. Gains are parameters with ranges (``PARAMS``); ``enabled=False``
+target at once: the joint targets must stay continuous). The correction ranges ``max_yaw_correction`` /
+``max_vy_correction`` match the re-planner's ``yaw_allowance`` / ``vy_allowance``: the static margin of a
+re-planned gait is verified over them. Gains are parameters with ranges (``PARAMS``); ``enabled=False``
 passes the command through. The IMU is stale when no gyro sample came for ``imu_timeout`` s: ``update``
 then passes the command through and ``imu_stale`` is True (the caller holds a safe stance).
 """

@@ -306,10 +306,12 @@ class GaitPlanner:
     (tripod | wave | ripple); ``cycle_time`` healthy cycle (s); ``crawl_cycle_time`` cycle of the shifted
     crawl (s, default 2.0);
     ``step_height``, ``body_height``, ``stance_radius`` (m) as ``Gait``; ``crawl_step_height`` (m) swing
-    apex of the crawl (its swings are short: a lower apex keeps the joint rates servo-feasible); ``required_margin`` (m, >= 0);
+    apex of the crawl (its swings are short: a lower apex keeps the joint rates servo-feasible);
+    ``required_margin`` (m, >= 0);
     ``max_shift`` largest body shift (m); ``shift_fraction`` in (0, 0.8); ``spreads`` candidate foot moves
     toward a missing neighbour (m); ``yaw_allowance`` yaw-rate range (rad/s) the plan must tolerate on top
-    of the design command and ``vy_allowance`` (m/s) lateral speed (heading hold corrections); ``samples`` phases per cycle for verification.
+    of the design command and ``vy_allowance`` (m/s) lateral speed (heading hold corrections); ``samples``
+    phases per cycle for verification; ``speed_scales`` fallback fractions of the command.
     """
 
     def __init__(self, robot, geometry: Optional[LegGeometry] = None, kind: str = "tripod",
@@ -317,7 +319,8 @@ class GaitPlanner:
                  crawl_step_height: float = 0.012,
                  body_height: float = 0.12, stance_radius: float = 0.13, required_margin: float = REQUIRED_MARGIN,
                  max_shift: float = 0.05, shift_fraction: float = 0.45, spreads: Sequence[float] = (0.0, 0.03, 0.06),
-                 yaw_allowance: float = 0.1, vy_allowance: float = 0.01, samples: int = 48, speed_scales: Sequence[float] = (1.0, 0.7)):
+                 yaw_allowance: float = 0.1, vy_allowance: float = 0.01, samples: int = 48,
+                 speed_scales: Sequence[float] = (1.0, 0.7)):
         self.robot = robot.full
         self.geometry = geometry or LegGeometry.from_robot(self.robot)
         for name, v, lo, hi in (("required_margin", required_margin, 0.0, 0.1), ("max_shift", max_shift, 0.0, 0.1),

@@ -12,12 +12,12 @@
   the last ones sent to the new gait's t = 0 pose over ``blend_time`` (s, at least 1/4 cycle and long enough
   that no joint target moves faster than ``MAX_JOINT_RATE``), the gait clock held at 0 meanwhile.
   ``set_trim`` applies the heading hold's per-tick correction without re-validating (the plan is verified
-  over the planner's ``yaw_allowance``; the trim is clamped to it and may only slow the walk down).
+  over the planner's ``yaw_allowance`` / ``vy_allowance``; the trim is clamped to them and may only slow
+  the walk down).
 """
 from __future__ import annotations
 
 import math
-
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -53,7 +53,6 @@ class WalkingGait:
         self._planner = None
         self._blend = None        # (elapsed s, duration s, {joint name: start target})
         self._last = {}           # last targets sent, by joint name
-        self.trim = None
         self.joint_names = list(joint_names)
         self.links = links
         self.settings = dict(kind=kind, cycle_time=cycle_time, step_height=step_height, body_height=body_height,
@@ -96,7 +95,7 @@ class WalkingGait:
 
     # ------------------------------------------------------------------ recovery (issue 12)
     def _build_recovery(self, st: dict, lpl: List[int]) -> None:
-        from jethexa_dynamics.control.replan import FOLD, GaitPlan, GaitPlanner
+        from jethexa_dynamics.control.replan import GaitPlanner
         from jethexa_dynamics.model import LeggedRobot
 
         if self._planner is None or self._planner_settings != st:
@@ -124,7 +123,6 @@ class WalkingGait:
         self._present = present
         self.names = [self.joint_names[3 * i + j] for i in present for j in range(3)]
         self.t = 0.0
-        self.trim = None
         self._design = None if self.gait is None else self.gait.command.copy()
         self.applied = np.zeros(3) if self.gait is None else self.gait.command.copy()
         self.stance = self._targets(0.0, stance=True)
@@ -162,7 +160,8 @@ class WalkingGait:
 
     def set_trim(self, command: Sequence[float]) -> np.ndarray:
         """Recovery: the heading hold's corrected command for this tick (vx, vy, wz), clamped to the plan's
-        verified envelope (|wz - wz_cmd| <= yaw_allowance, |vy - vy_cmd| <= vy_allowance, |vx| <= |vx_cmd|). Returns what is applied."""
+        verified envelope (|wz - wz_cmd| <= yaw_allowance, |vy - vy_cmd| <= vy_allowance, |vx| <= |vx_cmd|).
+        Returns what is applied."""
         if not self.recovery or self.gait is None:
             return self.applied
         c = np.asarray(command, dtype=float)

@@ -157,7 +157,8 @@ class GaitController(ThinNode):
                   ("active_gait", st["gait"]), ("stability_margin", round(st["stability_margin"], 4)),
                   ("heading_hold", "on" if self.hold.enabled else "off"),
                   ("morphology", format_morphology(self.walker.links_per_leg, self.leg_names)),
-                  ("command_applied", [round(float(c), 4) for c in self.walker.applied]), ("joint_commands_published", self.published)]
+                  ("command_applied", [round(float(c), 4) for c in self.walker.applied]),
+                  ("joint_commands_published", self.published)]
         self.publish_diagnostics([self.node_status(self.state, 0, values)])
 
 

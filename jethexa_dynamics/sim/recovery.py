@@ -54,10 +54,10 @@ def segment_metrics(t, pos, rpy, margin, command, t_ref, t0, t1, cycle: float = 
     """Metrics of one segment. Reference: the pose at ``t_ref`` (the segment start: the damage moment), i.e.
     the straight path the user commanded from there. Speed: mean forward speed along the reference heading
     over [t0, t1] (t0 = t_ref + a settling time: the gait switch and blend). Heading drift: change of the
-    last cycle's mean yaw from t_ref minus the commanded one, per 10 s. Lateral drift: cross-track distance from the reference
-    line of the mean position over the last ``cycle`` s (one gait cycle: the body sway averages out) per metre
-walked along it. Min margin over [t0, t1] (the new gait) and over [t_ref, t0) (the
-damage itself and the switch), max |roll| and |pitch| over [t_ref, t1]."""
+    last cycle's mean yaw from t_ref minus the commanded one, per 10 s. Lateral drift: cross-track distance
+    from the reference line of the mean position over the last ``cycle`` s (one gait cycle: the body sway
+    averages out) per metre walked along it. Min margin over [t0, t1] (the new gait) and over [t_ref, t0)
+    (the damage itself and the switch), max |roll| and |pitch| over [t_ref, t1]."""
     iref = int(np.searchsorted(t, t_ref))
     sel = (t >= t0) & (t <= t1)
     whole = (t >= t_ref) & (t <= t1)
@@ -206,7 +206,8 @@ def format_row(label, on, off):
         return ("%.4f | %+.2f | %s | %+.4f | %.2f/%.2f | %s"
                 % (s["speed_mps"], s["heading_drift_deg_per_10s"], lat, s["min_margin_m"],
                    s["max_roll_deg"], s["max_pitch_deg"], gait))
-    return "| %s | %s | %s |" % (label, cells(on.segments["after"], on.gait[-1]), cells(off.segments["after"], off.gait[-1]))
+    return "| %s | %s | %s |" % (label, cells(on.segments["after"], on.gait[-1]),
+                                 cells(off.segments["after"], off.gait[-1]))
 
 
 TABLE_HEADER = ("| damage | speed m/s | heading deg/10 s | lateral m/m | min margin m | max roll/pitch deg | gait "
