@@ -111,6 +111,18 @@ def _recheck(planner, plan, lpl, n=157):
     return np.array(out)
 
 
+def _joint_rate(planner, plan, dt=1e-3):
+    """Peak joint-target rate (rad/s) over one cycle at 1 ms steps (the planner samples 240 per cycle)."""
+    prev, peak = None, 0.0
+    for k in range(int(plan.gait.cycle_time / dt) + 1):
+        feet = plan.foot_targets(k * dt)
+        q = np.concatenate([planner.geometry.ik(leg, f) for leg, f in zip(plan.legs, feet)])
+        if prev is not None:
+            peak = max(peak, float(np.abs(q - prev).max()) / dt)
+        prev = q
+    return peak
+
+
 @pytest.mark.parametrize("leg,links", SINGLE)
 def test_every_single_leg_loss_has_a_statically_stable_gait(planner, leg, links):
     lpl = _lpl(**{leg: links})
@@ -122,6 +134,7 @@ def test_every_single_leg_loss_has_a_statically_stable_gait(planner, leg, links)
     # the independent re-check, off the planner's samples: positive, near the stated margin
     m = _recheck(planner, plan, lpl)
     assert m.min() > 0.8 * REQUIRED_MARGIN
+    assert _joint_rate(planner, plan) <= planner.robot.joint_velocity.min() * 1.02
 
 
 def test_damage1_walks_forward_on_four_legs_with_body_shift(planner):
@@ -131,6 +144,7 @@ def test_damage1_walks_forward_on_four_legs_with_body_shift(planner):
     assert plan.gait.command[0] > 0.0          # it walks forward
     assert np.abs(plan.shifts).max() > 0.01    # a plain crawl without body shift would not be stable
     assert _recheck(planner, plan, lpl).min() > 0.8 * REQUIRED_MARGIN
+    assert _joint_rate(planner, plan) <= planner.robot.joint_velocity.min() * 1.02
     # the same crawl without the shift brings the CoM onto a support diagonal (margin ~ 0)
     plan.shifts[:] = 0.0
     assert _recheck(planner, plan, lpl).min() < 0.3 * REQUIRED_MARGIN

@@ -20,7 +20,7 @@ foot, a periodic gait that keeps the robot statically stable at every phase of t
 * **Candidates** (``_candidates``, in order of preference): full speed before ``speed_scales`` fallbacks,
   the configured body height before 2 cm lower, and the stance of each foot: the support lengthened along x
   next to a missing leg by ``spreads``. The first candidate whose LP reaches ``required_margin`` and whose
-  verification passes is used.
+  verification passes and whose joint targets stay within the servos' speed (``max_joint_rate``) is used.
 * **Folded legs**: legs keeping some links but no foot hold ``FOLD`` (femur raised), out of the ground.
 * **No statically stable gait** (fewer than four feet, or no candidate reaching ``required_margin``):
   ``NoStableGait`` names the reason and gives a safe stance: every remaining foot down, body shifted to the
@@ -251,6 +251,7 @@ class GaitPlan:
     required_margin: float
     spread: float = 0.0
     stable: bool = True
+    peak_joint_rate: float = float("nan")
 
     def body_shift(self, phase: float) -> np.ndarray:
         """Body shift b (m, xy) at cycle phase ``phase`` (cycles)."""
@@ -311,7 +312,9 @@ class GaitPlanner:
     ``max_shift`` largest body shift (m); ``shift_fraction`` in (0, 0.8); ``spreads`` candidate foot moves
     toward a missing neighbour (m); ``yaw_allowance`` yaw-rate range (rad/s) the plan must tolerate on top
     of the design command and ``vy_allowance`` (m/s) lateral speed (heading hold corrections); ``samples``
-    phases per cycle for verification; ``speed_scales`` fallback fractions of the command.
+    phases per cycle for verification; ``speed_scales`` fallback fractions of the command;
+    ``max_joint_rate`` (rad/s, default the URDF's joint velocity limit): a crawl whose joint targets would
+    move faster (``peak_joint_rate``) is rejected for the next candidate (usually the slower speed).
     """
 
     def __init__(self, robot, geometry: Optional[LegGeometry] = None, kind: str = "tripod",
@@ -320,7 +323,7 @@ class GaitPlanner:
                  body_height: float = 0.12, stance_radius: float = 0.13, required_margin: float = REQUIRED_MARGIN,
                  max_shift: float = 0.05, shift_fraction: float = 0.45, spreads: Sequence[float] = (0.0, 0.03, 0.06),
                  yaw_allowance: float = 0.1, vy_allowance: float = 0.01, samples: int = 48,
-                 speed_scales: Sequence[float] = (1.0, 0.7)):
+                 speed_scales: Sequence[float] = (1.0, 0.8, 0.7), max_joint_rate: Optional[float] = None):
         self.robot = robot.full
         self.geometry = geometry or LegGeometry.from_robot(self.robot)
         for name, v, lo, hi in (("required_margin", required_margin, 0.0, 0.1), ("max_shift", max_shift, 0.0, 0.1),
@@ -342,6 +345,8 @@ class GaitPlanner:
         self.samples = int(samples)
         self._base_gaits = {}
         self.speed_scales = tuple(float(k) for k in speed_scales)
+        # the servos' speed: the URDF's joint velocity limit unless given
+        self.max_joint_rate = float(np.min(self.robot.joint_velocity) if max_joint_rate is None else max_joint_rate)
         self.healthy = Gait(self.geometry, kind=kind, cycle_time=cycle_time, **self.gait_kw)  # validates
 
     # -- helpers ----------------------------------------------------------------------------------------
@@ -395,6 +400,24 @@ class GaitPlanner:
             stride_vectors(gait.neutral, gait.duty, gait.cycle_time, vx, vy + dvy, wz + dw, s)
             out.append(s)
         return out
+
+    def peak_joint_rate(self, plan: GaitPlan, samples: int = 240) -> float:
+        """Largest |d theta / dt| (rad/s) of the plan's joint targets over one cycle (finite differences of the
+        IK at ``samples`` phases, design command); inf if a target is unreachable."""
+        g = plan.gait
+        idx = [self.geometry.names.index(leg) for leg in plan.legs]
+        th = np.zeros(len(self.robot.joint_names))
+        feet = np.empty_like(g.neutral)
+        dt = g.cycle_time / samples
+        prev, peak = None, 0.0
+        for k in range(samples + 1):
+            plan.foot_targets(k * dt, feet)
+            if not self._theta(idx, feet, {}, th):
+                return math.inf
+            if prev is not None:
+                peak = max(peak, float(np.max(np.abs(th - prev))) / dt)
+            prev = th.copy()
+        return peak
 
     def evaluate(self, plan: GaitPlan, links_per_leg, command=None, samples: Optional[int] = None) -> np.ndarray:
         """Static margin (m) at ``samples`` phases of one cycle of ``plan`` for ``command`` (default: the
@@ -451,26 +474,39 @@ class GaitPlanner:
             return self._no_gait("%d feet left (%s): a statically stable gait needs >= %d (one lifted, "
                                  "three down)" % (len(idx), ",".join(names) or "none", MIN_FEET), lpl, idx, folded)
         best, best_lp = None, -math.inf
+        too_fast = set()                        # speed scales whose crawl the servos cannot follow
         cands = self._candidates()
-        for group in (cands[:1], cands[1:]):    # the preferred candidate alone first: usually it passes
+        groups = []
+        for s in self.speed_scales:             # per speed, the preferred stance alone first: usually it passes
+            same = [c for c in cands if c[1] == s]
+            groups += [same[:1], same[1:]]
+        for group in groups:
             skeletons = []
             for height, scale, spread in group:
+                if scale in too_fast:
+                    continue
                 try:
-                    skeletons.append(self._crawl_skeleton(lpl, idx, folded, cmd * scale, spread, height))
+                    skeletons.append(self._crawl_skeleton(lpl, idx, folded, cmd * scale, spread, height) + (scale,))
                 except ValueError:
                     continue            # a stance or stride the legs cannot reach
             problems = [pr for sk in skeletons for pr in sk[1]]
             solved = chebyshev_shifts(problems, self.max_shift, self.required_margin + MARGIN_HEADROOM)
             k0 = 0
-            for plan, probs, c in skeletons:
+            for plan, probs, c, scale in skeletons:
                 sol = solved[k0:k0 + len(probs)]
                 k0 += len(probs)
                 plan.shifts = np.array([b for b, _ in sol])
                 r = min(r for _, r in sol)
                 best_lp = max(best_lp, r)
-                if r < self.required_margin:
+                if r < self.required_margin or scale in too_fast:
                     continue            # the LP (sampled swing windows) already falls short: not worth verifying
-                # verify over the whole cycle, for the design command and the heading hold's yaw-rate range
+                # the servos must follow it: the joint rate grows with the speed, hardly with the stance, so
+                # one failure at a speed skips the other stances at that speed
+                plan.peak_joint_rate = self.peak_joint_rate(plan)
+                if plan.peak_joint_rate > self.max_joint_rate:
+                    too_fast.add(scale)
+                    continue
+                # verify over the whole cycle, for the design command and the heading hold's correction range
                 plan.min_margin = float(min(self.evaluate(plan, lpl, command=(c[0], c[1] + dvy, c[2] + dw)).min()
                                             for dvy, dw in self._trims()))
                 if plan.min_margin >= self.required_margin:
