@@ -21,7 +21,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from _machine import describe  # noqa: E402
+from _machine import describe, write_results  # noqa: E402
 from jethexa_dynamics.control.heading import HeadingHold  # noqa: E402
 from jethexa_dynamics.control.ik import LegGeometry  # noqa: E402
 from jethexa_dynamics.control.replan import GaitPlanner  # noqa: E402
@@ -130,11 +130,7 @@ def main(argv=None):
                                                                  4 * (ticks[True] - ticks[False]) * 1e3,
                                                                  6 * (ticks[True] - ticks[False]) * 1e3),
              "", "Targets (issue 12): re-planning < 50 ms here, closed-loop tick adds < 0.2 ms.", ""]
-    text = "\n".join(lines)
-    print(text)
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
+    write_results("\n".join(lines), args.out)
     return 0
 
 
