@@ -70,10 +70,9 @@ class GaitController(ThinNode):
                            imu_timeout=self.p["heading_imu_timeout"])
 
     def _on_imu(self, msg: Imu) -> None:
-        g = msg.angular_velocity.z
-        if not math.isfinite(g):
-            raise ValueError("imu/data.angular_velocity.z must be finite, got %r" % (g,))
-        self._gyro = float(g)
+        w = validate.finite_vector("imu/data.angular_velocity", (msg.angular_velocity.x, msg.angular_velocity.y,
+                                                                 msg.angular_velocity.z), 3)
+        self._gyro = float(w[2])
         o = msg.orientation
         if msg.orientation_covariance[0] != -1.0 and all(math.isfinite(v) for v in (o.w, o.x, o.y, o.z)) \
                 and (o.w, o.x, o.y, o.z) != (0.0, 0.0, 0.0, 0.0):
@@ -81,10 +80,9 @@ class GaitController(ThinNode):
             self._yaw = math.atan2(2.0 * (o.w * o.z + o.x * o.y), 1.0 - 2.0 * (o.y * o.y + o.z * o.z))
 
     def _on_odom(self, msg: Odometry) -> None:
-        x, y = msg.pose.pose.position.x, msg.pose.pose.position.y
-        if not (math.isfinite(x) and math.isfinite(y)):
-            raise ValueError("predicted/odom.pose.position must be finite, got (%r, %r)" % (x, y))
-        self._odom = (float(x), float(y))
+        p = validate.finite_vector("predicted/odom.pose.position", (msg.pose.pose.position.x,
+                                                                    msg.pose.pose.position.y), 2)
+        self._odom = (float(p[0]), float(p[1]))
 
     def apply_params(self, changed: Dict[str, Any]) -> None:
         if any(k.startswith("heading") for k in changed):
