@@ -150,6 +150,11 @@ def test_recovery_replans_reports_on_diagnostics_and_stops_when_the_imu_goes_sil
             imu.publish(Imu())                                      # gyro z = 0: a live IMU
             time.sleep(0.05)
         assert gc.state == "walking" and gc.walker.status()["gait"].startswith("crawl")
+        bad = Imu()
+        bad.angular_velocity.z = math.nan                          # rejected with a line naming the field
+        imu.publish(bad)
+        assert wait_for(lambda: gc.rejected.get("imu/data", 0) >= 1, 3.0)
+        assert "imu/data.angular_velocity" in gc.last_rejection
 
         def diag_values():
             m = w.last("/diagnostics")
