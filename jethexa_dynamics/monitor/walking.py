@@ -27,7 +27,7 @@ from jethexa_dynamics.control.ik import IK_OK, LegGeometry, leg_ik
 
 WAVE_ORDER = ("RR", "RM", "RF", "LR", "LM", "LF")
 MIN_WALKING_LEGS = 4
-MAX_JOINT_RATE = 3.0    # rad/s: blends stay below this (Hiwonder bus servo ~5.2 rad/s unloaded, 0.2 s / 60 deg)
+MAX_JOINT_RATE = 3.0    # rad/s: blends stay below this (half the URDF joint velocity limit, 6 rad/s)
 
 
 def remaining_leg_offsets(legs: Sequence[str]) -> Tuple[List[float], float]:
@@ -274,7 +274,22 @@ class WalkingGait:
         self.t += dt
         return list(self.names), self.gait.joint_targets(self.t)
 
+    def _blend_to(self, goal: np.ndarray) -> None:
+        """Start a blend from the last targets sent to ``goal`` (same joints)."""
+        prev = self._prev_targets
+        dq = float(np.max(np.abs(goal - prev))) if len(prev) else 0.0
+        cycle = self.gait.cycle_time if self.gait is not None else self.settings["cycle_time"]
+        self.blend_time = max(0.25 * cycle, 1.5 * dq / MAX_JOINT_RATE)
+        self._blend = [0.0, self.blend_time, prev.copy()] if dq > 0.0 else None
+
     def _step_recovery(self, dt: float, walking: bool) -> np.ndarray:
+        moving = walking and self.gait is not None
+        prev = getattr(self, "_prev_targets", None)
+        if moving != getattr(self, "_moving", moving) and prev is not None and len(prev) == len(self.names):
+            # start/stop: the gait restarts at t = 0; blend so the targets never jump
+            self.t = 0.0
+            self._blend_to(self._targets(0.0) if moving else self.stance)
+        self._moving = moving
         if self._blend is not None:
             self._blend[0] += dt
             u = min(1.0, self._blend[0] / self._blend[1])
