@@ -26,7 +26,7 @@ from jethexa_dynamics.control.heading import HeadingHold  # noqa: E402
 from jethexa_dynamics.control.ik import LegGeometry  # noqa: E402
 from jethexa_dynamics.control.replan import GaitPlanner  # noqa: E402
 from jethexa_dynamics.model import LeggedRobot  # noqa: E402
-from jethexa_dynamics.monitor.walking import WalkingGait  # noqa: E402
+from jethexa_dynamics.control.walking import WalkingGait  # noqa: E402
 from jethexa_dynamics.sim.recovery import acceptance_cases  # noqa: E402
 
 LEGS = ("LF", "LM", "LR", "RF", "RM", "RR")

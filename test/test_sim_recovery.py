@@ -15,7 +15,7 @@ import pytest
 from jethexa_dynamics.control.heading import HeadingHold
 from jethexa_dynamics.control.ik import LegGeometry
 from jethexa_dynamics.model import LeggedRobot
-from jethexa_dynamics.monitor.walking import WalkingGait
+from jethexa_dynamics.control.walking import WalkingGait
 from jethexa_dynamics.sim.recovery import acceptance_cases, run_recovery
 
 SERVO_RATE = 6.0      # rad/s: the URDF joint velocity limit (what the planner also keeps to)

@@ -44,11 +44,10 @@ import numpy as np
 from jethexa_dynamics.model import kernels
 from jethexa_dynamics.model._numba import njit
 
-from .gait import Gait, gait_targets, in_swing, stride_vectors
+from .gait import WAVE_ORDER, Gait, gait_targets, in_swing, stride_vectors
 from .ik import IK_OK, LegGeometry, leg_ik
 
 REQUIRED_MARGIN = 0.01      # m: the planner's stated minimum static stability margin
-WAVE_ORDER = ("RR", "RM", "RF", "LR", "LM", "LF")
 FOLD = (0.0, 1.3, 1.6)      # rad: coxa radial, femur raised 75 deg, tibia folded (limits are +/-1.6)
 MARGIN_HEADROOM = 0.015    # m: the shift aims at required_margin + this, then spends no more shift
 MIN_FEET = 4                # a statically stable gait lifts one foot and keeps >= 3 down
@@ -195,10 +194,10 @@ def chebyshev_shift(polygons: Sequence[np.ndarray], com_xy, max_shift: float,
 @njit(cache=True)
 def _com_kernel(data, theta, mask, R, p, xp, c, Ic, out):
     """sum_i m_i c_i / sum_i m_i over the main body and the existing links (X_b), into out[0:3]."""
-    n_joints, mass = data[0], data[3]
-    m_tot = data[7][0]
+    n_joints, mass = data[kernels.D_N_JOINTS], data[kernels.D_MASS]
+    m_tot = data[kernels.D_BODY_MASS][0]
     for r in range(3):
-        out[r] = m_tot * data[8][r]
+        out[r] = m_tot * data[kernels.D_BODY_COM][r]
     for i in range(n_joints.shape[0]):
         if mask[i, 0] < 0.5:
             continue
@@ -221,7 +220,7 @@ def center_of_mass(robot, theta, mask=None) -> np.ndarray:
     """
     data = robot.full.kernel_data
     mask = robot.morphology.link_mask if mask is None else mask
-    nmax = data[2].shape[1]
+    nmax = data[kernels.D_XI].shape[1]
     out = np.empty(3)
     _com_kernel(data, np.ascontiguousarray(theta, dtype=np.float64), np.ascontiguousarray(mask, dtype=np.float64),
                 np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6)), np.empty((nmax, 3)),

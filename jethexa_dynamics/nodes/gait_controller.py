@@ -2,7 +2,7 @@
 
 Holds the neutral stance when ``cmd_vel`` is older than ``cmd_vel_timeout`` (or zero). Follows
 ``morphology``: legs that lost links are not commanded and the gait is re-phased for the remaining legs
-(``jethexa_dynamics.monitor.walking.WalkingGait``), without a restart.
+(``jethexa_dynamics.control.walking.WalkingGait``), without a restart.
 
 With ``recovery`` (issue 12) the gait is re-planned from the model for each morphology (statically stable
 crawl with body shift, folded footless legs, blended switch; no stable gait -> safe stance), and the heading
@@ -22,11 +22,12 @@ from sensor_msgs.msg import Imu
 from std_msgs.msg import UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from jethexa_dynamics.monitor import node_params, validate
-from jethexa_dynamics.monitor.damage import format_morphology, morphology_from_wire
-from jethexa_dynamics.monitor.walking import WalkingGait
 from jethexa_dynamics.control.heading import HeadingHold
+from jethexa_dynamics.control.walking import WalkingGait
+from jethexa_dynamics.model import format_morphology
+from jethexa_dynamics.nodes import messages as validate, params as node_params
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run
+from jethexa_dynamics.nodes.messages import morphology_from_wire
 from jethexa_dynamics.nodes._robot import jethexa, leg_geometry
 
 STANCE_MOVE_TIME = 0.3  # s: servo move time when going to the stance (smooth stop)
@@ -164,7 +165,7 @@ NODE = GaitController  # the class graph.node_class() finds
 
 
 def main(args=None):
-    return run(GaitController, args)
+    return run(GaitController, args, kernels_of="gait_controller")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import numpy as np
 
 from jethexa_dynamics.control.heading import HeadingHold
 from jethexa_dynamics.control.replan import support_margin
-from jethexa_dynamics.monitor.walking import WalkingGait
+from jethexa_dynamics.control.walking import WalkingGait
 
 from .engine import Engine
 
