@@ -53,3 +53,11 @@ def describe(*packages):
     return ["- date: " + datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
             "- machine: " + machine(),
             "- " + versions(*packages)]
+
+
+def write_results(text, path):
+    """Print a benchmark's markdown and write it to ``path`` (benchmarks/results/<topic>.md)."""
+    print(text)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)

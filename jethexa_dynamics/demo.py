@@ -36,6 +36,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                     help="what to break: scenario1 (legs RM, LM removed), scenario2 (LM, RR keep only the coxa), "
                          "'RF', 'LM:1,RR:2', ... (default %(default)s)")
     ap.add_argument("--speed", type=float, default=0.05, help="forward speed command [m/s] (default %(default)s)")
+    ap.add_argument("--recovery", default="on", choices=("on", "off"),
+                    help="damage recovery in the gait controller: re-planned gait + heading hold (default on)")
     ap.add_argument("--predictor", default="boltzmann_hamel", help="predictor model (default %(default)s)")
     ap.add_argument("--horizon", type=float, default=2.0, help="predictor re-anchoring horizon [s]")
     ap.add_argument("--predictor-rate", type=float, default=DEFAULT_PREDICTOR_RATE,
@@ -140,7 +142,7 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     link = "/tmp/jethexa_demo_bus_%d" % os.getpid()
     overrides = {"port_link": link, "predictor": args.predictor, "horizon": str(args.horizon),
                  "predictor_rate": str(args.predictor_rate), "record": args.record,
-                 "record_storage": args.record_storage}
+                 "record_storage": args.record_storage, "recovery": "true" if args.recovery == "on" else "false"}
     t_build = time.monotonic()
     graph = Graph(threads=1)
     status = 1
@@ -190,9 +192,12 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                         t_detect = t
                         gc, pr = nodes["gait_controller"], nodes["predictor"]
                         wait_for(lambda: gc.walker.links_per_leg == list(damage) == list(pr.morphology), 2.0)
-                        say("  >> gait re-phased for legs %s (%s); predictor reshaped to %s -- no restart" % (
-                            ",".join(gc.walker.walking_legs), "walking" if gc.walker.can_walk else
-                            "too few legs: holding the stance", format_morphology(pr.morphology, legs)))
+                        st = gc.walker.status()
+                        say("  >> gait %s for legs %s (%s, planned margin %.1f mm); predictor reshaped to %s -- "
+                            "no restart" % (st["gait"], ",".join(gc.walker.walking_legs), "walking" if
+                                            gc.walker.can_walk else "holding the stance" + (
+                                                ": " + st["reason"] if st["reason"] else ""),
+                                            1e3 * st["stability_margin"], format_morphology(pr.morphology, legs)))
             if t >= next_row:
                 next_row += args.period
                 mocap, pred, meas, err = (w.last(k) for k in ("mocap/pose", "predicted/pose", "measured/pose",
@@ -237,6 +242,7 @@ def summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_se
     else:
         problems.append("no mocap/pose")
     split = (t0 + t_damage) if t_damage is not None else None
+    _walk_segments(say, args, mocap, w, t0, split)
     phases = [("healthy", t0, split)] + ([("damaged", split, None)] if split is not None else [])
     say("  prediction error vs measurement (RMS; orientation vs the IMU filter, position vs mocap):")
     for label, a, b in phases:
@@ -282,6 +288,36 @@ def summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_se
         return 1
     say("  clean run")
     return 0
+
+
+def _walk_segments(say, args, mocap, w, t0, split) -> None:
+    """Per segment (before / after the damage), from mocap: forward speed vs the command, heading drift,
+    lateral drift, max roll and pitch (``sim.recovery.segment_metrics``; the static margin is not measured here,
+    see ``jethexa-sim --recovery``)."""
+    from jethexa_dynamics.predictors.errors import rpy
+    from jethexa_dynamics.sim.recovery import segment_metrics
+
+    stamped = [(t - t0, m) for t, m in w.since("mocap/pose", t0)]
+    if len(stamped) < 10:
+        return
+    t = np.array([s for s, _ in stamped])
+    pos = np.array([[m.pose.position.x, m.pose.position.y, m.pose.position.z] for _, m in stamped])
+    e = np.array([rpy(_q(m)) for _, m in stamped])
+    e[:, 2] = np.unwrap(e[:, 2])
+    cmd = np.tile([args.speed, 0.0, 0.0], (len(t), 1))
+    margin = np.full(len(t), np.nan)
+    bounds = [("healthy", 0.0, t[-1] if split is None else split - t0)]
+    if split is not None:
+        bounds.append(("damaged", split - t0, t[-1]))
+    say("  walking (mocap), per segment (recovery %s):" % args.recovery)
+    for label, a, b in bounds:
+        if b - a < 4.0:
+            continue
+        s = segment_metrics(t, pos, e, margin, cmd, a, a + 2.0, b)
+        say("    %-8s speed %.4f m/s (command %.3f), heading drift %+.2f deg/10 s, lateral drift %.3f m/m, "
+            "max roll %.2f deg, max pitch %.2f deg" % (label, s["speed_mps"], args.speed,
+                                                       s["heading_drift_deg_per_10s"], s["lateral_per_m"],
+                                                       s["max_roll_deg"], s["max_pitch_deg"]))
 
 
 def _converges(seen, damage) -> bool:

@@ -130,3 +130,49 @@ def test_bad_input_is_rejected_and_node_keeps_running(setup):
     n = w.count("joint_commands")
     assert wait_for(lambda: w.count("joint_commands") > n + 3, 5.0)
     assert g.spin_error is None
+
+
+def test_recovery_replans_reports_on_diagnostics_and_stops_when_the_imu_goes_silent():
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import Imu
+
+    g = Graph()
+    try:
+        gc = g.add(GaitController, {"recovery": True, "heading_imu_timeout": 0.3})
+        w = g.add(Watcher)
+        w.watch(JointTrajectory, "joint_commands")
+        w.watch(DiagnosticArray, "/diagnostics")
+        cmd = w.create_publisher(Twist, "cmd_vel", 10)
+        imu = w.create_publisher(Imu, "imu/data", 10)
+        morph = w.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
+        g.start()
+        morph.publish(morphology_msg([3, 0, 3, 3, 0, 3], LEGS))      # damage 1
+        end = time.monotonic() + 2.5
+        while time.monotonic() < end:
+            cmd.publish(twist(0.05))
+            imu.publish(Imu())                                      # gyro z = 0: a live IMU
+            time.sleep(0.05)
+        assert gc.state == "walking" and gc.walker.status()["gait"].startswith("crawl")
+        bad = Imu()
+        bad.angular_velocity.z = math.nan                          # rejected with a line naming the field
+        imu.publish(bad)
+        assert wait_for(lambda: gc.rejected.get("imu/data", 0) >= 1, 3.0)
+        assert "imu/data.angular_velocity" in gc.last_rejection
+
+        def diag_values():
+            m = w.last("/diagnostics")
+            return {} if m is None else {kv.key: kv.value for s in m.status for kv in s.values}
+        assert wait_for(lambda: diag_values().get("active_gait", "").startswith("crawl"), 3.0)
+        assert float(diag_values()["stability_margin"]) >= 0.01
+        # the IMU stops, cmd_vel keeps coming: the controller holds the stance
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            cmd.publish(twist(0.05))
+            time.sleep(0.05)
+        assert gc.state == "imu_stale"
+        a = np.array(w.last("joint_commands").points[0].positions)
+        time.sleep(0.3)
+        b = np.array(w.last("joint_commands").points[0].positions)
+        assert np.allclose(a, b)                                    # standing: targets no longer move
+    finally:
+        g.close()

@@ -6,17 +6,27 @@
   at least three feet down with four or five legs. With fewer than four walking legs the robot holds its
   stance and does not step.
 * Stale command: time stops and every walking leg goes to its neutral stance (feet down).
+* ``recovery=True`` (issue 12): the gait comes from ``control.replan.GaitPlanner`` instead: the model's CoM,
+  a body-shifted crawl that keeps the static margin >= the planner's ``required_margin`` at every phase,
+  footless legs folded, and ``NoStableGait`` -> a safe stance. A gait switch blends the joint targets from
+  the last ones sent to the new gait's t = 0 pose over ``blend_time`` (s, at least 1/4 cycle and long enough
+  that no joint target moves faster than ``MAX_JOINT_RATE``), the gait clock held at 0 meanwhile.
+  ``set_trim`` applies the heading hold's per-tick correction without re-validating (the plan is verified
+  over the planner's ``yaw_allowance`` / ``vy_allowance``; the trim is clamped to them and may only slow
+  the walk down).
 """
 from __future__ import annotations
 
+import math
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from jethexa_dynamics.control.gait import WAVE_ORDER, Gait
-from jethexa_dynamics.control.ik import LegGeometry
+from jethexa_dynamics.control.gait import WAVE_ORDER, Gait, stride_vectors
+from jethexa_dynamics.control.ik import IK_OK, LegGeometry, leg_ik
 
 MIN_WALKING_LEGS = 4
+MAX_JOINT_RATE = 3.0    # rad/s: blends stay below this (half the URDF joint velocity limit, 6 rad/s)
 
 
 def remaining_leg_offsets(legs: Sequence[str]) -> Tuple[List[float], float]:
@@ -36,8 +46,16 @@ class WalkingGait:
 
     def __init__(self, geometry: LegGeometry, joint_names: Sequence[str], kind: str = "tripod",
                  cycle_time: float = 1.3, step_height: float = 0.02, body_height: float = 0.12,
-                 stance_radius: float = 0.13, n_joints: Optional[Sequence[int]] = None):
+                 stance_radius: float = 0.13, n_joints: Optional[Sequence[int]] = None, recovery: bool = False,
+                 robot=None, design_command: Sequence[float] = (0.05, 0.0, 0.0)):
         self.full = geometry
+        self.recovery = bool(recovery)
+        self.robot = robot
+        self.design_command = np.asarray(design_command, dtype=float)
+        self.plan = None          # recovery: the GaitPlan / NoStableGait in use
+        self._planner = None
+        self._blend = None        # (elapsed s, duration s, {joint name: start target})
+        self._last = {}           # last targets sent, by joint name
         self.joint_names = list(joint_names)
         if n_joints is None:
             n_joints = [len(self.joint_names) // geometry.n_legs] * geometry.n_legs
@@ -64,6 +82,9 @@ class WalkingGait:
         kw = dict(cycle_time=st["cycle_time"], step_height=st["step_height"], body_height=st["body_height"],
                   stance_radius=st["stance_radius"])
         healthy = Gait(self.full, kind=st["kind"], **kw)  # validates the settings; its neutral feet = the stance
+        if self.recovery:
+            self._build_recovery(st, lpl)
+            return
         idx = [i for i, n in enumerate(lpl) if n >= self.n_joints[i]]
         names = [self.full.names[i] for i in idx]
         gait = None
@@ -84,6 +105,98 @@ class WalkingGait:
         self.t = 0.0
         self._command_set = False  # new gait: the command must be applied to it again
         self.set_command(self.command)
+
+    # ------------------------------------------------------------------ recovery (issue 12)
+    def _build_recovery(self, st: dict, lpl: List[int]) -> None:
+        from jethexa_dynamics.control.replan import GaitPlanner
+        from jethexa_dynamics.model import LeggedRobot
+
+        if self._planner is None or self._planner_settings != st:
+            self.robot = self.robot or LeggedRobot.jethexa()
+            self._planner = GaitPlanner(self.robot, self.full, kind=st["kind"], cycle_time=st["cycle_time"],
+                                        step_height=st["step_height"], body_height=st["body_height"],
+                                        stance_radius=st["stance_radius"])
+            self._planner_settings = dict(st)
+        self.settings, self.links_per_leg = st, lpl
+        design = self.command if np.any(self.command) else self.design_command
+        self._switch(self._planner.plan(lpl, design))
+
+    def _switch(self, plan) -> None:
+        """Use ``plan`` (GaitPlan or NoStableGait); blend from the last targets sent."""
+        from jethexa_dynamics.control.replan import GaitPlan
+
+        self.plan = plan
+        names = self.full.names
+        walking = [names.index(leg) for leg in plan.legs]
+        folded = [names.index(leg) for leg in plan.folded]
+        self.leg_index = walking
+        self.gait = plan.gait if isinstance(plan, GaitPlan) else None
+        self._folded = {names.index(leg): np.asarray(a, dtype=float) for leg, a in plan.folded.items()}
+        present = sorted(walking + folded)
+        self._present = present
+        self.names = [name for i in present for name in self.leg_joints[i]]
+        self.t = 0.0
+        self._design = None if self.gait is None else self.gait.command.copy()
+        self.applied = np.zeros(3) if self.gait is None else self.gait.command.copy()
+        self.stance = self._targets(0.0, stance=True)
+        start = np.array([self._last.get(n, v) for n, v in zip(self.names, self._targets(0.0))])
+        dq = float(np.max(np.abs(start - self._targets(0.0)))) if len(start) else 0.0
+        cycle = self.gait.cycle_time if self.gait is not None else self.settings["cycle_time"]
+        self.blend_time = max(0.25 * cycle, 1.5 * dq / MAX_JOINT_RATE)
+        self._blend = [0.0, self.blend_time, start] if self._last and dq > 0.0 else None
+
+    def _targets(self, t: float, stance: bool = False) -> np.ndarray:
+        """Joint targets of the present joints (``names`` order) at gait time t, or of the stance."""
+        from jethexa_dynamics.control.replan import GaitPlan
+
+        out = np.zeros(3 * len(self._present))
+        pos = {i: k for k, i in enumerate(self._present)}
+        if isinstance(self.plan, GaitPlan):
+            g = self.plan.gait
+            if stance:
+                feet = g.neutral.copy()
+                feet[:, :2] -= self.plan.body_shift(0.0)
+            else:
+                feet = self.plan.foot_targets(t)
+        else:
+            feet = self.plan.stance
+        prev = getattr(self, "_prev_targets", None)
+        for j, i in enumerate(self.leg_index):
+            k = pos[i]
+            th = out[3 * k:3 * k + 3]
+            if leg_ik(self.full.geom[i], self.full.limits[i], feet[j], th) != IK_OK and prev is not None \
+                    and len(prev) == len(out):
+                th[:] = prev[3 * k:3 * k + 3]     # an unreachable trimmed target: keep the last one
+        for i, ang in self._folded.items():
+            out[3 * pos[i]:3 * pos[i] + 3] = ang
+        return out
+
+    def set_trim(self, command: Sequence[float]) -> np.ndarray:
+        """Recovery: the heading hold's corrected command for this tick (vx, vy, wz), clamped to the plan's
+        verified envelope (|wz - wz_cmd| <= yaw_allowance, |vy - vy_cmd| <= vy_allowance, |vx| <= |vx_cmd|).
+        Returns what is applied."""
+        if not self.recovery or self.gait is None:
+            return self.applied
+        c = np.asarray(command, dtype=float)
+        if not np.all(np.isfinite(c)):
+            return self.applied
+        base = self._design
+        lim, limv = self._planner.yaw_allowance, self._planner.vy_allowance
+        vx = math.copysign(min(abs(c[0]), abs(base[0])), base[0]) if base[0] != 0.0 else 0.0
+        vy = min(max(c[1], base[1] - limv), base[1] + limv)
+        wz = min(max(c[2], base[2] - lim), base[2] + lim)
+        stride_vectors(self.gait.neutral, self.gait.duty, self.gait.cycle_time, vx, vy, wz, self.gait.stride)
+        self.applied = np.array([vx, vy, wz])
+        return self.applied
+
+    def status(self) -> dict:
+        """Active gait label, stability (planned min margin, m) and the reason when there is no gait."""
+        if not self.recovery:
+            return {"gait": self.settings["kind"] if len(self.leg_index) == self.full.n_legs else
+                    ("wave" if self.gait is not None else "stance"), "stability_margin": float("nan"), "reason": ""}
+        p = self.plan
+        return {"gait": p.label, "stability_margin": float(getattr(p, "min_margin", getattr(p, "margin", 0.0))),
+                "reason": getattr(p, "reason", "")}
 
     def configure(self, **settings) -> None:
         """Change gait settings (kind, cycle_time, step_height, body_height, stance_radius)."""
@@ -116,6 +229,13 @@ class WalkingGait:
             return self.applied  # unchanged (cmd_vel repeats at 10+ Hz): skip the reachability search
         self._command_set = True
         self.command = cmd
+        if self.recovery:
+            if cmd.shape != (3,) or not np.all(np.isfinite(cmd)):
+                self._command_set = False
+                self.command = np.zeros(3)
+                raise ValueError("command must be 3 finite values (vx m/s, vy m/s, yaw_rate rad/s), got %r"
+                                 % (command,))
+            return self._set_command_recovery(cmd)
         self.applied = np.zeros(3)
         if not self.can_walk:
             return self.applied
@@ -130,9 +250,72 @@ class WalkingGait:
             self.gait.set_command(self.applied)  # standing still is always reachable
         return self.applied
 
+    def _set_command_recovery(self, cmd: np.ndarray) -> np.ndarray:
+        """A new base command: keep the plan if its margin holds for it, else re-plan (and blend)."""
+        from jethexa_dynamics.control.replan import GaitPlan
+
+        if not np.any(cmd):
+            if self.gait is not None:
+                self._design = np.zeros(3)
+                self.set_trim(np.zeros(3))
+            return self.applied
+        plan = self.plan
+        if isinstance(plan, GaitPlan):
+            saved = plan.gait.stride.copy()
+            try:
+                plan.gait.set_command(cmd)
+                ok = self._planner.evaluate(plan, self.links_per_leg, command=cmd, samples=24).min() \
+                    >= self._planner.required_margin
+            except ValueError:
+                ok = False
+            if ok:
+                self._design = cmd.copy()
+                self.applied = cmd.copy()
+                return self.applied
+            plan.gait.stride[:] = saved
+        new = self._planner.plan(self.links_per_leg, cmd)
+        if isinstance(new, GaitPlan) or not isinstance(plan, GaitPlan):
+            self._switch(new)
+        return self.applied
+
     def step(self, dt: float, walking: bool) -> Tuple[List[str], np.ndarray]:
         """Advance the gait by ``dt`` when ``walking`` (else hold the neutral stance): (joint names, targets)."""
+        if self.recovery:
+            return list(self.names), self._step_recovery(dt, walking)
         if not walking or not self.can_walk:
             return list(self.names), self.stance.copy()
         self.t += dt
         return list(self.names), self.gait.joint_targets(self.t)
+
+    def _blend_to(self, goal: np.ndarray) -> None:
+        """Start a blend from the last targets sent to ``goal`` (same joints)."""
+        prev = self._prev_targets
+        dq = float(np.max(np.abs(goal - prev))) if len(prev) else 0.0
+        cycle = self.gait.cycle_time if self.gait is not None else self.settings["cycle_time"]
+        self.blend_time = max(0.25 * cycle, 1.5 * dq / MAX_JOINT_RATE)
+        self._blend = [0.0, self.blend_time, prev.copy()] if dq > 0.0 else None
+
+    def _step_recovery(self, dt: float, walking: bool) -> np.ndarray:
+        moving = walking and self.gait is not None
+        prev = getattr(self, "_prev_targets", None)
+        if moving != getattr(self, "_moving", moving) and prev is not None and len(prev) == len(self.names):
+            # start/stop: the gait restarts at t = 0; blend so the targets never jump
+            self.t = 0.0
+            self._blend_to(self._targets(0.0) if moving else self.stance)
+        self._moving = moving
+        if self._blend is not None:
+            self._blend[0] += dt
+            u = min(1.0, self._blend[0] / self._blend[1])
+            w = u * u * (3.0 - 2.0 * u)          # smoothstep: peak slope 1.5 / blend_time
+            goal = self._targets(0.0) if walking and self.gait is not None else self.stance
+            out = (1.0 - w) * self._blend[2] + w * goal
+            if u >= 1.0:
+                self._blend = None
+        elif walking and self.gait is not None:
+            self.t += dt
+            out = self._targets(self.t)
+        else:
+            out = self.stance.copy()
+        self._prev_targets = out
+        self._last = dict(zip(self.names, out))
+        return out.copy()

@@ -3,22 +3,31 @@
 Holds the neutral stance when ``cmd_vel`` is older than ``cmd_vel_timeout`` (or zero). Follows
 ``morphology``: legs that lost links are not commanded and the gait is re-phased for the remaining legs
 (``jethexa_dynamics.control.walking.WalkingGait``), without a restart.
+
+With ``recovery`` (issue 12) the gait is re-planned from the model for each morphology (statically stable
+crawl with body shift, folded footless legs, blended switch; no stable gait -> safe stance), and the heading
+hold (``control.heading``) trims the yaw rate from ``imu/data`` (gyro z) and ``predicted/odom`` (position);
+a silent IMU -> the stance. /diagnostics carries ``active_gait`` and ``stability_margin`` (m, planned).
 """
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Dict, Optional
 
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import Imu
 from std_msgs.msg import UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from jethexa_dynamics.nodes import messages as validate, params as node_params
-from jethexa_dynamics.model import format_morphology
-from jethexa_dynamics.nodes.messages import morphology_from_wire
+from jethexa_dynamics.control.heading import HeadingHold
 from jethexa_dynamics.control.walking import WalkingGait
-from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, ThinNode, run
+from jethexa_dynamics.model import format_morphology
+from jethexa_dynamics.nodes import messages as validate, params as node_params
+from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run
+from jethexa_dynamics.nodes.messages import morphology_from_wire
 from jethexa_dynamics.nodes._robot import jethexa, leg_geometry
 
 STANCE_MOVE_TIME = 0.3  # s: servo move time when going to the stance (smooth stop)
@@ -36,19 +45,49 @@ class GaitController(ThinNode):
         super().__init__(node_params.GAIT_CONTROLLER, **kwargs)
         robot = jethexa()
         self.leg_names = list(robot.leg_names)
-        self.walker = WalkingGait(leg_geometry(), robot.joint_names,
+        self.walker = WalkingGait(leg_geometry(), robot.joint_names, recovery=self.p["recovery"],
+                                  robot=robot if self.p["recovery"] else None,
                                   **{v: self.p[k] for k, v in _GAIT_KEYS.items()})
+        self.hold = self._make_hold()
+        self._gyro = None
+        self._yaw = None
+        self._odom = None
         self.last_cmd_time: Optional[float] = None
         self.state = "stance"
         self.published = 0
         self.pub = self.create_publisher(JointTrajectory, "joint_commands", RELIABLE_QOS)
         self.sub(Twist, "cmd_vel", self._on_cmd_vel, RELIABLE_QOS)
         self.sub(UInt8MultiArray, "morphology", self._on_morphology, LATCHED_QOS)
+        if self.p["recovery"]:
+            self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS)
+            self.sub(Odometry, "predicted/odom", self._on_odom, RELIABLE_QOS)
         self.rate_timer("control_rate", self._on_tick, "control")
         self._diag_timer = self.timer(1.0, self._on_diag, "diagnostics")
         self._last_tick = time.monotonic()
 
+    def _make_hold(self) -> HeadingHold:
+        return HeadingHold(enabled=self.p["recovery"] and self.p["heading_hold"], k_yaw=self.p["heading_k_yaw"],
+                           k_lat=self.p["heading_k_lat"], max_yaw_correction=self.p["heading_max_correction"],
+                           imu_timeout=self.p["heading_imu_timeout"])
+
+    def _on_imu(self, msg: Imu) -> None:
+        w = validate.finite_vector("imu/data.angular_velocity", (msg.angular_velocity.x, msg.angular_velocity.y,
+                                                                 msg.angular_velocity.z), 3)
+        self._gyro = float(w[2])
+        o = msg.orientation
+        if msg.orientation_covariance[0] != -1.0 and all(math.isfinite(v) for v in (o.w, o.x, o.y, o.z)) \
+                and (o.w, o.x, o.y, o.z) != (0.0, 0.0, 0.0, 0.0):
+            # yaw of the filter's attitude (w, x, y, z): the heading hold then shares odometry's world frame
+            self._yaw = math.atan2(2.0 * (o.w * o.z + o.x * o.y), 1.0 - 2.0 * (o.y * o.y + o.z * o.z))
+
+    def _on_odom(self, msg: Odometry) -> None:
+        p = validate.finite_vector("predicted/odom.pose.position", (msg.pose.pose.position.x,
+                                                                    msg.pose.pose.position.y), 2)
+        self._odom = (float(p[0]), float(p[1]))
+
     def apply_params(self, changed: Dict[str, Any]) -> None:
+        if any(k.startswith("heading") for k in changed):
+            self.hold = self._make_hold()   # ValueError (out of range) rejects the change
         gait = {v: changed[k] for k, v in _GAIT_KEYS.items() if k in changed}
         if gait:
             self.walker.configure(**gait)  # ValueError (unreachable stance) rejects the change
@@ -68,16 +107,27 @@ class GaitController(ThinNode):
         label = msg.layout.dim[0].label if msg.layout.dim else ""
         lpl = morphology_from_wire(list(msg.data), label, self.leg_names)
         if self.walker.set_morphology(lpl):
-            self.get_logger().warning("morphology %s: walking legs %s%s" % (
-                format_morphology(lpl, self.leg_names), ",".join(self.walker.walking_legs),
-                "" if self.walker.can_walk else " (too few to walk: holding the stance)"))
+            st = self.walker.status()
+            self.hold.reset()
+            self.get_logger().warning("morphology %s: walking legs %s, gait %s%s%s" % (
+                format_morphology(lpl, self.leg_names), ",".join(self.walker.walking_legs), st["gait"],
+                "" if self.walker.can_walk else " (holding the stance)",
+                (": " + st["reason"]) if st["reason"] else ""))
 
     def _on_tick(self) -> None:
         now = time.monotonic()
         dt, self._last_tick = now - self._last_tick, now
         fresh = self.last_cmd_time is not None and now - self.last_cmd_time <= self.p["cmd_vel_timeout"]
-        moving = fresh and any(abs(c) > 1e-9 for c in self.walker.applied)
+        moving = fresh and any(abs(c) > 1e-9 for c in self.walker.command)
+        gyro, yaw, odom, self._gyro, self._yaw, self._odom = self._gyro, self._yaw, self._odom, None, None, None
+        imu_stale = False
+        if self.hold.enabled and moving and self.walker.can_walk:
+            trimmed = self.hold.update(self.walker.command, now, min(dt, 0.1), gyro_z=gyro, yaw=yaw, odom_xy=odom)
+            imu_stale = self.hold.imu_stale(now)
+            self.walker.set_trim(trimmed)
         state = "walking" if moving and self.walker.can_walk else ("stale" if not fresh else "stance")
+        if imu_stale and state == "walking":
+            state = "imu_stale"
         names, targets = self.walker.step(min(dt, 0.1), state == "walking")
         move_time = 1.0 / self.p["control_rate"]
         if state != "walking" and self.state == "walking":
@@ -86,6 +136,9 @@ class GaitController(ThinNode):
             if state == "stale":
                 self.get_logger().info("cmd_vel older than %.2f s: gait stopped, holding the stance"
                                        % self.p["cmd_vel_timeout"])
+            elif state == "imu_stale":
+                self.get_logger().warning("imu/data silent for more than heading_imu_timeout = %.2f s: heading "
+                                          "hold blind, holding the stance" % self.p["heading_imu_timeout"])
             self.state = state
         if not names:
             return
@@ -98,9 +151,13 @@ class GaitController(ThinNode):
         self.published += 1
 
     def _on_diag(self) -> None:
+        st = self.walker.status()
         values = [("state", self.state), ("walking_legs", ",".join(self.walker.walking_legs)),
+                  ("active_gait", st["gait"]), ("stability_margin", round(st["stability_margin"], 4)),
+                  ("heading_hold", "on" if self.hold.enabled else "off"),
                   ("morphology", format_morphology(self.walker.links_per_leg, self.leg_names)),
-                  ("command_applied", [round(float(c), 4) for c in self.walker.applied]), ("joint_commands_published", self.published)]
+                  ("command_applied", [round(float(c), 4) for c in self.walker.applied]),
+                  ("joint_commands_published", self.published)]
         self.publish_diagnostics([self.node_status(self.state, 0, values)])
 
 

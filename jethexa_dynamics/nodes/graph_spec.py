@@ -43,6 +43,8 @@ _COMMON_ARGS = [
     Argument("gait", "tripod", "gait of the healthy robot (tripod, ripple, wave)", (("gait_controller", "gait"),)),
     Argument("cmd_vel_timeout", "0.5", "stop walking when cmd_vel is older than this [s]",
              (("gait_controller", "cmd_vel_timeout"),)),
+    Argument("recovery", "false", "damage recovery: re-planned statically stable gait + heading hold (true/false)",
+             (("gait_controller", "recovery"),)),
 ]
 
 GRAPHS: Dict[str, Dict[str, Any]] = {

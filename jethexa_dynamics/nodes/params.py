@@ -89,6 +89,17 @@ GAIT_CONTROLLER = ParamSet("gait_controller", [
       unit="m"),
     P("max_linear_speed", "double", 0.1, "cmd_vel linear speed is clamped to this", lo=0.0, hi=0.3, unit="m/s"),
     P("max_angular_speed", "double", 0.6, "cmd_vel yaw rate is clamped to this", lo=0.0, hi=3.0, unit="rad/s"),
+    P("recovery", "bool", False, "damage recovery (issue 12): re-plan a statically stable gait from the model for "
+      "each morphology, fold footless legs, blend gait switches", read_only=True),
+    P("heading_hold", "bool", True, "with recovery: close the loop on imu/data (gyro yaw rate) and predicted/odom; "
+      "holds the stance when the IMU goes silent for heading_imu_timeout"),
+    P("heading_k_yaw", "double", 3.0, "heading hold: yaw error gain", lo=0.0, hi=10.0, unit="1/s"),
+    P("heading_k_lat", "double", 2.0, "heading hold: lateral offset -> heading gain", lo=0.0, hi=50.0,
+      unit="rad/m"),
+    P("heading_max_correction", "double", 0.1, "heading hold: largest yaw-rate trim (the re-planner verifies "
+      "the margin over 0.1 rad/s)", lo=0.0, hi=0.1, unit="rad/s"),
+    P("heading_imu_timeout", "double", 0.5, "heading hold: the IMU is silent after this long", lo=0.05, hi=10.0,
+      unit="s"),
 ])
 
 PREDICTOR = ParamSet("predictor", [

@@ -102,6 +102,10 @@ def build_parser():
     ap.add_argument("--friction", default="viscous", help="viscous (paper) | coulomb")
     ap.add_argument("--mu", type=float, default=0.8, help="friction coefficient for --friction coulomb")
     ap.add_argument("--settle", type=float, default=0.0, help="stand still this long before walking [s]")
+    ap.add_argument("--recovery", default=None, choices=("on", "off"),
+                    help="closed-loop damage recovery run (issue 12): the gait controller's logic drives the "
+                    "servos at 50 Hz, re-planned gait + heading hold (on) or the plain wave (off); walks --damage-at "
+                    "s healthy (default 3) then --duration s damaged at 0.05 m/s and prints the per-segment figures")
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     ap.add_argument("--record-rate", type=float, default=None, metavar="HZ",
@@ -162,8 +166,56 @@ def run(args):
     return traj, s, text
 
 
+def recovery_report(run):
+    """Per-segment lines: forward speed vs command, heading drift, lateral drift, min margin, max roll/pitch."""
+    out = []
+    for name, s in run.segments.items():
+        out.append("%-6s speed %.4f m/s (command %.3f), heading drift %+.2f deg/10 s, lateral drift %.3f m/m, "
+                   "min stability margin %+.4f m, max roll %.2f deg, max pitch %.2f deg"
+                   % (name, s["speed_mps"], s["command_mps"], s["heading_drift_deg_per_10s"], s["lateral_per_m"],
+                      s["min_margin_m"], s["max_roll_deg"], s["max_pitch_deg"]))
+    return out
+
+
+def run_recovery_cli(args):
+    from .recovery import run_recovery
+    if args.scenario not in SCENARIOS:
+        raise ValueError("--scenario must be one of %s, got %r" % ("|".join(SCENARIOS), args.scenario))
+    if args.scenario == "healthy":
+        raise ValueError("--recovery needs a damage scenario (--scenario damage1|damage2)")
+    before = 3.0 if args.damage_at is None else args.damage_at
+    if not (math.isfinite(before) and 0.0 <= before <= 600.0):
+        raise ValueError("--damage-at=%r outside the allowed range [0, 600] s" % (before,))
+    if not (math.isfinite(args.duration) and 3.0 <= args.duration <= 600.0):
+        raise ValueError("--duration=%r outside the allowed range [3, 600] s with --recovery" % (args.duration,))
+    runs = {}
+    for mode in (args.recovery, "off" if args.recovery == "on" else "on"):
+        runs["recovery " + mode] = run_recovery(args.scenario, recovery=(mode == "on"), before=before,
+                                                after=args.duration, command=(0.05, 0.0, args.yaw_rate))
+    for label, r in runs.items():
+        print("%s, %s (gait after the damage: %s):" % (args.scenario, label, r.gait[-1]))
+        for line in recovery_report(r):
+            print("  " + line)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "summary.txt"), "w") as f:
+            for label, r in runs.items():
+                f.write("%s\n%s\n" % (label, "\n".join(recovery_report(r))))
+        if not args.no_plots:
+            from .plots import plot_recovery
+            plot_recovery(runs, os.path.join(args.out, "recovery.png"), "%s: recovery on/off" % args.scenario)
+        print("wrote %s" % args.out)
+    return 0
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    if args.recovery is not None:
+        try:
+            return run_recovery_cli(args)
+        except ValueError as e:
+            print("jethexa-sim: error: %s" % e, file=sys.stderr)
+            return 2
     try:
         traj, s, text = run(args)
     except ValueError as e:

@@ -553,20 +553,8 @@ class Engine:
 
     def center_of_mass(self):
         """Whole-body CoM (m, world) of the present links (main body + intact links)."""
-        data = self.robot.kernel_data
-        n_joints, mass = data[kernels.D_N_JOINTS], data[kernels.D_MASS]
-        nmax = data[kernels.D_XI].shape[1]
-        R, p, xp = np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6))
-        c, Ic = np.empty((nmax, 3)), np.empty((nmax, 3, 3))
-        m_tot = float(data[kernels.D_BODY_MASS][0])
-        acc = m_tot * np.asarray(data[kernels.D_BODY_COM], dtype=float)
-        for i in range(len(n_joints)):
-            kernels.leg_kinematics(data, i, self.theta, R, p, xp, c, Ic)
-            for k in range(n_joints[i]):
-                if self.mask[i, k] > 0.5:
-                    m_tot += mass[i, k]
-                    acc = acc + mass[i, k] * c[k]
-        return self.p + self.R @ (acc / m_tot)
+        from jethexa_dynamics.control.replan import center_of_mass
+        return self.p + self.R @ center_of_mass(self.robot, self.theta, self.mask)
 
     def energy(self):
         """(kinetic, potential) energy (J) of the present links; potential = -m g . com (world origin at 0)."""

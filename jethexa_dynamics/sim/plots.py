@@ -36,3 +36,30 @@ def plot_position(traj, path, title=""):
     """x, y, z (m, world frame) of the main body's CoM (base_link origin) against time (s) -> PNG."""
     _three_panels(traj, traj.pos, ("x (forward)", "y (left)", "z (up)"), "m", path,
                   title or "main body CoM position")
+
+
+def plot_recovery(runs, path, title=""):
+    """Recovery on/off side by side: x-y path (m), yaw (deg), static margin (m) against time (s) -> PNG.
+    ``runs``: {label: RecoveryRun}."""
+    fig, axes = plt.subplots(3, 1, figsize=(7, 8))
+    for label, r in runs.items():
+        axes[0].plot(r.pos[:, 0], r.pos[:, 1], lw=1.2, label=label)
+        axes[1].plot(r.t, np.rad2deg(r.rpy[:, 2]), lw=1.2, label=label)
+        axes[2].plot(r.t, np.clip(r.margin, -0.1, None), lw=1.0, label=label)
+        if r.damage_at is not None:
+            for ax in axes[1:]:
+                ax.axvline(r.damage_at, color="tab:red", ls="--", lw=1)
+    axes[0].set_xlabel("x [m]")
+    axes[0].set_ylabel("y [m]")
+    axes[0].axis("equal")
+    axes[1].set_ylabel("yaw [deg]")
+    axes[2].set_ylabel("static margin [m]")
+    axes[2].axhline(0.0, color="k", lw=0.8)
+    axes[2].set_xlabel("time [s]")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(title or "damage recovery")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

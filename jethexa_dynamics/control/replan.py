@@ -1,0 +1,588 @@
+"""Gait re-planning for a damaged hexapod: static stability from the model's centre of mass (pure core).
+
+For a morphology (links per leg, ``model.Morphology``) the planner picks, for the legs that still have a
+foot, a periodic gait that keeps the robot statically stable at every phase of the cycle:
+
+* **Static stability margin** ``m = dist(c_xy, ∂S)`` (m), positive when the horizontal projection of the
+  whole-body centre of mass ``c`` lies inside the support polygon ``S`` (convex hull of the stance feet, in
+  ``base_link`` xy with the body level), negative (minus the distance to ``S``) outside.
+* **Centre of mass** from the modular model: main body + the links that exist (lost links do not count),
+  at the joint angles the gait commands (``center_of_mass``, kernel ``leg_kinematics``).
+* **Healthy (six feet)**: the configured gait (tripod by default), no body shift.
+* **Four or five feet: a crawl with body shift.** One leg swings at a time, in ``WAVE_ORDER`` (back to
+  front, right side then left). The cycle has one slot of length 1/n per walking leg; in the first
+  ``shift_fraction`` of slot k all feet are down and the body moves (cosine blend) to the shift ``b_k``,
+  then leg k swings while the body holds ``b_k``. Duty factor ``1 - (1 - shift_fraction)/n``. Each ``b_k``
+  is the Chebyshev centre of the support triangles/quads seen during leg k's swing (linear program,
+  ``scipy.optimize.linprog``): the shift that maximises the worst distance to their edges up to
+  required_margin + ``MARGIN_HEADROOM``, then spends as little shift as it can, |b| <= max_shift.
+  Foot targets in base_link are ``gait foot - b(phase)`` (the body moves by +b relative to the feet).
+* **Candidates** (``_candidates``, in order of preference): full speed before ``speed_scales`` fallbacks,
+  the configured body height before 2 cm lower, and the stance of each foot: the support lengthened along x
+  next to a missing leg by ``spreads``. The first candidate whose LP reaches ``required_margin`` and whose
+  verification passes and whose joint targets stay within the servos' speed (``max_joint_rate``) is used.
+* **Folded legs**: legs keeping some links but no foot hold ``FOLD`` (femur raised), out of the ground.
+* **No statically stable gait** (fewer than four feet, or no candidate reaching ``required_margin``):
+  ``NoStableGait`` names the reason and gives a safe stance: every remaining foot down, body shifted to the
+  Chebyshev centre of the all-feet polygon (its margin may still be <= 0 with fewer than three feet).
+
+The plan is verified by sampling the whole cycle (``samples`` phases) with the model's centre of mass at
+the commanded joint angles; ``GaitPlan.min_margin`` is that verified minimum for the design command
+(and for the design command trimmed by the corners of the heading hold's correction range: yaw rate +/-
+``yaw_allowance``, lateral speed +/- ``vy_allowance``).
+Required margin default: ``REQUIRED_MARGIN`` = 0.01 m.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from jethexa_dynamics.model import kernels
+from jethexa_dynamics.model._numba import njit
+
+from .gait import WAVE_ORDER, Gait, gait_targets, in_swing, stride_vectors
+from .ik import IK_OK, LegGeometry, leg_ik
+
+REQUIRED_MARGIN = 0.01      # m: the planner's stated minimum static stability margin
+FOLD = (0.0, 1.3, 1.6)      # rad: coxa radial, femur raised 75 deg, tibia folded (limits are +/-1.6)
+MARGIN_HEADROOM = 0.015    # m: the shift aims at required_margin + this, then spends no more shift
+MIN_FEET = 4                # a statically stable gait lifts one foot and keeps >= 3 down
+
+
+# ---------------------------------------------------------------------------------------------- geometry
+@njit(cache=True)
+def _hull(pts):
+    """CCW convex hull (Andrew's monotone chain) of 2D points (k, 2); collinear and repeated points dropped."""
+    k = pts.shape[0]
+    order = np.arange(k)
+    for a in range(1, k):               # insertion sort by (x, y): k <= 6 here
+        j = a
+        while j > 0 and (pts[order[j], 0] < pts[order[j - 1], 0] or
+                         (pts[order[j], 0] == pts[order[j - 1], 0] and pts[order[j], 1] < pts[order[j - 1], 1])):
+            order[j], order[j - 1] = order[j - 1], order[j]
+            j -= 1
+    h = np.empty((2 * k + 1, 2))
+    m = 0
+    for rep in range(2):
+        start = m
+        for q in range(k):
+            i = order[q] if rep == 0 else order[k - 1 - q]
+            while m >= start + 2 and ((h[m - 1, 0] - h[m - 2, 0]) * (pts[i, 1] - h[m - 2, 1])
+                                      - (h[m - 1, 1] - h[m - 2, 1]) * (pts[i, 0] - h[m - 2, 0])) <= 1e-15:
+                m -= 1
+            h[m, 0] = pts[i, 0]
+            h[m, 1] = pts[i, 1]
+            m += 1
+        m -= 1                           # the last point of each chain starts the other one
+    if m < 1:
+        m = 1 if k > 0 else 0
+    if m == 2 and h[0, 0] == h[1, 0] and h[0, 1] == h[1, 1]:
+        m = 1
+    return h[:m].copy()
+
+
+def convex_hull(points: np.ndarray) -> np.ndarray:
+    """Counter-clockwise convex hull of 2D points (k, 2) (first two columns used); collinear points dropped."""
+    return _hull(np.ascontiguousarray(np.asarray(points, dtype=np.float64)[:, :2]))
+
+
+@njit(cache=True)
+def _margin(pts, cx, cy):
+    hull = _hull(pts)
+    n = hull.shape[0]
+    if n == 0:
+        return -np.inf
+    dmin = np.inf
+    inside = n >= 3
+    for k in range(n if n > 1 else 1):
+        ax, ay = hull[k, 0], hull[k, 1]
+        bx, by = hull[(k + 1) % n, 0], hull[(k + 1) % n, 1]
+        ex, ey = bx - ax, by - ay
+        if ex * (cy - ay) - ey * (cx - ax) < 0.0:    # right of a CCW edge: outside
+            inside = False
+        L2 = ex * ex + ey * ey
+        s = 0.0 if L2 == 0.0 else min(1.0, max(0.0, ((cx - ax) * ex + (cy - ay) * ey) / L2))
+        d = math.hypot(cx - ax - s * ex, cy - ay - s * ey)
+        if d < dmin:
+            dmin = d
+    return dmin if inside else -dmin
+
+
+def support_margin(feet_xy: np.ndarray, com_xy: Sequence[float]) -> float:
+    """Static stability margin (m): distance from ``com_xy`` to the edge of the convex hull of ``feet_xy``
+    (k, 2), positive inside, negative (minus the distance to the hull) outside; a hull of fewer than three
+    non-collinear points has no inside (margin <= 0), no point at all gives -inf."""
+    return float(_margin(np.ascontiguousarray(np.asarray(feet_xy, dtype=np.float64)[:, :2]),
+                         float(com_xy[0]), float(com_xy[1])))
+
+
+@njit(cache=True)
+def _halfplanes(feet_xy):
+    """(hull (m, 2), rows (m, 3) = [n_x, n_y, h]) with n . x <= h inside the CCW hull of feet_xy."""
+    hull = _hull(feet_xy)
+    m = hull.shape[0]
+    rows = np.empty((m, 3))
+    for k in range(m):
+        ex = hull[(k + 1) % m, 0] - hull[k, 0]
+        ey = hull[(k + 1) % m, 1] - hull[k, 1]
+        L = math.hypot(ex, ey)
+        rows[k, 0] = ey / L
+        rows[k, 1] = -ex / L
+        rows[k, 2] = rows[k, 0] * hull[k, 0] + rows[k, 1] * hull[k, 1]
+    return hull, rows
+
+
+def chebyshev_shifts(problems, max_shift: float, margin_cap: float = 1.0,
+                     shift_weight: float = 0.1) -> List[Tuple[np.ndarray, float]]:
+    """For each problem (polygons, com_xy), the shift b (m, xy) that maximises the smallest distance r from
+    ``com_xy + b`` to the edges of every polygon (each the support feet (k, 2)), r capped at ``margin_cap``,
+    then spends as little shift as it can. One linear program per problem in (b_x, b_y, r, |b_x|, |b_y|):
+    minimise ``-r + shift_weight (|b_x| + |b_y|)`` (shift_weight < 1: margin first), |b_x|, |b_y| <=
+    max_shift; all problems are solved as one block-diagonal LP (one solver call). Returns [(b, r)]; r < 0
+    when no shift puts the CoM inside all the polygons, r = -inf for a degenerate polygon."""
+    from scipy.optimize import linprog
+    from scipy.sparse import block_diag
+
+    out: List[Tuple[np.ndarray, float]] = [(np.zeros(2), -math.inf)] * len(problems)
+    blocks, rhs, live = [], [], []
+    absrows = np.array([[1, 0, 0, -1, 0], [-1, 0, 0, -1, 0], [0, 1, 0, 0, -1], [0, -1, 0, 0, -1]], dtype=float)
+    for p, (polygons, com_xy) in enumerate(problems):
+        A, h = [absrows], [np.zeros(4)]
+        ok = True
+        for feet in polygons:
+            hull, rows = _halfplanes(np.ascontiguousarray(feet, dtype=np.float64))
+            if len(hull) < 3:
+                ok = False
+                break
+            nrm, off = rows[:, :2], rows[:, 2]
+            A.append(np.column_stack([nrm, np.ones(len(nrm)), np.zeros((len(nrm), 2))]))
+            h.append(off - nrm @ np.asarray(com_xy, dtype=float)[:2])
+        if ok:
+            blocks.append(np.vstack(A))
+            rhs.append(np.concatenate(h))
+            live.append(p)
+    if not live:
+        return out
+    k = len(live)
+    res = linprog(c=np.tile([0.0, 0.0, -1.0, shift_weight, shift_weight], k), A_ub=block_diag(blocks, format="csr"),
+                  b_ub=np.concatenate(rhs),
+                  bounds=[(-max_shift, max_shift), (-max_shift, max_shift), (None, margin_cap), (0, None),
+                          (0, None)] * k, method="highs")
+    if res.status != 0:      # infeasible only if a block is; solve them one by one to find which
+        if k == 1:
+            return out
+        for p in live:
+            out[p] = chebyshev_shifts([problems[p]], max_shift, margin_cap, shift_weight)[0]
+        return out
+    x = res.x.reshape(k, 5)
+    for row, p in zip(x, live):
+        out[p] = (np.asarray(row[:2]), float(row[2]))
+    return out
+
+
+def chebyshev_shift(polygons: Sequence[np.ndarray], com_xy, max_shift: float,
+                    margin_cap: float = 1.0) -> Tuple[np.ndarray, float]:
+    """``chebyshev_shifts`` for one problem: (b, r)."""
+    return chebyshev_shifts([(polygons, com_xy)], max_shift, margin_cap)[0]
+
+
+# ---------------------------------------------------------------------------------------------- centre of mass
+@njit(cache=True)
+def _com_kernel(data, theta, mask, R, p, xp, c, Ic, out):
+    """sum_i m_i c_i / sum_i m_i over the main body and the existing links (X_b), into out[0:3]."""
+    n_joints, mass = data[kernels.D_N_JOINTS], data[kernels.D_MASS]
+    m_tot = data[kernels.D_BODY_MASS][0]
+    for r in range(3):
+        out[r] = m_tot * data[kernels.D_BODY_COM][r]
+    for i in range(n_joints.shape[0]):
+        if mask[i, 0] < 0.5:
+            continue
+        kernels.leg_kinematics(data, i, theta, R, p, xp, c, Ic)
+        for k in range(n_joints[i]):
+            if mask[i, k] > 0.5:
+                m_tot += mass[i, k]
+                for r in range(3):
+                    out[r] += mass[i, k] * c[k, r]
+    for r in range(3):
+        out[r] /= m_tot
+
+
+def center_of_mass(robot, theta, mask=None) -> np.ndarray:
+    """Whole-body centre of mass (m, base_link) of the links that exist.
+
+    ``robot`` a ``LeggedRobot`` (healthy or reduced; its kernel data is the healthy one); ``theta`` the FULL
+    joint vector (rad, leg-major, healthy size); ``mask`` (n_legs, max_links) link existence (default: the
+    robot's morphology). c = (m_b c_b + sum over existing links m_ik c_ik(theta)) / (m_b + sum m_ik).
+    """
+    data = robot.full.kernel_data
+    mask = robot.morphology.link_mask if mask is None else mask
+    nmax = data[kernels.D_XI].shape[1]
+    out = np.empty(3)
+    _com_kernel(data, np.ascontiguousarray(theta, dtype=np.float64), np.ascontiguousarray(mask, dtype=np.float64),
+                np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6)), np.empty((nmax, 3)),
+                np.empty((nmax, 3, 3)), out)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- results
+@dataclass
+class GaitPlan:
+    """A statically stable periodic gait for one morphology (SI units, base_link, phases in cycles).
+
+    ``legs`` walking legs (geometry order); ``gait`` the ``Gait`` over them (offsets, duty, neutral feet
+    = the chosen stance, stride for the design command); ``order`` swing order; ``shifts`` (n_slots, 2)
+    body shift b_k held while slot k's leg swings (zeros for the healthy gait); ``shift_fraction`` part of
+    each slot spent shifting with all feet down; ``folded`` {leg: joint angles} of footless legs;
+    ``min_margin`` verified minimum static margin over the cycle (m); ``required_margin`` the target (m).
+    """
+    legs: List[str]
+    gait: Gait
+    kind: str
+    order: List[str]
+    shifts: np.ndarray
+    shift_fraction: float
+    folded: Dict[str, Tuple[float, float, float]]
+    min_margin: float
+    required_margin: float
+    spread: float = 0.0
+    stable: bool = True
+    peak_joint_rate: float = float("nan")
+
+    def body_shift(self, phase: float) -> np.ndarray:
+        """Body shift b (m, xy) at cycle phase ``phase`` (cycles)."""
+        n = len(self.shifts)
+        if n == 0 or not np.any(self.shifts):
+            return np.zeros(2)
+        s = (phase % 1.0) * n
+        k = min(int(s), n - 1)
+        u = (s - k) / self.shift_fraction if self.shift_fraction > 0 else 1.0
+        if u >= 1.0:
+            return self.shifts[k].copy()
+        w = 0.5 - 0.5 * math.cos(math.pi * u)
+        return (1.0 - w) * self.shifts[k - 1] + w * self.shifts[k]
+
+    def foot_targets(self, t: float, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Foot targets (n_walking, 3) m, base_link, at gait time t (s): gait feet minus the body shift."""
+        g = self.gait
+        out = np.empty_like(g.neutral) if out is None else out
+        gait_targets(g.prm, g.offsets, g.neutral, g.stride, float(t), out)
+        out[:, :2] -= self.body_shift(float(t) / g.cycle_time)
+        return out
+
+    @property
+    def label(self) -> str:
+        return "%s(%s)" % (self.kind, ",".join(self.order))
+
+
+@dataclass
+class NoStableGait:
+    """No statically stable gait for this morphology: ``reason``; hold ``stance`` (feet (k, 3) m base_link
+    of ``legs``) with body shift ``shift`` (m, xy) whose static margin is ``margin`` (m)."""
+    reason: str
+    legs: List[str]
+    stance: np.ndarray
+    shift: np.ndarray
+    margin: float
+    folded: Dict[str, Tuple[float, float, float]] = field(default_factory=dict)
+    stable: bool = False
+
+    @property
+    def label(self) -> str:
+        return "stance"
+
+
+PlanResult = Union[GaitPlan, NoStableGait]
+
+
+# ---------------------------------------------------------------------------------------------- planner
+class GaitPlanner:
+    """Re-plans the gait for a morphology (see the module docstring).
+
+    Parameters: ``robot`` healthy ``LeggedRobot``; ``geometry`` its ``LegGeometry``; ``kind`` healthy gait
+    (tripod | wave | ripple); ``cycle_time`` healthy cycle (s); ``crawl_cycle_time`` cycle of the shifted
+    crawl (s, default 2.0);
+    ``step_height``, ``body_height``, ``stance_radius`` (m) as ``Gait``; ``crawl_step_height`` (m) swing
+    apex of the crawl (its swings are short: a lower apex keeps the joint rates servo-feasible);
+    ``required_margin`` (m, >= 0);
+    ``max_shift`` largest body shift (m); ``shift_fraction`` in (0, 0.8); ``spreads`` candidate foot moves
+    toward a missing neighbour (m); ``yaw_allowance`` yaw-rate range (rad/s) the plan must tolerate on top
+    of the design command and ``vy_allowance`` (m/s) lateral speed (heading hold corrections); ``samples``
+    phases per cycle for verification; ``speed_scales`` fallback fractions of the command;
+    ``max_joint_rate`` (rad/s, default the URDF's joint velocity limit): a crawl whose joint targets would
+    move faster (``peak_joint_rate``) is rejected for the next candidate (usually the slower speed).
+    """
+
+    def __init__(self, robot, geometry: Optional[LegGeometry] = None, kind: str = "tripod",
+                 cycle_time: float = 1.3, crawl_cycle_time: float = 2.0, step_height: float = 0.02,
+                 crawl_step_height: float = 0.012,
+                 body_height: float = 0.12, stance_radius: float = 0.13, required_margin: float = REQUIRED_MARGIN,
+                 max_shift: float = 0.05, shift_fraction: float = 0.45, spreads: Sequence[float] = (0.0, 0.03, 0.06),
+                 yaw_allowance: float = 0.1, vy_allowance: float = 0.01, samples: int = 48,
+                 speed_scales: Sequence[float] = (1.0, 0.8, 0.7), max_joint_rate: Optional[float] = None):
+        self.robot = robot.full
+        self.geometry = geometry or LegGeometry.from_robot(self.robot)
+        for name, v, lo, hi in (("required_margin", required_margin, 0.0, 0.1), ("max_shift", max_shift, 0.0, 0.1),
+                                ("shift_fraction", shift_fraction, 0.05, 0.8),
+                                ("yaw_allowance", yaw_allowance, 0.0, 1.0), ("vy_allowance", vy_allowance, 0.0, 0.05)):
+            if not (math.isfinite(v) and lo <= v <= hi):
+                raise ValueError("%s=%r outside the allowed range [%g, %g]" % (name, v, lo, hi))
+        self.kind = kind
+        self.cycle_time = float(cycle_time)
+        self.crawl_cycle_time = float(crawl_cycle_time)
+        self.gait_kw = dict(step_height=step_height, body_height=body_height, stance_radius=stance_radius)
+        self.crawl_step_height = float(crawl_step_height)
+        self.required_margin = float(required_margin)
+        self.max_shift = float(max_shift)
+        self.shift_fraction = float(shift_fraction)
+        self.spreads = tuple(float(s) for s in spreads)
+        self.yaw_allowance = float(yaw_allowance)
+        self.vy_allowance = float(vy_allowance)
+        self.samples = int(samples)
+        self._base_gaits = {}
+        self.speed_scales = tuple(float(k) for k in speed_scales)
+        # the servos' speed: the URDF's joint velocity limit unless given
+        self.max_joint_rate = float(np.min(self.robot.joint_velocity) if max_joint_rate is None else max_joint_rate)
+        self.healthy = Gait(self.geometry, kind=kind, cycle_time=cycle_time, **self.gait_kw)  # validates
+
+    # -- helpers ----------------------------------------------------------------------------------------
+    def _split(self, links_per_leg):
+        n_full = self.robot.description.n_joints
+        walk = [i for i, (k, n) in enumerate(zip(links_per_leg, n_full)) if k == n]
+        folded = {self.geometry.names[i]: FOLD for i, (k, n) in enumerate(zip(links_per_leg, n_full)) if 0 < k < n}
+        return walk, folded
+
+    def _mask(self, links_per_leg):
+        from jethexa_dynamics.model import Morphology
+        return Morphology.from_vector(self.robot, links_per_leg).link_mask
+
+    def _theta(self, idx, feet, folded, out):
+        """Full joint vector for walking feet (base_link) + folded legs; False if a foot is unreachable."""
+        g = self.geometry
+        for j, i in enumerate(idx):
+            if leg_ik(g.geom[i], g.limits[i], feet[j], out[3 * i:3 * i + 3]) != IK_OK:
+                return False
+        for leg, ang in folded.items():
+            i = g.names.index(leg)
+            out[3 * i:3 * i + 3] = ang
+        return True
+
+    def _spread_neutral(self, neutral, names, spread):
+        """Neutral feet of the walking legs; with ``spread`` (m) the support is lengthened along x next to a
+        missing leg: a front/rear foot whose middle neighbour is gone moves out by ``spread`` (front +x, rear
+        -x), a middle foot moves ``spread`` toward a missing front (+x) or rear (-x) neighbour."""
+        neutral = neutral.copy()
+        present = set(names)
+        for j, leg in enumerate(names):
+            side, pos = leg[0], leg[1]
+            if pos == "F" and side + "M" not in present:
+                neutral[j, 0] += spread
+            elif pos == "R" and side + "M" not in present:
+                neutral[j, 0] -= spread
+            elif pos == "M" and (side + "F" not in present) != (side + "R" not in present):
+                neutral[j, 0] += spread if side + "F" not in present else -spread
+        return neutral
+
+    def _trims(self):
+        """(dvy m/s, dwz rad/s) corners of the heading hold's correction range the plan must tolerate."""
+        a, v = self.yaw_allowance, self.vy_allowance
+        return [(0.0, 0.0), (0.0, a), (0.0, -a), (v, a), (-v, -a), (v, -a), (-v, a)]
+
+    def _design_strides(self, gait, command):
+        vx, vy, wz = command
+        out = []
+        for dvy, dw in [self._trims()[0]] + self._trims()[3:]:   # nominal + the four corners
+            s = np.zeros((len(gait.neutral), 2))
+            stride_vectors(gait.neutral, gait.duty, gait.cycle_time, vx, vy + dvy, wz + dw, s)
+            out.append(s)
+        return out
+
+    def peak_joint_rate(self, plan: GaitPlan, samples: int = 240) -> float:
+        """Largest |d theta / dt| (rad/s) of the plan's joint targets over one cycle (finite differences of the
+        IK at ``samples`` phases, design command); inf if a target is unreachable."""
+        g = plan.gait
+        idx = [self.geometry.names.index(leg) for leg in plan.legs]
+        th = np.zeros(len(self.robot.joint_names))
+        feet = np.empty_like(g.neutral)
+        dt = g.cycle_time / samples
+        prev, peak = None, 0.0
+        for k in range(samples + 1):
+            plan.foot_targets(k * dt, feet)
+            if not self._theta(idx, feet, {}, th):
+                return math.inf
+            if prev is not None:
+                peak = max(peak, float(np.max(np.abs(th - prev))) / dt)
+            prev = th.copy()
+        return peak
+
+    def evaluate(self, plan: GaitPlan, links_per_leg, command=None, samples: Optional[int] = None) -> np.ndarray:
+        """Static margin (m) at ``samples`` phases of one cycle of ``plan`` for ``command`` (default: the
+        plan's design command), CoM from the model at the commanded joint angles; -inf where unreachable."""
+        g = plan.gait
+        idx = [self.geometry.names.index(leg) for leg in plan.legs]
+        saved = g.stride.copy()
+        if command is not None:
+            stride_vectors(g.neutral, g.duty, g.cycle_time, command[0], command[1], command[2], g.stride)
+        mask = self._mask(links_per_leg)
+        n = samples or self.samples
+        out = np.empty(n)
+        th = np.zeros(len(self.robot.joint_names))
+        feet = np.empty_like(g.neutral)
+        try:
+            for k in range(n):
+                t = g.cycle_time * (k + 0.5) / n
+                plan.foot_targets(t, feet)
+                if not self._theta(idx, feet, plan.folded, th):
+                    out[k] = -math.inf
+                    continue
+                c = center_of_mass(self.robot, th, mask)
+                down = [j for j in range(len(idx)) if not in_swing(g.prm, g.offsets, t, j)]
+                out[k] = support_margin(feet[down, :2], c[:2])
+        finally:
+            g.stride[:] = saved
+        return out
+
+    # -- planning ---------------------------------------------------------------------------------------
+    def plan(self, links_per_leg: Sequence[int], command=(0.05, 0.0, 0.0)) -> PlanResult:
+        """Plan for a morphology (links per leg, geometry order) and a design command (vx m/s, vy m/s,
+        wz rad/s). Returns a ``GaitPlan`` whose verified ``min_margin`` >= ``required_margin`` or a
+        ``NoStableGait`` with a safe stance."""
+        lpl = [int(k) for k in links_per_leg]
+        if len(lpl) != self.geometry.n_legs:
+            raise ValueError("morphology: %d entries, expected %d" % (len(lpl), self.geometry.n_legs))
+        cmd = np.asarray(command, dtype=float)
+        if cmd.shape != (3,) or not np.all(np.isfinite(cmd)):
+            raise ValueError("command must be 3 finite values (vx, vy, yaw_rate), got %r" % (command,))
+        idx, folded = self._split(lpl)
+        names = [self.geometry.names[i] for i in idx]
+        if len(idx) == self.geometry.n_legs:
+            g = Gait(self.geometry, kind=self.kind, cycle_time=self.cycle_time, **self.gait_kw)
+            g.set_command(cmd)
+            plan = GaitPlan(names, g, self.kind, list(names), np.zeros((0, 2)), 0.0, folded, 0.0,
+                            self.required_margin)
+            plan.min_margin = float(self.evaluate(plan, lpl).min())
+            if plan.min_margin >= self.required_margin:
+                return plan
+            idx_try = idx
+        else:
+            idx_try = idx
+        if len(idx_try) < MIN_FEET:
+            return self._no_gait("%d feet left (%s): a statically stable gait needs >= %d (one lifted, "
+                                 "three down)" % (len(idx), ",".join(names) or "none", MIN_FEET), lpl, idx, folded)
+        best, best_lp = None, -math.inf
+        too_fast = set()                        # speed scales whose crawl the servos cannot follow
+        cands = self._candidates()
+        groups = []
+        for s in self.speed_scales:             # per speed, the preferred stance alone first: usually it passes
+            same = [c for c in cands if c[1] == s]
+            groups += [same[:1], same[1:]]
+        for group in groups:
+            skeletons = []
+            for height, scale, spread in group:
+                if scale in too_fast:
+                    continue
+                try:
+                    skeletons.append(self._crawl_skeleton(lpl, idx, folded, cmd * scale, spread, height) + (scale,))
+                except ValueError:
+                    continue            # a stance or stride the legs cannot reach
+            problems = [pr for sk in skeletons for pr in sk[1]]
+            solved = chebyshev_shifts(problems, self.max_shift, self.required_margin + MARGIN_HEADROOM)
+            k0 = 0
+            for plan, probs, c, scale in skeletons:
+                sol = solved[k0:k0 + len(probs)]
+                k0 += len(probs)
+                plan.shifts = np.array([b for b, _ in sol])
+                r = min(r for _, r in sol)
+                best_lp = max(best_lp, r)
+                if r < self.required_margin or scale in too_fast:
+                    continue            # the LP (sampled swing windows) already falls short: not worth verifying
+                # the servos must follow it: the joint rate grows with the speed, hardly with the stance, so
+                # one failure at a speed skips the other stances at that speed
+                plan.peak_joint_rate = self.peak_joint_rate(plan)
+                if plan.peak_joint_rate > self.max_joint_rate:
+                    too_fast.add(scale)
+                    continue
+                # verify over the whole cycle, for the design command and the heading hold's correction range
+                plan.min_margin = float(min(self.evaluate(plan, lpl, command=(c[0], c[1] + dvy, c[2] + dw)).min()
+                                            for dvy, dw in self._trims()))
+                if plan.min_margin >= self.required_margin:
+                    return plan
+                if best is None or plan.min_margin > best.min_margin:
+                    best = plan
+        got = best.min_margin if best is not None else best_lp
+        return self._no_gait("no statically stable gait for legs %s: best margin %.4f m < required %.4f m"
+                             % (",".join(names), got, self.required_margin), lpl, idx, folded)
+
+    def _candidates(self):
+        """(body height m, command scale, spread m) in order of preference: full speed and height first."""
+        h0 = self.gait_kw["body_height"]
+        out = []
+        for scale in self.speed_scales:
+            for height in (h0, h0 - 0.02):
+                for spread in self.spreads:
+                    out.append((height, scale, spread))
+        return out
+
+    def _crawl_skeleton(self, lpl, idx, folded, cmd, spread, height):
+        """A crawl for one candidate without its shifts: (plan, [(polygons, com_xy)] per slot, command)."""
+        g_all = self.geometry
+        names = [g_all.names[i] for i in idx]
+        n = len(idx)
+        order = [leg for leg in WAVE_ORDER if leg in names]
+        f = self.shift_fraction
+        duty = 1.0 - (1.0 - f) / n
+        starts = {leg: (k + f) / n for k, leg in enumerate(order)}
+        offsets = [(-starts[leg]) % 1.0 for leg in names]
+        key = (tuple(idx), height)
+        if key not in self._base_gaits:      # one validated Gait per leg set and height; candidates copy it
+            sub = LegGeometry(names, g_all.geom[idx], g_all.limits[idx])
+            kw = dict(self.gait_kw, body_height=height, step_height=self.crawl_step_height)
+            self._base_gaits[key] = Gait(sub, kind="wave", offsets=offsets, duty=duty,
+                                         cycle_time=self.crawl_cycle_time, profile="linear", **kw)
+        base = self._base_gaits[key]
+        gait = copy.copy(base)
+        gait.neutral = self._spread_neutral(base.neutral, names, spread)
+        gait.stride = np.zeros_like(base.stride)
+        gait.command = np.zeros(3)
+        gait._check_stance()
+        gait.set_command(cmd)                      # ValueError if a foot cannot follow
+        mask = self._mask(lpl)
+        th = np.zeros(len(self.robot.joint_names))
+        if not self._theta(idx, gait.neutral, folded, th):
+            raise ValueError("stance unreachable")
+        com = center_of_mass(self.robot, th, mask)[:2]
+        strides = self._design_strides(gait, cmd)
+        problems = []
+        feet = np.empty_like(gait.neutral)
+        T = gait.cycle_time
+        for k, leg in enumerate(order):
+            j = names.index(leg)
+            polys = []
+            for u in np.linspace(0.0, 1.0, 4):
+                t = T * (k + f + u * (1.0 - f)) / n
+                for s in strides:
+                    gait_targets(gait.prm, gait.offsets, gait.neutral, s, t, feet)
+                    polys.append(np.delete(feet[:, :2], j, axis=0))
+            problems.append((polys, com))
+        plan = GaitPlan(names, gait, "crawl", order, np.zeros((n, 2)), f, folded, -math.inf,
+                        self.required_margin, spread)
+        return plan, problems, cmd
+
+    def _no_gait(self, reason, lpl, idx, folded) -> NoStableGait:
+        names = [self.geometry.names[i] for i in idx]
+        feet = self.healthy.neutral[idx].copy()
+        shift, margin = np.zeros(2), -math.inf
+        if idx:
+            th = np.zeros(len(self.robot.joint_names))
+            if self._theta(idx, feet, folded, th):
+                com = center_of_mass(self.robot, th, self._mask(lpl))[:2]
+                if len(idx) >= 3:
+                    shift, _ = chebyshev_shift([feet[:, :2]], com, self.max_shift)
+                feet[:, :2] -= shift
+                self._theta(idx, feet, folded, th)
+                com = center_of_mass(self.robot, th, self._mask(lpl))[:2]
+                margin = support_margin(feet[:, :2], com)
+        return NoStableGait(reason, names, feet, shift, float(margin), folded)

@@ -1,0 +1,239 @@
+"""Closed-loop damage-recovery runs on the engine: the Python gait controller drives the servos.
+
+The engine runs on external joint targets (servo mode); every command period ``dt_cmd`` (s, default 20 ms)
+the gait controller's logic (``WalkingGait``, with ``recovery`` on or off) produces joint targets from the
+command, trimmed by the heading hold (``control.heading``) on the engine's gyro and on odometry (here the
+engine's base position stands in for the predictor's odometry), and the engine advances one period.
+
+Per segment (before / after the damage) ``segment_metrics`` reports: forward speed along the segment's
+initial heading vs the command (m/s), heading drift (deg per 10 s, yaw change minus the commanded one),
+lateral drift (m per m walked), minimum static stability margin over the segment (m; measured: whole-body
+CoM of the engine vs the hull of the feet in contact, world xy), max |roll| and |pitch| (deg).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from jethexa_dynamics.control.heading import HeadingHold
+from jethexa_dynamics.control.replan import support_margin
+from jethexa_dynamics.control.walking import WalkingGait
+
+from .engine import Engine
+
+
+@dataclass
+class RecoveryRun:
+    """Samples every command period: t (s), pos (n, 3) m world, rpy (n, 3) rad (yaw unwrapped), margin (n,)
+    m, joint targets sent (list of arrays), events [(t, text)], and the metrics per segment."""
+    t: np.ndarray
+    pos: np.ndarray
+    rpy: np.ndarray
+    margin: np.ndarray
+    command: np.ndarray
+    gait: List[str]
+    max_target_step: float
+    damage_at: Optional[float]
+    segments: Dict[str, dict] = field(default_factory=dict)
+    events: List[tuple] = field(default_factory=list)
+
+
+def measured_margin(engine: Engine) -> float:
+    """Static margin (m) of the engine's present state: CoM (world xy) vs the hull of the feet in contact."""
+    down, _ = engine.contact_state()
+    pos, _ = engine.foot_states()
+    if down.sum() == 0:
+        return -math.inf
+    return support_margin(pos[down, :2], engine.center_of_mass()[:2])
+
+
+def segment_metrics(t, pos, rpy, margin, command, t_ref, t0, t1, cycle: float = 2.0) -> dict:
+    """Metrics of one segment. Reference: the pose at ``t_ref`` (the segment start: the damage moment), i.e.
+    the straight path the user commanded from there. Speed: mean forward speed along the reference heading
+    over [t0, t1] (t0 = t_ref + a settling time: the gait switch and blend). Heading drift: change of the
+    last cycle's mean yaw from t_ref minus the commanded one, per 10 s. Lateral drift: cross-track distance
+    from the reference line of the mean position over the last ``cycle`` s (one gait cycle: the body sway
+    averages out) per metre walked along it. Min margin over [t0, t1] (the new gait) and over [t_ref, t0)
+    (the damage itself and the switch), max |roll| and |pitch| over [t_ref, t1]."""
+    iref = int(np.searchsorted(t, t_ref))
+    sel = (t >= t0) & (t <= t1)
+    whole = (t >= t_ref) & (t <= t1)
+    T = float(t[sel][-1] - t[sel][0])
+    p, e = pos[sel], rpy[sel]
+    yaw0 = rpy[iref, 2]
+    u = np.array([math.cos(yaw0), math.sin(yaw0)])
+    fwd = float((p[-1, :2] - p[0, :2]) @ u)
+    # the end point is the mean over the last ``cycle`` s: the body shift sways base_link by design (+/- 4 cm
+    # for damage 1); drift is what remains over whole cycles
+    last = whole & (t >= t1 - cycle)
+    d = pos[last, :2].mean(axis=0) - pos[iref, :2]
+    along = float(d @ u)
+    lat = float(u[0] * d[1] - u[1] * d[0])
+    wz = float(np.mean(command[sel, 2]))
+    Tw = float(t[last].mean() - t[iref])         # the last cycle's mean yaw, like its mean position
+    yaw_rate = float((e[-1, 2] - e[0, 2]) / T) if T > 0 else 0.0
+    drift = (rpy[last, 2].mean() - yaw0 - wz * Tw) / Tw if Tw > 0 else 0.0
+    return {
+        "duration_s": T,
+        "speed_mps": fwd / T if T > 0 else 0.0,
+        "command_mps": float(np.mean(command[sel, 0])),
+        "yaw_rate_radps": yaw_rate,
+        "command_yaw_rate_radps": wz,
+        "heading_drift_deg_per_10s": math.degrees(drift) * 10.0,
+        "lateral_m": lat,
+        "lateral_per_m": abs(lat) / abs(along) if abs(along) > 0.05 else float("nan"),   # nan: walked < 5 cm
+        "min_margin_m": float(np.min(margin[sel])),
+        "min_margin_switch_m": float(np.min(margin[whole & ~sel])) if np.any(whole & ~sel) else float("nan"),
+        "max_roll_deg": float(np.degrees(np.abs(rpy[whole, 0]).max())),
+        "max_pitch_deg": float(np.degrees(np.abs(rpy[whole, 1]).max())),
+    }
+
+
+def run_recovery(damage, recovery: bool = True, command: Sequence[float] = (0.05, 0.0, 0.0), before: float = 3.0,
+                 after: float = 20.0, dt_cmd: float = 0.02, heading: Optional[HeadingHold] = None,
+                 engine: Optional[Engine] = None, skip: float = 2.0, imu_stops_at: Optional[float] = None):
+    """Walk healthy for ``before`` s, apply ``damage`` (anything ``Engine.set_morphology`` takes), walk
+    ``after`` s more, with the controller at ``recovery`` on/off (off: the old wave over the remaining legs,
+    no heading hold). ``skip`` s after each segment start are left out of the speed figure. ``imu_stops_at`` (s)
+    stops the gyro feed (the controller must hold a safe stance). Returns a ``RecoveryRun``."""
+    cmd = np.asarray(command, dtype=float)
+    if cmd.shape != (3,) or not np.all(np.isfinite(cmd)):
+        raise ValueError("command must be 3 finite values (vx m/s, vy m/s, yaw_rate rad/s), got %r" % (command,))
+    for name, v, lo, hi in (("before", before, 0.0, 600.0), ("after", after, 1.0, 600.0),
+                            ("dt_cmd", dt_cmd, 0.005, 0.2)):
+        if not (math.isfinite(v) and lo <= v <= hi):
+            raise ValueError("%s=%r outside the allowed range [%g, %g] s" % (name, v, lo, hi))
+    eng = engine or Engine(gait=None)
+    eng.step(0)
+    robot = eng.robot
+    walker = WalkingGait(eng.geometry, robot.joint_names, recovery=recovery, robot=robot,
+                         design_command=command, step_height=0.012)
+    hold = heading if heading is not None else HeadingHold(enabled=recovery)
+    jidx = {n: k for k, n in enumerate(robot.joint_names)}
+    walker.set_command(cmd)
+    events = []
+    # start from the gait's own stance (no initial jump)
+    names, q = walker.step(0.0, False)
+    tgt = eng.setpoints()
+    tgt[[jidx[n] for n in names]] = q
+    eng.theta[:] = tgt
+    eng.reset_standing()
+    eng.set_joint_targets(tgt)
+    eng.theta[:] = tgt
+    rows_t, rows_p, rows_e, rows_m, rows_c, gaits = [], [], [], [], [], []
+    total = before + after
+    damaged = False
+    max_step = 0.0
+    last = dict(zip(names, q))
+    yaw_unwrap, prev_yaw = 0.0, None
+    k = 0
+    while eng.time < total - 1e-9:
+        t = eng.time
+        if not damaged and damage is not None and t >= before - 1e-9:
+            eng.set_morphology(damage)
+            walker.set_morphology(list(eng.morphology.links_per_leg))
+            hold.reset()
+            damaged = True
+            st = walker.status()
+            events.append((t, "morphology %s: gait %s, planned margin %.4f m%s" % (
+                list(eng.morphology.links_per_leg), st["gait"], st["stability_margin"],
+                (" (" + st["reason"] + ")") if st["reason"] else "")))
+        gyro, _ = eng.imu()
+        gz = None if (imu_stops_at is not None and t >= imu_stops_at) else float(gyro[2])
+        stale = hold.enabled and hold.imu_stale(t) and k > 0 and gz is None
+        if stale and not (events and events[-1][1].startswith("IMU")):
+            events.append((t, "IMU silent for more than imu_timeout = %g s: heading hold off, holding the stance"
+                           % hold.imu_timeout))
+        # yaw from the attitude (the engine's, standing in for the IMU filter's) so the heading and the
+        # odometry share the world frame
+        trimmed = hold.update(cmd, t, dt_cmd, gyro_z=gz, yaw=None if gz is None else float(eng.euler[2]),
+                              odom_xy=eng.p[:2])
+        if recovery:
+            walker.set_trim(trimmed)
+        names, q = walker.step(dt_cmd, walking=not stale)
+        for n, v in zip(names, q):
+            if n in last:
+                max_step = max(max_step, abs(v - last[n]))
+        last = dict(zip(names, q))
+        eng.set_joint_targets(q, move_time=dt_cmd, joints=[jidx[n] for n in names])
+        eng.advance(t + dt_cmd)
+        k += 1
+        e = eng.euler
+        if prev_yaw is not None:
+            yaw_unwrap += (e[2] - prev_yaw + math.pi) % (2 * math.pi) - math.pi
+        else:
+            yaw_unwrap = e[2]
+        prev_yaw = e[2]
+        rows_t.append(eng.time)
+        rows_p.append(eng.p.copy())
+        rows_e.append([e[0], e[1], yaw_unwrap])
+        rows_m.append(measured_margin(eng))
+        rows_c.append(cmd.copy())
+        gaits.append(walker.status()["gait"])
+    run = RecoveryRun(np.array(rows_t), np.array(rows_p), np.array(rows_e), np.array(rows_m), np.array(rows_c),
+                      gaits, max_step, before if damage is not None else None, events=events)
+    t_dmg = before if damage is not None else 0.0
+    if damage is not None and before > skip:
+        run.segments["before"] = segment_metrics(run.t, run.pos, run.rpy, run.margin, run.command, 0.5, skip,
+                                                 before)
+    run.segments["after"] = segment_metrics(run.t, run.pos, run.rpy, run.margin, run.command, t_dmg, t_dmg + skip,
+                                            total)
+    return run
+
+
+LEGS = ("LF", "LM", "LR", "RF", "RM", "RR")
+
+
+def acceptance_cases():
+    """(label, links per leg): the 18 single-leg losses (0, 1, 2 links kept) and the paper's damage 1 and 2."""
+    out = []
+    for i, leg in enumerate(LEGS):
+        for k in (0, 1, 2):
+            v = [3] * 6
+            v[i] = k
+            out.append(("%s:%d" % (leg, k), v))
+    out.append(("damage1", [3, 0, 3, 3, 0, 3]))
+    out.append(("damage2", [3, 1, 3, 3, 3, 1]))
+    return out
+
+
+def format_row(label, on, off):
+    def cells(s, gait):
+        lat = "%.3f" % s["lateral_per_m"] if math.isfinite(s["lateral_per_m"]) else "n/a (stands)"
+        return ("%.4f | %+.2f | %s | %+.4f | %.2f/%.2f | %s"
+                % (s["speed_mps"], s["heading_drift_deg_per_10s"], lat, s["min_margin_m"],
+                   s["max_roll_deg"], s["max_pitch_deg"], gait))
+    return "| %s | %s | %s |" % (label, cells(on.segments["after"], on.gait[-1]),
+                                 cells(off.segments["after"], off.gait[-1]))
+
+
+TABLE_HEADER = ("| damage | speed m/s | heading deg/10 s | lateral m/m | min margin m | max roll/pitch deg | gait "
+                "(recovery on) | speed m/s | heading deg/10 s | lateral m/m | min margin m | max roll/pitch deg | gait "
+                "(recovery off) |\n|" + "---|" * 13)
+
+
+def main(argv=None):
+    """``python -m jethexa_dynamics.sim.recovery [--after S]``: the acceptance table (markdown) on stdout."""
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m jethexa_dynamics.sim.recovery")
+    ap.add_argument("--after", type=float, default=20.0, help="seconds walked after the damage (default 20)")
+    ap.add_argument("--only", default=None, help="one case label, e.g. LM:0 or damage1")
+    args = ap.parse_args(argv)
+    if not (math.isfinite(args.after) and 3.0 <= args.after <= 600.0):
+        ap.exit(2, "--after=%r outside the allowed range [3, 600] s\n" % args.after)
+    print(TABLE_HEADER)
+    for label, v in acceptance_cases():
+        if args.only and label != args.only:
+            continue
+        on = run_recovery(v, recovery=True, after=args.after)
+        off = run_recovery(v, recovery=False, after=args.after)
+        print(format_row(label, on, off), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main())

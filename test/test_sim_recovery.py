@@ -1,0 +1,168 @@
+"""Issue 12 acceptance on the project's engine: the gait controller's logic closes the loop in servo mode.
+
+Every run: 3 s healthy tripod at 0.05 m/s, the damage, 20 s more (the first 2 s after the damage left out
+of the figures: switch + blend). Criteria from the issue: heading drift <= 3 deg per 10 s, lateral drift
+<= 2 cm per metre walked, measured static margin (engine CoM vs the hull of the feet in contact) > 0 at
+every sample, forward speed >= 50 % of the command. The switch itself: no joint-target step larger than a
+servo follows in one 20 ms command period (the URDF's joint velocity limit, 6 rad/s; the blends keep to
+3 rad/s).
+"""
+import math
+
+import numpy as np
+import pytest
+
+from jethexa_dynamics.control.heading import HeadingHold
+from jethexa_dynamics.control.ik import LegGeometry
+from jethexa_dynamics.model import LeggedRobot
+from jethexa_dynamics.control.walking import WalkingGait
+from jethexa_dynamics.sim.recovery import acceptance_cases, run_recovery
+
+SERVO_RATE = 6.0      # rad/s: the URDF joint velocity limit (what the planner also keeps to)
+DT_CMD = 0.02         # s
+CASES = acceptance_cases()
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return LeggedRobot.jethexa()
+
+
+def _walker(robot, **kw):
+    w = WalkingGait(LegGeometry.from_robot(robot), robot.joint_names, recovery=True, robot=robot,
+                    step_height=0.012, **kw)
+    w.set_command((0.05, 0.0, 0.0))
+    return w
+
+
+@pytest.mark.parametrize("label,lpl", CASES, ids=[c[0] for c in CASES])
+def test_gait_switch_at_the_damage_has_no_joint_target_jump(robot, label, lpl):
+    w = _walker(robot)
+    prev = None
+    for k in range(73):                          # mid-swing of the tripod when the damage comes
+        names, prev = w.step(DT_CMD, True)
+    w.set_morphology(lpl)
+    last = dict(zip(names, prev))
+    worst = 0.0
+    for k in range(int(3.0 / DT_CMD)):           # the blend and the first cycle of the new gait
+        names, q = w.step(DT_CMD, True)
+        worst = max([worst] + [abs(v - last[n]) for n, v in zip(names, q) if n in last])
+        last = dict(zip(names, q))
+        if w._blend is None and k * DT_CMD > w.blend_time:
+            break
+    assert worst <= SERVO_RATE * DT_CMD, "%s: %.3f rad in one %g s period" % (label, worst, DT_CMD)
+
+
+def test_stopping_and_restarting_blend_the_targets(robot):
+    w = _walker(robot)
+    w.set_morphology([3, 0, 3, 3, 0, 3])
+    last = None
+    worst = 0.0
+    for walking, seconds in ((True, 3.3), (False, 1.5), (True, 2.0), (False, 0.02), (True, 1.0)):
+        for _ in range(int(seconds / DT_CMD)):
+            names, q = w.step(DT_CMD, walking)
+            if last is not None:
+                worst = max(worst, float(np.abs(q - last).max()))
+            last = q
+    assert worst <= SERVO_RATE * DT_CMD * 1.01    # the crawl itself peaks just below the limit
+
+
+def _check(seg):
+    assert abs(seg["heading_drift_deg_per_10s"]) <= 3.0
+    assert seg["lateral_per_m"] <= 0.02
+    assert seg["min_margin_m"] > 0.0
+    assert seg["speed_mps"] >= 0.5 * seg["command_mps"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("label,lpl", [c for c in CASES if c[0] != "damage2"],
+                         ids=[c[0] for c in CASES if c[0] != "damage2"])
+def test_damaged_robot_walks_straight_with_recovery(label, lpl):
+    run = run_recovery(lpl, recovery=True, after=20.0)
+    _check(run.segments["after"])
+    assert run.gait[-1].startswith("crawl")
+
+
+@pytest.mark.slow
+def test_damage2_has_no_statically_stable_gait_and_holds_a_safe_stance():
+    # LF, LR, RF, RM left: the support triangle for the LR swing needs a body shift the legs cannot reach
+    # (docs/sim.md); the controller says so and stands (no fall, no crash).
+    run = run_recovery([3, 1, 3, 3, 3, 1], recovery=True, after=6.0)
+    seg = run.segments["after"]
+    assert run.gait[-1] == "stance"
+    assert seg["min_margin_m"] > 0.0 and abs(seg["speed_mps"]) < 0.005
+    assert seg["max_roll_deg"] < 3.0 and seg["max_pitch_deg"] < 3.0
+
+
+@pytest.mark.slow
+def test_damage1_walks_forward_where_the_paper_makes_no_progress():
+    on = run_recovery([3, 0, 3, 3, 0, 3], recovery=True, after=10.0)
+    assert on.segments["after"]["speed_mps"] > 0.025
+    assert on.pos[-1, 0] - on.pos[int(len(on.t) * 0.2), 0] > 0.2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lpl", [[3, 0, 3, 3, 3, 3], [3, 0, 3, 3, 0, 3]], ids=["LM:0", "damage1"])
+@pytest.mark.parametrize("vx", [0.0, 0.03])
+def test_damaged_robot_turns_at_the_commanded_rate(lpl, vx):
+    run = run_recovery(lpl, recovery=True, command=(vx, 0.0, 0.2), after=12.0)
+    seg = run.segments["after"]
+    assert seg["yaw_rate_radps"] == pytest.approx(0.2, rel=0.2)
+    assert seg["min_margin_m"] > 0.0
+
+
+@pytest.mark.slow
+def test_imu_that_stops_makes_the_robot_hold_its_stance():
+    run = run_recovery([3, 0, 3, 3, 3, 3], recovery=True, before=3.0, after=8.0, imu_stops_at=6.0)
+    late = run.t > 7.0
+    moved = np.hypot(*(run.pos[late][-1, :2] - run.pos[late][0, :2]))
+    assert moved < 0.01                               # stood still after the IMU went silent
+    assert np.all(run.margin[late] > 0.0)
+    assert any("IMU" in text for _, text in run.events)
+
+
+def test_bad_commands_and_morphologies_do_not_crash(robot):
+    w = _walker(robot)
+    with pytest.raises(ValueError, match="command"):
+        w.set_command((float("nan"), 0.0, 0.0))
+    w.set_morphology([0, 0, 3, 3, 3, 3])             # LF and LM gone: no statically stable gait
+    st = w.status()
+    assert st["gait"] == "stance" and "no statically stable gait" in st["reason"]
+    names, q = w.step(DT_CMD, True)                  # holds the safe stance
+    assert np.all(np.isfinite(q)) and len(names) == 12
+    w.set_morphology([3, 0, 3, 3, 0, 3])
+    applied = w.set_command((1.0, 0.0, 0.0))         # far beyond what the crawl can carry: slowed or stance
+    assert np.all(np.isfinite(applied)) and applied[0] < 1.0
+    with pytest.raises(ValueError, match="max_yaw_correction"):
+        HeadingHold(max_yaw_correction=float("nan"))
+    with pytest.raises(ValueError):
+        run_recovery([3] * 6, command=(float("inf"), 0.0, 0.0), after=3.0)
+
+
+def test_heading_hold_steers_back_to_the_line_and_can_be_disabled():
+    h = HeadingHold(k_i=0.0)
+    # a robot 5 cm left of its straight path, heading along it: the hold turns it right (wz < 0)
+    h.update((0.05, 0.0, 0.0), 0.0, 0.02, gyro_z=0.0, yaw=0.0, odom_xy=(0.0, 0.0))
+    for k in range(1, 200):
+        out = h.update((0.05, 0.0, 0.0), 0.02 * k, 0.02, gyro_z=0.0, yaw=0.0, odom_xy=(0.001 * k, 0.05))
+    assert out[2] == pytest.approx(-h.max_yaw_correction)
+    # the correction never steps by more than max_yaw_accel * dt
+    assert HeadingHold(enabled=False).update((0.05, 0.0, 0.1), 0.0, 0.02, gyro_z=1.0, yaw=1.0) == (0.05, 0.0, 0.1)
+    h2 = HeadingHold()
+    h2.update((0.05, 0.0, 0.0), 0.0, 0.02, gyro_z=0.0, yaw=0.0)
+    out = h2.update((0.05, 0.0, 0.0), 0.02, 0.02, gyro_z=0.0, yaw=math.radians(30))
+    assert abs(out[2]) <= h2.max_yaw_accel * 0.02 + 1e-12
+
+
+def test_jethexa_sim_recovery_prints_both_modes_and_rejects_bad_options(tmp_path, capsys):
+    from jethexa_dynamics.sim.cli import main
+    assert main(["--recovery", "on", "--scenario", "healthy"]) == 2
+    assert main(["--recovery", "on", "--scenario", "damage1", "--duration", "1"]) == 2
+    assert "--duration" in capsys.readouterr().err
+    assert main(["--recovery", "on", "--scenario", "damage1", "--damage-at", "1", "--duration", "4",
+                 "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "damage1, recovery on (gait after the damage: crawl(RR,RF,LR,LF))" in out
+    assert "damage1, recovery off (gait after the damage: wave)" in out
+    assert "heading drift" in out and "min stability margin" in out
+    assert (tmp_path / "recovery.png").stat().st_size > 10000
