@@ -103,7 +103,7 @@ class DamageIdentifier:
     """
 
     def __init__(self, robot=None, window=0.5, threshold=0.9, confirm=2, stay_prior=0.95, forget=0.85,
-                 sigma_rp=math.radians(0.5), sigma_yaw=math.radians(0.5), samples=5, dt=2e-3, screen=True,
+                 sigma_rp=math.radians(0.25), sigma_yaw=math.radians(0.25), samples=5, dt=2e-3, screen=True,
                  screen_z=1.2, morphology=None):
         checks = (("window", window, 0.2, 3.0), ("threshold", threshold, 0.5, 0.999),
                   ("confirm", confirm, 1, 10), ("stay_prior", stay_prior, 0.5, 0.999),
@@ -134,6 +134,8 @@ class DamageIdentifier:
         self.events: List[dict] = []
         self.history: List[Tuple[float, List[Tuple[Tuple[int, ...], float]]]] = []
         self.windows = 0
+        self.z_log: List[Tuple[float, float]] = []   # (window end, z-score of the confirmed model)
+        self.sim_failures = 0
         self.bank_windows = 0
         # measurement buffers
         self._cmds: deque = deque()          # (t, q, move_time)
@@ -364,6 +366,17 @@ class DamageIdentifier:
             out[k] = (r, p, unwrap)
         return out
 
+    def _simulate_safe(self, h, t0, t_s, meas):
+        """Residuals of hypothesis h; a model that fails (falls over, diverges) explains nothing: infinite
+        residual this window, and it restarts from the confirmed model at the next bank run."""
+        from jethexa_dynamics.sim.engine import SimulationError
+        try:
+            return self._simulate(h, t0, t_s) - meas
+        except SimulationError:
+            self.sim_failures += 1
+            h.active = False
+            return np.full_like(meas, 1.0)      # 1 rad: far beyond any real residual, still finite
+
     def _run_window(self):
         t0 = self._w0
         t1 = t0 + self.window
@@ -381,6 +394,7 @@ class DamageIdentifier:
         sigma = np.sqrt(self.sigma_floor ** 2 + self._scale2)
         z_cur = float(np.sqrt(np.mean((e_cur / sigma) ** 2)))
         self.last_z = z_cur
+        self.z_log.append((t1, z_cur))
         p_prev = self.probabilities()
         # the bank goes on while some other hypothesis holds clearly more than its prior
         p_other = (1.0 - self.stay_prior) / max(len(self.hyps) - 1, 1)
@@ -394,7 +408,7 @@ class DamageIdentifier:
                         self._start_from(h, snap)
                         # the snapshot is the confirmed model's anchor: same yaw origin
                         h.yaw0 = cur.yaw0
-            errs = [e_cur] + [self._simulate(h, t0, t_s) - meas for h in self.hyps[1:]]
+            errs = [e_cur] + [self._simulate_safe(h, t0, t_s, meas) for h in self.hyps[1:]]
         else:
             for h in self.hyps[1:]:
                 h.active, h.ll = False, 0.0
