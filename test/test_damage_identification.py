@@ -40,7 +40,8 @@ def test_bad_samples_are_rejected_and_counted_not_raised():
     q = np.zeros(18)
     assert idf.on_command(1.0, q, 0.02)
     assert not idf.on_command(0.5, q, 0.02)                       # out of order
-    assert not idf.on_command(2.0, np.full(18, np.nan), 0.02)     # NaN
+    assert not idf.on_command(2.0, np.full(18, np.nan), 0.02)     # nothing commanded
+    assert not idf.on_command(2.0, np.full(18, np.inf), 0.02)     # inf
     assert not idf.on_command(2.0, q[:5], 0.02)                   # wrong size
     assert not idf.on_joints(1.0, np.full(18, np.inf))
     assert not idf.on_imu(1.0, (1.0, 0, 0, 0), (0.0, math.inf, 0.0))
@@ -49,7 +50,7 @@ def test_bad_samples_are_rejected_and_counted_not_raised():
     assert idf.on_imu(1.0, (1.0, 0, 0, 0), (0.0, 0.0, 0.0))
     assert not idf.on_imu(0.9, (1.0, 0, 0, 0), (0.0, 0.0, 0.0))
     assert not idf.on_servo_morphology(1.0, [3, 3, 9, 3, 3, 3])
-    assert idf.rejections == {"command": 3, "joints": 1, "imu": 4, "servo": 1}
+    assert idf.rejections == {"command": 4, "joints": 1, "imu": 4, "servo": 1}
     assert "link counts in [0, 3]" in idf.last_rejection
     assert idf.on_command(2.0, q, 0.02)                           # and it goes on
     assert idf.morphology == (3,) * 6 and idf.events == []

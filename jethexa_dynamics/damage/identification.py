@@ -138,7 +138,7 @@ class DamageIdentifier:
         self.sim_failures = 0
         self.bank_windows = 0
         # measurement buffers
-        self._cmds: deque = deque()          # (t, q, move_time)
+        self._cmds: deque = deque()          # (t, q, move_time, joint indices)
         self._imu: deque = deque()           # (t, roll, pitch, yaw-rate world z (bias not removed))
         self._joints: Optional[Tuple[float, np.ndarray]] = None
         self._t_cmd = self._t_imu = self._t_joint = -math.inf
@@ -216,19 +216,25 @@ class DamageIdentifier:
             return None, "%s stamp %.6f s is before the previous one %.6f s (out of order)" % (name, t, last)
         return t, ""
 
-    def on_command(self, t, q, move_time=0.0) -> bool:
-        """Joint command at ``t``: all joints to ``q`` (rad) over ``move_time`` (s)."""
+    def on_command(self, t, q, move_time=0.0, joints=None) -> bool:
+        """Joint command at ``t``: ``joints`` (indices into ``joint_names``, default all) to ``q`` (rad)
+        over ``move_time`` (s); NaN entries are joints this command leaves alone."""
         t, err = self._stamp(t, self._t_cmd, "command")
         if t is None:
             return self._reject("command", err)
-        q, err = self._vec(q, self.nj, "command")
-        if q is None:
-            return self._reject("command", err)
+        idx = np.arange(self.nj) if joints is None else np.asarray(joints, dtype=np.int64).reshape(-1)
+        a = np.asarray(q, dtype=np.float64).reshape(-1)
+        if a.shape != idx.shape or (idx.size and (idx.min() < 0 or idx.max() >= self.nj)):
+            return self._reject("command", "command must have %d values (one per joint), got %d"
+                                % (idx.size, a.size))
+        if np.any(np.isinf(a)) or np.all(np.isnan(a)):
+            return self._reject("command", "command must be finite joint angles (rad); NaN = joint not commanded")
         mt = float(move_time)
         if not (math.isfinite(mt) and 0.0 <= mt <= 30.0):
             return self._reject("command", "command move_time=%r outside [0, 30] s" % (move_time,))
+        ok = np.isfinite(a)
         self._t_cmd = t
-        self._cmds.append((t, q, mt))
+        self._cmds.append((t, a[ok].copy(), mt, idx[ok].copy()))
         return True
 
     def on_joints(self, t, q) -> bool:
@@ -354,9 +360,9 @@ class DamageIdentifier:
         yaw_prev, unwrap = h.yaw0, 0.0
         for k, ts in enumerate(t_s):
             while ci < len(cmds) and cmds[ci][0] <= ts:
-                tc, q, mt = cmds[ci]
+                tc, q, mt, idx = cmds[ci]
                 e.advance(tc - self._t_origin)
-                e.set_joint_targets(q, move_time=mt)
+                e.set_joint_targets(q, move_time=mt, joints=idx)
                 ci += 1
             e.advance(ts - self._t_origin)
             r, p, y = mat2euler(e.R, "sxyz")
