@@ -1,7 +1,12 @@
 """damage_monitor: decides the robot's morphology and publishes it on ``morphology`` (latched).
 
 Inputs: the servo driver's per-servo statuses on ``/diagnostics`` (no reply, stall bit, position error
-against command). Manual override: the ``morphology`` parameter (one entry per leg, -1 = automatic), e.g.
+against command) and, for breaks the servos cannot see, the model-based identifier
+(``jethexa_dynamics.damage.identification``) on ``joint_commands``, ``joint_states`` and ``imu/data``
+(parameters ``identify``, ``identify_window``, ``identify_threshold``, ``identify_confirm``). The two are
+fused: per leg the fewer intact links; the servo evidence re-centres the identifier's hypotheses. On
+``/diagnostics``: the top hypotheses with their probabilities and the evidence source of the last change
+(servo or model). Manual override: the ``morphology`` parameter (one entry per leg, -1 = automatic), e.g.
 ``ros2 param set /damage_monitor morphology "[3,3,3,3,0,0]"``. Service ``~/reset`` (std_srvs/Trigger)
 clears latched faults. Detection rules: ``jethexa_dynamics.monitor.damage.DamageDetector``.
 """
@@ -9,15 +14,20 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+import time
+
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
+from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import MultiArrayDimension, UInt8MultiArray
 from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
 
-from jethexa_dynamics.monitor import node_params
+from jethexa_dynamics.monitor import node_params, validate
 from jethexa_dynamics.monitor.damage import (DamageDetector, DetectorConfig, MorphologyChange, decode_servo_status,
                                              format_morphology, morphology_label)
-from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, ThinNode, run
-from jethexa_dynamics.nodes._robot import robot_names
+from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec
+from jethexa_dynamics.nodes._robot import jethexa, robot_names
 
 _CONFIG_KEYS = ("no_reply_timeout", "min_missed_reads", "stall_hold", "position_error_threshold",
                 "position_error_hold", "latch")
@@ -40,7 +50,16 @@ class DamageMonitor(ThinNode):
         self.changes: List[MorphologyChange] = []
         self.last_servo_diag: Optional[float] = None
         self.pub = self.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
+        self._t0 = time.monotonic()
+        self.identifier = None
+        self.last_source = "none"
+        self.q_cmd = np.full(len(self.joint_names), np.nan)
+        self.q_meas = np.full(len(self.joint_names), np.nan)
+        self._make_identifier()
         self.sub(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS)
+        self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS)
+        self.sub(JointState, "joint_states", self._on_joint_states, SENSOR_QOS)
+        self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.rate_timer("check_rate", self._on_check, "check")
         self._decide(self.now_sec(), ["start-up"])
@@ -48,7 +67,75 @@ class DamageMonitor(ThinNode):
     def _config(self) -> DetectorConfig:
         return DetectorConfig(**{k: self.p[k] for k in _CONFIG_KEYS})
 
+    # ------------------------------------------------------------------ identifier
+    def t(self) -> float:
+        """Identifier time: seconds since the node started (monotonic)."""
+        return time.monotonic() - self._t0
+
+    def _make_identifier(self) -> None:
+        """A fresh identifier from the parameters (None when ``identify`` is off); its first window compiles
+        or loads the model code, so it is built here, not in a callback."""
+        if not self.p["identify"]:
+            self.identifier = None
+            return
+        from jethexa_dynamics.damage.identification import DamageIdentifier
+
+        self.identifier = DamageIdentifier(jethexa(), window=self.p["identify_window"],
+                                           threshold=self.p["identify_threshold"],
+                                           confirm=self.p["identify_confirm"])
+        self.identifier.hyps[0].engine.step(0)
+        self._feed_servo()
+
+    def _feed_servo(self) -> None:
+        if self.identifier is not None:
+            self.identifier.on_servo_morphology(self.t(), self.detector.morphology(None))
+
+    def _check_identifier(self, ok: bool, topic: str) -> None:
+        idf = self.identifier
+        if not ok:
+            self.reject(topic, idf.last_rejection)
+        if idf.events and idf.events[-1] is not getattr(self, "_last_event", None):
+            self._last_event = e = idf.events[-1]
+            if e["source"] == "model":
+                self.last_source = "model"
+                self._decide(self.now_sec(), ["model: %s (p = %.3f)" % (
+                    format_morphology(e["morphology"], self.leg_names), e["probability"])])
+                self._publish_status()
+
+    def _on_commands(self, msg: JointTrajectory) -> None:
+        if self.identifier is None:
+            return
+        points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
+        idx, pos, t_from_start = validate.trajectory(msg.joint_names, points, self.joint_names)
+        self._check_identifier(self.identifier.on_command(self.t(), pos, t_from_start, joints=idx),
+                               "joint_commands")
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        if self.identifier is None:
+            return
+        idx, pos, _ = validate.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names)
+        self.q_meas[idx] = pos
+        self._check_identifier(self.identifier.on_joints(self.t(), self.q_meas.copy()), "joint_states")
+
+    def _on_imu(self, msg: Imu) -> None:
+        if self.identifier is None:
+            return
+        o = msg.orientation
+        x, y, z, w = validate.imu_orientation((o.x, o.y, o.z, o.w), msg.orientation_covariance)
+        gyro = validate.finite_vector("imu/data.angular_velocity", (
+            msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z))
+        self._check_identifier(self.identifier.on_imu(self.t(), (w, x, y, z), gyro), "imu/data")
+
+    # ------------------------------------------------------------------ parameters and decisions
     def apply_params(self, changed: Dict[str, Any]) -> None:
+        if "identify" in changed:
+            self._make_identifier()
+            self._decide(self.now_sec(), ["identifier %s" % ("on" if self.p["identify"] else "off")])
+        elif self.identifier is not None:
+            for key, attr in (("identify_window", "window"), ("identify_threshold", "threshold"),
+                              ("identify_confirm", "confirm")):
+                if key in changed:
+                    setattr(self.identifier, attr, changed[key])   # takes effect from the next window
         if any(k in changed for k in _CONFIG_KEYS):
             self.detector.config = self._config()
         if "morphology" in changed:
@@ -59,7 +146,11 @@ class DamageMonitor(ThinNode):
         return o if any(v >= 0 for v in o) else None
 
     def _decide(self, now: float, reasons: List[str]) -> None:
-        new = self.detector.morphology(self._override())
+        override = self._override()
+        new = self.detector.morphology(override)
+        if self.identifier is not None:      # fused: per leg the fewer links, unless the leg is overridden
+            model = self.identifier.morphology
+            new = [n if override is not None and override[i] >= 0 else min(n, model[i]) for i, n in enumerate(new)]
         if new == self.current:
             return
         old = self.current
@@ -88,11 +179,14 @@ class DamageMonitor(ThinNode):
         self.last_servo_diag = now
         new = self.detector.update(now, healths)
         if new:
+            self.last_source = "servo"
+            self._feed_servo()
             self._decide(now, ["%s: %s" % (f.joint, f.reason) for f in new])
             self._publish_status()
 
     def _on_reset(self, request, response):
         self.detector.reset()
+        self._make_identifier()            # forget what the model found, too
         self._decide(self.now_sec(), ["reset"])
         response.success = True
         response.message = "faults cleared; morphology %s" % format_morphology(self.current, self.leg_names)
@@ -109,6 +203,15 @@ class DamageMonitor(ThinNode):
         values = [("morphology", list(self.current)), ("legs", morphology_label(self.leg_names)),
                   ("override", list(self.p["morphology"]))]
         values += [("fault " + j, f.reason) for j, f in sorted(self.detector.faults.items())]
+        values.append(("evidence", self.last_source))
+        idf = self.identifier
+        values.append(("identifier", "off" if idf is None else "on"))
+        if idf is not None:
+            for k, (links, p) in enumerate(idf.top(3)):
+                values.append(("hypothesis %d" % (k + 1), "%s p=%.3f" % (idf.describe(links), p)))
+            values += [("identifier_windows", idf.windows), ("identifier_bank_windows", idf.bank_windows),
+                       ("identifier_gyro_bias_z", "%.5f" % idf.gyro_bias),
+                       ("identifier_rejected", sum(idf.rejections.values()))]
         if self.detector.faults and level == 0:
             level = 1
         self.publish_diagnostics([self.node_status(message, level, values)])
