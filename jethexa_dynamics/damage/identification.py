@@ -99,17 +99,19 @@ class DamageIdentifier:
     above it (1-10); ``stay_prior`` prior probability of "no change" (0.5-0.999); ``forget`` per-window
     factor of the log-likelihood sum (0-1); ``sigma_rp`` (rad) and ``sigma_yaw`` (rad) residual floors;
     ``samples`` comparison points per window; ``dt`` model step (s); ``screen`` pre-screen on;
-    ``morphology`` initial links per leg.
+    ``screen_z`` z-score of the confirmed model's window residual that starts the whole bank; ``quiet`` s
+    after a change without a further decision (the gait re-phases, the robot settles: evidence keeps
+    accumulating meanwhile); ``morphology`` initial links per leg.
     """
 
     def __init__(self, robot=None, window=0.5, threshold=0.9, confirm=2, stay_prior=0.95, forget=0.85,
                  sigma_rp=math.radians(0.25), sigma_yaw=math.radians(0.25), samples=5, dt=2e-3, screen=True,
-                 screen_z=1.2, morphology=None):
+                 screen_z=1.2, quiet=2.0, morphology=None):
         checks = (("window", window, 0.2, 3.0), ("threshold", threshold, 0.5, 0.999),
                   ("confirm", confirm, 1, 10), ("stay_prior", stay_prior, 0.5, 0.999),
                   ("forget", forget, 0.0, 1.0), ("sigma_rp", sigma_rp, 1e-4, 0.2),
                   ("sigma_yaw", sigma_yaw, 1e-4, 0.2), ("samples", samples, 1, 50), ("dt", dt, 2e-4, 5e-3),
-                  ("screen_z", screen_z, 0.5, 100.0))
+                  ("screen_z", screen_z, 0.5, 100.0), ("quiet", quiet, 0.0, 10.0))
         for name, val, lo, hi in checks:
             if not (isinstance(val, (int, float)) and math.isfinite(val) and lo <= val <= hi):
                 raise ValueError("%s=%r outside the allowed range [%g, %g]" % (name, val, lo, hi))
@@ -122,6 +124,8 @@ class DamageIdentifier:
         self.sigma_floor = np.array([sigma_rp, sigma_rp, sigma_yaw], dtype=float)
         self.samples, self.dt, self.screen, self.screen_z = int(samples), float(dt), bool(screen), float(screen_z)
         self.huber_c = 3.0
+        self.quiet = float(quiet)
+        self._quiet_until = -math.inf
         n_joints = self.robot.description.n_joints
         healthy = tuple(int(n) for n in n_joints)
         self.max_links = healthy
@@ -290,6 +294,8 @@ class DamageIdentifier:
 
     # ---------------------------------------------------------------------------------------------- windows
     def _event(self, t, source, prob):
+        self._quiet_until = t + self.quiet
+        self._scale_n = 0          # the residual level is learnt again for the new model and gait
         self.events.append({"t": t, "morphology": list(self.morphology), "source": source,
                             "probability": float(prob)})
 
@@ -470,7 +476,7 @@ class DamageIdentifier:
         link count is then the most probable one on that leg (the coxa weighs 20 g: 0 and 1 link are close)."""
         legs = self.leg_probabilities(probs)
         i = int(np.argmax(legs))
-        if legs[i] < self.threshold:
+        if legs[i] < self.threshold or t < self._quiet_until:
             self._above, self._candidate = 0, None
             return
         if self._candidate == i:

@@ -1,8 +1,8 @@
 """An independent plant walking on a schedule, with silent breaks, sensor noise, gyro bias and a body-mass
 error: the streams a damage identifier sees (commands, joint states, IMU), for tests and benchmarks (no rclpy).
 
-The plant is the simulation engine at 1 ms driven like the real robot: a tripod gait + IK issues servo
-commands (goal, move time) at ``command_rate``; the servos report positions at ``joint_rate``; the IMU
+The plant is the simulation engine at 1 ms driven like the real robot: the gait controller's logic
+(``WalkingGait``, tripod + IK) issues servo commands (goal, move time) at ``command_rate``; the servos report positions at ``joint_rate``; the IMU
 reports orientation (w, x, y, z) and body rates at ``imu_rate``. Its body mass may differ from the model's
 (``mass_scale``) so the identifier's model is never exactly the plant.
 """
@@ -17,6 +17,8 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from jethexa_dynamics.model import LeggedRobot
+from transforms3d.euler import euler2mat
+
 from jethexa_dynamics.model.se3 import rot_to_quat
 
 
@@ -44,8 +46,8 @@ def scaled_body_robot(scale: float) -> LeggedRobot:
 
 @dataclass
 class Segment:
-    """From ``t`` (s) on: ``walk`` with body command (vx, vy, yaw rate), or ``stand`` (the gait stops at its
-    next half-cycle boundary and the servos hold)."""
+    """From ``t`` (s, after the settle time) on: ``walk`` with body command (vx, vy, yaw rate), or ``stand``
+    (the walking legs go to their neutral stance, like the gait controller on a stale command)."""
     t: float
     mode: str = "walk"
     command: Tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -68,60 +70,72 @@ class WalkConfig:
     settle: float = 0.5                                             # s standing before the first command
 
 
-def walk_streams(cfg: WalkConfig):
-    """Run the plant; returns a time-ordered list of (t, kind, payload): ``cmd`` (q, move_time), ``joints``
-    q, ``imu`` (quat, gyro, accel); and the plant ``Engine`` at the end."""
-    from jethexa_dynamics.control.gait import Gait
+STANCE_MOVE_TIME = 0.3    # s, the gait controller's move time to the stance (nodes/gait_controller.py)
+
+
+def walk_streams(cfg: WalkConfig, identifier=None):
+    """Run the plant; returns a time-ordered list of (t, kind, payload): ``cmd`` (q, move_time, joint indices),
+    ``joints`` q, ``imu`` (quat, gyro, accel); and the plant ``Engine`` at the end.
+
+    The commands come from the gait controller's logic (``WalkingGait``: tripod; a wave over the legs left
+    after a damage; the stance when standing). With an ``identifier`` the streams are also fed to it as they
+    happen and the loop is closed like on the robot: each morphology it reports re-phases the gait.
+    """
+    from jethexa_dynamics.monitor.walking import WalkingGait
     from jethexa_dynamics.sim.engine import Engine
 
     robot = scaled_body_robot(cfg.mass_scale) if cfg.mass_scale != 1.0 else LeggedRobot.jethexa()
     eng = Engine(robot, gait=None, dt=1e-3, record_every=0)
-    gait = Gait.paper_tripod(eng.geometry)
+    names = list(eng.robot.joint_names)
+    index = {n: k for k, n in enumerate(names)}
+    walker = WalkingGait(eng.geometry, names)
     rng = np.random.default_rng(cfg.seed)
-    half = 0.5 * gait.cycle_time
     dt_c, dt_j, dt_i = 1.0 / cfg.command_rate, 1.0 / cfg.joint_rate, 1.0 / cfg.imu_rate
     out = []
     segs = sorted(cfg.segments, key=lambda s: s.t)
     breaks = sorted(cfg.breaks)
-    tg = 0.0                  # gait time
-    frozen_at = None          # gait time the stand holds
     seg_i = -1
+    walking = False
+    links = tuple(walker.links_per_leg)
     t_next = {"cmd": cfg.settle, "joints": dt_j, "imu": dt_i}
     n = int(round(cfg.duration / eng.dt))
     step_ms = int(round(min(dt_c, dt_j, dt_i) / eng.dt)) or 1
     bias = np.asarray(cfg.gyro_bias, dtype=float)
+
+    def emit(t, kind, payload):
+        out.append((t, kind, payload))
+        if identifier is not None:
+            feed(identifier, out[-1:])
+
     k = 0
     while k < n:
         t = eng.time
         while breaks and breaks[0][0] <= t + 1e-9:
             eng.set_breaks(breaks.pop(0)[1])
+        if identifier is not None and tuple(identifier.morphology) != links:
+            links = tuple(identifier.morphology)
+            walker.set_morphology(links)          # what gait_controller does on `morphology`
         if t >= t_next["cmd"] - 1e-9:
             tw = t - cfg.settle
             while seg_i + 1 < len(segs) and segs[seg_i + 1].t <= tw + 1e-9:
                 seg_i += 1
-                s = segs[seg_i]
-                if s.mode == "walk":
-                    gait.set_command(s.command)
-                    frozen_at = None
-                else:
-                    frozen_at = math.ceil(tg / half - 1e-9) * half
-            if frozen_at is None or tg < frozen_at - 1e-9:
-                tg_next = tg + dt_c if frozen_at is None else min(tg + dt_c, frozen_at)
-            else:
-                tg_next = tg
-            q = gait.joint_targets(tg_next)
-            tg = tg_next
-            eng.set_joint_targets(q, move_time=dt_c)
-            out.append((t, "cmd", (q, dt_c)))
+                walking = segs[seg_i].mode == "walk"
+                if walking:
+                    walker.set_command(segs[seg_i].command)
+            cmd_names, q = walker.step(dt_c, walking)
+            if cmd_names:
+                idx = np.array([index[c] for c in cmd_names], dtype=np.int64)
+                mt = dt_c if walking and walker.can_walk else STANCE_MOVE_TIME
+                eng.set_joint_targets(q, move_time=mt, joints=idx)
+                emit(t, "cmd", (q, mt, idx))
             t_next["cmd"] += dt_c
         if t >= t_next["joints"] - 1e-9:
-            out.append((t, "joints", eng.joint_angles + rng.normal(0.0, cfg.joint_noise, eng.nj)))
+            emit(t, "joints", eng.joint_angles + rng.normal(0.0, cfg.joint_noise, eng.nj))
             t_next["joints"] += dt_j
         if t >= t_next["imu"] - 1e-9:
             gyro, acc = eng.imu()
-            from transforms3d.euler import euler2mat
             R = eng.R @ euler2mat(*rng.normal(0.0, cfg.tilt_noise, 3), "sxyz")
-            out.append((t, "imu", (rot_to_quat(R), gyro + bias + rng.normal(0.0, cfg.gyro_noise, 3), acc)))
+            emit(t, "imu", (rot_to_quat(R), gyro + bias + rng.normal(0.0, cfg.gyro_noise, 3), acc))
             t_next["imu"] += dt_i
         eng.step(step_ms)
         k += step_ms
@@ -134,7 +148,7 @@ def feed(identifier, streams, until=None):
         if until is not None and t > until:
             break
         if kind == "cmd":
-            identifier.on_command(t, payload[0], payload[1])
+            identifier.on_command(t, payload[0], payload[1], joints=payload[2])
         elif kind == "joints":
             identifier.on_joints(t, payload)
         else:
