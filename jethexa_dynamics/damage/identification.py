@@ -14,12 +14,16 @@ engine in servo-target mode, paper 003), one per hypothesis:
   world z-rate integrated, minus a gyro bias ``b_z`` that is estimated from the confirmed hypothesis'
   yaw residual, slowly, only while the belief is settled -- a constant gyro bias is thus taken out);
 * the window log-likelihood of hypothesis h is -Σ ρ(e/σ) with a Huber ρ (robust to single bad
-  samples), σ = the floors ``sigma_rp``/``sigma_yaw`` combined with the confirmed model's own recent
+  samples), σ = the floors ``sigma_rp``/``sigma_yaw`` combined with the best hypothesis' misfit in
+  this window and the confirmed model's own recent
   residual level (so a model error common to all hypotheses, e.g. a wrong body mass, does not read as
   damage);
 * the belief is a forgetting sum of window log-likelihoods plus a log prior that favours "no change"
-  (``stay_prior``); a swap to hypothesis h needs P(h) > ``threshold`` in ``confirm`` consecutive windows
-  (hysteresis). Then the hypotheses are re-centred on h, so a second damage is found the same way.
+  (``stay_prior``); a swap to a leg needs P(leg changed) > ``threshold`` in ``confirm`` consecutive windows
+  (hysteresis) and the winner's recent mean square residual ``min_gain`` times below the confirmed
+  model's (an effect size: with a silent LM femur+tibia break the healthy model misses roll by ~2.4 deg
+  RMS, the right one by ~0.24 deg, a factor ~100 in mean square), and no decision for ``quiet`` s after a
+  change (the gait re-phases). Then the hypotheses are re-centred on h, so a second damage is found the same way.
 
 Servo-silence evidence (``DamageDetector`` of the servo driver's health reports) is fused in: the
 morphology reported is the per-leg minimum of the servo's and the model's, and a servo-detected change
@@ -85,10 +89,11 @@ def _restore(e, s):
 class _Hyp:
     """One hypothesis: its links per leg, its model (an Engine) and its accumulated log-likelihood."""
 
-    __slots__ = ("links", "engine", "ll", "active", "yaw0")
+    __slots__ = ("links", "engine", "ll", "active", "yaw0", "mse")
 
     def __init__(self, links, engine):
         self.links, self.engine, self.ll, self.active, self.yaw0 = links, engine, 0.0, False, 0.0
+        self.mse = deque(maxlen=3)    # mean square residuals (units of the floors) of the last windows
 
 
 class DamageIdentifier:
@@ -101,17 +106,20 @@ class DamageIdentifier:
     ``samples`` comparison points per window; ``dt`` model step (s); ``screen`` pre-screen on;
     ``screen_z`` z-score of the confirmed model's window residual that starts the whole bank; ``quiet`` s
     after a change without a further decision (the gait re-phases, the robot settles: evidence keeps
-    accumulating meanwhile); ``morphology`` initial links per leg.
+    accumulating meanwhile); ``min_gain`` how many times smaller the winner's recent mean square residual
+    must be than the confirmed model's (an effect size: a real break gives ~100x, see the module
+    docstring); ``morphology`` initial links per leg.
     """
 
     def __init__(self, robot=None, window=0.5, threshold=0.9, confirm=2, stay_prior=0.95, forget=0.85,
                  sigma_rp=math.radians(0.25), sigma_yaw=math.radians(0.25), samples=5, dt=2e-3, screen=True,
-                 screen_z=1.2, quiet=2.0, morphology=None):
+                 screen_z=1.2, quiet=2.0, min_gain=3.0, morphology=None):
         checks = (("window", window, 0.2, 3.0), ("threshold", threshold, 0.5, 0.999),
                   ("confirm", confirm, 1, 10), ("stay_prior", stay_prior, 0.5, 0.999),
                   ("forget", forget, 0.0, 1.0), ("sigma_rp", sigma_rp, 1e-4, 0.2),
                   ("sigma_yaw", sigma_yaw, 1e-4, 0.2), ("samples", samples, 1, 50), ("dt", dt, 2e-4, 5e-3),
-                  ("screen_z", screen_z, 0.5, 100.0), ("quiet", quiet, 0.0, 10.0))
+                  ("screen_z", screen_z, 0.5, 100.0), ("quiet", quiet, 0.0, 10.0),
+                  ("min_gain", min_gain, 1.0, 100.0))
         for name, val, lo, hi in checks:
             if not (isinstance(val, (int, float)) and math.isfinite(val) and lo <= val <= hi):
                 raise ValueError("%s=%r outside the allowed range [%g, %g]" % (name, val, lo, hi))
@@ -125,6 +133,7 @@ class DamageIdentifier:
         self.samples, self.dt, self.screen, self.screen_z = int(samples), float(dt), bool(screen), float(screen_z)
         self.huber_c = 3.0
         self.quiet = float(quiet)
+        self.min_gain = float(min_gain)
         self._quiet_until = -math.inf
         n_joints = self.robot.description.n_joints
         healthy = tuple(int(n) for n in n_joints)
@@ -193,6 +202,7 @@ class DamageIdentifier:
         h.engine.set_morphology(Morphology.from_vector(self.robot, list(h.links)))
         h.engine.events = []
         h.ll = 0.0
+        h.mse.clear()
         h.active = True
 
     # ---------------------------------------------------------------------------------------------- inputs
@@ -426,9 +436,15 @@ class DamageIdentifier:
                 h.active, h.ll = False, 0.0
             errs = [e_cur]
         # window log-likelihoods (robust) and the belief
+        if len(errs) > 1:
+            # the best hypothesis' misfit counts as noise too: a mismatch common to every model (timing, an
+            # unmodelled gait transient, the IMU filter) widens σ instead of favouring a wrong hypothesis
+            best = np.min([np.mean(np.minimum(err, 1.0) ** 2, axis=0) for err in errs], axis=0)
+            sigma = np.sqrt(self.sigma_floor ** 2 + np.maximum(self._scale2, best))
         lls = np.array([-float(np.sum(_huber(err / sigma, self.huber_c))) for err in errs])
-        for h, ll in zip(self.hyps, lls):
+        for h, ll, err in zip(self.hyps, lls, errs):
             h.ll = self.forget * h.ll + ll
+            h.mse.append(float(np.mean((np.minimum(np.abs(err), 1.0) / self.sigma_floor) ** 2)))
         probs = self.probabilities()
         self.windows += 1
         self.history.append((t1, [(h.links, p) for h, p in zip(self.hyps, probs)]))
@@ -487,6 +503,9 @@ class DamageIdentifier:
             base = self.hyps[0].links
             k = max((j for j, h in enumerate(self.hyps) if j and h.links[i] != base[i]), key=lambda j: probs[j])
             winner = self.hyps[k]
+            n = len(winner.mse)     # the same recent windows for both
+            if not (n and np.mean(winner.mse) * self.min_gain <= np.mean(list(self.hyps[0].mse)[-n:])):
+                return          # likelier, but not clearly better: keep waiting
             keep = _snapshot(winner.engine)
             self.model_morphology = tuple(winner.links[j] if j == i else m
                                           for j, m in enumerate(self.model_morphology))
