@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,20 +25,12 @@ from pathlib import Path
 import numpy as np
 
 from _machine import describe
+from bench_replay import _best
 from jethexa_dynamics.damage.identification import DamageIdentifier
 from jethexa_dynamics.damage.walk import Segment, WalkConfig, feed, walk_streams
 
 LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
 NANO = (4.0, 6.0)   # Jetson Nano (Cortex-A57 @ 1.43 GHz) assumed 4-6x slower per core than this machine
-
-
-def _best(fn, repeat):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def live(repeat):
@@ -166,5 +157,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     main()

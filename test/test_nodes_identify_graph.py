@@ -2,7 +2,6 @@
 breaks LM's femur and tibia while every servo keeps answering; damage_monitor's identifier names LM from the
 body's motion, publishes the morphology, the gait and the predictor reshape, /diagnostics says "model"."""
 import os
-import time
 
 import pytest
 

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from jethexa_dynamics.validation import bag_io
+from jethexa_dynamics.validation.cli import add_window_and_topic_arguments, topics_from_args
 from jethexa_dynamics.validation.errors import EXIT_BAD_INPUT, BagError
-from jethexa_dynamics.validation.topics import TopicNames
 
 from .identification import FORMAT, DamageIdentifier
 
@@ -46,18 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--confirm", type=int, default=2, help="consecutive windows above it, [1, 10] (default 2)")
     g.add_argument("--initial", default="healthy", metavar="SPEC",
                    help="morphology at the bag start: healthy, LM:1, 'LM:1 RR:1', scenario2 ... (default healthy)")
-    g = p.add_argument_group("window and topics (as jethexa-validate)")
-    g.add_argument("--start", type=float, metavar="S", default=None, help="window start, s from the bag start")
-    g.add_argument("--end", type=float, metavar="S", default=None, help="window end, s from the bag start")
-    d = TopicNames()
-    g.add_argument("--commands-topic", default=d.commands, help="trajectory_msgs/JointTrajectory (required)")
-    g.add_argument("--joint-states-topic", default=d.joint_states, help="sensor_msgs/JointState (optional)")
-    g.add_argument("--imu-topic", default=d.imu, help="sensor_msgs/Imu with orientation (required)")
-    g.add_argument("--morphology-topic", default=d.morphology,
-                   help="std_msgs/UInt8MultiArray, servo-detected morphology (optional)")
-    g.add_argument("--ground-truth-topic", default=d.ground_truth, help="not used; accepted for symmetry")
-    g.add_argument("--max-gap", type=float, metavar="S", default=bag_io.DEFAULT_MAX_GAP,
-                   help="largest allowed gap between IMU messages (default %(default)s)")
+    add_window_and_topic_arguments(p)   # as jethexa-validate (the morphology topic counts as servo evidence)
     g = p.add_argument_group("output")
     g.add_argument("--out", metavar="DIR", default=None, help="output directory (default: <bag>_identify)")
     g.add_argument("--json", metavar="FILE", default=None, help="JSON report path (default: OUT/identify.json)")
@@ -171,8 +160,7 @@ def run(args) -> dict:
 
     robot = LeggedRobot.jethexa()
     initial = _check(args, list(robot.leg_names))
-    topics = TopicNames(commands=args.commands_topic, joint_states=args.joint_states_topic, imu=args.imu_topic,
-                        morphology=args.morphology_topic, ground_truth=args.ground_truth_topic)
+    topics = topics_from_args(args)
     bag = bag_io.read_bag(args.bag, topics=topics, start=args.start, end=args.end, max_gap=args.max_gap)
     idf = DamageIdentifier(robot, window=args.window, threshold=args.threshold, confirm=args.confirm,
                            morphology=initial)
