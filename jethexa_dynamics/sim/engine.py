@@ -89,6 +89,10 @@ def _run(n_steps, data, st, gt, ext, ctl, cprm, mask, legs_on, has_tip, scr, rec
     nl = pos.shape[0]
     dt = clk[K_DT]
     mode = clk[K_MODE]
+    any_follow = False
+    for j in range(nj):
+        if follow[j] != 0.0:
+            any_follow = True
     nrec = 0
     for k in range(n_steps):
         t = clk[K_STEP] * dt
@@ -129,10 +133,11 @@ def _run(n_steps, data, st, gt, ext, ctl, cprm, mask, legs_on, has_tip, scr, rec
         for j in range(nj):
             th[j] += v[6 + j] * dt
         # silently broken joints: the unloaded servo tracks its set-point (the link is out of the dynamics)
-        for j in range(nj):
-            if follow[j] != 0.0:
-                th[j] = qdes[j]
-                v[6 + j] = qd_des[j]
+        if any_follow:
+            for j in range(nj):
+                if follow[j] != 0.0:
+                    th[j] = qdes[j]
+                    v[6 + j] = qd_des[j]
         kernels.se3_step(R, p, v[0:6], dt)
         clk[K_STEP] += 1.0
         if not (math.isfinite(p[0] + p[1] + p[2]) and math.isfinite(v[0] + v[3] + v[4] + v[5])):
