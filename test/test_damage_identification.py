@@ -121,3 +121,18 @@ def test_no_false_identification_in_a_minute_of_healthy_walking(seed, mass_scale
     assert idf.gyro_bias == pytest.approx(0.02, abs=0.005)        # the z bias was learnt, not read as damage
     assert np.percentile(wz, 95) > 0.25 and np.percentile(wz, 5) < -0.2    # it did turn both ways
     assert plant.morphology.is_healthy and plant.breaks.is_healthy
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec,segments", [
+    ("LM:1", [Segment(0.0, "walk", (0.03, 0.0, 0.3))]),                               # break while turning
+    ("RR:2", [Segment(0.0, "stand"), Segment(5.0, "walk", (0.04, 0.0, 0.0))]),      # break while standing
+])
+def test_break_while_turning_or_standing_is_named_once_walking(spec, segments):
+    idf = DamageIdentifier()
+    walk_streams(WalkConfig(duration=12.0, segments=segments, breaks=[(T_BREAK, spec)], mass_scale=0.92, seed=7,
+                            gyro_bias=(0.01, -0.01, 0.02)), identifier=idf)
+    assert idf.events, "%s not identified" % spec
+    assert all([LEGS[i] for i, n in enumerate(e["morphology"]) if n < 3] == [spec[:2]] for e in idf.events)
+    walking_from = T_BREAK if segments[0].mode == "walk" else 0.5 + segments[1].t     # settle 0.5 s
+    assert idf.events[0]["t"] - walking_from <= 3 * CYCLE
