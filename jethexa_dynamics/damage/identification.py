@@ -89,11 +89,12 @@ def _restore(e, s):
 class _Hyp:
     """One hypothesis: its links per leg, its model (an Engine) and its accumulated log-likelihood."""
 
-    __slots__ = ("links", "engine", "ll", "active", "yaw0", "mse")
+    __slots__ = ("links", "engine", "ll", "active", "yaw0", "mse", "pruned")
 
     def __init__(self, links, engine):
         self.links, self.engine, self.ll, self.active, self.yaw0 = links, engine, 0.0, False, 0.0
         self.mse = deque(maxlen=3)    # mean square residuals (units of the floors) of the last windows
+        self.pruned = False           # ruled out in this bank episode: not simulated, its belief frozen
 
 
 class DamageIdentifier:
@@ -108,18 +109,19 @@ class DamageIdentifier:
     after a change without a further decision (the gait re-phases, the robot settles: evidence keeps
     accumulating meanwhile); ``min_gain`` how many times smaller the winner's recent mean square residual
     must be than the confirmed model's (an effect size: a real break gives ~100x, see the module
-    docstring); ``morphology`` initial links per leg.
+    docstring); ``prune`` during a bank episode, hypotheses below this fraction of the most probable one are
+    no longer simulated (0: never); ``morphology`` initial links per leg.
     """
 
     def __init__(self, robot=None, window=0.5, threshold=0.9, confirm=2, stay_prior=0.95, forget=0.85,
                  sigma_rp=math.radians(0.25), sigma_yaw=math.radians(0.25), samples=5, dt=2e-3, screen=True,
-                 screen_z=1.2, quiet=2.0, min_gain=3.0, morphology=None):
+                 screen_z=1.2, quiet=2.0, min_gain=3.0, prune=1e-6, morphology=None):
         checks = (("window", window, 0.2, 3.0), ("threshold", threshold, 0.5, 0.999),
                   ("confirm", confirm, 1, 10), ("stay_prior", stay_prior, 0.5, 0.999),
                   ("forget", forget, 0.0, 1.0), ("sigma_rp", sigma_rp, 1e-4, 0.2),
                   ("sigma_yaw", sigma_yaw, 1e-4, 0.2), ("samples", samples, 1, 50), ("dt", dt, 2e-4, 5e-3),
                   ("screen_z", screen_z, 0.5, 100.0), ("quiet", quiet, 0.0, 10.0),
-                  ("min_gain", min_gain, 1.0, 100.0))
+                  ("min_gain", min_gain, 1.0, 100.0), ("prune", prune, 0.0, 0.1))
         for name, val, lo, hi in checks:
             if not (isinstance(val, (int, float)) and math.isfinite(val) and lo <= val <= hi):
                 raise ValueError("%s=%r outside the allowed range [%g, %g]" % (name, val, lo, hi))
@@ -134,6 +136,7 @@ class DamageIdentifier:
         self.huber_c = 3.0
         self.quiet = float(quiet)
         self.min_gain = float(min_gain)
+        self.prune = float(prune)
         self._quiet_until = -math.inf
         n_joints = self.robot.description.n_joints
         healthy = tuple(int(n) for n in n_joints)
@@ -204,6 +207,7 @@ class DamageIdentifier:
         h.ll = 0.0
         h.mse.clear()
         h.active = True
+        h.pruned = False
 
     # ---------------------------------------------------------------------------------------------- inputs
     def _reject(self, reason, msg):
@@ -325,7 +329,7 @@ class DamageIdentifier:
         self._meas0 = s
         q = self._joints[1] if self._joints is not None else None
         for h in self.hyps:
-            if h.active:
+            if h.active and not h.pruned:
                 self._anchor(h, t0, s, q)
         # drop what is older than the window start (keep the command in force)
         while len(self._cmds) > 1 and self._cmds[1][0] <= t0:
@@ -409,7 +413,7 @@ class DamageIdentifier:
             return
         meas, t_s = self._measured(t0, idx)
         cur = self.hyps[0]
-        snap = None if all(h.active for h in self.hyps) else _snapshot(cur.engine)
+        snap = _snapshot(cur.engine)      # the window start, for hypotheses (re)started in this window
         # pre-screen: the confirmed model alone first
         pred = self._simulate(cur, t0, t_s)
         e_cur = pred - meas
@@ -424,26 +428,31 @@ class DamageIdentifier:
         run_bank = not self.screen or z_cur > self.screen_z or others_live
         if run_bank:
             self.bank_windows += 1
-            if snap is not None:
-                for h in self.hyps[1:]:
-                    if not h.active:
-                        self._start_from(h, snap)
-                        # the snapshot is the confirmed model's anchor: same yaw origin
-                        h.yaw0 = cur.yaw0
-            errs = [e_cur] + [self._simulate_safe(h, t0, t_s, meas) for h in self.hyps[1:]]
+            # hypotheses the episode has already ruled out are not simulated again (their belief is kept) ...
+            for h, p in zip(self.hyps[1:], p_prev[1:]):
+                if h.active and p < self.prune * p_prev.max():
+                    h.pruned = True
+            # ... until the confirmed model is surprised again (a new damage): then every one restarts
+            surprise = z_cur > self.screen_z
+            for h in self.hyps[1:]:
+                if not h.active or (h.pruned and surprise):
+                    self._start_from(h, snap)
+                    h.yaw0 = cur.yaw0      # the snapshot is the confirmed model's anchor: same yaw origin
+            errs = [e_cur] + [None if h.pruned else self._simulate_safe(h, t0, t_s, meas) for h in self.hyps[1:]]
         else:
             for h in self.hyps[1:]:
-                h.active, h.ll = False, 0.0
+                h.active, h.ll, h.pruned = False, 0.0, False
             errs = [e_cur]
         # window log-likelihoods (robust) and the belief
         if len(errs) > 1:
             # the best hypothesis' misfit counts as noise too: a mismatch common to every model (timing, an
             # unmodelled gait transient, the IMU filter) widens σ instead of favouring a wrong hypothesis
-            best = np.min([np.mean(np.minimum(err, 1.0) ** 2, axis=0) for err in errs], axis=0)
+            best = np.min([np.mean(np.minimum(err, 1.0) ** 2, axis=0) for err in errs if err is not None], axis=0)
             sigma = np.sqrt(self.sigma_floor ** 2 + np.maximum(self._scale2, best))
-        lls = np.array([-float(np.sum(_huber(err / sigma, self.huber_c))) for err in errs])
-        for h, ll, err in zip(self.hyps, lls, errs):
-            h.ll = self.forget * h.ll + ll
+        for h, err in zip(self.hyps, errs):
+            if err is None:
+                continue
+            h.ll = self.forget * h.ll - float(np.sum(_huber(err / sigma, self.huber_c)))
             h.mse.append(float(np.mean((np.minimum(np.abs(err), 1.0) / self.sigma_floor) ** 2)))
         probs = self.probabilities()
         self.windows += 1
