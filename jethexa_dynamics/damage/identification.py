@@ -32,7 +32,9 @@ re-centres the bank at once (source ``servo``).
 Pre-screen (cheap): with ``screen=True`` only the confirmed hypothesis runs while its own residual stays
 normal (this is the predictor's model, one engine); when a window's residual z-score exceeds
 ``screen_z``, or while any other hypothesis still holds probability, the whole bank runs -- from a
-snapshot taken at the window start, so screening adds no delay.
+snapshot taken at the window start, so screening adds no delay. Within such an episode the hypotheses
+already ruled out (below ``prune`` times the most probable) are no longer simulated, until the confirmed
+model is surprised again.
 
 Streams: times in seconds on any single clock; joint vectors in ``robot.joint_names`` order (rad);
 quaternions (w, x, y, z) world <- base_link; gyro rad/s in base_link axes. Bad samples (NaN/inf, wrong
