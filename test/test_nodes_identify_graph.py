@@ -55,6 +55,14 @@ def test_silent_break_identified_over_dds():
         assert st["identifier"] == "on" and "p=" in st["hypothesis 1"] and "LM:" in st["hypothesis 1"]
         bad = emu.set_parameters([Parameter("breaks", value="XX:9")])[0]      # rejected, node keeps going
         assert not bad.successful and "unknown leg" in bad.reason
+        bad = mon.set_parameters([Parameter("identify_threshold", value=1.5)])[0]
+        assert not bad.successful and "identify_threshold" in bad.reason and "[0.5, 0.999]" in bad.reason
+        assert mon.set_parameters([Parameter("identify_window", value=1.0)])[0].successful
+        assert mon.identifier.window == 1.0
+        # identifier off: servo evidence only, so the morphology the model found is withdrawn
+        assert mon.set_parameters([Parameter("identify", value=False)])[0].successful
+        assert mon.identifier is None
+        assert wait_for(lambda: list(w.last("morphology").data) == [3] * 6, 5.0)
         assert g.spin_error is None
         assert {name: node.errors for name, node in nodes.items() if node.errors} == {}
     finally:
