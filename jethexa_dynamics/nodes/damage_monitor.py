@@ -53,6 +53,7 @@ class DamageMonitor(ThinNode):
         self._t0 = time.monotonic()
         self.identifier = None
         self.last_source = "none"
+        self._last_event = None        # the identifier's last event acted upon
         self.q_cmd = np.full(len(self.joint_names), np.nan)
         self.q_meas = np.full(len(self.joint_names), np.nan)
         self._make_identifier()
@@ -94,7 +95,7 @@ class DamageMonitor(ThinNode):
         idf = self.identifier
         if not ok:
             self.reject(topic, idf.last_rejection)
-        if idf.events and idf.events[-1] is not getattr(self, "_last_event", None):
+        if idf.events and idf.events[-1] is not self._last_event:
             self._last_event = e = idf.events[-1]
             if e["source"] == "model":
                 self.last_source = "model"
