@@ -163,3 +163,25 @@ def test_the_signal_a_wrong_model_misses_roll_tenfold():
                 pr.measure_imu(t, p[0])
         rms[name] = math.degrees(float(np.sqrt(np.mean(np.square(err)))))
     assert rms["healthy"] > 1.0 and rms["healthy"] > 8.0 * rms["right"], rms
+
+
+def test_a_failing_confirmed_model_costs_one_window_not_the_identifier(monkeypatch):
+    """The confirmed model's integration fails (SimulationError) in one window: that window gives no
+    evidence, the model stands up again, the identifier goes on with the next window."""
+    from jethexa_dynamics.sim.engine import Engine, SimulationError
+
+    streams, _ = walk_streams(WalkConfig(duration=3.0))
+    idf = DamageIdentifier()
+    feed(idf, streams, until=1.5)
+    n = idf.windows
+    real = Engine.advance
+    calls = {"n": 0}
+
+    def failing(self, t, record=None):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise SimulationError("simulation failed at t=%.4f s: test" % t)
+        return real(self, t, record=record)
+    monkeypatch.setattr(Engine, "advance", failing)
+    feed(idf, [s for s in streams if 1.5 < s[0]])
+    assert idf.sim_failures == 1 and idf.windows >= n + 1 and idf.events == [] and not idf.rejections

@@ -417,7 +417,16 @@ class DamageIdentifier:
         cur = self.hyps[0]
         snap = _snapshot(cur.engine)      # the window start, for hypotheses (re)started in this window
         # pre-screen: the confirmed model alone first
-        pred = self._simulate(cur, t0, t_s)
+        from jethexa_dynamics.sim.engine import SimulationError
+        try:
+            pred = self._simulate(cur, t0, t_s)
+        except SimulationError:
+            # the confirmed model itself failed (e.g. a fall it cannot integrate): no evidence this window;
+            # it stands up again and is re-anchored at the next window start
+            self.sim_failures += 1
+            cur.engine.reset_standing()
+            self._start_window(in_win[-1][0] if in_win else t1)
+            return
         e_cur = pred - meas
         sigma = np.sqrt(self.sigma_floor ** 2 + self._scale2)
         z_cur = float(np.sqrt(np.mean((e_cur / sigma) ** 2)))
