@@ -340,8 +340,16 @@ class DamageIdentifier:
             self._imu.popleft()
 
     def _anchor(self, h, t0, s, q):
+        from jethexa_dynamics.sim.engine import SimulationError
         e = h.engine
-        e.advance(t0 - self._t_origin)
+        try:
+            e.advance(t0 - self._t_origin)
+        except SimulationError:
+            self.sim_failures += 1
+            if h is not self.hyps[0]:
+                h.active = False          # restarts from the confirmed model at the next bank run
+                return
+            e.reset_standing()
         yaw = mat2euler(e.R, "sxyz")[2]
         e.R[:] = euler2mat(s[1], s[2], yaw, "sxyz")
         if q is not None:
