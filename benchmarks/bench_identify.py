@@ -27,7 +27,7 @@ import numpy as np
 from _machine import describe
 from bench_replay import _best
 from jethexa_dynamics.damage.identification import DamageIdentifier
-from jethexa_dynamics.damage.walk import Segment, WalkConfig, feed, walk_streams
+from jethexa_dynamics.damage.walk import Segment, WalkConfig, feed, feed_predictor, walk_streams
 
 LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
 NANO = (4.0, 6.0)   # Jetson Nano (Cortex-A57 @ 1.43 GHz) assumed 4-6x slower per core than this machine
@@ -49,14 +49,7 @@ def live(repeat):
     def predictor():
         from jethexa_dynamics.sim.predictor import Predictor
         pr = Predictor(reanchor_horizon=1.0)
-        for t, kind, p in streams:
-            if kind == "cmd":
-                pr.command(t, p[0], move_time=p[1], joints=p[2])
-            elif kind == "joints":
-                pr.measure_joints(t, p)
-            else:
-                pr.pose(t)
-                pr.measure_imu(t, p[0])
+        feed_predictor(pr, streams)
         return pr
 
     ident(True)()   # compile / load the caches outside the timing

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from jethexa_dynamics.damage.identification import DamageIdentifier, single_leg_hypotheses
-from jethexa_dynamics.damage.walk import Segment, WalkConfig, feed, walk_streams
+from jethexa_dynamics.damage.walk import Segment, WalkConfig, feed, feed_predictor, walk_streams
 
 LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
 CYCLE = 1.3          # s, the paper's tripod
@@ -149,18 +149,12 @@ def test_the_signal_a_wrong_model_misses_roll_tenfold():
     streams, _ = walk_streams(WalkConfig(duration=10.0, breaks=[(2.0, "LM:1")], mass_scale=1.1))
     rms = {}
     for name, morph in (("healthy", [3] * 6), ("right", [3, 1, 3, 3, 3, 3])):
-        pr = Predictor(morphology=morph, reanchor_horizon=1.0)
         err = []
-        for t, kind, p in streams:
-            if kind == "cmd":
-                pr.command(t, p[0], move_time=p[1], joints=p[2])
-            elif kind == "joints":
-                pr.measure_joints(t, p)
-            else:
-                _, q = pr.pose(t)
-                if t > 4.0:
-                    err.append(quat2euler(q)[0] - quat2euler(p[0])[0])
-                pr.measure_imu(t, p[0])
+
+        def on_pose(t, pose, imu):
+            if t > 4.0:
+                err.append(quat2euler(pose[1])[0] - quat2euler(imu[0])[0])
+        feed_predictor(Predictor(morphology=morph, reanchor_horizon=1.0), streams, on_pose)
         rms[name] = math.degrees(float(np.sqrt(np.mean(np.square(err)))))
     assert rms["healthy"] > 1.0 and rms["healthy"] > 8.0 * rms["right"], rms
 

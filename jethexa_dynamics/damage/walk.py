@@ -153,3 +153,18 @@ def feed(identifier, streams, until=None):
             identifier.on_joints(t, payload)
         else:
             identifier.on_imu(t, *payload)
+
+
+def feed_predictor(predictor, streams, on_pose=None):
+    """Feed recorded streams to a ``sim.predictor.Predictor`` as the ``predictor`` node does (one pose per IMU
+    sample, taken before that sample anchors it); ``on_pose(t, (position, quaternion), imu_payload)``."""
+    for t, kind, p in streams:
+        if kind == "cmd":
+            predictor.command(t, p[0], move_time=p[1], joints=p[2])
+        elif kind == "joints":
+            predictor.measure_joints(t, p)
+        else:
+            pose = predictor.pose(t)
+            if on_pose is not None:
+                on_pose(t, pose, p)
+            predictor.measure_imu(t, p[0])
