@@ -3,7 +3,7 @@
 1. Live cost at the IMU rate: the identifier (19 hypotheses, window 0.5 s, models at 2 ms) fed 60 s of
    streams of the plant walking (tripod 0.04 m/s, IMU 100 Hz, commands and joint states 50 Hz, gyro bias,
    body mass +5 %), with a silent LM:1 break at 30 s; wall time of the feeding / 60 s = share of one core.
-   Beside it, in the same run: the predictor (``sim.predictor.Predictor``, the model the ``predictor`` node
+   Beside it, in the same run: the predictor (``predictors.boltzmann_hamel.BoltzmannHamelPredictor``, the model the ``predictor`` node
    runs, one pose per IMU sample) on the same streams, the identifier without the pre-screen, and with all
    19 models every window (no pre-screen, no pruning: the worst case).
 2. Offline: ``jethexa-identify`` end to end on a 60 s bag (``validation.simbag``, silent LM:1 at 30 s), and
@@ -47,7 +47,7 @@ def live(repeat):
         return go
 
     def predictor():
-        from jethexa_dynamics.sim.predictor import Predictor
+        from jethexa_dynamics.predictors.boltzmann_hamel import BoltzmannHamelPredictor as Predictor
         pr = Predictor(reanchor_horizon=1.0)
         feed_predictor(pr, streams)
         return pr

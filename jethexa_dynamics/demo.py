@@ -61,16 +61,22 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     if args.breaks is not None and args.no_damage:
         ap.error("--break and --no-damage exclude each other")
     if not args.no_damage:
-        from jethexa_dynamics.monitor.damage import parse_damage_spec
-
         opt, spec = ("--break", args.breaks) if args.breaks is not None else ("--damage", args.damage)
         try:
-            links = parse_damage_spec(spec, LEGS)
+            links = damage_links(spec)
         except ValueError as exc:
             ap.error("%s: %s" % (opt, exc))
         if args.breaks is not None and links == [3] * len(LEGS):
             ap.error("--break: %r breaks nothing" % args.breaks)
     return args
+
+
+def damage_links(spec: str) -> List[int]:
+    """Intact links per leg (URDF leg order) of a ``--damage`` spec (any spec of ``Morphology.parse``)."""
+    from jethexa_dynamics.model import Morphology
+    from jethexa_dynamics.nodes._robot import jethexa
+
+    return list(Morphology.parse(jethexa(), spec).links_per_leg)
 
 
 def configure_ros_environment(network: bool) -> Dict[str, str]:
@@ -121,8 +127,8 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     from rcl_interfaces.srv import SetParameters
     from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 
-    from jethexa_dynamics.monitor.damage import format_morphology, parse_damage_spec
-    from jethexa_dynamics.monitor.prediction import rpy
+    from jethexa_dynamics.model import format_morphology
+    from jethexa_dynamics.predictors.errors import rpy
     from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS
     from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, wait_for
 
@@ -131,14 +137,16 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
 
     legs = list(LEGS)
     silent = args.breaks is not None
-    damage = None if args.no_damage else parse_damage_spec(args.breaks if silent else args.damage, legs)
+    damage = None if args.no_damage else damage_links(args.breaks if silent else args.damage)
     say("jethexa-demo: the sim.launch.py graph in one process; DDS %s, ROS_DOMAIN_ID=%s" % (
         "as configured by the environment" if args.network else "on loopback only", env["ROS_DOMAIN_ID"]))
     say("  walk %.3f m/s for %.0f s; %s; predictor %s (re-anchored every %.1f s)" % (
         args.speed, args.duration, "no damage" if damage is None else "%s %s at %.1f s" % (
             "silent break" if silent else "damage", format_morphology(damage, legs), args.damage_at),
         args.predictor, args.horizon))
-    say("  building the nodes (the first run compiles the simulation kernels, about a minute; cached after)")
+    from jethexa_dynamics import warmup
+    warmup.ensure_kernels(tuple(warmup.GROUPS), log=lambda line: say("  " + line))  # says compiling only if so
+    say("  building the nodes")
     link = "/tmp/jethexa_demo_bus_%d" % os.getpid()
     overrides = {"port_link": link, "predictor": args.predictor, "horizon": str(args.horizon),
                  "predictor_rate": str(args.predictor_rate), "record": args.record,
@@ -233,7 +241,7 @@ def _series(w, topic, t0, t1=None):
 
 
 def summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_seen, legs, silent=False) -> int:
-    from jethexa_dynamics.monitor.damage import format_morphology
+    from jethexa_dynamics.model import format_morphology
 
     problems = []
     t_end = time.monotonic()

@@ -144,7 +144,7 @@ def test_the_signal_a_wrong_model_misses_roll_tenfold():
     the healthy model misses roll by ~10x more than with the broken morphology (silent LM femur+tibia)."""
     from transforms3d.euler import quat2euler
 
-    from jethexa_dynamics.sim.predictor import Predictor
+    from jethexa_dynamics.predictors.boltzmann_hamel import BoltzmannHamelPredictor as Predictor
 
     streams, _ = walk_streams(WalkConfig(duration=10.0, breaks=[(2.0, "LM:1")], mass_scale=1.1))
     rms = {}

@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check(args, leg_names):
-    from jethexa_dynamics.monitor.damage import parse_damage_spec
+    from jethexa_dynamics.model import LeggedRobot, Morphology
     for name, lo, hi in (("window", 0.2, 3.0), ("threshold", 0.5, 0.999), ("confirm", 1, 10)):
         v = getattr(args, name)
         if not (math.isfinite(v) and lo <= v <= hi):
@@ -64,7 +64,7 @@ def _check(args, leg_names):
     if not (math.isfinite(args.max_gap) and args.max_gap > 0):
         raise ValueError("--max-gap must be > 0 s, got %r" % (args.max_gap,))
     try:
-        return parse_damage_spec(args.initial, leg_names)
+        return list(Morphology.parse(LeggedRobot.jethexa(), args.initial).links_per_leg)
     except ValueError as e:
         raise ValueError("--initial: %s" % e) from None
 

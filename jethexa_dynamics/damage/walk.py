@@ -81,7 +81,7 @@ def walk_streams(cfg: WalkConfig, identifier=None):
     after a damage; the stance when standing). With an ``identifier`` the streams are also fed to it as they
     happen and the loop is closed like on the robot: each morphology it reports re-phases the gait.
     """
-    from jethexa_dynamics.monitor.walking import WalkingGait
+    from jethexa_dynamics.control.walking import WalkingGait
     from jethexa_dynamics.sim.engine import Engine
 
     robot = scaled_body_robot(cfg.mass_scale) if cfg.mass_scale != 1.0 else LeggedRobot.jethexa()
@@ -156,7 +156,7 @@ def feed(identifier, streams, until=None):
 
 
 def feed_predictor(predictor, streams, on_pose=None):
-    """Feed recorded streams to a ``sim.predictor.Predictor`` as the ``predictor`` node does (one pose per IMU
+    """Feed recorded streams to a ``predictors.boltzmann_hamel.BoltzmannHamelPredictor`` as the ``predictor`` node does (one pose per IMU
     sample, taken before that sample anchors it); ``on_pose(t, (position, quaternion), imu_payload)``."""
     for t, kind, p in streams:
         if kind == "cmd":

@@ -6,6 +6,21 @@ expressions in closed form and is tested against these functions.
 """
 import numpy as np
 
+#: how far from 1 the norm of a quaternion given as an orientation may be before it is rejected (rounding in
+#: the sender, float32 filters); the one tolerance of every quaternion check in the package
+QUAT_NORM_TOL = 0.1
+
+
+def unit_quat(q, field="quat"):
+    """Quaternion (w, x, y, z) normalised, or a ``ValueError`` naming ``field`` unless it is 4 finite numbers
+    with norm in [1 - QUAT_NORM_TOL, 1 + QUAT_NORM_TOL]."""
+    a = np.asarray(q, dtype=float).reshape(-1)
+    n = float(np.linalg.norm(a)) if a.shape == (4,) and np.all(np.isfinite(a)) else float("nan")
+    if not abs(n - 1.0) <= QUAT_NORM_TOL:
+        raise ValueError("%s must be a finite unit quaternion (w, x, y, z) with norm in [%g, %g], got %r"
+                         % (field, 1.0 - QUAT_NORM_TOL, 1.0 + QUAT_NORM_TOL, np.asarray(q).tolist()))
+    return a / n
+
 
 def hat3(w):
     """3-vector -> 3x3 skew matrix, so that ``hat3(w) @ x == cross(w, x)``."""

@@ -1,14 +1,17 @@
 """damage_monitor: decides the robot's morphology and publishes it on ``morphology`` (latched).
 
-Inputs: the servo driver's per-servo statuses on ``/diagnostics`` (no reply, stall bit, position error
-against command) and, for breaks the servos cannot see, the model-based identifier
+Inputs: the servo driver's per-servo statuses on ``/diagnostics`` (no reply with confirmation reads, stall =
+position error under load; voltage/temperature outside the servo's own limits are reported, the LED alarm
+setting never counts), and ``joint_states``: a joint without servo statuses (another driver, a bus behind
+another board) that its publisher stops carrying is lost under the same rules (``JointPresenceTracker``).
+Breaks the servos cannot see are found by the model-based identifier
 (``jethexa_dynamics.damage.identification``) on ``joint_commands``, ``joint_states`` and ``imu/data``
 (parameters ``identify``, ``identify_window``, ``identify_threshold``, ``identify_confirm``). The two are
 fused: per leg the fewer intact links; the servo evidence re-centres the identifier's hypotheses. On
 ``/diagnostics``: the top hypotheses with their probabilities and the evidence source of the last change
 (servo or model). Manual override: the ``morphology`` parameter (one entry per leg, -1 = automatic), e.g.
 ``ros2 param set /damage_monitor morphology "[3,3,3,3,0,0]"``. Service ``~/reset`` (std_srvs/Trigger)
-clears latched faults. Detection rules: ``jethexa_dynamics.monitor.damage.DamageDetector``.
+clears latched faults. Detection rules: ``jethexa_dynamics.damage.detection.DamageDetector``.
 """
 from __future__ import annotations
 
@@ -23,21 +26,25 @@ from std_msgs.msg import MultiArrayDimension, UInt8MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from jethexa_dynamics.monitor import node_params, validate
-from jethexa_dynamics.monitor.damage import (DamageDetector, DetectorConfig, MorphologyChange, decode_servo_status,
-                                             format_morphology, morphology_label)
+from jethexa_dynamics.nodes import params as node_params
+from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, JointPresenceTracker, MorphologyChange,
+                                               decode_servo_status)
+from jethexa_dynamics.model import format_morphology
+from jethexa_dynamics.nodes import messages
+from jethexa_dynamics.nodes.messages import morphology_to_wire
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec
 from jethexa_dynamics.nodes._robot import jethexa, robot_names
 
-_CONFIG_KEYS = ("no_reply_timeout", "min_missed_reads", "stall_hold", "position_error_threshold",
+_CONFIG_KEYS = ("no_reply_timeout", "min_missed_reads", "position_error_threshold",
                 "position_error_hold", "latch")
 
 
 def morphology_msg(links_per_leg, leg_names) -> UInt8MultiArray:
+    """The ``morphology`` message (wire format: ``nodes.messages.morphology_to_wire``)."""
+    data, label = morphology_to_wire(links_per_leg, leg_names)
     msg = UInt8MultiArray()
-    msg.layout.dim = [MultiArrayDimension(label=morphology_label(leg_names), size=len(leg_names),
-                                          stride=len(leg_names))]
-    msg.data = [int(v) for v in links_per_leg]
+    msg.layout.dim = [MultiArrayDimension(label=label, size=len(data), stride=len(data))]
+    msg.data = data
     return msg
 
 
@@ -49,17 +56,18 @@ class DamageMonitor(ThinNode):
         self.current: Optional[List[int]] = None
         self.changes: List[MorphologyChange] = []
         self.last_servo_diag: Optional[float] = None
+        self.servo_diag_messages = 0   # /diagnostics messages that carried servo statuses
+        self.presence = JointPresenceTracker(self.joint_names)
         self.pub = self.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
         self._t0 = time.monotonic()
         self.identifier = None
         self.last_source = "none"
         self._last_event = None        # the identifier's last event acted upon
-        self.q_cmd = np.full(len(self.joint_names), np.nan)
         self.q_meas = np.full(len(self.joint_names), np.nan)
         self._make_identifier()
         self.sub(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS)
-        self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS)
         self.sub(JointState, "joint_states", self._on_joint_states, SENSOR_QOS)
+        self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS)
         self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.rate_timer("check_rate", self._on_check, "check")
@@ -107,23 +115,16 @@ class DamageMonitor(ThinNode):
         if self.identifier is None:
             return
         points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
-        idx, pos, t_from_start = validate.trajectory(msg.joint_names, points, self.joint_names)
+        idx, pos, t_from_start = messages.trajectory(msg.joint_names, points, self.joint_names)
         self._check_identifier(self.identifier.on_command(self.t(), pos, t_from_start, joints=idx),
                                "joint_commands")
-
-    def _on_joint_states(self, msg: JointState) -> None:
-        if self.identifier is None:
-            return
-        idx, pos, _ = validate.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names)
-        self.q_meas[idx] = pos
-        self._check_identifier(self.identifier.on_joints(self.t(), self.q_meas.copy()), "joint_states")
 
     def _on_imu(self, msg: Imu) -> None:
         if self.identifier is None:
             return
         o = msg.orientation
-        x, y, z, w = validate.imu_orientation((o.x, o.y, o.z, o.w), msg.orientation_covariance)
-        gyro = validate.finite_vector("imu/data.angular_velocity", (
+        x, y, z, w = messages.imu_orientation((o.x, o.y, o.z, o.w), msg.orientation_covariance)
+        gyro = messages.finite_vector("imu/data.angular_velocity", (
             msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z))
         self._check_identifier(self.identifier.on_imu(self.t(), (w, x, y, z), gyro), "imu/data")
 
@@ -178,7 +179,20 @@ class DamageMonitor(ThinNode):
             return
         now = self.now_sec()
         self.last_servo_diag = now
-        new = self.detector.update(now, healths)
+        self.servo_diag_messages += 1
+        self._apply(now, self.detector.update(now, healths))
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        """Presence evidence (names: unknown ones are ignored) and, with the identifier on, the measured angles."""
+        now = self.now_sec()
+        self.presence.observe(now, [n for n in msg.name if isinstance(n, str)])
+        self._apply(now, self.detector.update_presence(now, self.presence))
+        if self.identifier is not None:
+            idx, pos, _ = messages.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names)
+            self.q_meas[idx] = pos
+            self._check_identifier(self.identifier.on_joints(self.t(), self.q_meas.copy()), "joint_states")
+
+    def _apply(self, now: float, new) -> None:
         if new:
             self.last_source = "servo"
             self._feed_servo()
@@ -201,7 +215,7 @@ class DamageMonitor(ThinNode):
         level, message = 0, "morphology %s" % format_morphology(self.current, self.leg_names)
         if self.last_servo_diag is None or now - self.last_servo_diag > self.p["servo_diagnostics_timeout"]:
             level, message = 1, message + "; no servo diagnostics (is servo_driver running?)"
-        values = [("morphology", list(self.current)), ("legs", morphology_label(self.leg_names)),
+        values = [("morphology", list(self.current)), ("legs", ",".join(self.leg_names)),
                   ("override", list(self.p["morphology"]))]
         values += [("fault " + j, f.reason) for j, f in sorted(self.detector.faults.items())]
         values.append(("evidence", self.last_source))

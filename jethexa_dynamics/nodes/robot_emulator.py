@@ -27,8 +27,9 @@ from sensor_msgs.msg import Imu
 
 from jethexa_dynamics.hardware.emulator import BusEmulator
 from jethexa_dynamics.model.se3 import rot_to_quat
-from jethexa_dynamics.monitor import node_params
-from jethexa_dynamics.monitor.damage import format_morphology, joint_leg_link, parse_damage_spec
+from jethexa_dynamics.nodes import params as node_params
+from jethexa_dynamics.damage.detection import joint_leg_link
+from jethexa_dynamics.model import Morphology, format_morphology
 from jethexa_dynamics.nodes._common import SENSOR_QOS, ThinNode, run
 from jethexa_dynamics.nodes._robot import jethexa
 
@@ -99,7 +100,7 @@ class RobotEmulator(ThinNode):
             self._apply_breaks(changed["breaks"])
 
     def _apply_breaks(self, spec: str) -> None:
-        links = parse_damage_spec(spec, self.leg_names)  # ValueError -> parameter rejected
+        links = list(Morphology.parse(self.engine.robot, spec).links_per_leg)  # ValueError -> parameter rejected
         with self.lock:
             self.engine.set_breaks(links)
             self.world_breaks = links
@@ -108,7 +109,7 @@ class RobotEmulator(ThinNode):
                                       % format_morphology(links, self.leg_names))
 
     def _apply_damage(self, spec: str) -> None:
-        links = parse_damage_spec(spec, self.leg_names)  # ValueError -> parameter rejected
+        links = list(Morphology.parse(self.engine.robot, spec).links_per_leg)  # ValueError -> parameter rejected
         with self.lock:
             self.engine.set_morphology(links)
             lost = [j for j, (leg, k) in zip(self.joint_names, self._leg_link) if k >= links[leg]]
@@ -213,7 +214,7 @@ NODE = RobotEmulator  # the class graph.node_class() finds
 
 
 def main(args=None):
-    return run(RobotEmulator, args)
+    return run(RobotEmulator, args, kernels_of="robot_emulator")
 
 
 if __name__ == "__main__":

@@ -192,6 +192,7 @@ class Trajectory:
         self.joint_names = list(joint_names)
         self.leg_names = list(leg_names)
         self.events = list(events)
+        self._euler = None
 
     def __len__(self):
         return self.data.shape[0]
@@ -217,10 +218,12 @@ class Trajectory:
 
     @property
     def euler(self):
-        e = np.array([mat2euler(R, "sxyz") for R in self.rot])   # R = Rz(yaw) Ry(pitch) Rx(roll)
-        if len(e):
-            e[:, 2] = np.unwrap(e[:, 2])
-        return e
+        if self._euler is None:     # computed once: the summary and the CSV both need it (one call per row)
+            e = np.array([mat2euler(R, "sxyz") for R in self.rot]).reshape(-1, 3)  # R = Rz(yaw) Ry(pitch) Rx(roll)
+            if len(e):
+                e[:, 2] = np.unwrap(e[:, 2])
+            self._euler = e
+        return self._euler.copy()
 
     @property
     def foot_forces(self):
@@ -293,7 +296,8 @@ class Engine:
             raise ValueError("pid must control %d joints, got %d" % (nj, self.pid.n))
         self.record_every = record_every
         self._layout, self._ncols = _rec_layout(nj, self.n_legs)
-        self.gravity = np.asarray(r.kernel_data[10], dtype=np.float64)   # world gravity of the model (m/s^2)
+        # world gravity of the model (m/s^2)
+        self.gravity = np.asarray(r.kernel_data[kernels.D_GRAVITY], dtype=np.float64)
         # IMU mount (base_link -> imu_link), for the accelerometer's lever arm
         self.imu_offset = np.zeros(3)
         if r.urdf_path:
@@ -375,34 +379,11 @@ class Engine:
         in_body = np.concatenate([self.mask[i, :n] for i, n in enumerate(n_joints)])
         self.follow[:] = (self.pid.active > 0) & (in_body == 0)
 
-    def _as_morphology(self, morphology):
-        """A ``Morphology`` from a ``Morphology``, links-per-leg vector, {leg: links} dict, scenario name or a
-        damage spec (``LM:1``, ``RR:0 LM:1``, ``scenario2``)."""
-        from .scenarios import SCENARIOS as PAPER, scenario_morphology
-        if isinstance(morphology, str):
-            if morphology in PAPER:
-                return scenario_morphology(self.robot, morphology)
-            from jethexa_dynamics.monitor.damage import parse_damage_spec
-            try:
-                return Morphology.from_vector(self.robot, parse_damage_spec(morphology, self.robot.leg_names))
-            except ValueError as e:
-                raise ValueError("scenario must be one of %s, or a damage spec (%s)" % (", ".join(PAPER), e)) from None
-        if isinstance(morphology, dict):     # {leg: intact links}, unspecified legs healthy
-            unknown = set(morphology) - set(self.robot.leg_names)
-            if unknown:
-                raise ValueError("morphology: unknown legs %s; legs are %s" % (sorted(unknown), self.robot.leg_names))
-            n_joints = self.robot.description.n_joints
-            return Morphology.from_vector(self.robot, [int(morphology.get(leg, n)) for leg, n in
-                                                       zip(self.robot.leg_names, n_joints)])
-        if not isinstance(morphology, Morphology):
-            return Morphology.from_vector(self.robot, morphology)
-        return morphology
-
     def set_morphology(self, morphology):
-        """Change the morphology now (any time, also mid-walk): a ``Morphology``, a links-per-leg vector, a
-        {leg: links} dict, a scenario name or a damage spec. Removed joints stop (rates zeroed), their
-        integrators reset, lost feet leave the contact set."""
-        self.morphology = self._as_morphology(morphology)
+        """Change the morphology now (any time, also mid-walk): any spec of ``Morphology.parse`` (a
+        ``Morphology``, links per leg, {leg: links}, ``LM:1``, a scenario name). Removed joints stop (rates
+        zeroed), their integrators reset, lost feet leave the contact set."""
+        self.morphology = Morphology.parse(self.robot, morphology)
         self._apply_morphology_arrays()
         gone = self.pid.active == 0.0
         self.v[6:][gone] = 0.0
@@ -413,7 +394,7 @@ class Engine:
         """Silent breaks now (same forms as ``set_morphology``; healthy = none): the lost links leave the
         dynamics (their mass and their foot's contact go) while their servos keep answering: the joints are
         still commanded and report positions, each tracking its set-point unloaded."""
-        self.breaks = self._as_morphology(breaks)
+        self.breaks = Morphology.parse(self.robot, breaks)
         self._apply_morphology_arrays()
         self.pid.integral[self.follow > 0] = 0.0
         self.events.append((self.time, "breaks", tuple(self.breaks.links_per_leg)))
@@ -605,12 +586,12 @@ class Engine:
     def center_of_mass(self):
         """Whole-body CoM (m, world) of the present links (main body + intact links)."""
         data = self.robot.kernel_data
-        n_joints, mass = data[0], data[3]
-        nmax = data[2].shape[1]
+        n_joints, mass = data[kernels.D_N_JOINTS], data[kernels.D_MASS]
+        nmax = data[kernels.D_XI].shape[1]
         R, p, xp = np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6))
         c, Ic = np.empty((nmax, 3)), np.empty((nmax, 3, 3))
-        m_tot = float(data[7][0])
-        acc = m_tot * np.asarray(data[8], dtype=float)
+        m_tot = float(data[kernels.D_BODY_MASS][0])
+        acc = m_tot * np.asarray(data[kernels.D_BODY_COM], dtype=float)
         for i in range(len(n_joints)):
             kernels.leg_kinematics(data, i, self.theta, R, p, xp, c, Ic)
             for k in range(n_joints[i]):

@@ -26,6 +26,8 @@ import numpy as np
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 from rosbags.rosbag2 import StoragePlugin, Writer
 
+from jethexa_dynamics.nodes.messages import morphology_from_wire
+
 from . import messages
 from .errors import (CorruptBagError, EmptyWindowError, MissingTopicsError, NotABagError, TimeJumpError,
                      UnknownMessageTypeError, BagError)
@@ -389,7 +391,8 @@ def _read_open(reader, bag, topics, start, end, max_gap) -> BagData:
                 js.add(t, list(msg.name), list(msg.position))
             elif role == "morphology":
                 mo_t.append(t)
-                mo_l.append(np.asarray(msg.data, dtype=np.int64))
+                label = msg.layout.dim[0].label if len(msg.layout.dim) else ""
+                mo_l.append(np.asarray(morphology_from_wire(msg.data, label), dtype=np.int64))
             elif role == "ground_truth":
                 gt_t.append(t)
                 p = msg.pose.position

@@ -7,7 +7,9 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .metrics import AXES, orientation_errors, quat_to_rpy
+from jethexa_dynamics.predictors.errors import orientation_errors, quat_to_rpy
+
+from .metrics import AXES
 
 _COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown"]
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .metrics import AXES, orientation_errors, quat_to_rpy
+from jethexa_dynamics.predictors.errors import orientation_errors, quat_to_rpy
+
+from .metrics import AXES
 
 REPORT_FORMAT = "jethexa-validate/1"
 

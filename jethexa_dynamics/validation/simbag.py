@@ -1,7 +1,7 @@
 """Record a bag from the simulated JetHexa without ROS (faster than real time).
 
 The "robot" is the simulation engine on external joint targets, exactly as in ``robot_emulator``; the
-gait controller's logic (``monitor.walking.WalkingGait``: tripod, re-phased wave over the remaining legs
+gait controller's logic (``control.walking.WalkingGait``: tripod, re-phased wave over the remaining legs
 after a damage) produces joint targets at ``cmd_rate``, published as one-point ``JointTrajectory``
 messages (reach the target in one control period, like the bus servos' move time) and applied to the
 engine the same way. The bag holds what the real robot's stack records: ``joint_commands``, ``joint_states`` (engine
@@ -41,14 +41,14 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
     ``break_at``: time (s) of a silent break ``breaks`` (spec like ``LM:1``): links lost, servos answering,
     nothing on ``morphology`` (what issue 11's identifier has to find).
     """
-    from jethexa_dynamics.model import LeggedRobot
-    from jethexa_dynamics.monitor.walking import WalkingGait
+    from jethexa_dynamics.model import LeggedRobot, Morphology
+    from jethexa_dynamics.control.walking import WalkingGait
     from jethexa_dynamics.sim.engine import Engine
 
     robot = robot or LeggedRobot.jethexa()
     eng = Engine(robot, gait=None, dt=dt, record_every=0)
     if breaks is not None:
-        breaks = eng._as_morphology(breaks)      # a bad spec fails before anything is written
+        breaks = Morphology.parse(eng.robot, breaks)      # a bad spec fails before anything is written
     names = list(eng.robot.joint_names)
     index = {n: i for i, n in enumerate(names)}
     walker = WalkingGait(eng.geometry, names)
@@ -61,7 +61,7 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
     broken = breaks is None
     with BagWriter(path, storage=storage) as w:
         w.add_topic("morphology", "std_msgs/msg/UInt8MultiArray", latched=True)
-        w.write("morphology", T0_NS, M.morphology(eng.morphology.links_per_leg))
+        w.write("morphology", T0_NS, M.morphology(eng.morphology.links_per_leg, eng.robot.leg_names))
         for k in range(n + 1):
             t = k * tick
             t_ns = T0_NS + int(round(t * 1e9))
@@ -69,7 +69,7 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
                 eng.set_morphology(damage)
                 walker.set_morphology(eng.morphology.links_per_leg)
                 damaged = True
-                w.write("morphology", t_ns, M.morphology(eng.morphology.links_per_leg))
+                w.write("morphology", t_ns, M.morphology(eng.morphology.links_per_leg, eng.robot.leg_names))
             if not broken and t >= (break_at or 0.0):
                 eng.set_breaks(breaks)
                 broken = True
