@@ -237,8 +237,9 @@ def test_stepping_releases_the_gil(robot, monkeypatch):
     finally:
         stop.set()
         th.join()
-    # with the GIL released the counter keeps a good part of its free rate (two cores: it has one to itself);
+    # with the GIL released the counter keeps running (two cores: it can have one to itself);
     # with the GIL held it only runs at the call's edges (at most a switch interval each)
-    assert released > 0.25 * free, (released, free)
+    # (loose bounds: on a loaded machine the counter shares its core; what matters is released >> held)
+    assert released > 0.05 * free, (released, free)
     assert held < 0.2 * free, (held, free)
-    assert released > 3 * held, (released, held)
+    assert released > 4 * held, (released, held)
