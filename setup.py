@@ -50,6 +50,7 @@ setup(
             "jethexa-sim = jethexa_dynamics.sim.cli:main",
             "jethexa-bus-emulator = jethexa_dynamics.hardware.emulator_cli:main",
             "jethexa-validate = jethexa_dynamics.validation.cli:main",
+            "jethexa-identify = jethexa_dynamics.damage.identify_cli:main",
             "jethexa-model-report = jethexa_dynamics.model.report:main",
             "jethexa-warmup = jethexa_dynamics.warmup:main",
         ]

@@ -35,6 +35,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     ap.add_argument("--damage", default="scenario1",
                     help="what to break: scenario1 (legs RM, LM removed), scenario2 (LM, RR keep only the coxa), "
                          "'RF', 'LM:1,RR:2', ... (default %(default)s)")
+    ap.add_argument("--break", dest="breaks", default=None, metavar="SPEC",
+                    help="instead of --damage: a silent break at --damage-at (links lost, servos keep answering), "
+                         "e.g. LM:1, RR:0, scenario2; found by damage_monitor's model-based identifier")
     ap.add_argument("--speed", type=float, default=0.05, help="forward speed command [m/s] (default %(default)s)")
     ap.add_argument("--recovery", default="on", choices=("on", "off"),
                     help="damage recovery in the gait controller: re-planned gait + heading hold (default on)")
@@ -57,11 +60,16 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                  % (args.duration, args.damage_at))
     if not 0.05 <= args.period <= 10.0:
         ap.error("--period must be in [0.05, 10] s")
+    if args.breaks is not None and args.no_damage:
+        ap.error("--break and --no-damage exclude each other")
     if not args.no_damage:
+        opt, spec = ("--break", args.breaks) if args.breaks is not None else ("--damage", args.damage)
         try:
-            damage_links(args.damage)
+            links = damage_links(spec)
         except ValueError as exc:
-            ap.error("--damage: %s" % exc)
+            ap.error("%s: %s" % (opt, exc))
+        if args.breaks is not None and links == [3] * len(LEGS):
+            ap.error("--break: %r breaks nothing" % args.breaks)
     return args
 
 
@@ -130,12 +138,14 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
         print(text, file=out, flush=True)
 
     legs = list(LEGS)
-    damage = None if args.no_damage else damage_links(args.damage)
+    silent = args.breaks is not None
+    damage = None if args.no_damage else damage_links(args.breaks if silent else args.damage)
     say("jethexa-demo: the sim.launch.py graph in one process; DDS %s, ROS_DOMAIN_ID=%s" % (
         "as configured by the environment" if args.network else "on loopback only", env["ROS_DOMAIN_ID"]))
     say("  walk %.3f m/s for %.0f s; %s; predictor %s (re-anchored every %.1f s)" % (
-        args.speed, args.duration, "no damage" if damage is None else "damage %s at %.1f s" % (
-            format_morphology(damage, legs), args.damage_at), args.predictor, args.horizon))
+        args.speed, args.duration, "no damage" if damage is None else "%s %s at %.1f s" % (
+            "silent break" if silent else "damage", format_morphology(damage, legs), args.damage_at),
+        args.predictor, args.horizon))
     from jethexa_dynamics import warmup
     warmup.ensure_kernels(tuple(warmup.GROUPS), log=lambda line: say("  " + line))  # says compiling only if so
     say("  building the nodes")
@@ -174,13 +184,16 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
             if t >= args.duration or graph.spin_error is not None:
                 break
             if damage is not None and not damage_sent and t >= args.damage_at:
-                pv = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=args.damage)
+                pv = ParameterValue(type=ParameterType.PARAMETER_STRING,
+                                    string_value=args.breaks if silent else args.damage)
                 if param_cli.wait_for_service(timeout_sec=5.0):
-                    param_cli.call_async(SetParameters.Request(parameters=[ParameterMsg(name="damage", value=pv)]))
+                    param_cli.call_async(SetParameters.Request(parameters=[
+                        ParameterMsg(name="breaks" if silent else "damage", value=pv)]))
                     t_damage = time.monotonic() - t0
                     damage_sent = True
-                    say("  >> %.1f s: damage in the emulated world: %s (their servos go silent; nobody is told)"
-                        % (t_damage, format_morphology(damage, legs)))
+                    say("  >> %.1f s: %s in the emulated world: %s (%s; nobody is told)"
+                        % (t_damage, "silent break" if silent else "damage", format_morphology(damage, legs),
+                           "every servo keeps answering" if silent else "their servos go silent"))
             m = w.last("morphology")
             if m is not None and (not morph_seen or list(m.data) != list(morph_seen[-1])):
                 morph_seen.append(list(m.data))
@@ -188,10 +201,16 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                     since = "" if t_damage is None else " (%.2f s after the damage)" % (t - t_damage)
                     say("  >> %.1f s: damage_monitor publishes morphology %s%s" % (
                         t, format_morphology(m.data, legs), since))
-                    if damage is not None and list(m.data) == list(damage) and t_detect is None:
+                    if damage is not None and _found(m.data, damage, silent) and t_detect is None:
                         t_detect = t
                         gc, pr = nodes["gait_controller"], nodes["predictor"]
-                        wait_for(lambda: gc.walker.links_per_leg == list(damage) == list(pr.morphology), 2.0)
+                        found = list(m.data)
+                        if silent:
+                            st = nodes["damage_monitor"]
+                            say("  >> identifier: %s (evidence: %s)" % (", ".join(
+                                "%s p=%.3f" % (st.identifier.describe(h), p) for h, p in st.identifier.top(3)),
+                                st.last_source))
+                        wait_for(lambda: gc.walker.links_per_leg == found == list(pr.morphology), 2.0)
                         st = gc.walker.status()
                         say("  >> gait %s for legs %s (%s, planned margin %.1f mm); predictor reshaped to %s -- "
                             "no restart" % (st["gait"], ",".join(gc.walker.walking_legs), "walking" if
@@ -209,7 +228,7 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                     None if err is None else np.asarray(err.data, dtype=float),
                     format_morphology(morph_seen[-1], legs) if morph_seen else "?"))
             time.sleep(0.02)
-        status = summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_seen, legs)
+        status = summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_seen, legs, silent)
         return status
     finally:
         graph.close()
@@ -226,7 +245,7 @@ def _series(w, topic, t0, t1=None):
     return [m for t, m in w.since(topic, t0) if t1 is None or t < t1]
 
 
-def summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_seen, legs) -> int:
+def summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_seen, legs, silent=False) -> int:
     from jethexa_dynamics.model import format_morphology
 
     problems = []
@@ -267,10 +286,12 @@ def summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_se
             problems.append("damage %s injected but not detected" % format_morphology(damage, legs))
             say("  damage: injected %s at %.1f s, NOT detected" % (format_morphology(damage, legs), t_damage or -1))
         else:
-            say("  damage: injected %s at %.1f s, detected %.2f s later; gait walks on %s" % (
-                format_morphology(damage, legs), t_damage, t_detect - t_damage,
+            say("  damage: injected %s%s at %.1f s, %s %.2f s later%s; gait walks on %s" % (
+                "silent break " if silent else "", format_morphology(damage, legs), t_damage,
+                "identified by the model" if silent else "detected", t_detect - t_damage,
+                " as %s" % format_morphology(morph_seen[-1], legs) if silent else "",
                 ",".join(nodes["gait_controller"].walker.walking_legs)))
-    if not morph_seen or list(morph_seen[0]) != [3] * len(legs) or not _converges(morph_seen, damage):
+    if not morph_seen or list(morph_seen[0]) != [3] * len(legs) or not _converges(morph_seen, damage, silent):
         problems.append("unexpected morphology sequence %s" % [format_morphology(m, legs) for m in morph_seen])
     rejected = {n: sum(node.rejected.values()) for n, node in nodes.items() if getattr(node, "rejected", None)}
     errors = {n: node.errors for n, node in nodes.items() if getattr(node, "errors", 0)}
@@ -320,12 +341,23 @@ def _walk_segments(say, args, mocap, w, t0, split) -> None:
                                                        s["max_roll_deg"], s["max_pitch_deg"]))
 
 
-def _converges(seen, damage) -> bool:
-    """Healthy, then (with damage) steps that only lose links and end at the injected morphology."""
+def _found(links, damage, silent) -> bool:
+    """The published morphology names the damage: exactly (servo evidence), or the same legs (a silent break:
+    the identifier may be one link off on a leg, the coxa weighs 20 g)."""
+    if not silent:
+        return list(links) == list(damage)
+    return [n < 3 for n in links] == [n < 3 for n in damage]
+
+
+def _converges(seen, damage, silent=False) -> bool:
+    """Healthy, then (with damage) steps that only lose links and end at the injected morphology (the same
+    legs, for a silent break)."""
     if damage is None:
         return len(seen) == 1
-    final = list(damage)
     steps = [list(m) for m in seen]
+    if silent:
+        return _found(steps[-1], damage, True) and all(n < 3 for m in steps[1:] for n, d in zip(m, damage) if d < 3)
+    final = list(damage)
     between = all(f <= v for m in steps for v, f in zip(m, final))
     monotone = all(all(b <= a for a, b in zip(m0, m1)) for m0, m1 in zip(steps, steps[1:]))
     return steps[-1] == final and between and monotone

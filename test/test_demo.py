@@ -23,6 +23,9 @@ def run_demo(*args, timeout=240):
     (["--period", "0"], "--period must be in"),
     (["--damage", "XX"], "--damage: damage spec 'XX': unknown leg"),
     (["--record-storage", "rosbag1"], "--record-storage: invalid choice: 'rosbag1'"),
+    (["--break", "LM:9"], "--break: damage spec 'LM:9': link count 9 for LM must be in [0, 3]"),
+    (["--break", "healthy"], "--break: 'healthy' breaks nothing"),
+    (["--break", "LM:1", "--no-damage"], "--break and --no-damage exclude each other"),
 ])
 def test_bad_arguments_exit_2_with_a_clear_message(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -79,3 +82,16 @@ def test_demo_walks_detects_damage_and_exits_clean(tmp_path):
     data = read_bag(bag)                               # reads back: what jethexa-validate needs is in it
     assert len(data.commands) > 100 and len(data.imu) > 100 and data.ground_truth is not None
     assert data.morphology.links[-1].tolist() == [3, 0, 3, 3, 0, 3]
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_demo_silent_break_is_identified_by_the_model():
+    proc = run_demo("--duration", "13", "--damage-at", "4", "--period", "1.0", "--break", "LM:1")
+    out = proc.stdout
+    assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
+    assert "silent break in the emulated world: LM:1 (every servo keeps answering" in out
+    assert "damage_monitor publishes morphology LM:" in out and "(evidence: model)" in out
+    assert "gait re-phased for legs LF,LR,RF,RM,RR" in out
+    assert "injected silent break LM:1 at" in out and "identified by the model" in out and "clean run" in out

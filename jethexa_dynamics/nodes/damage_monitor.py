@@ -4,7 +4,12 @@ Inputs: the servo driver's per-servo statuses on ``/diagnostics`` (no reply with
 position error under load; voltage/temperature outside the servo's own limits are reported, the LED alarm
 setting never counts), and ``joint_states``: a joint without servo statuses (another driver, a bus behind
 another board) that its publisher stops carrying is lost under the same rules (``JointPresenceTracker``).
-Manual override: the ``morphology`` parameter (one entry per leg, -1 = automatic), e.g.
+Breaks the servos cannot see are found by the model-based identifier
+(``jethexa_dynamics.damage.identification``) on ``joint_commands``, ``joint_states`` and ``imu/data``
+(parameters ``identify``, ``identify_window``, ``identify_threshold``, ``identify_confirm``). The two are
+fused: per leg the fewer intact links; the servo evidence re-centres the identifier's hypotheses. On
+``/diagnostics``: the top hypotheses with their probabilities and the evidence source of the last change
+(servo or model). Manual override: the ``morphology`` parameter (one entry per leg, -1 = automatic), e.g.
 ``ros2 param set /damage_monitor morphology "[3,3,3,3,0,0]"``. Service ``~/reset`` (std_srvs/Trigger)
 clears latched faults. Detection rules: ``jethexa_dynamics.damage.detection.DamageDetector``.
 """
@@ -12,18 +17,23 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+import time
+
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import MultiArrayDimension, UInt8MultiArray
 from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
 
 from jethexa_dynamics.nodes import params as node_params
 from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, JointPresenceTracker, MorphologyChange,
                                                decode_servo_status)
 from jethexa_dynamics.model import format_morphology
+from jethexa_dynamics.nodes import messages
 from jethexa_dynamics.nodes.messages import morphology_to_wire
-from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run
-from jethexa_dynamics.nodes._robot import robot_names
+from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec
+from jethexa_dynamics.nodes._robot import jethexa, robot_names
 
 _CONFIG_KEYS = ("no_reply_timeout", "min_missed_reads", "position_error_threshold",
                 "position_error_hold", "latch")
@@ -49,8 +59,16 @@ class DamageMonitor(ThinNode):
         self.servo_diag_messages = 0   # /diagnostics messages that carried servo statuses
         self.presence = JointPresenceTracker(self.joint_names)
         self.pub = self.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
+        self._t0 = time.monotonic()
+        self.identifier = None
+        self.last_source = "none"
+        self._last_event = None        # the identifier's last event acted upon
+        self.q_meas = np.full(len(self.joint_names), np.nan)
+        self._make_identifier()
         self.sub(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS)
         self.sub(JointState, "joint_states", self._on_joint_states, SENSOR_QOS)
+        self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS)
+        self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.rate_timer("check_rate", self._on_check, "check")
         self._decide(self.now_sec(), ["start-up"])
@@ -58,7 +76,68 @@ class DamageMonitor(ThinNode):
     def _config(self) -> DetectorConfig:
         return DetectorConfig(**{k: self.p[k] for k in _CONFIG_KEYS})
 
+    # ------------------------------------------------------------------ identifier
+    def t(self) -> float:
+        """Identifier time: seconds since the node started (monotonic)."""
+        return time.monotonic() - self._t0
+
+    def _make_identifier(self) -> None:
+        """A fresh identifier from the parameters (None when ``identify`` is off); its first window compiles
+        or loads the model code, so it is built here, not in a callback."""
+        if not self.p["identify"]:
+            self.identifier = None
+            return
+        from jethexa_dynamics.damage.identification import DamageIdentifier
+
+        self.identifier = DamageIdentifier(jethexa(), window=self.p["identify_window"],
+                                           threshold=self.p["identify_threshold"],
+                                           confirm=self.p["identify_confirm"])
+        self.identifier.hyps[0].engine.step(0)
+        self._feed_servo()
+
+    def _feed_servo(self) -> None:
+        if self.identifier is not None:
+            self.identifier.on_servo_morphology(self.t(), self.detector.morphology(None))
+
+    def _check_identifier(self, ok: bool, topic: str) -> None:
+        idf = self.identifier
+        if not ok:
+            self.reject(topic, idf.last_rejection)
+        if idf.events and idf.events[-1] is not self._last_event:
+            self._last_event = e = idf.events[-1]
+            if e["source"] == "model":
+                self.last_source = "model"
+                self._decide(self.now_sec(), ["model: %s (p = %.3f)" % (
+                    format_morphology(e["morphology"], self.leg_names), e["probability"])])
+                self._publish_status()
+
+    def _on_commands(self, msg: JointTrajectory) -> None:
+        if self.identifier is None:
+            return
+        points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
+        idx, pos, t_from_start = messages.trajectory(msg.joint_names, points, self.joint_names)
+        self._check_identifier(self.identifier.on_command(self.t(), pos, t_from_start, joints=idx),
+                               "joint_commands")
+
+    def _on_imu(self, msg: Imu) -> None:
+        if self.identifier is None:
+            return
+        o = msg.orientation
+        x, y, z, w = messages.imu_orientation((o.x, o.y, o.z, o.w), msg.orientation_covariance)
+        gyro = messages.finite_vector("imu/data.angular_velocity", (
+            msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z))
+        self._check_identifier(self.identifier.on_imu(self.t(), (w, x, y, z), gyro), "imu/data")
+
+    # ------------------------------------------------------------------ parameters and decisions
     def apply_params(self, changed: Dict[str, Any]) -> None:
+        if "identify" in changed:
+            self._make_identifier()
+            self._decide(self.now_sec(), ["identifier %s" % ("on" if self.p["identify"] else "off")])
+        elif self.identifier is not None:
+            for key, attr in (("identify_window", "window"), ("identify_threshold", "threshold"),
+                              ("identify_confirm", "confirm")):
+                if key in changed:
+                    setattr(self.identifier, attr, changed[key])   # takes effect from the next window
         if any(k in changed for k in _CONFIG_KEYS):
             self.detector.config = self._config()
         if "morphology" in changed:
@@ -69,7 +148,11 @@ class DamageMonitor(ThinNode):
         return o if any(v >= 0 for v in o) else None
 
     def _decide(self, now: float, reasons: List[str]) -> None:
-        new = self.detector.morphology(self._override())
+        override = self._override()
+        new = self.detector.morphology(override)
+        if self.identifier is not None:      # fused: per leg the fewer links, unless the leg is overridden
+            model = self.identifier.morphology
+            new = [n if override is not None and override[i] >= 0 else min(n, model[i]) for i, n in enumerate(new)]
         if new == self.current:
             return
         old = self.current
@@ -100,18 +183,25 @@ class DamageMonitor(ThinNode):
         self._apply(now, self.detector.update(now, healths))
 
     def _on_joint_states(self, msg: JointState) -> None:
-        """Presence evidence only (names; values are the predictor's business): unknown names are ignored."""
+        """Presence evidence (names: unknown ones are ignored) and, with the identifier on, the measured angles."""
         now = self.now_sec()
         self.presence.observe(now, [n for n in msg.name if isinstance(n, str)])
         self._apply(now, self.detector.update_presence(now, self.presence))
+        if self.identifier is not None:
+            idx, pos, _ = messages.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names)
+            self.q_meas[idx] = pos
+            self._check_identifier(self.identifier.on_joints(self.t(), self.q_meas.copy()), "joint_states")
 
     def _apply(self, now: float, new) -> None:
         if new:
+            self.last_source = "servo"
+            self._feed_servo()
             self._decide(now, ["%s: %s" % (f.joint, f.reason) for f in new])
             self._publish_status()
 
     def _on_reset(self, request, response):
         self.detector.reset()
+        self._make_identifier()            # forget what the model found, too
         self._decide(self.now_sec(), ["reset"])
         response.success = True
         response.message = "faults cleared; morphology %s" % format_morphology(self.current, self.leg_names)
@@ -128,6 +218,15 @@ class DamageMonitor(ThinNode):
         values = [("morphology", list(self.current)), ("legs", ",".join(self.leg_names)),
                   ("override", list(self.p["morphology"]))]
         values += [("fault " + j, f.reason) for j, f in sorted(self.detector.faults.items())]
+        values.append(("evidence", self.last_source))
+        idf = self.identifier
+        values.append(("identifier", "off" if idf is None else "on"))
+        if idf is not None:
+            for k, (links, p) in enumerate(idf.top(3)):
+                values.append(("hypothesis %d" % (k + 1), "%s p=%.3f" % (idf.describe(links), p)))
+            values += [("identifier_windows", idf.windows), ("identifier_bank_windows", idf.bank_windows),
+                       ("identifier_gyro_bias_z", "%.5f" % idf.gyro_bias),
+                       ("identifier_rejected", sum(idf.rejections.values()))]
         if self.detector.faults and level == 0:
             level = 1
         self.publish_diagnostics([self.node_status(message, level, values)])

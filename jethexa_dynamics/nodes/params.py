@@ -136,6 +136,15 @@ DAMAGE_MONITOR = ParamSet("damage_monitor", [
       "message)", lo=0.5, hi=100.0, unit="Hz"),
     P("servo_diagnostics_timeout", "double", 2.0, "warn when no servo diagnostics arrived for this long",
       lo=0.1, hi=600.0, unit="s"),
+    P("identify", "bool", True, "run the model-based identifier (damage.identification: a bank of modular-model "
+      "predictions, one per morphology hypothesis) on joint_commands, joint_states and imu/data, to find breaks "
+      "the servos cannot see; false = servo evidence only"),
+    P("identify_window", "double", 0.5, "identifier: seconds between re-anchors of its models (one likelihood "
+      "per window)", lo=0.2, hi=3.0, unit="s"),
+    P("identify_threshold", "double", 0.9, "identifier: posterior probability a leg change needs", lo=0.5,
+      hi=0.999),
+    P("identify_confirm", "int", 2, "identifier: consecutive windows above the threshold before the morphology "
+      "changes (hysteresis)", lo=1, hi=10),
 ])
 
 ROBOT_EMULATOR = ParamSet("robot_emulator", [
@@ -150,6 +159,9 @@ ROBOT_EMULATOR = ParamSet("robot_emulator", [
     P("damage", "string", "", "damage in the world, any morphology spec: '' (healthy), damage1/damage2 (aliases "
       "scenario1/scenario2), 'LEG' or 'LEG:N' lists (e.g. 'RM,LM' or 'LM:1 RR:1') or one link count per leg; "
       "removes the links and silences their servos"),
+    P("breaks", "string", "", "silent breaks in the world, same syntax as damage (e.g. 'LM:1', 'RR:0', "
+      "scenario2): the links lose their mass and their foot its contact, the servos keep answering and "
+      "following their commands"),
     P("record", "string", "", "record the run's topics to this rosbag2 directory (empty = off)", read_only=True),
     P("record_storage", "string", "mcap", "storage of the recording: mcap (on Humble, ros2 bag needs "
       "ros-humble-rosbag2-storage-mcap) or sqlite3 (read by every rosbag2)", choices=("mcap", "sqlite3"),

@@ -11,6 +11,8 @@
 * Ground truth: ``mocap/pose`` (geometry_msgs/PoseStamped, frame ``world``).
 * Damage injection: parameter ``damage`` (``ros2 param set /robot_emulator damage scenario1``) removes links
   in the world and silences their servos; the damage monitor has to find out by itself.
+* Silent breaks: parameter ``breaks`` (same syntax, e.g. ``LM:1``) breaks links in the world while their
+  servos keep answering and following commands (``Engine.set_breaks``); only the body's motion tells.
 """
 from __future__ import annotations
 
@@ -66,7 +68,9 @@ class RobotEmulator(ThinNode):
             from jethexa_dynamics.nodes.bag_recorder import BagRecorder
 
             self.recorder = BagRecorder(self, self.p["record"], storage=self.p["record_storage"])
+        self.world_breaks = [3] * len(self.leg_names)
         self._apply_damage(self.p["damage"])
+        self._apply_breaks(self.p["breaks"])
         self._ticks = 0
         # one timer: the world steps at `rate`; IMU motion and mocap go out every k-th tick (one callback
         # instead of three: the rclpy executor's per-callback cost dominates here)
@@ -92,6 +96,17 @@ class RobotEmulator(ThinNode):
     def apply_params(self, changed: Dict[str, Any]) -> None:
         if "damage" in changed:
             self._apply_damage(changed["damage"])
+        if "breaks" in changed:
+            self._apply_breaks(changed["breaks"])
+
+    def _apply_breaks(self, spec: str) -> None:
+        links = list(Morphology.parse(self.engine.robot, spec).links_per_leg)  # ValueError -> parameter rejected
+        with self.lock:
+            self.engine.set_breaks(links)
+            self.world_breaks = links
+        if spec:
+            self.get_logger().warning("silent break in the world: %s (servos keep answering)"
+                                      % format_morphology(links, self.leg_names))
 
     def _apply_damage(self, spec: str) -> None:
         links = list(Morphology.parse(self.engine.robot, spec).links_per_leg)  # ValueError -> parameter rejected
@@ -181,7 +196,8 @@ class RobotEmulator(ThinNode):
                   ("real_time_factor", rtf), ("engine_wall_time", wall), ("lag_events", self.lag_events),
                   ("sim_failures", self.sim_failures),
                   ("world_morphology", format_morphology(self.world_morphology, self.leg_names)),
-                  ("silenced_servos", ",".join(self.silenced))]
+                  ("silenced_servos", ",".join(self.silenced)),
+                  ("world_breaks", format_morphology(self.world_breaks, self.leg_names))]
         self.publish_diagnostics([self.node_status("world running", level, values)])
 
     def close(self) -> None:

@@ -91,8 +91,11 @@ def build_parser():
     ap.add_argument("--gait", default="tripod", help="tripod|wave|ripple")
     ap.add_argument("--duration", type=float, default=5.0, help="simulated time [s] (default 5)")
     ap.add_argument("--dt", type=float, default=1e-3, help="time step [s] (default 0.001)")
+    ap.add_argument("--break", dest="breaks", default=None, metavar="SPEC",
+                    help="silent break (links lost, servos keep answering): LM:1, RR:0, 'LM:1 RR:1', scenario2; "
+                         "from --damage-at on (default from the start)")
     ap.add_argument("--damage-at", type=float, default=None, metavar="SECONDS",
-                    help="walk healthy, then switch to --scenario at this time [s]")
+                    help="walk healthy, then switch to --scenario (and/or --break) at this time [s]")
     ap.add_argument("--out", default=None, help="output directory (trajectory.csv, PNG plots, summary.txt)")
     ap.add_argument("--step-length", type=float, default=0.05, help="stride [m] (Table IV: 0.05)")
     ap.add_argument("--step-height", type=float, default=0.012, help="swing apex [m] (default 0.012)")
@@ -133,9 +136,17 @@ def run(args):
         raise ValueError("--gait must be one of %s, got %r" % ("|".join(GAIT_KINDS), args.gait))
     if not (math.isfinite(args.duration) and 0.0 < args.duration <= 3600.0):
         raise ValueError("--duration=%r outside the allowed range (0, 3600] s" % (args.duration,))
+    robot = LeggedRobot.jethexa()
+    breaks = None
+    if args.breaks is not None:
+        from jethexa_dynamics.model import Morphology
+        try:
+            breaks = Morphology.parse(robot, args.breaks)
+        except ValueError as e:
+            raise ValueError("--break: %s" % e) from None
     if args.damage_at is not None:
-        if args.scenario == "healthy":
-            raise ValueError("--damage-at needs a damage scenario (--scenario damage1|damage2)")
+        if args.scenario == "healthy" and breaks is None:
+            raise ValueError("--damage-at needs a damage scenario (--scenario damage1|damage2) or --break SPEC")
         if not (math.isfinite(args.damage_at) and 0.0 <= args.damage_at <= args.duration):
             raise ValueError("--damage-at=%r outside the allowed range [0, %g] s (the duration)"
                              % (args.damage_at, args.duration))
@@ -144,7 +155,6 @@ def run(args):
         rate = min(100.0, 1.0 / args.dt) if args.dt > 0.0 else 100.0    # a bad --dt is reported by the engine
     elif not (math.isfinite(rate) and 0.0 < rate * args.dt <= 1.0 + 1e-9):
         raise ValueError("--record-rate=%r outside the allowed range (0, 1/dt = %g] Hz" % (rate, 1.0 / args.dt))
-    robot = LeggedRobot.jethexa()
     contact = ContactModel(friction=args.friction, mu=args.mu)
     gait = Gait(LegGeometry.from_robot(robot), kind=args.gait, cycle_time=args.cycle_time, step_height=args.step_height,
                 body_height=args.body_height, step_length=args.step_length)
@@ -154,15 +164,26 @@ def run(args):
     engine = Engine(robot, gait=gait, dt=args.dt, contact=contact, settle=args.settle,
                     morphology=damaged if args.damage_at is None else None,
                     record_every=max(1, int(round(1.0 / (rate * args.dt)))))
-    switch = None if args.damage_at is None else (args.damage_at, damaged)
+    switch = None if args.damage_at is None or args.scenario == "healthy" else (args.damage_at, damaged)
+    breaks_at = None
+    if breaks is not None:
+        if args.damage_at is None:
+            engine.set_breaks(breaks)
+        else:
+            breaks_at = (args.damage_at, breaks)
     engine.step(0)                      # compile (or load the numba cache) outside the timing
     progress = Progress(args.duration, enabled=not args.quiet)
     w0 = time.perf_counter()
     # 0.1 s chunks: one compiled call each (per-call Python cost stays ~1 % of the stepping)
-    traj = engine.run(args.duration, chunk=0.1, callback=progress, morphology_at=switch)
+    traj = engine.run(args.duration, chunk=0.1, callback=progress, morphology_at=switch, breaks_at=breaks_at)
     wall = time.perf_counter() - w0
     s = summarize(traj, wall)
     text = summary_paragraph(args.scenario, args.gait, s, args.dt, args.damage_at)
+    if breaks is not None:
+        from jethexa_dynamics.model import format_morphology
+        text += " Silent break %s (servos keep answering)%s." % (
+            format_morphology(breaks.links_per_leg, robot.leg_names),
+            "" if args.damage_at is None else " at t = %.2f s" % args.damage_at)
     return traj, s, text
 
 

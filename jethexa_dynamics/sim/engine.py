@@ -83,12 +83,16 @@ def _run(n_steps, data, st, gt, ext, ctl, cprm, mask, legs_on, has_tip, scr, rec
     R, p, th, v, integ, qprev, qdes, clk = st
     gprm, offsets, neutral, stride, geom, limits = gt
     e_start, e_goal, e_t0, e_T = ext
-    kp, ki, kd, tmax, active = ctl
+    kp, ki, kd, tmax, active, follow = ctl
     feet, qd_des, tau, fw, depth, pos, vel, vdot, diag, rel = scr
     nj = th.shape[0]
     nl = pos.shape[0]
     dt = clk[K_DT]
     mode = clk[K_MODE]
+    any_follow = False
+    for j in range(nj):
+        if follow[j] != 0.0:
+            any_follow = True
     nrec = 0
     for k in range(n_steps):
         t = clk[K_STEP] * dt
@@ -128,6 +132,12 @@ def _run(n_steps, data, st, gt, ext, ctl, cprm, mask, legs_on, has_tip, scr, rec
             v[r] += vdot[r] * dt
         for j in range(nj):
             th[j] += v[6 + j] * dt
+        # silently broken joints: the unloaded servo tracks its set-point (the link is out of the dynamics)
+        if any_follow:
+            for j in range(nj):
+                if follow[j] != 0.0:
+                    th[j] = qdes[j]
+                    v[6 + j] = qd_des[j]
         kernels.se3_step(R, p, v[0:6], dt)
         clk[K_STEP] += 1.0
         if not (math.isfinite(p[0] + p[1] + p[2]) and math.isfinite(v[0] + v[3] + v[4] + v[5])):
@@ -309,8 +319,10 @@ class Engine:
                      np.zeros((L, 3)), np.zeros((L, 3)), np.zeros(6 + nj), np.zeros(nj), np.zeros((2, 3)))
         self._zero_gait = None
         self.events = []
+        self.follow = np.zeros(nj)
         self.morphology = Morphology.healthy(r)
-        self._apply_morphology_arrays(self.morphology)
+        self.breaks = Morphology.healthy(r)
+        self._apply_morphology_arrays()
         self.reset_standing()
         if morphology is not None:
             self.set_morphology(morphology)
@@ -349,24 +361,43 @@ class Engine:
         h = -feet[:, 2].max() if height is None else float(height)
         self.p[:] = (self.p[0], self.p[1], self.contact.ground_z + h)
 
-    def _apply_morphology_arrays(self, m):
-        self.mask = np.ascontiguousarray(m.link_mask, dtype=np.float64)
+    @property
+    def body_morphology(self):
+        """The links physically present: the servo-visible ``morphology`` minus the silent ``breaks``."""
+        return Morphology.from_vector(self.robot, [min(a, b) for a, b in zip(self.morphology.links_per_leg,
+                                                                             self.breaks.links_per_leg)])
+
+    def _apply_morphology_arrays(self):
+        """Dynamics (mass, contact) follow the body morphology; servos (PID, gait) the servo-visible one."""
+        body = self.body_morphology
+        self.mask = np.ascontiguousarray(body.link_mask, dtype=np.float64)
         n_joints = self.robot.description.n_joints
-        self.has_tip = np.array([1.0 if k == n else 0.0 for k, n in zip(m.links_per_leg, n_joints)])
-        self.legs_on = np.array([1.0 if k > 0 else 0.0 for k in m.links_per_leg])   # the gait skips removed legs
-        self.pid.active[:] = np.concatenate([self.mask[i, :n] for i, n in enumerate(n_joints)])
+        self.has_tip = np.array([1.0 if k == n else 0.0 for k, n in zip(body.links_per_leg, n_joints)])
+        self.legs_on = np.array([1.0 if k > 0 else 0.0 for k in self.morphology.links_per_leg])   # the gait skips removed legs
+        servo = self.morphology.link_mask
+        self.pid.active[:] = np.concatenate([servo[i, :n] for i, n in enumerate(n_joints)])
+        in_body = np.concatenate([self.mask[i, :n] for i, n in enumerate(n_joints)])
+        self.follow[:] = (self.pid.active > 0) & (in_body == 0)
 
     def set_morphology(self, morphology):
         """Change the morphology now (any time, also mid-walk): any spec of ``Morphology.parse`` (a
         ``Morphology``, links per leg, {leg: links}, ``LM:1``, a scenario name). Removed joints stop (rates
         zeroed), their integrators reset, lost feet leave the contact set."""
-        morphology = Morphology.parse(self.robot, morphology)
-        self.morphology = morphology
-        self._apply_morphology_arrays(morphology)
+        self.morphology = Morphology.parse(self.robot, morphology)
+        self._apply_morphology_arrays()
         gone = self.pid.active == 0.0
         self.v[6:][gone] = 0.0
         self.pid.integral[gone] = 0.0
-        self.events.append((self.time, "morphology", tuple(morphology.links_per_leg)))
+        self.events.append((self.time, "morphology", tuple(self.morphology.links_per_leg)))
+
+    def set_breaks(self, breaks):
+        """Silent breaks now (same forms as ``set_morphology``; healthy = none): the lost links leave the
+        dynamics (their mass and their foot's contact go) while their servos keep answering: the joints are
+        still commanded and report positions, each tracking its set-point unloaded."""
+        self.breaks = Morphology.parse(self.robot, breaks)
+        self._apply_morphology_arrays()
+        self.pid.integral[self.follow > 0] = 0.0
+        self.events.append((self.time, "breaks", tuple(self.breaks.links_per_leg)))
 
     # ---- inputs -------------------------------------------------------------------------------------------
     def set_joint_targets(self, targets, move_time=0.0, joints=None):
@@ -422,7 +453,7 @@ class Engine:
 
     def _ctl(self):
         pid = self.pid
-        return (pid.kp, pid.ki, pid.kd, pid.tau_max, pid.active)
+        return (pid.kp, pid.ki, pid.kd, pid.tau_max, pid.active, self.follow)
 
     def step(self, n=1, record=None):
         """Run ``n`` steps in one compiled call. Returns the recorded rows (array) if ``record``."""
@@ -449,26 +480,27 @@ class Engine:
         n = int(round((float(t) - self.time) / self.dt))
         return self.step(max(n, 0), record=record)
 
-    def run(self, duration, chunk=0.02, callback=None, morphology_at=None):
+    def run(self, duration, chunk=0.02, callback=None, morphology_at=None, breaks_at=None):
         """Simulate ``duration`` s in chunks of ``chunk`` s; ``callback(engine)`` after each chunk (progress
-        bars); ``morphology_at`` = (time s, morphology) switches morphology at that time. Returns a Trajectory
-        that starts with the current state."""
+        bars); ``morphology_at`` = (time s, morphology) switches morphology at that time, ``breaks_at`` =
+        (time s, breaks) breaks links silently (``set_breaks``). Returns a Trajectory that starts with the
+        current state."""
         if not (math.isfinite(duration) and duration >= 0.0):
             raise ValueError("duration must be >= 0 s, got %r" % (duration,))
         if not (math.isfinite(chunk) and chunk >= self.dt):
             raise ValueError("chunk must be >= dt = %g s, got %r" % (self.dt, chunk))
         t_end = self.time + duration
         rows = [self._current_row()[None, :]]
-        switch = None
-        if morphology_at is not None:
-            switch = (float(morphology_at[0]), morphology_at[1])
+        switches = [(float(at[0]), apply, at[1]) for at, apply in ((morphology_at, self.set_morphology),
+                                                                    (breaks_at, self.set_breaks)) if at is not None]
+        switches.sort(key=lambda s: s[0])
         while self.time < t_end - 0.5 * self.dt:
             t_next = min(self.time + chunk, t_end)
-            if switch is not None and self.time - 0.5 * self.dt < switch[0] <= t_next + 0.5 * self.dt:
-                if switch[0] > self.time + 0.5 * self.dt:
-                    rows.append(self.advance(switch[0]))
-                self.set_morphology(switch[1])
-                switch = None
+            if switches and self.time - 0.5 * self.dt < switches[0][0] <= t_next + 0.5 * self.dt:
+                t_sw, apply, what = switches.pop(0)
+                if t_sw > self.time + 0.5 * self.dt:
+                    rows.append(self.advance(t_sw))
+                apply(what)
                 continue
             rows.append(self.advance(t_next))
             if callback is not None:
@@ -558,7 +590,7 @@ class Engine:
 
     def energy(self):
         """(kinetic, potential) energy (J) of the present links; potential = -m g . com (world origin at 0)."""
-        red = self.robot.with_morphology(self.morphology)
+        red = self.robot.with_morphology(self.body_morphology)
         q = self.theta[red.joint_index_in_full]
         v = np.concatenate([self.v[:6], self.v[6:][red.joint_index_in_full]])
         return float(red.kinetic_energy(q, v)), float(-red.total_mass * self.gravity @ self.center_of_mass())

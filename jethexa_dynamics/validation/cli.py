@@ -37,6 +37,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="model parameters file (a URDF, e.g. with measured masses); default: the packaged JetHexa")
     g.add_argument("--reanchor-horizon", type=float, metavar="S", default=None,
                    help="re-anchor the prediction on the measurements every S seconds (default: predictor's own)")
+    add_window_and_topic_arguments(p)
+    g = p.add_argument_group("output")
+    g.add_argument("--out", metavar="DIR", default=None,
+                   help="output directory (default: <bag>_validation next to the bag)")
+    g.add_argument("--json", metavar="FILE", default=None, help="JSON report path (default: OUT/report.json)")
+    g.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    g.add_argument("--quiet", action="store_true", help="no table on stdout")
+    return p
+
+
+def add_window_and_topic_arguments(p: argparse.ArgumentParser) -> None:
+    """The bag window and topic options (shared with ``jethexa-identify``)."""
     g = p.add_argument_group("window and topics")
     g.add_argument("--start", type=float, metavar="S", default=None, help="window start, s from the bag start")
     g.add_argument("--end", type=float, metavar="S", default=None, help="window end, s from the bag start")
@@ -50,13 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="geometry_msgs/PoseStamped ground truth, e.g. motion capture (optional)")
     g.add_argument("--max-gap", type=float, metavar="S", default=bag_io.DEFAULT_MAX_GAP,
                    help="largest allowed gap between IMU messages before it counts as a time jump (default %(default)s)")
-    g = p.add_argument_group("output")
-    g.add_argument("--out", metavar="DIR", default=None,
-                   help="output directory (default: <bag>_validation next to the bag)")
-    g.add_argument("--json", metavar="FILE", default=None, help="JSON report path (default: OUT/report.json)")
-    g.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    g.add_argument("--quiet", action="store_true", help="no table on stdout")
-    return p
+
+
+def topics_from_args(args) -> TopicNames:
+    return TopicNames(commands=args.commands_topic, joint_states=args.joint_states_topic, imu=args.imu_topic,
+                      morphology=args.morphology_topic, ground_truth=args.ground_truth_topic)
 
 
 def _fail(msg: str) -> int:
@@ -82,8 +92,7 @@ def run(args) -> dict:
         raise ValueError("unknown predictor {!r}; available: {}".format(
             unknown[0] if unknown else "", ", ".join(registry.predictor_names()) or "none"))
 
-    topics = TopicNames(commands=args.commands_topic, joint_states=args.joint_states_topic, imu=args.imu_topic,
-                        morphology=args.morphology_topic, ground_truth=args.ground_truth_topic)
+    topics = topics_from_args(args)
     bag = bag_io.read_bag(args.bag, topics=topics, start=args.start, end=args.end, max_gap=args.max_gap)
     predictors = [registry.make_predictor(n, model=args.model, horizon=args.reanchor_horizon) for n in names]
     segs = metrics.segments(bag.window, None if bag.morphology is None else bag.morphology.t,

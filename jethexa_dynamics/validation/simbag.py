@@ -33,18 +33,22 @@ def _quat(R):
 
 def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage="mcap", robot=None,
                   command=(0.06, 0.0, 0.0), cmd_rate=50.0, imu_rate=100.0, mocap_rate=100.0, settle=0.5,
-                  imu_noise_deg=0.0, seed=0, dt=1e-3):
+                  imu_noise_deg=0.0, seed=0, dt=1e-3, breaks=None, break_at=None):
     """Simulate ``duration`` s of walking and write the bag at ``path``; returns a summary dict.
 
     ``damage_at``: time (s) of the morphology change to ``damage`` (scenario name or links per leg).
     ``robot``: the ``LeggedRobot`` that plays the real robot (default: the packaged JetHexa).
+    ``break_at``: time (s) of a silent break ``breaks`` (spec like ``LM:1``): links lost, servos answering,
+    nothing on ``morphology`` (what issue 11's identifier has to find).
     """
-    from jethexa_dynamics.model import LeggedRobot
+    from jethexa_dynamics.model import LeggedRobot, Morphology
     from jethexa_dynamics.control.walking import WalkingGait
     from jethexa_dynamics.sim.engine import Engine
 
     robot = robot or LeggedRobot.jethexa()
     eng = Engine(robot, gait=None, dt=dt, record_every=0)
+    if breaks is not None:
+        breaks = Morphology.parse(eng.robot, breaks)      # a bad spec fails before anything is written
     names = list(eng.robot.joint_names)
     index = {n: i for i, n in enumerate(names)}
     walker = WalkingGait(eng.geometry, names)
@@ -54,6 +58,7 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
     n = int(round(duration / tick))
     cmd_every, imu_every, mocap_every = (int(round(1.0 / (r * tick))) for r in (cmd_rate, imu_rate, mocap_rate))
     damaged = False
+    broken = breaks is None
     with BagWriter(path, storage=storage) as w:
         w.add_topic("morphology", "std_msgs/msg/UInt8MultiArray", latched=True)
         w.write("morphology", T0_NS, M.morphology(eng.morphology.links_per_leg, eng.robot.leg_names))
@@ -65,6 +70,9 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
                 walker.set_morphology(eng.morphology.links_per_leg)
                 damaged = True
                 w.write("morphology", t_ns, M.morphology(eng.morphology.links_per_leg, eng.robot.leg_names))
+            if not broken and t >= (break_at or 0.0):
+                eng.set_breaks(breaks)
+                broken = True
             if k % imu_every == 0:
                 gyro, acc = eng.imu()
                 q = _quat(eng.R)
@@ -94,12 +102,16 @@ def main(argv=None):
     p.add_argument("--duration", type=float, default=20.0)
     p.add_argument("--damage-at", type=float, default=None, help="time of the damage (s); default none")
     p.add_argument("--damage", default="damage1", help="scenario (damage1, damage2) or links per leg, e.g. 3,0,3,3,0,3")
+    p.add_argument("--break", dest="breaks", default=None, metavar="SPEC",
+                   help="silent break (servos keep answering, no morphology message), e.g. LM:1")
+    p.add_argument("--break-at", type=float, default=None, help="time of the silent break (s); default 0")
     p.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap")
     p.add_argument("--imu-noise-deg", type=float, default=0.0)
     a = p.parse_args(argv)
     dmg = [int(x) for x in a.damage.split(",")] if "," in a.damage else a.damage
     try:
-        info = write_sim_bag(a.bag, a.duration, a.damage_at, dmg, a.storage, imu_noise_deg=a.imu_noise_deg)
+        info = write_sim_bag(a.bag, a.duration, a.damage_at, dmg, a.storage, imu_noise_deg=a.imu_noise_deg,
+                             breaks=a.breaks, break_at=a.break_at)
     except ValueError as err:
         print("simbag: error: {}".format(err), file=sys.stderr)
         return 2

@@ -1,0 +1,553 @@
+"""Damage identification with the modular model: which morphology explains the IMU best (no rclpy).
+
+A broken bracket or a lost foot leaves every servo answering, so the bus cannot see it; the body's motion
+can. :class:`DamageIdentifier` keeps a belief over morphology hypotheses -- the current (confirmed)
+morphology and every single-leg further loss of 1, 2 or 3 links (19 for a healthy hexapod) -- and scores
+them with a bank of short-horizon predictions of the modular Boltzmann-Hamel model (the simulation
+engine in servo-target mode, paper 003), one per hypothesis:
+
+* every ``window`` seconds each hypothesis' model is re-anchored on the measurements (roll and pitch from
+  the IMU orientation, joint angles from the servos; velocities, height and yaw stay its own) and driven
+  open loop through the window by the recorded joint commands;
+* at ``samples`` points in the window the residuals e = (roll_pred - roll_meas, pitch_pred - pitch_meas,
+  Δψ_pred - Δψ_meas) are formed, Δψ being the yaw change since the window start (measured: the gyro's
+  world z-rate integrated, minus a gyro bias ``b_z`` that is estimated from the confirmed hypothesis'
+  yaw residual, slowly, only while the belief is settled -- a constant gyro bias is thus taken out);
+* the window log-likelihood of hypothesis h is -Σ ρ(e/σ) with a Huber ρ (robust to single bad
+  samples), σ = the floors ``sigma_rp``/``sigma_yaw`` combined with the best hypothesis' misfit in
+  this window and the confirmed model's own recent
+  residual level (so a model error common to all hypotheses, e.g. a wrong body mass, does not read as
+  damage);
+* the belief is a forgetting sum of window log-likelihoods plus a log prior that favours "no change"
+  (``stay_prior``); a swap to a leg needs P(leg changed) > ``threshold`` in ``confirm`` consecutive windows
+  (hysteresis) and the winner's recent mean square residual ``min_gain`` times below the confirmed
+  model's (an effect size: with a silent LM femur+tibia break the healthy model misses roll by ~2.4 deg
+  RMS, the right one by ~0.24 deg, a factor ~100 in mean square), and no decision for ``quiet`` s after a
+  change (the gait re-phases). Then the hypotheses are re-centred on h, so a second damage is found the same way.
+
+Servo-silence evidence (``DamageDetector`` of the servo driver's health reports) is fused in: the
+morphology reported is the per-leg minimum of the servo's and the model's, and a servo-detected change
+re-centres the bank at once (source ``servo``).
+
+Pre-screen (cheap): with ``screen=True`` only the confirmed hypothesis runs while its own residual stays
+normal (this is the predictor's model, one engine); when a window's residual z-score exceeds
+``screen_z``, or while any other hypothesis still holds probability, the whole bank runs -- from a
+snapshot taken at the window start, so screening adds no delay. Within such an episode the hypotheses
+already ruled out (below ``prune`` times the most probable) are no longer simulated, until the confirmed
+model is surprised again.
+
+Streams: times in seconds on any single clock; joint vectors in ``robot.joint_names`` order (rad);
+quaternions (w, x, y, z) world <- base_link; gyro rad/s in base_link axes. Bad samples (NaN/inf, wrong
+size, time going backwards) are rejected and counted (``rejections``), never raised: a live node keeps
+running on the next good sample.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from transforms3d.euler import euler2mat, mat2euler
+from transforms3d.quaternions import quat2mat
+
+from jethexa_dynamics.model import LeggedRobot, Morphology
+
+FORMAT = "jethexa-identify/1"
+
+
+def single_leg_hypotheses(links_per_leg: Sequence[int], revisable: Sequence[bool] = ()) -> List[Tuple[int, ...]]:
+    """The current morphology first, then every single-leg further loss (leg i keeps 0..k_i-1 links); on
+    the legs flagged ``revisable`` (a model-identified damage, whose link count may be off by one) also the
+    other counts up to ``max_links`` - 1 = 2."""
+    base = tuple(int(k) for k in links_per_leg)
+    rev = list(revisable) + [False] * (len(base) - len(revisable))
+    out = [base]
+    for i, k in enumerate(base):
+        counts = [kk for kk in range(2, -1, -1) if kk != k] if rev[i] else range(k - 1, -1, -1)
+        for kk in counts:
+            h = list(base)
+            h[i] = kk
+            out.append(tuple(h))
+    return out
+
+
+def _huber(z, c):
+    a = np.abs(z)
+    return np.where(a < c, 0.5 * z * z, c * a - 0.5 * c * c)
+
+
+def _snapshot(e):
+    return (e.R.copy(), e.p.copy(), e.theta.copy(), e.v.copy(), e.pid.integral.copy(), e.qprev.copy(),
+            e.qdes.copy(), e.clock.copy(), tuple(a.copy() for a in e._ext))
+
+
+def _restore(e, s):
+    e.R[:], e.p[:], e.theta[:], e.v[:], e.pid.integral[:], e.qprev[:], e.qdes[:], e.clock[:] = s[:8]
+    for a, b in zip(e._ext, s[8]):
+        a[:] = b
+
+
+class _Hyp:
+    """One hypothesis: its links per leg, its model (an Engine) and its accumulated log-likelihood."""
+
+    __slots__ = ("links", "engine", "ll", "active", "yaw0", "mse", "pruned")
+
+    def __init__(self, links, engine):
+        self.links, self.engine, self.ll, self.active, self.yaw0 = links, engine, 0.0, False, 0.0
+        self.mse = deque(maxlen=3)    # mean square residuals (units of the floors) of the last windows
+        self.pruned = False           # ruled out in this bank episode: not simulated, its belief frozen
+
+
+class DamageIdentifier:
+    """Belief over morphology hypotheses from commands, joint states and the IMU (module docstring).
+
+    Parameters: ``robot`` healthy ``LeggedRobot`` (default JetHexa); ``window`` s between re-anchors
+    (0.2-3); ``threshold`` posterior probability a swap needs (0.5-0.999); ``confirm`` consecutive windows
+    above it (1-10); ``stay_prior`` prior probability of "no change" (0.5-0.999); ``forget`` per-window
+    factor of the log-likelihood sum (0-1); ``sigma_rp`` (rad) and ``sigma_yaw`` (rad) residual floors;
+    ``samples`` comparison points per window; ``dt`` model step (s); ``screen`` pre-screen on;
+    ``screen_z`` z-score of the confirmed model's window residual that starts the whole bank; ``quiet`` s
+    after a change without a further decision (the gait re-phases, the robot settles: evidence keeps
+    accumulating meanwhile); ``min_gain`` how many times smaller the winner's recent mean square residual
+    must be than the confirmed model's (an effect size: a real break gives ~100x, see the module
+    docstring); ``prune`` during a bank episode, hypotheses below this fraction of the most probable one are
+    no longer simulated (0: never); ``morphology`` initial links per leg.
+    """
+
+    def __init__(self, robot=None, window=0.5, threshold=0.9, confirm=2, stay_prior=0.95, forget=0.85,
+                 sigma_rp=math.radians(0.25), sigma_yaw=math.radians(0.25), samples=5, dt=2e-3, screen=True,
+                 screen_z=1.2, quiet=2.0, min_gain=3.0, prune=1e-6, morphology=None):
+        checks = (("window", window, 0.2, 3.0), ("threshold", threshold, 0.5, 0.999),
+                  ("confirm", confirm, 1, 10), ("stay_prior", stay_prior, 0.5, 0.999),
+                  ("forget", forget, 0.0, 1.0), ("sigma_rp", sigma_rp, 1e-4, 0.2),
+                  ("sigma_yaw", sigma_yaw, 1e-4, 0.2), ("samples", samples, 1, 50), ("dt", dt, 2e-4, 5e-3),
+                  ("screen_z", screen_z, 0.5, 100.0), ("quiet", quiet, 0.0, 10.0),
+                  ("min_gain", min_gain, 1.0, 100.0), ("prune", prune, 0.0, 0.1))
+        for name, val, lo, hi in checks:
+            if not (isinstance(val, (int, float)) and math.isfinite(val) and lo <= val <= hi):
+                raise ValueError("%s=%r outside the allowed range [%g, %g]" % (name, val, lo, hi))
+        self.robot = (robot or LeggedRobot.jethexa()).full
+        self.leg_names = list(self.robot.leg_names)
+        self.joint_names = list(self.robot.joint_names)
+        self.nj = len(self.joint_names)
+        self.window, self.threshold, self.confirm = float(window), float(threshold), int(confirm)
+        self.stay_prior, self.forget = float(stay_prior), float(forget)
+        self.sigma_floor = np.array([sigma_rp, sigma_rp, sigma_yaw], dtype=float)
+        self.samples, self.dt, self.screen, self.screen_z = int(samples), float(dt), bool(screen), float(screen_z)
+        self.huber_c = 3.0
+        self.quiet = float(quiet)
+        self.min_gain = float(min_gain)
+        self.prune = float(prune)
+        self._quiet_until = -math.inf
+        n_joints = self.robot.description.n_joints
+        healthy = tuple(int(n) for n in n_joints)
+        self.max_links = healthy
+        self.model_morphology = healthy if morphology is None else self._links(morphology)
+        self.servo_morphology = healthy
+        self._pool: Dict[Tuple[int, ...], object] = {}
+        self.hyps: List[_Hyp] = []
+        self.rejections: Dict[str, int] = {}
+        self.last_rejection = ""
+        self.events: List[dict] = []
+        self.history: List[Tuple[float, List[Tuple[Tuple[int, ...], float]]]] = []
+        self.windows = 0
+        self.z_log: List[Tuple[float, float]] = []   # (window end, z-score of the confirmed model)
+        self.sim_failures = 0
+        self.bank_windows = 0
+        # measurement buffers
+        self._cmds: deque = deque()          # (t, q, move_time, joint indices)
+        self._imu: deque = deque()           # (t, roll, pitch, yaw-rate world z (bias not removed))
+        self._joints: Optional[Tuple[float, np.ndarray]] = None
+        self._t_cmd = self._t_imu = self._t_joint = -math.inf
+        self._t_origin: Optional[float] = None
+        self._w0: Optional[float] = None     # current window start (caller's clock)
+        self._meas0 = None                   # (roll, pitch) at the window start
+        self.gyro_bias = 0.0                 # world z-rate bias estimate (rad/s)
+        self._scale2 = np.zeros(3)           # running mean square residual of the confirmed model
+        self._scale_n = 0
+        self._above = 0
+        self._candidate = None
+        self._recentre(self.morphology, keep=None)
+
+    # ---------------------------------------------------------------------------------------------- set-up
+    def _links(self, links):
+        v = tuple(int(k) for k in links)
+        if len(v) != len(self.leg_names) or any(not 0 <= k <= m for k, m in zip(v, self.max_links)):
+            raise ValueError("morphology must give %d link counts in [0, 3], got %r" % (len(self.leg_names), links))
+        return v
+
+    @property
+    def morphology(self) -> Tuple[int, ...]:
+        """The fused morphology: per leg the minimum of the servo's and the model's link counts."""
+        return tuple(min(a, b) for a, b in zip(self.servo_morphology, self.model_morphology))
+
+    def _engine(self, links):
+        from jethexa_dynamics.sim.engine import Engine
+        e = self._pool.get(links)
+        if e is None:
+            e = Engine(self.robot, gait=None, dt=self.dt, record_every=0)
+            e.set_morphology(Morphology.from_vector(self.robot, list(links)))
+            e.events = []
+            self._pool[links] = e
+        return e
+
+    def _recentre(self, links, keep):
+        """Hypotheses = ``links`` and its single-leg further losses; their models start from ``keep``'s
+        state (an engine snapshot) when given."""
+        rev = [m < s for m, s in zip(self.model_morphology, self.servo_morphology)]
+        self.hyps = [_Hyp(h, self._engine(h)) for h in single_leg_hypotheses(links, rev)]
+        if keep is not None:
+            self._start_from(self.hyps[0], keep)
+        self.hyps[0].active = True      # the others start from its snapshot when the bank next runs
+        self._above, self._candidate = 0, None
+
+    def _start_from(self, h, snap):
+        _restore(h.engine, snap)
+        h.engine.set_morphology(Morphology.from_vector(self.robot, list(h.links)))
+        h.engine.events = []
+        h.ll = 0.0
+        h.mse.clear()
+        h.active = True
+        h.pruned = False
+
+    # ---------------------------------------------------------------------------------------------- inputs
+    def _reject(self, reason, msg):
+        self.rejections[reason] = self.rejections.get(reason, 0) + 1
+        self.last_rejection = msg
+        return False
+
+    def _vec(self, x, n, name):
+        a = np.asarray(x, dtype=np.float64).reshape(-1)
+        if a.shape != (n,):
+            return None, "%s must have %d values, got %d" % (name, n, a.size)
+        if not np.all(np.isfinite(a)):
+            return None, "%s must be finite (no NaN/inf)" % name
+        return a, ""
+
+    def _stamp(self, t, last, name):
+        try:
+            t = float(t)
+        except (TypeError, ValueError):
+            return None, "%s stamp %r is not a time" % (name, t)
+        if not math.isfinite(t):
+            return None, "%s stamp must be finite, got %r" % (name, t)
+        if t < last:
+            return None, "%s stamp %.6f s is before the previous one %.6f s (out of order)" % (name, t, last)
+        return t, ""
+
+    def on_command(self, t, q, move_time=0.0, joints=None) -> bool:
+        """Joint command at ``t``: ``joints`` (indices into ``joint_names``, default all) to ``q`` (rad)
+        over ``move_time`` (s); NaN entries are joints this command leaves alone."""
+        t, err = self._stamp(t, self._t_cmd, "command")
+        if t is None:
+            return self._reject("command", err)
+        idx = np.arange(self.nj) if joints is None else np.asarray(joints, dtype=np.int64).reshape(-1)
+        a = np.asarray(q, dtype=np.float64).reshape(-1)
+        if a.shape != idx.shape or (idx.size and (idx.min() < 0 or idx.max() >= self.nj)):
+            return self._reject("command", "command must have %d values (one per joint), got %d"
+                                % (idx.size, a.size))
+        if np.any(np.isinf(a)) or np.all(np.isnan(a)):
+            return self._reject("command", "command must be finite joint angles (rad); NaN = joint not commanded")
+        mt = float(move_time)
+        if not (math.isfinite(mt) and 0.0 <= mt <= 30.0):
+            return self._reject("command", "command move_time=%r outside [0, 30] s" % (move_time,))
+        ok = np.isfinite(a)
+        self._t_cmd = t
+        self._cmds.append((t, a[ok].copy(), mt, idx[ok].copy()))
+        return True
+
+    def on_joints(self, t, q) -> bool:
+        """Measured joint angles (rad); NaN entries (unmeasured joints) are allowed."""
+        t, err = self._stamp(t, self._t_joint, "joints")
+        if t is None:
+            return self._reject("joints", err)
+        a = np.asarray(q, dtype=np.float64).reshape(-1)
+        if a.shape != (self.nj,) or np.any(np.isinf(a)) or np.all(np.isnan(a)):
+            return self._reject("joints", "joints must be %d angles (rad), finite or NaN (unmeasured)" % self.nj)
+        self._t_joint = t
+        self._joints = (t, a.copy())
+        return True
+
+    def on_imu(self, t, quat, gyro, accel=None) -> bool:
+        """IMU sample: orientation (w, x, y, z), body rates (rad/s); the acceleration is not used yet.
+        Completes the windows that end at or before ``t``; returns False if rejected."""
+        t, err = self._stamp(t, self._t_imu, "imu")
+        if t is None:
+            return self._reject("imu", err)
+        qv, err = self._vec(quat, 4, "imu orientation")
+        if qv is None or not np.linalg.norm(qv) > 0.5:
+            return self._reject("imu", err or "imu orientation must be a unit quaternion (w, x, y, z)")
+        w, err = self._vec(gyro, 3, "imu angular_velocity")
+        if w is None:
+            return self._reject("imu", err)
+        R = quat2mat(qv / np.linalg.norm(qv))
+        roll, pitch, _ = mat2euler(R, "sxyz")
+        yaw_rate = float(R[2] @ w)              # world z component of the body rate
+        self._t_imu = t
+        if self._t_origin is None:
+            self._t_origin = t
+        self._imu.append((t, roll, pitch, yaw_rate))
+        self._advance(t)
+        return True
+
+    def on_servo_morphology(self, t, links) -> bool:
+        """Servo-silence evidence (``DamageDetector.morphology``): legs it reports short are taken at once."""
+        try:
+            v = self._links(links)
+        except (ValueError, TypeError) as e:
+            return self._reject("servo", str(e))
+        if v == self.servo_morphology:
+            return True
+        before = self.morphology
+        self.servo_morphology = v
+        if self.morphology != before:
+            keep = _snapshot(self.hyps[0].engine)
+            self.model_morphology = tuple(min(a, b) for a, b in zip(self.model_morphology, v))
+            self._recentre(self.morphology, keep)
+            self._event(float(t) if self._t_origin is None else max(float(t), self._t_origin), "servo", 1.0)
+        return True
+
+    # ---------------------------------------------------------------------------------------------- windows
+    def _event(self, t, source, prob):
+        self._quiet_until = t + self.quiet
+        self._scale_n = 0          # the residual level is learnt again for the new model and gait
+        self.events.append({"t": t, "morphology": list(self.morphology), "source": source,
+                            "probability": float(prob)})
+
+    def _advance(self, t):
+        if self._w0 is None:
+            if self._joints is None:
+                return                          # nothing to anchor the joints on yet
+            self._start_window(self._imu[-1][0])
+            return
+        while self._imu and self._imu[-1][0] >= self._w0 + self.window - 1e-9:
+            self._run_window()
+
+    def _start_window(self, t0):
+        """Anchor every active model at ``t0`` on the latest measurements."""
+        self._w0 = t0
+        s = next(x for x in reversed(self._imu) if x[0] <= t0 + 1e-9)
+        self._meas0 = s
+        q = self._joints[1] if self._joints is not None else None
+        for h in self.hyps:
+            if h.active and not h.pruned:
+                self._anchor(h, t0, s, q)
+        # drop what is older than the window start (keep the command in force)
+        while len(self._cmds) > 1 and self._cmds[1][0] <= t0:
+            self._cmds.popleft()
+        while self._imu and self._imu[0][0] < t0:
+            self._imu.popleft()
+
+    def _anchor(self, h, t0, s, q):
+        from jethexa_dynamics.sim.engine import SimulationError
+        e = h.engine
+        try:
+            e.advance(t0 - self._t_origin)
+        except SimulationError:
+            self.sim_failures += 1
+            if h is not self.hyps[0]:
+                h.active = False          # restarts from the confirmed model at the next bank run
+                return
+            e.reset_standing()
+        yaw = mat2euler(e.R, "sxyz")[2]
+        e.R[:] = euler2mat(s[1], s[2], yaw, "sxyz")
+        if q is not None:
+            ok = np.isfinite(q) & (e.pid.active > 0)
+            e.theta[ok] = q[ok]
+        h.yaw0 = yaw
+
+    def _sample_times(self, t0):
+        """IMU stamps in (t0, t0 + window] nearest to ``samples`` equally spaced points."""
+        ts = np.array([x[0] for x in self._imu])
+        idx = []
+        for k in range(1, self.samples + 1):
+            target = t0 + self.window * k / self.samples
+            i = int(np.argmin(np.abs(ts - target)))
+            if ts[i] > t0 and (not idx or i > idx[-1]):
+                idx.append(i)
+        return idx
+
+    def _measured(self, t0, idx):
+        """(n, 3) measured roll, pitch and yaw change since t0 (gyro integrated, bias removed)."""
+        imu = list(self._imu)
+        ts = np.array([x[0] for x in imu])
+        rates = np.array([x[3] for x in imu]) - self.gyro_bias
+        t_prev = np.concatenate([[t0], ts[:-1]])
+        dpsi = np.cumsum(rates * np.clip(ts - t_prev, 0.0, None))
+        return np.array([[imu[i][1], imu[i][2], dpsi[i]] for i in idx]), ts[idx]
+
+    def _simulate(self, h, t0, t_s):
+        """Drive hypothesis h's model from t0 through the window's commands; (n, 3) predicted roll, pitch,
+        yaw change at the times t_s."""
+        e = h.engine
+        out = np.empty((len(t_s), 3))
+        cmds = [c for c in self._cmds]
+        ci = 0
+        # the command in force at t0 (issued earlier) is already applied; apply those after t0 in order
+        while ci < len(cmds) and cmds[ci][0] <= t0:
+            ci += 1
+        yaw_prev, unwrap = h.yaw0, 0.0
+        for k, ts in enumerate(t_s):
+            while ci < len(cmds) and cmds[ci][0] <= ts:
+                tc, q, mt, idx = cmds[ci]
+                e.advance(tc - self._t_origin)
+                e.set_joint_targets(q, move_time=mt, joints=idx)
+                ci += 1
+            e.advance(ts - self._t_origin)
+            r, p, y = mat2euler(e.R, "sxyz")
+            d = y - yaw_prev
+            unwrap += d - 2 * math.pi * round(d / (2 * math.pi))
+            yaw_prev = y
+            out[k] = (r, p, unwrap)
+        return out
+
+    def _simulate_safe(self, h, t0, t_s, meas):
+        """Residuals of hypothesis h; a model that fails (falls over, diverges) explains nothing: infinite
+        residual this window, and it restarts from the confirmed model at the next bank run."""
+        from jethexa_dynamics.sim.engine import SimulationError
+        try:
+            return self._simulate(h, t0, t_s) - meas
+        except SimulationError:
+            self.sim_failures += 1
+            h.active = False
+            return np.full_like(meas, 1.0)      # 1 rad: far beyond any real residual, still finite
+
+    def _run_window(self):
+        t0 = self._w0
+        t1 = t0 + self.window
+        idx = self._sample_times(t0)
+        in_win = [x for x in self._imu if x[0] <= t1 + 1e-9]
+        if not idx:
+            self._start_window(in_win[-1][0] if in_win else t1)
+            return
+        meas, t_s = self._measured(t0, idx)
+        cur = self.hyps[0]
+        snap = _snapshot(cur.engine)      # the window start, for hypotheses (re)started in this window
+        # pre-screen: the confirmed model alone first
+        from jethexa_dynamics.sim.engine import SimulationError
+        try:
+            pred = self._simulate(cur, t0, t_s)
+        except SimulationError:
+            # the confirmed model itself failed (e.g. a fall it cannot integrate): no evidence this window;
+            # it stands up again and is re-anchored at the next window start
+            self.sim_failures += 1
+            cur.engine.reset_standing()
+            self._start_window(in_win[-1][0] if in_win else t1)
+            return
+        e_cur = pred - meas
+        sigma = np.sqrt(self.sigma_floor ** 2 + self._scale2)
+        z_cur = float(np.sqrt(np.mean((e_cur / sigma) ** 2)))
+        self.last_z = z_cur
+        self.z_log.append((t1, z_cur))
+        p_prev = self.probabilities()
+        # the bank goes on while some other hypothesis holds clearly more than its prior
+        p_other = (1.0 - self.stay_prior) / max(len(self.hyps) - 1, 1)
+        others_live = any(h.active and p > 2.0 * p_other for h, p in zip(self.hyps[1:], p_prev[1:]))
+        run_bank = not self.screen or z_cur > self.screen_z or others_live
+        if run_bank:
+            self.bank_windows += 1
+            # hypotheses the episode has already ruled out are not simulated again (their belief is kept) ...
+            for h, p in zip(self.hyps[1:], p_prev[1:]):
+                if h.active and p < self.prune * p_prev.max():
+                    h.pruned = True
+            # ... until the confirmed model is surprised again (a new damage): then every one restarts
+            surprise = z_cur > self.screen_z
+            for h in self.hyps[1:]:
+                if not h.active or (h.pruned and surprise):
+                    self._start_from(h, snap)
+                    h.yaw0 = cur.yaw0      # the snapshot is the confirmed model's anchor: same yaw origin
+            errs = [e_cur] + [None if h.pruned else self._simulate_safe(h, t0, t_s, meas) for h in self.hyps[1:]]
+        else:
+            for h in self.hyps[1:]:
+                h.active, h.ll, h.pruned = False, 0.0, False
+            errs = [e_cur]
+        # window log-likelihoods (robust) and the belief
+        if len(errs) > 1:
+            # the best hypothesis' misfit counts as noise too: a mismatch common to every model (timing, an
+            # unmodelled gait transient, the IMU filter) widens σ instead of favouring a wrong hypothesis
+            best = np.min([np.mean(np.minimum(err, 1.0) ** 2, axis=0) for err in errs if err is not None], axis=0)
+            sigma = np.sqrt(self.sigma_floor ** 2 + np.maximum(self._scale2, best))
+        for h, err in zip(self.hyps, errs):
+            if err is None:
+                continue
+            h.ll = self.forget * h.ll - float(np.sum(_huber(err / sigma, self.huber_c)))
+            h.mse.append(float(np.mean((np.minimum(np.abs(err), 1.0) / self.sigma_floor) ** 2)))
+        probs = self.probabilities()
+        self.windows += 1
+        self.history.append((t1, [(h.links, p) for h, p in zip(self.hyps, probs)]))
+        if z_cur < 0.75 * self.screen_z:       # a damage's residual must not be learnt as model error
+            self._update_scale(e_cur, probs[0])
+        self._decide(t1, probs)
+        self._start_window(in_win[-1][0] if in_win else t1)
+
+    def probabilities(self) -> np.ndarray:
+        """Posterior over ``self.hyps`` (the first is the confirmed morphology); inactive ones count as
+        equal to the confirmed one (no evidence against it)."""
+        n = len(self.hyps)
+        prior = np.full(n, (1.0 - self.stay_prior) / max(n - 1, 1))
+        prior[0] = self.stay_prior if n > 1 else 1.0
+        ll = np.array([h.ll if h.active else self.hyps[0].ll for h in self.hyps])
+        a = np.log(prior) + ll - ll.max()
+        p = np.exp(a - a.max())
+        return p / p.sum()
+
+    def _update_scale(self, e_cur, p_cur):
+        """Slow estimates of the confirmed model's residual level and of the gyro's yaw-rate bias, only
+        while the belief is settled on it (a damage must not be learnt away)."""
+        if p_cur < min(0.9, self.stay_prior - 1e-9):
+            return
+        self._scale_n = min(self._scale_n + 1, 40)
+        a = 1.0 / self._scale_n
+        # the yaw change at the last sample over the window duration is the bias seen in this window
+        self.gyro_bias += 0.5 * a * float(-e_cur[-1, 2]) / self.window
+        ms = np.mean(e_cur ** 2, axis=0)
+        ms[2] = np.mean((e_cur[:, 2] - e_cur[-1, 2] * np.arange(1, len(e_cur) + 1) / len(e_cur)) ** 2)
+        self._scale2 += a * (ms - self._scale2)
+
+    def leg_probabilities(self, probs=None) -> np.ndarray:
+        """P(leg i changed) = the summed probability of the hypotheses that differ from the confirmed one on
+        leg i (all of them are single-leg changes)."""
+        probs = self.probabilities() if probs is None else probs
+        base = self.hyps[0].links
+        out = np.zeros(len(self.leg_names))
+        for h, p in zip(self.hyps[1:], probs[1:]):
+            out[next(i for i, (a, b) in enumerate(zip(h.links, base)) if a != b)] += p
+        return out
+
+    def _decide(self, t, probs):
+        """A swap needs the leg's probability above ``threshold`` in ``confirm`` consecutive windows; the
+        link count is then the most probable one on that leg (the coxa weighs 20 g: 0 and 1 link are close)."""
+        legs = self.leg_probabilities(probs)
+        i = int(np.argmax(legs))
+        if legs[i] < self.threshold or t < self._quiet_until:
+            self._above, self._candidate = 0, None
+            return
+        if self._candidate == i:
+            self._above += 1
+        else:
+            self._candidate, self._above = i, 1
+        if self._above >= self.confirm:
+            base = self.hyps[0].links
+            k = max((j for j, h in enumerate(self.hyps) if j and h.links[i] != base[i]), key=lambda j: probs[j])
+            winner = self.hyps[k]
+            n = len(winner.mse)     # the same recent windows for both
+            if not (n and np.mean(winner.mse) * self.min_gain <= np.mean(list(self.hyps[0].mse)[-n:])):
+                return          # likelier, but not clearly better: keep waiting
+            keep = _snapshot(winner.engine)
+            self.model_morphology = tuple(winner.links[j] if j == i else m
+                                          for j, m in enumerate(self.model_morphology))
+            self._recentre(self.morphology, keep)
+            self._event(t, "model", float(legs[i]))
+
+    # ---------------------------------------------------------------------------------------------- outputs
+    def top(self, n=3) -> List[Tuple[Tuple[int, ...], float]]:
+        """The ``n`` most probable hypotheses as (links per leg, probability)."""
+        probs = self.probabilities()
+        order = np.argsort(-probs)[:n]
+        return [(self.hyps[i].links, float(probs[i])) for i in order]
+
+    def describe(self, links) -> str:
+        """``healthy`` or e.g. ``LM:1`` (the legs short of links)."""
+        dmg = ["%s:%d" % (leg, n) for leg, n, m in zip(self.leg_names, links, self.max_links) if n < m]
+        return " ".join(dmg) if dmg else "healthy"

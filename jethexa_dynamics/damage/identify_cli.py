@@ -1,0 +1,195 @@
+"""``jethexa-identify BAG``: replay a bag through the damage identifier; which morphology, and when?
+
+Reads joint commands, joint states, the IMU (orientation, rates) and, if present, the ``morphology`` topic
+(taken as servo evidence) from a rosbag2 bag (the topic options of ``jethexa-validate``), feeds them to
+:class:`~jethexa_dynamics.damage.identification.DamageIdentifier` and prints a table of the morphology
+changes; writes ``identify.json`` (format ``jethexa-identify/1``, below) and ``probabilities.png`` (the
+hypotheses' probabilities over time)::
+
+    {"format": "jethexa-identify/1", "leg_names": ["LF", ...],
+     "events": [{"t_s": 0.0, "morphology": {"LF": 3, ...}, "source": "initial"},
+                {"t_s": 9.6, "morphology": {"LF": 3, "LM": 1, ...}, "source": "model", "probability": 0.97}],
+     "final_morphology": {"LF": 3, ...}}
+
+``t_s``: seconds from the bag start; every morphology maps each leg to its intact link count (3 = healthy).
+Exit status 0 done, 2 bad bag or option (one line on stderr, before any work).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from jethexa_dynamics.validation import bag_io
+from jethexa_dynamics.validation.cli import add_window_and_topic_arguments, topics_from_args
+from jethexa_dynamics.validation.errors import EXIT_BAD_INPUT, BagError
+
+from .identification import FORMAT, DamageIdentifier
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="jethexa-identify",
+        description="Replay a JetHexa rosbag2 bag through the damage identifier (a bank of modular-model "
+                    "predictions, one per morphology hypothesis) and report the morphology changes it finds.",
+        epilog="Exit status 0 on success, 2 for a bad bag or option. See docs/identification.md.")
+    p.add_argument("bag", help="rosbag2 directory (MCAP or sqlite3), or its metadata.yaml / storage file")
+    g = p.add_argument_group("identifier")
+    g.add_argument("--window", type=float, default=0.5, help="seconds between re-anchors, [0.2, 3] (default 0.5)")
+    g.add_argument("--threshold", type=float, default=0.9,
+                   help="probability a change needs, [0.5, 0.999] (default 0.9)")
+    g.add_argument("--confirm", type=int, default=2, help="consecutive windows above it, [1, 10] (default 2)")
+    g.add_argument("--initial", default="healthy", metavar="SPEC",
+                   help="morphology at the bag start: healthy, LM:1, 'LM:1 RR:1', scenario2 ... (default healthy)")
+    add_window_and_topic_arguments(p)   # as jethexa-validate (the morphology topic counts as servo evidence)
+    g = p.add_argument_group("output")
+    g.add_argument("--out", metavar="DIR", default=None, help="output directory (default: <bag>_identify)")
+    g.add_argument("--json", metavar="FILE", default=None, help="JSON report path (default: OUT/identify.json)")
+    g.add_argument("--no-plots", action="store_true", help="skip the PNG plot")
+    g.add_argument("--quiet", action="store_true", help="no table on stdout")
+    return p
+
+
+def _check(args, leg_names):
+    from jethexa_dynamics.model import LeggedRobot, Morphology
+    for name, lo, hi in (("window", 0.2, 3.0), ("threshold", 0.5, 0.999), ("confirm", 1, 10)):
+        v = getattr(args, name)
+        if not (math.isfinite(v) and lo <= v <= hi):
+            raise ValueError("--%s=%r outside the allowed range [%g, %g]" % (name, v, lo, hi))
+    if not (math.isfinite(args.max_gap) and args.max_gap > 0):
+        raise ValueError("--max-gap must be > 0 s, got %r" % (args.max_gap,))
+    try:
+        return list(Morphology.parse(LeggedRobot.jethexa(), args.initial).links_per_leg)
+    except ValueError as e:
+        raise ValueError("--initial: %s" % e) from None
+
+
+def identify(bag, idf, initial):
+    """Feed ``bag`` (``BagData``) through ``idf``; returns the wall time (s)."""
+    from jethexa_dynamics.validation.replay import _CMD, _IMU, _JS, _MORPH, _events, _reorder
+
+    index = {n: k for k, n in enumerate(idf.joint_names)}
+    unknown = [n for n in bag.commands.names if n not in index]
+    if unknown:
+        raise ValueError("commands name joints the robot does not have: %s" % ", ".join(unknown))
+    cols = np.array([index[n] for n in bag.commands.names], dtype=np.int64)
+    js = None if bag.joint_states is None else _reorder(bag.joint_states, idf.joint_names)
+    cmd, imu, mo = bag.commands, bag.imu, bag.morphology
+    tic = time.perf_counter()
+    for t, kind, i in _events(bag):
+        i, kind = int(i), int(kind)
+        if kind == _CMD:
+            idf.on_command(t, cmd.q[i], max(float(cmd.t_target[i]) - t, 0.0), joints=cols)
+        elif kind == _IMU:
+            idf.on_imu(t, imu.quat[i], imu.gyro[i], imu.accel[i])
+        elif kind == _JS:
+            idf.on_joints(t, js[i])
+        elif kind == _MORPH:
+            idf.on_servo_morphology(t, [min(int(a), b) for a, b in zip(mo.links[i], initial)])
+    return time.perf_counter() - tic
+
+
+def report(idf, t0, initial, wall, bag):
+    legs = idf.leg_names
+
+    def named(links):
+        return {leg: int(n) for leg, n in zip(legs, links)}
+    events = [{"t_s": float(t0), "morphology": named(initial), "source": "initial"}]
+    for e in idf.events:
+        events.append({"t_s": round(float(e["t"]), 4), "morphology": named(e["morphology"]), "source": e["source"],
+                       "probability": round(float(e["probability"]), 4)})
+    top = [{"morphology": named(links), "probability": round(p, 4)} for links, p in idf.top(3)]
+    return {"format": FORMAT, "leg_names": legs, "events": events, "final_morphology": named(idf.morphology),
+            "bag": str(bag.path), "window_s": list(bag.window), "duration_s": bag.window[1] - bag.window[0],
+            "wall_time_s": wall, "real_time_factor": (bag.window[1] - bag.window[0]) / wall if wall > 0 else None,
+            "windows": idf.windows, "bank_windows": idf.bank_windows, "final_top": top,
+            "rejected_samples": dict(idf.rejections), "gyro_bias_z_rad_s": idf.gyro_bias}
+
+
+def format_table(rep) -> str:
+    legs = rep["leg_names"]
+    lines = ["%8s  %-22s  %-8s  %s" % ("t [s]", "morphology", "source", "probability"), "-" * 54]
+    for e in rep["events"]:
+        m = e["morphology"]
+        dmg = " ".join("%s:%d" % (leg, m[leg]) for leg in legs if m[leg] < 3) or "healthy"
+        p = e.get("probability")
+        lines.append("%8.2f  %-22s  %-8s  %s" % (e["t_s"], dmg, e["source"], "-" if p is None else "%.3f" % p))
+    lines.append("%d windows (%d with the whole bank), %.1f s of bag in %.2f s (%.1fx real time)"
+                 % (rep["windows"], rep["bank_windows"], rep["duration_s"], rep["wall_time_s"],
+                    rep["real_time_factor"] or float("inf")))
+    if rep["rejected_samples"]:
+        lines.append("rejected samples: " + ", ".join("%s %d" % kv for kv in rep["rejected_samples"].items()))
+    return "\n".join(lines)
+
+
+def plot_probabilities(idf, path, title=""):
+    """PNG of each hypothesis' probability per window (the hypotheses that ever exceed 5 %)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = {}
+    for k, (t, lst) in enumerate(idf.history):
+        for links, p in lst:
+            series.setdefault(links, np.full(len(idf.history), np.nan))[k] = p
+    t = np.array([h[0] for h in idf.history])
+    fig, ax = plt.subplots(figsize=(9, 4))
+    for links, p in series.items():
+        if np.nanmax(p) > 0.05:
+            ax.plot(t, p, drawstyle="steps-pre", label=idf.describe(links))
+    for e in idf.events:
+        ax.axvline(e["t"], color="k", lw=0.8, ls="--")
+    ax.set_xlabel("t [s] from the bag start")
+    ax.set_ylabel("probability")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(title or "morphology hypotheses")
+    ax.legend(loc="center left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def run(args) -> dict:
+    from jethexa_dynamics.model import LeggedRobot
+
+    robot = LeggedRobot.jethexa()
+    initial = _check(args, list(robot.leg_names))
+    topics = topics_from_args(args)
+    bag = bag_io.read_bag(args.bag, topics=topics, start=args.start, end=args.end, max_gap=args.max_gap)
+    idf = DamageIdentifier(robot, window=args.window, threshold=args.threshold, confirm=args.confirm,
+                           morphology=initial)
+    wall = identify(bag, idf, initial)
+    out = Path(args.out) if args.out else bag.path.parent / (bag.path.name + "_identify")
+    out.mkdir(parents=True, exist_ok=True)
+    rep = report(idf, bag.window[0], initial, wall, bag)
+    files = {"json": str(args.json or out / "identify.json")}
+    if not args.no_plots:
+        files["plot"] = str(plot_probabilities(idf, out / "probabilities.png", title=bag.path.name))
+    rep["files"] = files
+    Path(files["json"]).parent.mkdir(parents=True, exist_ok=True)
+    with open(files["json"], "w") as f:
+        json.dump(rep, f, indent=1)
+    return rep
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        rep = run(args)
+    except (BagError, ValueError, OSError) as err:
+        print("jethexa-identify: error: " + str(err).replace("\n", "\n  "), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if not args.quiet:
+        print(format_table(rep))
+        print("\nreport: {}\nplot:   {}".format(rep["files"]["json"], rep["files"].get("plot", "-")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

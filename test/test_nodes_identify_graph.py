@@ -1,0 +1,69 @@
+"""Silent break over real DDS (loopback): the whole sim graph walks, ``robot_emulator``'s ``breaks`` parameter
+breaks LM's femur and tibia while every servo keeps answering; damage_monitor's identifier names LM from the
+body's motion, publishes the morphology, the gait and the predictor reshape, /diagnostics says "model"."""
+import os
+
+import pytest
+
+pytest.importorskip("rclpy")
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import PoseStamped  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from std_msgs.msg import UInt8MultiArray  # noqa: E402
+
+from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS  # noqa: E402
+from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, wait_for  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(300)]
+LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
+
+
+def _monitor_status(w):
+    for _, arr in reversed(w.since("/diagnostics", 0.0)):
+        for st in arr.status:
+            if st.name.startswith("damage_monitor"):
+                return {kv.key: kv.value for kv in st.values}
+    return None
+
+
+def test_silent_break_identified_over_dds():
+    g = Graph()
+    try:
+        nodes = add_launch_graph(g, "sim", {"port_link": "/tmp/jethexa_test_bus_id_%d" % os.getpid()})
+        w = g.add(Watcher)
+        w.watch(PoseStamped, "mocap/pose", SENSOR_QOS)
+        w.watch(UInt8MultiArray, "morphology", LATCHED_QOS)
+        w.watch(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
+        w.drive(0.05)
+        g.start()
+        mon, emu = nodes["damage_monitor"], nodes["robot_emulator"]
+        assert mon.identifier is not None
+        assert wait_for(lambda: w.count("mocap/pose") > 10 and mon.identifier.windows > 8, 90.0)
+        assert list(w.last("morphology").data) == [3] * 6 and mon.identifier.events == []   # walking healthy
+
+        res = emu.set_parameters([Parameter("breaks", value="LM:1")])[0]
+        assert res.successful, res.reason
+        assert emu.engine.body_morphology.links_per_leg == (3, 1, 3, 3, 3, 3) and emu.silenced == []
+        assert wait_for(lambda: [i for i, n in enumerate(w.last("morphology").data) if n < 3] == [1], 60.0), \
+            (list(w.last("morphology").data), mon.identifier.top(3))
+        links = list(w.last("morphology").data)
+        gc, pr = nodes["gait_controller"], nodes["predictor"]
+        assert wait_for(lambda: "LM" not in gc.walker.walking_legs and pr.morphology == links, 5.0)
+        assert wait_for(lambda: (_monitor_status(w) or {}).get("evidence") == "model", 10.0), _monitor_status(w)
+        st = _monitor_status(w)
+        assert st["identifier"] == "on" and "p=" in st["hypothesis 1"] and "LM:" in st["hypothesis 1"]
+        bad = emu.set_parameters([Parameter("breaks", value="XX:9")])[0]      # rejected, node keeps going
+        assert not bad.successful and "unknown leg" in bad.reason
+        bad = mon.set_parameters([Parameter("identify_threshold", value=1.5)])[0]
+        assert not bad.successful and "identify_threshold" in bad.reason and "[0.5, 0.999]" in bad.reason
+        assert mon.set_parameters([Parameter("identify_window", value=1.0)])[0].successful
+        assert mon.identifier.window == 1.0
+        # identifier off: servo evidence only, so the morphology the model found is withdrawn
+        assert mon.set_parameters([Parameter("identify", value=False)])[0].successful
+        assert mon.identifier is None
+        assert wait_for(lambda: list(w.last("morphology").data) == [3] * 6, 5.0)
+        assert g.spin_error is None
+        assert {name: node.errors for name, node in nodes.items() if node.errors} == {}
+    finally:
+        g.close()
