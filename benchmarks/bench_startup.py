@@ -141,7 +141,7 @@ def main(argv=None):
     finally:
         shutil.rmtree(base, ignore_errors=True)
     lo, hi = NANO_SCALING
-    md = ["## startup", "",
+    md = ["# Start-up: launch to the first predicted pose (`benchmarks/bench_startup.py`)", "",
           "Start-up of the sim.launch.py graph as separate processes (`benchmarks/bench_startup.py`):",
           "seconds from starting the node processes to the first `predicted/pose` (predictor up) and to the",
           "graph being up (also the first `mocap/pose` of the emulated world), cold vs warm numba cache, in one "
