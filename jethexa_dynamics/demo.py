@@ -23,45 +23,60 @@ DEFAULT_PREDICTOR_RATE = 50.0
 LEGS = ("LF", "LM", "LR", "RF", "RM", "RR")  # URDF leg order (docs/DEV_NOTES.md)
 
 
-def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(
+def _damage_spec(text: str) -> str:
+    from jethexa_dynamics.monitor.damage import parse_damage_spec
+
+    try:
+        parse_damage_spec(text, LEGS)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from jethexa_dynamics.cli_args import ArgumentParser, new_dir, number, param
+    from jethexa_dynamics.monitor.node_params import GAIT_CONTROLLER, PREDICTOR
+
+    vmax = GAIT_CONTROLLER["max_linear_speed"].hi
+    ap = ArgumentParser(
         prog="jethexa-demo", description=__doc__.split("\n\n")[0],
         epilog="Watch from another terminal with the same ROS_DOMAIN_ID (printed at start): "
                "ros2 topic echo /prediction/error (needs --network or a ROS_LOCALHOST_ONLY=1 shell).")
-    ap.add_argument("--duration", type=float, default=DEFAULT_DURATION, help="walking time [s] (default %(default)s)")
-    ap.add_argument("--damage-at", type=float, default=DEFAULT_DAMAGE_AT,
-                    help="when to damage the emulated robot [s] (default %(default)s)")
+    ap.add_argument("--duration", type=number(1.0, 3600.0, unit="s"), default=DEFAULT_DURATION,
+                    help="walking time [s] (default %(default)s)")
+    ap.add_argument("--damage-at", type=number(0.0, None, lo_open=True, unit="s"), default=DEFAULT_DAMAGE_AT,
+                    help="when to damage the emulated robot [s], inside (0, --duration) (default %(default)s)")
     ap.add_argument("--no-damage", action="store_true", help="walk healthy for the whole run")
-    ap.add_argument("--damage", default="scenario1",
+    ap.add_argument("--damage", default="scenario1", type=_damage_spec,
                     help="what to break: scenario1 (legs RM, LM removed), scenario2 (LM, RR keep only the coxa), "
                          "'RF', 'LM:1,RR:2', ... (default %(default)s)")
-    ap.add_argument("--speed", type=float, default=0.05, help="forward speed command [m/s] (default %(default)s)")
-    ap.add_argument("--predictor", default="boltzmann_hamel", help="predictor model (default %(default)s)")
-    ap.add_argument("--horizon", type=float, default=2.0, help="predictor re-anchoring horizon [s]")
-    ap.add_argument("--predictor-rate", type=float, default=DEFAULT_PREDICTOR_RATE,
+    ap.add_argument("--speed", type=number(-vmax, vmax, unit="m/s"), default=0.05,
+                    help="forward speed command [m/s] (default %(default)s)")
+    ap.add_argument("--predictor", default=PREDICTOR["predictor"].default, type=param(PREDICTOR["predictor"]),
+                    help="predictor model: %s (default %%(default)s)" % ", ".join(PREDICTOR["predictor"].choices))
+    ap.add_argument("--horizon", type=param(PREDICTOR["horizon"]), default=2.0,
+                    help="predictor re-anchoring horizon [s] (%s)" % PREDICTOR["horizon"].range_text())
+    ap.add_argument("--predictor-rate", type=param(PREDICTOR["rate"]), default=DEFAULT_PREDICTOR_RATE,
                     help="predictor rate [Hz] (default %(default)s: every node shares one Python process here; "
                          "the launch files run it at 100 Hz in its own process)")
-    ap.add_argument("--period", type=float, default=0.5, help="table row period [s] (default %(default)s)")
-    ap.add_argument("--record", default="", metavar="PATH", help="record the run to a rosbag2 directory")
+    ap.add_argument("--period", type=number(0.05, 10.0, unit="s"), default=0.5,
+                    help="table row period [s] (default %(default)s)")
+    ap.add_argument("--record", default=None, metavar="PATH", type=new_dir,
+                    help="record the run to a rosbag2 directory (must not exist yet)")
     ap.add_argument("--record-storage", default="mcap", choices=("mcap", "sqlite3"),
                     help="storage of the --record bag (default %(default)s; sqlite3 needs no plugin on Humble)")
     ap.add_argument("--network", action="store_true",
                     help="use the ROS discovery settings of the environment instead of forcing loopback only")
-    args = ap.parse_args(argv)
-    if not (math.isfinite(args.duration) and 1.0 <= args.duration <= 3600.0):
-        ap.error("--duration must be in [1, 3600] s, got %g" % args.duration)
-    if not args.no_damage and not 0.0 < args.damage_at < args.duration:
-        ap.error("--damage-at must be inside (0, --duration) = (0, %g) s, got %g (or use --no-damage)"
-                 % (args.duration, args.damage_at))
-    if not 0.05 <= args.period <= 10.0:
-        ap.error("--period must be in [0.05, 10] s")
-    if not args.no_damage:
-        from jethexa_dynamics.monitor.damage import parse_damage_spec
+    return ap
 
-        try:
-            parse_damage_spec(args.damage, LEGS)
-        except ValueError as exc:
-            ap.error("--damage: %s" % exc)
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """Parsed and checked options: a bad one ends in one line naming it, exit status 2, before any work."""
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if not args.no_damage and not args.damage_at < args.duration:
+        ap.error("argument --damage-at: must be inside (0, --duration) = (0, %g) s, got %g (or use --no-damage)"
+                 % (args.duration, args.damage_at))
     return args
 
 
@@ -131,7 +146,7 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     say("  building the nodes (the first run compiles the simulation kernels, about a minute; cached after)")
     link = "/tmp/jethexa_demo_bus_%d" % os.getpid()
     overrides = {"port_link": link, "predictor": args.predictor, "horizon": str(args.horizon),
-                 "predictor_rate": str(args.predictor_rate), "record": args.record,
+                 "predictor_rate": str(args.predictor_rate), "record": args.record or "",
                  "record_storage": args.record_storage}
     t_build = time.monotonic()
     graph = Graph(threads=1)
@@ -200,8 +215,11 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
         return status
     finally:
         graph.close()
-        if args.record:
-            say("  bag written to %s (jethexa-validate %s)" % (args.record, args.record))
+        if args.record:  # only claim a bag that rosbag2 finished (it writes metadata.yaml on close)
+            if os.path.isfile(os.path.join(args.record, "metadata.yaml")):
+                say("  bag written to %s (jethexa-validate %s)" % (args.record, args.record))
+            else:
+                say("  NO bag written to %s (the recorder did not finish; see the log above)" % args.record)
 
 
 def _q(msg):

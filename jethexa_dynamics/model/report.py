@@ -31,12 +31,33 @@ def morphology_rows(robot, morphologies, q=None):
     return rows
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="jethexa-model-report", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--urdf", help="robot URDF (default: the bundled JetHexa)")
-    ap.add_argument("--morphology", action="append", default=[], metavar="N,N,...",
+def _link_counts(text):
+    try:
+        counts = [int(x) for x in text.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or any(c < 0 for c in counts):
+        raise argparse.ArgumentTypeError("%r: expected comma-separated link counts >= 0, one per leg "
+                                         "(e.g. 3,3,0,3,0,3)" % text)
+    return text
+
+
+def build_parser():
+    """The options, each checked while parsing: one line naming the option, exit status 2."""
+    from jethexa_dynamics.cli_args import ArgumentParser, existing_file
+
+    ap = ArgumentParser(prog="jethexa-model-report", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--urdf", type=existing_file, help="robot URDF (default: the bundled JetHexa)")
+    ap.add_argument("--morphology", action="append", default=[], metavar="N,N,...", type=_link_counts,
                     help="intact links per leg, URDF leg order (repeatable)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None):
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # a bad option (one line printed) or --help
+        return exc.code
     try:
         robot = LeggedRobot.from_urdf(args.urdf) if args.urdf else LeggedRobot.jethexa()
         healthy = Morphology.healthy(robot)
