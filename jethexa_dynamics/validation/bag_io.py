@@ -29,14 +29,25 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from . import messages
 from .errors import (CorruptBagError, EmptyWindowError, MissingTopicsError, NotABagError, TimeJumpError,
                      UnknownMessageTypeError, BagError)
-from .topics import ROLE_TYPES, TopicNames, normalize
+from .topics import ROLE_TYPES, TOPIC_QOS, TopicNames, normalize
 
 #: rosbag2 metadata version written by :class:`BagWriter` (the newest one ROS 2 Humble reads, see above)
 HUMBLE_METADATA_VERSION = 8
 
-#: offered QoS stored for latched topics (reliable, transient local, keep last 1)
-LATCHED_QOS = Qos(QosHistory.KEEP_LAST, 1, QosReliability.RELIABLE, QosDurability.TRANSIENT_LOCAL, QosTime(0, 0),
-                  QosTime(0, 0), QosLiveliness.AUTOMATIC, QosTime(0, 0), False)
+#: rosbag2's "infinite" duration (deadline, lifespan, lease), as ``ros2 bag record`` stores it
+INFINITE = QosTime(9223372036, 854775807)
+
+
+def qos_profile(kind: str) -> Qos:
+    """The offered QoS of a :data:`~.topics.TOPIC_QOS` kind (``sensor``, ``reliable``, ``latched``)."""
+    rel, dur, depth = {"sensor": (QosReliability.BEST_EFFORT, QosDurability.VOLATILE, 5),
+                       "reliable": (QosReliability.RELIABLE, QosDurability.VOLATILE, 10),
+                       "latched": (QosReliability.RELIABLE, QosDurability.TRANSIENT_LOCAL, 10)}[kind]
+    return Qos(QosHistory.KEEP_LAST, depth, rel, dur, INFINITE, INFINITE, QosLiveliness.AUTOMATIC, INFINITE, False)
+
+
+#: offered QoS stored for latched topics (reliable, transient local)
+LATCHED_QOS = qos_profile("latched")
 
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 
@@ -69,12 +80,17 @@ class BagWriter:
         self._lock = threading.Lock()
         self.counts: Dict[str, int] = {}
 
-    def add_topic(self, topic: str, msgtype: str, latched: bool = False):
+    def add_topic(self, topic: str, msgtype: str, latched: bool = False, offered_qos=None):
         """Register ``topic`` with ``msgtype`` (e.g. ``sensor_msgs/msg/Imu``); a repeat is a no-op.
 
-        ``latched``: record the offered QoS as reliable + transient local (depth 1) so that ``ros2 bag play``
-        republishes it latched (e.g. ``morphology``); otherwise no QoS is stored (play uses its default).
+        ``offered_qos``: the publishers' QoS profiles (rosbags ``Qos``), stored as ``ros2 bag record`` does so
+        that ``ros2 bag play`` offers the same (best effort for sensor data, latched morphology). Without it:
+        ``latched`` -> reliable + transient local, else the topic's kind in :data:`~.topics.TOPIC_QOS`, else
+        nothing (play uses its default).
         """
+        if offered_qos is None:
+            kind = "latched" if latched else TOPIC_QOS.get(normalize(topic).lstrip("/"))
+            offered_qos = [qos_profile(kind)] if kind else []
         topic = normalize(topic)
         with self._lock:
             if topic in self._connections:
@@ -85,7 +101,7 @@ class BagWriter:
             if msgtype not in messages.typestore().fielddefs:
                 raise ValueError("unknown message type {!r} (not a ROS 2 Humble type)".format(msgtype))
             self._connections[topic] = self._writer.add_connection(
-                topic, msgtype, typestore=messages.typestore(), offered_qos_profiles=[LATCHED_QOS] if latched else ())
+                topic, msgtype, typestore=messages.typestore(), offered_qos_profiles=list(offered_qos))
             self.counts[topic] = 0
 
     def write_cdr(self, topic: str, t_ns: int, data) -> None:

@@ -35,6 +35,21 @@ DEFAULT_RECORD_TOPICS = {
     "cmd_vel": TWIST,
 }
 
+#: QoS kind each recorded topic is published with by the nodes (``nodes/_common.py``): ``sensor`` = best effort,
+#: volatile, keep last 5 (ROS' sensor-data profile); ``reliable`` = reliable, volatile, keep last 10;
+#: ``latched`` = reliable, transient local, keep last 10. What a bag stores when a publisher's own QoS is unknown.
+TOPIC_QOS = {
+    "joint_commands": "reliable",
+    "joint_states": "sensor",
+    "imu/data_raw": "sensor",
+    "imu/data": "sensor",
+    "morphology": "latched",
+    "mocap/pose": "sensor",
+    "predicted/pose": "reliable",
+    "measured/pose": "reliable",
+    "cmd_vel": "reliable",
+}
+
 
 def normalize(topic: str) -> str:
     """Canonical form of a topic name: leading slash, no trailing slash (``imu/data`` -> ``/imu/data``)."""
