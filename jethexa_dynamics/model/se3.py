@@ -128,3 +128,22 @@ def rot_to_quat(R):
     q = np.array(q)
     q /= np.linalg.norm(q)
     return q if q[0] >= 0.0 else -q
+
+
+#: THE tolerance of "unit quaternion" wherever a quaternion enters the package (ROS messages, predictors, bags):
+#: |‖q‖ - 1| <= UNIT_QUAT_TOL. Float32 rounding (1e-7) and 4-decimal printing (~1e-4) pass; anything further
+#: from unit is not a rotation someone meant and is rejected, never renormalised into one.
+UNIT_QUAT_TOL = 1e-3
+
+
+def unit_quaternion(q, name="q", error=ValueError):
+    """``q`` (4 components, any order) checked finite and unit within :data:`UNIT_QUAT_TOL`, returned
+    renormalised to float precision; otherwise ``error`` (a ``ValueError`` type) naming ``name`` and the range."""
+    q = np.asarray(q, dtype=np.float64).reshape(-1)
+    if q.shape != (4,) or not np.all(np.isfinite(q)):
+        raise error("%s must be 4 finite quaternion components, got %r" % (name, q.tolist()))
+    n = float(np.sqrt(q @ q))
+    if abs(n - 1.0) > UNIT_QUAT_TOL:
+        raise error("%s: norm %.6g, must be a unit quaternion (norm in [%g, %g])"
+                    % (name, n, 1.0 - UNIT_QUAT_TOL, 1.0 + UNIT_QUAT_TOL))
+    return q / n

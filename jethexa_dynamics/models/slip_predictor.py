@@ -24,6 +24,7 @@ from collections import deque
 
 import numpy as np
 
+from jethexa_dynamics.model.se3 import unit_quaternion
 from jethexa_dynamics.timing import cycle_stats
 
 from ._checks import finite_array
@@ -51,11 +52,7 @@ def _quat_wxyz(R):
 
 
 def _quat_matrix(q, field):
-    q = finite_array(q, field, (1,), last_dim=4)
-    n = np.linalg.norm(q)
-    if not n > 0.5:
-        raise ValueError(f"{field}: expected a unit quaternion, got {q}")
-    w, x, y, z = q / n
+    w, x, y, z = unit_quaternion(finite_array(q, field, (1,), last_dim=4), field)
     return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
                      [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
                      [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])

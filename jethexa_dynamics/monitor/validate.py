@@ -11,6 +11,8 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from jethexa_dynamics.model.se3 import unit_quaternion
+
 
 class InvalidMessage(ValueError):
     """A message field outside its allowed range; ``str(exc)`` names the field and the range."""
@@ -106,14 +108,10 @@ def trajectory(joint_names: Sequence[str], points: Sequence[Tuple[Sequence[float
     return idx, pos, float(last_t)
 
 
-def quaternion(field: str, xyzw: Sequence[float], tol: float = 0.1) -> np.ndarray:
-    """Check a quaternion (x, y, z, w): finite, norm within ``1 +- tol``; returns it normalised."""
-    q = finite_vector(field, xyzw, 4)
-    n = float(np.linalg.norm(q))
-    if abs(n - 1.0) > tol:
-        raise InvalidMessage("%s: norm %.4g, must be a unit quaternion (norm in [%.2g, %.2g])"
-                             % (field, n, 1.0 - tol, 1.0 + tol))
-    return q / n
+def quaternion(field: str, xyzw: Sequence[float]) -> np.ndarray:
+    """Check a quaternion (x, y, z, w): finite, norm within ``1 +- UNIT_QUAT_TOL`` (the package's one
+    tolerance, ``model.se3``); returns it normalised."""
+    return unit_quaternion(finite_vector(field, xyzw, 4), field, InvalidMessage)
 
 
 def twist(linear: Sequence[float], angular: Sequence[float], max_linear: float, max_angular: float,

@@ -24,7 +24,7 @@ from transforms3d.euler import euler2mat, mat2euler
 from transforms3d.quaternions import quat2mat
 
 from jethexa_dynamics.model import LeggedRobot, Morphology
-from jethexa_dynamics.model.se3 import rot_to_quat
+from jethexa_dynamics.model.se3 import rot_to_quat, unit_quaternion
 from jethexa_dynamics.timing import cycle_stats
 
 from .engine import Engine
@@ -33,10 +33,7 @@ _CMD, _MORPH = 0, 1
 
 
 def _unit_quat(q, name):
-    q = np.asarray(q, dtype=np.float64)
-    if q.shape != (4,) or not np.all(np.isfinite(q)) or not np.linalg.norm(q) > 0.5:
-        raise ValueError("%s must be a finite unit quaternion (w, x, y, z), got %r" % (name, q))
-    return q / np.linalg.norm(q)
+    return unit_quaternion(q, name + " (w, x, y, z)")
 
 
 def _time(t, name="t"):
