@@ -128,7 +128,7 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     from rcl_interfaces.srv import SetParameters
     from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 
-    from jethexa_dynamics.monitor.damage import format_morphology, parse_damage_spec
+    from jethexa_dynamics.monitor.damage import format_morphology, morphology_from_wire, parse_damage_spec
     from jethexa_dynamics.monitor.prediction import rpy
     from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS
     from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, wait_for
@@ -173,6 +173,14 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
         t_damage = t_detect = None
         damage_sent = False
         morph_seen: List[Sequence[int]] = []
+        morph_t, foreign = -math.inf, 0
+        monitor = nodes["damage_monitor"]
+
+        def published_by_monitor(links) -> bool:
+            """Validate what the table shows: only what damage_monitor itself published (anyone can publish
+            on ``morphology``; malformed or foreign messages are counted, never shown as its own)."""
+            return links == monitor.current or any(links == c.new or links == c.old for c in monitor.changes)
+
         next_row = 0.0
         while True:
             t = time.monotonic() - t0
@@ -186,14 +194,25 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                     damage_sent = True
                     say("  >> %.1f s: damage in the emulated world: %s (their servos go silent; nobody is told)"
                         % (t_damage, format_morphology(damage, legs)))
-            m = w.last("morphology")
-            if m is not None and (not morph_seen or list(m.data) != list(morph_seen[-1])):
-                morph_seen.append(list(m.data))
+            for t_msg, m in w.since("morphology", morph_t):
+                if t_msg <= morph_t:
+                    continue
+                morph_t = t_msg
+                try:
+                    links = morphology_from_wire(list(m.data), m.layout.dim[0].label if m.layout.dim else "", legs)
+                except ValueError:
+                    links = None
+                if links is None or not published_by_monitor(links):
+                    foreign += 1
+                    continue
+                if morph_seen and links == list(morph_seen[-1]):
+                    continue
+                morph_seen.append(links)
                 if len(morph_seen) > 1:
                     since = "" if t_damage is None else " (%.2f s after the damage)" % (t - t_damage)
                     say("  >> %.1f s: damage_monitor publishes morphology %s%s" % (
-                        t, format_morphology(m.data, legs), since))
-                    if damage is not None and list(m.data) == list(damage) and t_detect is None:
+                        t, format_morphology(links, legs), since))
+                    if damage is not None and links == list(damage) and t_detect is None:
                         t_detect = t
                         gc, pr = nodes["gait_controller"], nodes["predictor"]
                         wait_for(lambda: gc.walker.links_per_leg == list(damage) == list(pr.morphology), 2.0)
@@ -211,6 +230,9 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                     None if err is None else np.asarray(err.data, dtype=float),
                     format_morphology(morph_seen[-1], legs) if morph_seen else "?"))
             time.sleep(0.02)
+        if foreign:
+            say("  ignored %d morphology messages that damage_monitor did not publish (malformed or foreign)"
+                % foreign)
         status = summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_seen, legs)
         return status
     finally:

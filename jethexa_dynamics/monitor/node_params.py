@@ -97,6 +97,9 @@ PREDICTOR = ParamSet("predictor", [
     P("base_frame", "string", "base_link", "child frame of predicted/odom (REP-105)"),
     P("diagnostics_rate", "double", 1.0, "cycle-time /diagnostics rate", lo=0.1, hi=10.0, unit="Hz"),
     P("stats_window", "int", 2000, "cycles kept for the p50/p99 cycle-time figures", lo=10, hi=100000),
+    P("stamp_tolerance", "double", 2.0, "a stamped input (joint_commands, joint_states, imu/data, mocap/pose) "
+      "more than this far from the node's clock is rejected (all-zero stamps pass as 'not stamped'); raise it "
+      "to replay old bags without use_sim_time", lo=0.01, hi=1.0e9, unit="s"),
 ])
 
 DAMAGE_MONITOR = ParamSet("damage_monitor", [

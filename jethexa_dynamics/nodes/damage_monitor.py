@@ -73,6 +73,8 @@ class DamageMonitor(ThinNode):
             self.get_logger().info("morphology %s" % format_morphology(new, self.leg_names))
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        # the whole array is decoded before the detector sees any of it: one malformed servo status rejects
+        # the message (ValueError -> guard: counted on /diagnostics, rate-limited log line)
         healths = []
         for st in msg.status:
             values = {kv.key: kv.value for kv in st.values}
@@ -81,7 +83,7 @@ class DamageMonitor(ThinNode):
             try:
                 healths.append(decode_servo_status(values))
             except ValueError as exc:
-                self.reject("/diagnostics", "%s: %s" % (st.name, exc))
+                raise ValueError("status %r: %s (whole message ignored)" % (st.name, exc)) from None
         if not healths:
             return
         now = self.now_sec()
