@@ -39,6 +39,8 @@ SERVO_DRIVER = ParamSet("servo_driver", [
     P("fault_report_rate", "double", 10.0, "rate at which servos that miss replies or report error bits are "
       "re-reported on /diagnostics (what damage_monitor reacts to)", lo=0.5, hi=50.0, unit="Hz"),
     P("torque_on_start", "bool", True, "load the servos (torque on) when the driver starts"),
+    P("stamp_tolerance", "double", 2.0, "joint_commands stamped more than this far from the node's clock are "
+      "rejected (all-zero stamps pass as 'not stamped')", lo=0.01, hi=1.0e9, unit="s"),
 ])
 
 IMU = ParamSet("imu", [
@@ -64,6 +66,8 @@ IMU = ParamSet("imu", [
       read_only=True),
     P("calibrate_gyro", "bool", False, "average the gyro at start-up (robot at rest, ~1 s) and remove that bias",
       read_only=True),
+    P("stamp_tolerance", "double", 2.0, "emulator/imu_motion stamped more than this far from the node's clock is "
+      "rejected (all-zero stamps pass as 'not stamped')", lo=0.01, hi=1.0e9, unit="s"),
 ])
 
 GAIT_CONTROLLER = ParamSet("gait_controller", [
