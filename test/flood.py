@@ -8,6 +8,9 @@ publishers exist. A process of its own, as a foreign client on the same DDS doma
 import math
 import signal
 import sys
+import time
+
+import numpy as np
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -16,6 +19,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import MultiArrayDimension, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from transforms3d.quaternions import qinverse, qmult
 
 LEGS = ("LF", "LM", "LR", "RF", "RM", "RR")
 JOINTS = ["%s_joint_%s" % (j, leg) for leg in LEGS for j in ("coxa", "femur", "tibia")]
@@ -97,6 +101,49 @@ def diagnostics():
         return DiagnosticStatus(name="servo %s" % joint, values=[KeyValue(key=k, value=v) for k, v in kv.items()])
     bad = [{"servo_id": "five"}, {"consecutive_misses": "many"}, {"error_bits": "0x4?"}, {"last_reply_age": "old"}]
     return [DiagnosticArray(status=[status("tibia_joint_RM"), status("coxa_joint_LF", **b)]) for b in bad]
+
+
+# ---------------------------------------------------------------------------------- measuring (test, bench)
+def _wxyz(msg):
+    o = msg.pose.orientation
+    return np.array([o.w, o.x, o.y, o.z])
+
+
+def _stamp(msg):
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+
+def _truth(w, t0, t1):
+    """Stamps and attitudes of the emulator's true pose in [t0, t1) -- what the emulator published, told apart
+    from the flood's mocap messages as the predictor tells them apart (unit quaternion, stamp at arrival)."""
+    ts, qs = [], []
+    for t_arr, m in w.since("mocap/pose", t0):
+        q = _wxyz(m)
+        if t_arr < t1 and abs(np.linalg.norm(q) - 1.0) < 1e-6 and abs(_stamp(m) - time.time()) < 600 \
+                and m.header.frame_id == "world":
+            ts.append(_stamp(m))
+            qs.append(q)
+    order = np.argsort(ts)
+    return np.asarray(ts)[order], np.asarray(qs)[order]
+
+
+def measure(w, t0, t1):
+    """(predicted/pose messages per second, attitude error RMS [deg] against the emulator's true attitude at
+    equal stamps) over the arrival window [t0, t1) of a ``Watcher`` on predicted/pose and mocap/pose."""
+    preds = [m for t, m in w.since("predicted/pose", t0) if t < t1]
+    ts, qs = _truth(w, t0 - 0.5, t1 + 0.5)
+    errs = []
+    for m in preds:
+        k = np.searchsorted(ts, _stamp(m))
+        cand = [j for j in (k - 1, k) if 0 <= j < len(ts)]
+        j = min(cand, key=lambda j: abs(ts[j] - _stamp(m)))
+        if abs(ts[j] - _stamp(m)) > 0.011:  # mocap at 50 Hz: nearest within half a period (+1 ms)
+            continue
+        d = qmult(qinverse(qs[j]), _wxyz(m))
+        errs.append(2.0 * math.degrees(math.atan2(np.linalg.norm(d[1:]), abs(d[0]))))
+    assert len(errs) > 0.5 * len(preds) > 20, (len(errs), len(preds))
+    return len(preds) / (t1 - t0), float(np.sqrt(np.mean(np.square(errs))))
+
 
 
 def main(argv=None):

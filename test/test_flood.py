@@ -7,67 +7,27 @@ without the flood (relative, no wall-time bound): the predictor's output rate an
 the emulator's true attitude (mocap/pose, at equal stamps) stay close; every rejection is counted per topic on
 /diagnostics; no node errors, no morphology change, no false damage.
 """
-import math
 import os
 import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
 
 pytest.importorskip("rclpy")
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PoseStamped  # noqa: E402
-from transforms3d.quaternions import qinverse, qmult  # noqa: E402
 
 from jethexa_dynamics.nodes._common import SENSOR_QOS  # noqa: E402
 from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, wait_for  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from flood import measure  # noqa: E402
+
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(400)]
 HERE = os.path.dirname(os.path.abspath(__file__))
 WINDOW = 8.0  # s of each phase
-
-
-def _wxyz(msg):
-    o = msg.pose.orientation
-    return np.array([o.w, o.x, o.y, o.z])
-
-
-def _stamp(msg):
-    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-
-
-def _truth(w, t0, t1):
-    """Stamps and attitudes of the emulator's true pose in [t0, t1) -- what the emulator published, told apart
-    from the flood's mocap messages as the predictor tells them apart (unit quaternion, stamp at arrival)."""
-    ts, qs = [], []
-    for t_arr, m in w.since("mocap/pose", t0):
-        q = _wxyz(m)
-        if t_arr < t1 and abs(np.linalg.norm(q) - 1.0) < 1e-6 and abs(_stamp(m) - time.time()) < 600 \
-                and m.header.frame_id == "world":
-            ts.append(_stamp(m))
-            qs.append(q)
-    order = np.argsort(ts)
-    return np.asarray(ts)[order], np.asarray(qs)[order]
-
-
-def _phase(w, pr, t0, t1):
-    """(predicted poses per second, attitude error RMS [deg] vs the truth at equal stamps, cycles)."""
-    preds = [m for t, m in w.since("predicted/pose", t0) if t < t1]
-    ts, qs = _truth(w, t0 - 0.5, t1 + 0.5)
-    errs = []
-    for m in preds:
-        k = np.searchsorted(ts, _stamp(m))
-        cand = [j for j in (k - 1, k) if 0 <= j < len(ts)]
-        j = min(cand, key=lambda j: abs(ts[j] - _stamp(m)))
-        if abs(ts[j] - _stamp(m)) > 0.011:  # mocap at 50 Hz: nearest within half a period (+1 ms)
-            continue
-        d = qmult(qinverse(qs[j]), _wxyz(m))
-        errs.append(2.0 * math.degrees(math.atan2(np.linalg.norm(d[1:]), abs(d[0]))))
-    assert len(errs) > 0.5 * len(preds) > 20, (len(errs), len(preds))
-    return len(preds) / (t1 - t0), float(np.sqrt(np.mean(np.square(errs))))
 
 
 def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
@@ -88,7 +48,7 @@ def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
 
         t0 = time.monotonic()
         time.sleep(WINDOW)
-        rate_quiet, att_quiet = _phase(w, pr, t0, time.monotonic())
+        rate_quiet, att_quiet = measure(w, t0, time.monotonic())
 
         flood = subprocess.Popen([sys.executable, os.path.join(HERE, "flood.py"), "100"], stdout=subprocess.PIPE,
                                  text=True, env=dict(os.environ))
@@ -96,7 +56,7 @@ def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
         assert wait_for(lambda: sum(pr.rejected.values()) > 100, 30.0), pr.rejected
         t1 = time.monotonic()
         time.sleep(WINDOW)
-        rate_flood, att_flood = _phase(w, pr, t1, time.monotonic())
+        rate_flood, att_flood = measure(w, t1, time.monotonic())
         rejected = {name: dict(node.rejected) for name, node in nodes.items()}
         flood.terminate()
         flood.wait(timeout=30)
