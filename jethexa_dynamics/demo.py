@@ -116,6 +116,57 @@ def rms(a) -> float:
     return float(np.sqrt(np.mean(a * a))) if a.size else math.nan
 
 
+# ---------------------------------------------------------------------------------------------- checks
+#: a displayed message stamped further than this from the demo's clock is not the graph's [s]
+DISPLAY_STAMP_TOLERANCE = 2.0
+
+
+def check_pose(frame: str, position_may_be_nan: bool = False):
+    """``accept`` of a watched PoseStamped: the frame the graph uses, a stamp near now, a unit quaternion and
+    a finite position (measured/pose: all-NaN when there is no mocap). Raises ValueError otherwise."""
+    from jethexa_dynamics.monitor import validate
+
+    def accept(msg) -> None:
+        if msg.header.frame_id != frame:
+            raise validate.InvalidMessage("header.frame_id = %r: expected %r" % (msg.header.frame_id, frame))
+        validate.stamp("header.stamp", msg.header.stamp.sec, msg.header.stamp.nanosec, time.time(),
+                       DISPLAY_STAMP_TOLERANCE)
+        p, o = msg.pose.position, msg.pose.orientation
+        if position_may_be_nan and all(math.isnan(v) for v in (p.x, p.y, p.z)):
+            validate.quaternion("pose.orientation", (o.x, o.y, o.z, o.w))
+        else:
+            validate.pose((p.x, p.y, p.z), (o.x, o.y, o.z, o.w), "pose")
+
+    return accept
+
+
+def check_error(msg) -> None:
+    """``accept`` of prediction/error: six values labelled as the predictor labels them, finite or NaN."""
+    from jethexa_dynamics.monitor.prediction import ERROR_FIELDS
+    from jethexa_dynamics.monitor.validate import InvalidMessage
+
+    label = msg.layout.dim[0].label if msg.layout.dim else ""
+    if label != ",".join(ERROR_FIELDS) or len(msg.data) != len(ERROR_FIELDS):
+        raise InvalidMessage("prediction/error: expected %d values labelled %r" % (len(ERROR_FIELDS),
+                                                                                   ",".join(ERROR_FIELDS)))
+    if any(math.isinf(v) for v in msg.data):
+        raise InvalidMessage("prediction/error: infinite value")
+
+
+def displayed_morphology(msg, legs: Sequence[str], monitor) -> Optional[List[int]]:
+    """Links per leg of a ``morphology`` message if ``monitor`` (the damage_monitor node) published it, else
+    None: the message must decode (``morphology_from_wire``) to a morphology the monitor has had."""
+    from jethexa_dynamics.monitor.damage import morphology_from_wire
+
+    try:
+        links = morphology_from_wire(list(msg.data), msg.layout.dim[0].label if msg.layout.dim else "", legs)
+    except ValueError:
+        return None
+    if links == monitor.current or any(links == c.new or links == c.old for c in monitor.changes):
+        return links
+    return None
+
+
 # ---------------------------------------------------------------------------------------------- run
 def run(args: argparse.Namespace, out=sys.stdout) -> int:
     env = configure_ros_environment(args.network)
@@ -128,7 +179,7 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     from rcl_interfaces.srv import SetParameters
     from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 
-    from jethexa_dynamics.monitor.damage import format_morphology, morphology_from_wire, parse_damage_spec
+    from jethexa_dynamics.monitor.damage import format_morphology, parse_damage_spec
     from jethexa_dynamics.monitor.prediction import rpy
     from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS
     from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, wait_for
@@ -154,11 +205,16 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     try:
         nodes = add_launch_graph(graph, "sim", overrides)
         w = graph.add(Watcher, name="demo")
-        for topic, typ, qos in (("predicted/pose", PoseStamped, 10), ("measured/pose", PoseStamped, 10),
-                                ("slip/pose", PoseStamped, 10), ("mocap/pose", PoseStamped, SENSOR_QOS),
-                                ("prediction/error", Float64MultiArray, 10),
-                                ("morphology", UInt8MultiArray, LATCHED_QOS)):
-            w.watch(typ, topic, qos)
+        odom = nodes["predictor"].p["odom_frame"]
+        # validate what is displayed: anyone may publish on these topics (the morphology is checked below)
+        for topic, typ, qos, accept in (
+                ("predicted/pose", PoseStamped, 10, check_pose(odom)),
+                ("measured/pose", PoseStamped, 10, check_pose(odom, position_may_be_nan=True)),
+                ("slip/pose", PoseStamped, 10, check_pose(odom)),
+                ("mocap/pose", PoseStamped, SENSOR_QOS, check_pose("world")),
+                ("prediction/error", Float64MultiArray, 10, check_error),
+                ("morphology", UInt8MultiArray, LATCHED_QOS, None)):
+            w.watch(typ, topic, qos, accept)
         w.drive(args.speed)
         param_cli = w.create_client(SetParameters, "/robot_emulator/set_parameters")
         say("  %d nodes up in %.1f s: %s" % (len(nodes), time.monotonic() - t_build, ", ".join(nodes)))
@@ -174,12 +230,6 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
         damage_sent = False
         morph_seen: List[Sequence[int]] = []
         morph_t, foreign = -math.inf, 0
-        monitor = nodes["damage_monitor"]
-
-        def published_by_monitor(links) -> bool:
-            """Validate what the table shows: only what damage_monitor itself published (anyone can publish
-            on ``morphology``; malformed or foreign messages are counted, never shown as its own)."""
-            return links == monitor.current or any(links == c.new or links == c.old for c in monitor.changes)
 
         next_row = 0.0
         while True:
@@ -198,11 +248,8 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                 if t_msg <= morph_t:
                     continue
                 morph_t = t_msg
-                try:
-                    links = morphology_from_wire(list(m.data), m.layout.dim[0].label if m.layout.dim else "", legs)
-                except ValueError:
-                    links = None
-                if links is None or not published_by_monitor(links):
+                links = displayed_morphology(m, legs, nodes["damage_monitor"])
+                if links is None:  # malformed or foreign: counted, never shown as the monitor's
                     foreign += 1
                     continue
                 if morph_seen and links == list(morph_seen[-1]):
@@ -230,9 +277,11 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                     None if err is None else np.asarray(err.data, dtype=float),
                     format_morphology(morph_seen[-1], legs) if morph_seen else "?"))
             time.sleep(0.02)
+        ignored = {t: n for t, n in w.rejected.items() if n}
         if foreign:
-            say("  ignored %d morphology messages that damage_monitor did not publish (malformed or foreign)"
-                % foreign)
+            ignored["morphology"] = foreign
+        if ignored:
+            say("  the display ignored messages the graph did not publish (malformed or foreign): %s" % ignored)
         status = summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_seen, legs)
         return status
     finally:

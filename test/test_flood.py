@@ -19,7 +19,10 @@ pytest.importorskip("rclpy")
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PoseStamped  # noqa: E402
 
-from jethexa_dynamics.nodes._common import SENSOR_QOS  # noqa: E402
+from std_msgs.msg import UInt8MultiArray  # noqa: E402
+
+from jethexa_dynamics import demo  # noqa: E402
+from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS  # noqa: E402
 from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, wait_for  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -40,6 +43,10 @@ def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
         w.watch(PoseStamped, "predicted/pose")
         w.watch(PoseStamped, "mocap/pose", SENSOR_QOS)
         w.watch(DiagnosticArray, "/diagnostics")
+        w.watch(UInt8MultiArray, "morphology", LATCHED_QOS)
+        # the demo's display checks, on the same topics
+        shown = g.add(Watcher, name="display")
+        shown.watch(PoseStamped, "mocap/pose", SENSOR_QOS, demo.check_pose("world"))
         w.drive(0.05)
         g.start()
         pr = nodes["predictor"]
@@ -81,6 +88,12 @@ def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
                     diag = {kv.key: kv.value for kv in st.values}
         assert int(diag["rejected imu/data"]) > 50 and int(diag["rejected morphology"]) > 50, diag
         # no node error, no morphology change, no false damage, the walk went on
+        # the demo displays only what the graph published: the emulator's mocap, the monitor's morphology
+        assert shown.rejected["mocap/pose"] > 50 and shown.count("mocap/pose") > 100
+        assert all(m.header.frame_id == "world" for _, m in shown.since("mocap/pose", 0.0))
+        morph = [demo.displayed_morphology(m, demo.LEGS, nodes["damage_monitor"])
+                 for _, m in w.since("morphology", t1)]
+        assert morph.count(None) > 50 and {tuple(x) for x in morph if x is not None} <= {(3,) * 6}
         assert all(node.errors == 0 for node in nodes.values()), {n: nd.errors for n, nd in nodes.items()}
         assert g.spin_error is None
         assert nodes["damage_monitor"].current == [3] * 6 and not nodes["damage_monitor"].changes
