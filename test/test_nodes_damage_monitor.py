@@ -119,6 +119,12 @@ def test_bad_parameters_and_diagnostics_are_rejected_and_node_keeps_serving(grap
     pub.publish(DiagnosticArray())
     assert wait_for(lambda: mon.rejected.get("/diagnostics", 0) >= 1, 5.0)
     assert mon.rejected.get("parameter", 0) >= 3
+    # half-valid: a silent servo next to a malformed status -- the whole array is ignored, nothing detected
+    half = servo_array(silent=["coxa_joint_RF"], age=1.0)
+    half.status[-1].values[2].value = "lots"
+    pub.publish(half)
+    assert wait_for(lambda: mon.rejected.get("/diagnostics", 0) >= 2, 5.0)
+    assert not mon.detector.faults and morph(w) == [3] * 6
     # still serving: a real fault is still detected
     pub.publish(servo_array(silent=["coxa_joint_LR"], age=1.0))
     assert wait_for(lambda: morph(w) == [3, 3, 0, 3, 3, 3], 5.0), morph(w)

@@ -48,3 +48,15 @@ def test_run_and_output_directories_are_ignored_by_git():
     r = subprocess.run(["git", "check-ignore", "runs/walk1/metadata.yaml", "out/damage2/trajectory.csv"],
                        cwd=ROOT, capture_output=True, text=True)
     assert r.stdout.split() == ["runs/walk1/metadata.yaml", "out/damage2/trajectory.csv"], r.stdout + r.stderr
+
+
+def test_docs_list_every_predictor_the_demo_accepts():
+    """docs/nodes.md listed two predictors where three are accepted (issue 14)."""
+    from jethexa_dynamics.monitor.node_params import PREDICTOR
+    from jethexa_dynamics.validation.replay import predictor_names
+
+    choices = PREDICTOR["predictor"].choices
+    assert sorted(choices) == sorted(predictor_names())  # the node and jethexa-validate accept the same
+    with open(os.path.join(ROOT, "docs", "nodes.md"), encoding="utf8") as fh:
+        row = next(line for line in fh if line.startswith("| `--predictor NAME`"))
+    assert all("`%s`" % c in row for c in choices), row
