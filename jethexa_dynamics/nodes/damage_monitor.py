@@ -14,6 +14,7 @@ from std_msgs.msg import MultiArrayDimension, UInt8MultiArray
 from std_srvs.srv import Trigger
 
 from jethexa_dynamics.monitor import node_params
+from jethexa_dynamics.monitor.validate import InvalidMessage
 from jethexa_dynamics.monitor.damage import (DamageDetector, DetectorConfig, MorphologyChange, decode_servo_status,
                                              format_morphology, morphology_label)
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, ThinNode, run
@@ -74,7 +75,7 @@ class DamageMonitor(ThinNode):
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         # the whole array is decoded before the detector sees any of it: one malformed servo status rejects
-        # the message (ValueError -> guard: counted on /diagnostics, rate-limited log line)
+        # the message (InvalidMessage -> guard: counted on /diagnostics, rate-limited log line)
         healths = []
         for st in msg.status:
             values = {kv.key: kv.value for kv in st.values}
@@ -83,7 +84,7 @@ class DamageMonitor(ThinNode):
             try:
                 healths.append(decode_servo_status(values))
             except ValueError as exc:
-                raise ValueError("status %r: %s (whole message ignored)" % (st.name, exc)) from None
+                raise InvalidMessage("status %r: %s (whole message ignored)" % (st.name, exc)) from None
         if not healths:
             return
         now = self.now_sec()
