@@ -79,13 +79,14 @@ def _nearest_existing(path: str) -> str:
     return p
 
 
-def _probe_writable(directory: str) -> None:
+def _probe_writable(directory: str, target: str) -> None:
     """Create and remove a file in ``directory`` (``os.access`` says yes to root everywhere, even /proc)."""
     try:
         with tempfile.TemporaryFile(dir=directory):
             pass
     except OSError as exc:
-        raise argparse.ArgumentTypeError("cannot write in %s (%s)" % (directory, exc.strerror or exc)) from None
+        raise argparse.ArgumentTypeError("cannot write %s: %s is not writable (%s)"
+                                         % (target, directory, exc.strerror or exc)) from None
 
 
 def _check_creatable(path: str) -> None:
@@ -93,7 +94,7 @@ def _check_creatable(path: str) -> None:
     base = _nearest_existing(path)
     if not os.path.isdir(base):
         raise argparse.ArgumentTypeError("%s: %s is not a directory" % (path, base))
-    _probe_writable(base)
+    _probe_writable(base, path)
 
 
 def output_dir(text: str) -> str:
@@ -104,7 +105,7 @@ def output_dir(text: str) -> str:
         if not os.path.isdir(text):
             raise argparse.ArgumentTypeError("%s exists and is not a directory (allowed: a writable directory)"
                                              % text)
-        _probe_writable(text)
+        _probe_writable(text, text)
     else:
         _check_creatable(text)
     return text
@@ -127,7 +128,7 @@ def output_file(text: str) -> str:
         raise argparse.ArgumentTypeError("%r is not a file path (allowed: a file in a writable directory)" % text)
     parent = os.path.dirname(os.path.abspath(text))
     if os.path.isdir(parent):
-        _probe_writable(parent)
+        _probe_writable(parent, text)
     else:
         _check_creatable(parent)
     return text
