@@ -142,3 +142,17 @@ def test_compare_all_defaults_to_its_own_directory(good):
     assert single[0] == good.parent / (good.name + "_validation")
     assert both[0] == good.parent / (good.name + "_compare")
     assert single[1] == single[0] / "report.json" and both[1] == both[0] / "report.json"
+
+
+def test_non_unit_quaternion_is_a_bad_bag(tmp_path, capsys):
+    """Bags use the package's one unit-quaternion tolerance too: a norm-1.01 orientation is not renormalised."""
+    from jethexa_dynamics.validation.bag_io import BagWriter
+
+    p = tmp_path / "nq"
+    with BagWriter(p) as w:
+        for k in range(10):
+            t = k * 10_000_000
+            w.write("/imu/data", t, M.imu(t, (1.01 if k == 4 else 1.0, 0.0, 0.0, 0.0)))
+            w.write("/joint_commands", t, M.joint_trajectory(t, S.JOINT_NAMES, [0.0] * 18))
+    _bad(capsys, [p], "/imu/data: orientation of the message at 0.040 s has norm 1.01 (1 such messages)",
+         "norm in [0.999, 1.001]")

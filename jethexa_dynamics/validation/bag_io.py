@@ -266,6 +266,22 @@ class _JointAccumulator:
                            np.asarray(self.t_target, float) if with_target else None)
 
 
+def _unit_quats(topic, t, q) -> np.ndarray:
+    """Quaternions (N, 4) of ``topic`` at times ``t`` [s] checked unit within ``model.se3.UNIT_QUAT_TOL`` (the
+    package's one tolerance) and renormalised; a non-unit one is a bad bag (BagError), not a rotation."""
+    from jethexa_dynamics.model.se3 import UNIT_QUAT_TOL
+
+    q = np.asarray(q, dtype=float)
+    n = np.linalg.norm(q, axis=1)
+    bad = np.flatnonzero(~(np.abs(n - 1.0) <= UNIT_QUAT_TOL))
+    if bad.size:
+        k = int(bad[0])
+        raise BagError("{}: orientation of the message at {:.3f} s has norm {:.6g} ({} such messages); a unit "
+                       "quaternion has norm in [{:g}, {:g}]".format(topic, t[k], n[k], bad.size, 1 - UNIT_QUAT_TOL,
+                                                                     1 + UNIT_QUAT_TOL))
+    return q / n[:, None]
+
+
 def _quat_wxyz(q):
     return (q.w, q.x, q.y, q.z)
 
@@ -429,8 +445,8 @@ def _read_open(reader, bag, topics, start, end, max_gap) -> BagData:
                        "topic with --imu-topic (e.g. imu/data)".format(found["imu"]))
     _check_header_order("imu", found["imu"], np.asarray(imu_stamp)[sel], imu_t[sel])
     _check_gaps(found["imu"], imu_t[sel], max_gap)
-    imu = ImuSeries(imu_t[sel], np.asarray(imu_q)[sel], np.asarray(imu_w)[sel], np.asarray(imu_a)[sel])
-    imu.quat /= np.linalg.norm(imu.quat, axis=1, keepdims=True)
+    imu = ImuSeries(imu_t[sel], _unit_quats(found["imu"], imu_t[sel], np.asarray(imu_q)[sel]),
+                    np.asarray(imu_w)[sel], np.asarray(imu_a)[sel])
 
     commands = cmd.series(with_target=True)
     keep = _from_last_before(commands.t, w0)
@@ -470,8 +486,7 @@ def _read_open(reader, bag, topics, start, end, max_gap) -> BagData:
         m = gt_t >= w0
         if m.sum() >= 1:
             _check_header_order("ground_truth", found["ground_truth"], np.asarray(gt_stamp)[m], gt_t[m])
-            q = np.asarray(gt_q)[m]
-            q = q / np.linalg.norm(q, axis=1, keepdims=True)
+            q = _unit_quats(found["ground_truth"], gt_t[m], np.asarray(gt_q)[m])
             ground_truth = PoseSeries(gt_t[m], np.asarray(gt_p)[m], q)
             n_msgs += int(m.sum())
     if ground_truth is None:
