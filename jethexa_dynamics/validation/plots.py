@@ -21,9 +21,7 @@ def predictor_style(j: int, n_points: int = 0) -> dict:
     do not sit on each other)."""
     color, ls, marker = _STYLES[j % len(_STYLES)]
     every = max(1, n_points // 12)
-    return dict(color=color, ls=ls, marker=marker, markersize=4, markevery=(min(j * every // len(_STYLES),
-                                                                                 max(0, n_points - 1)), every),
-                lw=1.0)
+    return dict(color=color, ls=ls, marker=marker, markersize=4, markevery=(j * every // len(_STYLES), every), lw=1.0)
 
 
 def _mark_segments(ax, segs, label=False):
