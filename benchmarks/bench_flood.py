@@ -56,7 +56,7 @@ def main(argv=None):
         g.start()
         pr = nodes["predictor"]
         assert wait_for(lambda: w.count("predicted/pose") > 50 and w.count("mocap/pose") > 50, 120.0)
-        time.sleep(2.0)
+        time.sleep(5.0)  # past the first re-anchors (horizon 2 s): the start-up transient is not the model
 
         def window(label):
             pr.stats = type(pr.stats)(pr.p["stats_window"])
