@@ -137,3 +137,23 @@ def test_bad_start_up_parameter_falls_back_to_default(graph):
     assert mon.p["morphology"] == [-1] * 6 and mon.p["latch"] is True
     assert mon.rejected.get("parameter no_reply_timeout") == 1
     assert "below 0.02" in mon.last_rejection or "not a boolean" in mon.last_rejection
+
+
+def test_a_flood_of_rejections_is_counted_each_but_logged_once_per_topic(graph, monkeypatch):
+    """Rejection is cheap (issue 14): every rejected message is counted per topic on /diagnostics, but a
+    topic logs at most one line per 2 s however many arrive."""
+    mon = graph.add(DamageMonitor)
+    lines = []
+
+    class Logger:
+        def warning(self, text):
+            lines.append(text)
+
+    monkeypatch.setattr(mon, "get_logger", lambda: Logger())
+    for _ in range(1000):
+        mon.reject("imu/data", "imu/data.orientation: norm 0.6, must be a unit quaternion")
+    mon.reject("morphology", "morphology.data: has 2 entries, expected 6")
+    assert mon.rejected["imu/data"] == 1000 and mon.rejected["morphology"] == 1
+    assert len(lines) == 2, lines
+    kv = {v.key: v.value for v in mon.node_status().values}
+    assert kv["rejected imu/data"] == "1000" and kv["rejected morphology"] == "1"
