@@ -14,7 +14,6 @@ predictor's timer callback (p50/p99) in that window.
 """
 import argparse
 import os
-import subprocess
 import sys
 import time
 
@@ -34,29 +33,14 @@ def main(argv=None):
     ap.add_argument("--out", default=os.path.join(HERE, "results", "flood.md"))
     args = ap.parse_args(argv)
 
-    from diagnostic_msgs.msg import DiagnosticArray
-    from geometry_msgs.msg import PoseStamped
-    from flood import measure
-
-    from jethexa_dynamics.nodes._common import SENSOR_QOS
-    from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, wait_for
+    from flood import measure, start_flood, walking_graph
 
     load = os.getloadavg()[0]
-    g = Graph()
     rows = []
     flood = None
+    g, nodes, w = walking_graph("bench_flood")
     try:
-        nodes = add_launch_graph(g, "sim", {"port_link": "/tmp/jethexa_bench_flood_%d" % os.getpid(),
-                                            "predictor_rate": "50"})
-        w = g.add(Watcher)
-        w.watch(PoseStamped, "predicted/pose")
-        w.watch(PoseStamped, "mocap/pose", SENSOR_QOS)
-        w.watch(DiagnosticArray, "/diagnostics")
-        w.drive(0.05)
-        g.start()
         pr = nodes["predictor"]
-        assert wait_for(lambda: w.count("predicted/pose") > 50 and w.count("mocap/pose") > 50, 120.0)
-        time.sleep(5.0)  # past the first re-anchors (horizon 2 s): the start-up transient is not the model
 
         def window(label):
             pr.stats = type(pr.stats)(pr.p["stats_window"])
@@ -69,10 +53,7 @@ def main(argv=None):
             rows.append((label, rate, att, s["p50_ms"], s["p99_ms"], (sum(pr.rejected.values()) - n0) / (t1 - t0)))
 
         window("quiet")
-        flood = subprocess.Popen([sys.executable, os.path.join(HERE, "..", "test", "flood.py"), str(args.rate)],
-                                 stdout=subprocess.PIPE, text=True)
-        assert flood.stdout.readline().strip() == "flooding"
-        assert wait_for(lambda: sum(pr.rejected.values()) > args.rate, 30.0)
+        flood = start_flood(args.rate, pr)
         window("flood, %g msg/s on each of 8 topics" % args.rate)
         errors = {n: nd.errors for n, nd in nodes.items() if nd.errors}
     finally:

@@ -104,6 +104,50 @@ def diagnostics():
 
 
 # ---------------------------------------------------------------------------------- measuring (test, bench)
+def walking_graph(tag):
+    """The demo's sim graph (predictor at 50 Hz) walking in this process, with a ``Watcher`` on predicted/pose,
+    mocap/pose and /diagnostics; returns (graph, nodes, watcher) once past the start-up transient (the caller
+    closes the graph)."""
+    import os
+
+    from geometry_msgs.msg import PoseStamped as Pose
+
+    from jethexa_dynamics.nodes._common import SENSOR_QOS
+    from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, wait_for
+
+    g = Graph()
+    try:
+        nodes = add_launch_graph(g, "sim", {"port_link": "/tmp/jethexa_%s_%d" % (tag, os.getpid()),
+                                            "predictor_rate": "50"})
+        w = g.add(Watcher)
+        w.watch(Pose, "predicted/pose")
+        w.watch(Pose, "mocap/pose", SENSOR_QOS)
+        w.watch(DiagnosticArray, "/diagnostics")
+        w.drive(0.05)
+        g.start()
+        assert wait_for(lambda: w.count("predicted/pose") > 50 and w.count("mocap/pose") > 50, 120.0)
+        time.sleep(5.0)  # past the first re-anchors (horizon 2 s): the start-up transient is not the model
+    except BaseException:
+        g.close()
+        raise
+    return g, nodes, w
+
+
+def start_flood(rate, node):
+    """This script in a process of its own at ``rate`` messages/s per topic, once ``node`` rejects them."""
+    import os
+    import subprocess
+
+    from jethexa_dynamics.nodes.graph import wait_for
+
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), str(rate)], stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "flooding"
+    n0 = sum(node.rejected.values())
+    assert wait_for(lambda: sum(node.rejected.values()) > n0 + rate, 30.0), node.rejected
+    return proc
+
+
 def _wxyz(msg):
     o = msg.pose.orientation
     return np.array([o.w, o.x, o.y, o.z])

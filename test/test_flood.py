@@ -8,7 +8,6 @@ the emulator's true attitude (mocap/pose, at equal stamps) stay close; every rej
 /diagnostics; no node errors, no morphology change, no false damage.
 """
 import os
-import subprocess
 import sys
 import time
 
@@ -16,51 +15,36 @@ import pytest
 
 pytest.importorskip("rclpy")
 
-from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PoseStamped  # noqa: E402
 
 from std_msgs.msg import UInt8MultiArray  # noqa: E402
 
 from jethexa_dynamics import demo  # noqa: E402
 from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS  # noqa: E402
-from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, wait_for  # noqa: E402
+from jethexa_dynamics.nodes.graph import Watcher  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from flood import measure  # noqa: E402
+from flood import measure, start_flood, walking_graph  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(400)]
-HERE = os.path.dirname(os.path.abspath(__file__))
 WINDOW = 8.0  # s of each phase
 
 
 def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
-    g = Graph()
+    g, nodes, w = walking_graph("flood_bus")
     flood = None
     try:
-        nodes = add_launch_graph(g, "sim", {"port_link": "/tmp/jethexa_flood_bus_%d" % os.getpid(),
-                                            "predictor_rate": "50"})
-        w = g.add(Watcher)
-        w.watch(PoseStamped, "predicted/pose")
-        w.watch(PoseStamped, "mocap/pose", SENSOR_QOS)
-        w.watch(DiagnosticArray, "/diagnostics")
         w.watch(UInt8MultiArray, "morphology", LATCHED_QOS)
         # the demo's display checks, on the same topics
         shown = g.add(Watcher, name="display")
         shown.watch(PoseStamped, "mocap/pose", SENSOR_QOS, demo.check_pose("world"))
-        w.drive(0.05)
-        g.start()
         pr = nodes["predictor"]
-        assert wait_for(lambda: w.count("predicted/pose") > 50 and w.count("mocap/pose") > 50, 90.0)
-        time.sleep(5.0)  # past the first re-anchors (horizon 2 s): the start-up transient is not the model
 
         t0 = time.monotonic()
         time.sleep(WINDOW)
         rate_quiet, att_quiet = measure(w, t0, time.monotonic())
 
-        flood = subprocess.Popen([sys.executable, os.path.join(HERE, "flood.py"), "100"], stdout=subprocess.PIPE,
-                                 text=True, env=dict(os.environ))
-        assert flood.stdout.readline().strip() == "flooding"
-        assert wait_for(lambda: sum(pr.rejected.values()) > 100, 30.0), pr.rejected
+        flood = start_flood(100, pr)
         t1 = time.monotonic()
         time.sleep(WINDOW)
         rate_flood, att_flood = measure(w, t1, time.monotonic())
