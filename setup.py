@@ -1,7 +1,7 @@
 """ament_python package, also installable with plain ``pip install .`` (no ROS needed for the core)."""
 from glob import glob
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, setup
 
 PACKAGE = "jethexa_dynamics"
 
@@ -10,11 +10,12 @@ NODES = ["servo_driver", "imu", "gait_controller", "predictor", "damage_monitor"
 setup(
     name=PACKAGE,
     version="0.1.0",
-    packages=find_packages(exclude=["test", "test.*", "benchmarks", "tools"]),
     # urdf/ and config/ are reachable from the Python package too (symlinks under data/), so
-    # ``LeggedRobot.jethexa()`` and the servo table work after a plain pip install.
-    package_data={PACKAGE: ["data/urdf/*.urdf", "data/config/*.yaml"]},
-    include_package_data=True,
+    # ``LeggedRobot.jethexa()`` and the servo table work after a plain pip install. Those data directories
+    # are listed as (namespace) packages with their package_data: setuptools warns about data in a
+    # directory that is not in ``packages``.
+    packages=find_namespace_packages(include=[PACKAGE, PACKAGE + ".*"], exclude=["*.__pycache__"]),
+    package_data={PACKAGE + ".data.urdf": ["*.urdf"], PACKAGE + ".data.config": ["*.yaml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
         ("share/" + PACKAGE, ["package.xml"]),
@@ -43,7 +44,6 @@ setup(
     maintainer_email="dev@jethexa-dynamics.invalid",
     description="Fast modular whole-body dynamics and ROS 2 stack for the Hiwonder JetHexa hexapod.",
     license="Apache-2.0",
-    tests_require=["pytest"],
     entry_points={
         "console_scripts": [
             "jethexa-demo = jethexa_dynamics.demo:main",
@@ -51,7 +51,9 @@ setup(
             "jethexa-bus-emulator = jethexa_dynamics.hardware.emulator_cli:main",
             "jethexa-validate = jethexa_dynamics.validation.cli:main",
             "jethexa-model-report = jethexa_dynamics.model.report:main",
+            "jethexa-warmup = jethexa_dynamics.warmup:main",
         ]
-        + ["{0} = jethexa_dynamics.nodes.{0}:main".format(n) for n in NODES],
+        # nodes start through nodes/entry.py: Ctrl-C while they import exits 0 at once
+        + ["{0} = jethexa_dynamics.nodes.entry:{0}".format(n) for n in NODES],
     },
 )

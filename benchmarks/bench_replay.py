@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from _machine import describe
+from jethexa_dynamics.predictors import registry
 from jethexa_dynamics.validation import bag_io, cli, messages, replay
 from jethexa_dynamics.validation.simbag import write_sim_bag
 
@@ -58,7 +59,7 @@ def main(argv=None):
     tmp = Path(tempfile.mkdtemp(prefix="bench_replay_"))
     rows, notes = [], []
     try:
-        names = replay.predictor_names()
+        names = registry.predictor_names()
         for storage in ("mcap", "sqlite3"):
             bag = tmp / ("walk_" + storage)
             t = time.perf_counter()
@@ -72,9 +73,9 @@ def main(argv=None):
             rows.append((storage, "rosbags deserialize only (peer: I/O ceiling)", n_raw, t_raw, span))
             rows.append((storage, "read_bag (read + checks)", n, t_read, span))
             for name in names:
-                pr = replay.make_predictor(name)
+                pr = registry.make_predictor(name)
                 replay.replay(bag_io.read_bag(bag, end=1.0), pr)          # warm-up (JIT compile)
-                t_rep, _ = _best(lambda: replay.replay(data, replay.make_predictor(name)), a.repeat)
+                t_rep, _ = _best(lambda: replay.replay(data, registry.make_predictor(name)), a.repeat)
                 rows.append((storage, "replay: " + name, n, t_rep, span))
             out = tmp / "out"
 

@@ -23,9 +23,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from _machine import describe  # noqa: E402
-from jethexa_dynamics.models import se2  # noqa: E402
-from jethexa_dynamics.models.multipod import disk  # noqa: E402
-from jethexa_dynamics.models.slip import SlipModel  # noqa: E402
+from jethexa_dynamics.second_opinions import se2  # noqa: E402
+from jethexa_dynamics.second_opinions.multipod import disk  # noqa: E402
+from jethexa_dynamics.second_opinions.slip import SlipModel  # noqa: E402
 
 RADIUS, REACH, HEIGHT, SLIDE = 0.2, (0.05, 0.12), 0.08, 0.01
 
@@ -134,7 +134,7 @@ def predictor_cost(n_commands):
     from jethexa_dynamics.control.gait import Gait
     from jethexa_dynamics.control.ik import LegGeometry
     from jethexa_dynamics.model import LeggedRobot
-    from jethexa_dynamics.models.slip_predictor import SlipPredictor
+    from jethexa_dynamics.predictors.slip import SlipPredictor
 
     robot = LeggedRobot.jethexa()
     gait = Gait.paper_tripod(LegGeometry.from_robot(robot))

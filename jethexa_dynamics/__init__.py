@@ -1,12 +1,23 @@
 """jethexa_dynamics: fast modular whole-body dynamics of the Hiwonder JetHexa hexapod.
 
-Subpackages (none of them imports rclpy, except ``nodes``):
+Subpackages (rclpy only in the node modules of ``nodes`` and in ``demo``):
 
-- ``model``    Boltzmann-Hamel equations on SE(3) with screw theory (Farghdani et al., paper 003).
-- ``control``  gait generator, inverse kinematics, joint PID.
-- ``sim``      simulation engine (contact, integration, damage scenarios).
-- ``hardware`` Hiwonder bus-servo and MPU6050 drivers, and their device emulators.
-- ``nodes``    thin ROS 2 wrappers.
+- ``model``           paper 003's Boltzmann-Hamel model on SE(3): ``LeggedRobot``, ``Morphology`` (``.parse``).
+- ``control``         gait generator, the gait controller's walking gait, inverse kinematics, joint PID.
+- ``sim``             simulation engine (contact, integration), the damage scenarios, ``jethexa-sim``.
+- ``predictors``      predictor protocol and plumbing; Boltzmann-Hamel, slip, Newton-Euler; registry; error.
+- ``second_opinions`` the other papers' models: slipping model (paper 001), recursive Newton-Euler (paper 004).
+- ``damage``          damage detection from servo health.
+- ``hardware``        Hiwonder bus-servo and MPU6050 drivers, and their device emulators.
+- ``validation``      rosbag I/O, replay through a predictor, metrics, ``jethexa-validate``.
+- ``nodes``           thin ROS 2 nodes; their parameter specs and message checks (importable without rclpy).
+
+Modules: ``demo`` (``jethexa-demo``), ``warmup`` (compiles the numba kernels into the cache).
 """
 
 __version__ = "0.1.0"
+
+# Before any @njit module is imported: a numba cache directory keyed on these sources (kernel_cache.py).
+from jethexa_dynamics import kernel_cache as _kernel_cache  # noqa: E402
+
+_kernel_cache.configure()

@@ -24,10 +24,8 @@ LEGS = ("LF", "LM", "LR", "RF", "RM", "RR")  # URDF leg order (docs/DEV_NOTES.md
 
 
 def _damage_spec(text: str) -> str:
-    from jethexa_dynamics.monitor.damage import parse_damage_spec
-
     try:
-        parse_damage_spec(text, LEGS)
+        damage_links(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
@@ -35,7 +33,7 @@ def _damage_spec(text: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     from jethexa_dynamics.cli_args import ArgumentParser, new_dir, number, param
-    from jethexa_dynamics.monitor.node_params import GAIT_CONTROLLER, PREDICTOR
+    from jethexa_dynamics.nodes.params import GAIT_CONTROLLER, PREDICTOR
 
     vmax = GAIT_CONTROLLER["max_linear_speed"].hi
     ap = ArgumentParser(
@@ -78,6 +76,14 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         ap.error("argument --damage-at: must be inside (0, --duration) = (0, %g) s, got %g (or use --no-damage)"
                  % (args.duration, args.damage_at))
     return args
+
+
+def damage_links(spec: str) -> List[int]:
+    """Intact links per leg (URDF leg order) of a ``--damage`` spec (any spec of ``Morphology.parse``)."""
+    from jethexa_dynamics.model import Morphology
+    from jethexa_dynamics.nodes._robot import jethexa
+
+    return list(Morphology.parse(jethexa(), spec).links_per_leg)
 
 
 def configure_ros_environment(network: bool) -> Dict[str, str]:
@@ -124,7 +130,7 @@ DISPLAY_STAMP_TOLERANCE = 2.0
 def check_pose(frame: str, position_may_be_nan: bool = False):
     """``accept`` of a watched PoseStamped: the frame the graph uses, a stamp near now, a unit quaternion and
     a finite position (measured/pose: all-NaN when there is no mocap). Raises ValueError otherwise."""
-    from jethexa_dynamics.monitor import validate
+    from jethexa_dynamics.nodes import messages as validate
 
     def accept(msg) -> None:
         if msg.header.frame_id != frame:
@@ -142,8 +148,8 @@ def check_pose(frame: str, position_may_be_nan: bool = False):
 
 def check_error(msg) -> None:
     """``accept`` of prediction/error: six values labelled as the predictor labels them, finite or NaN."""
-    from jethexa_dynamics.monitor.prediction import ERROR_FIELDS
-    from jethexa_dynamics.monitor.validate import InvalidMessage
+    from jethexa_dynamics.predictors.errors import ERROR_FIELDS
+    from jethexa_dynamics.nodes.messages import InvalidMessage
 
     label = msg.layout.dim[0].label if msg.layout.dim else ""
     if label != ",".join(ERROR_FIELDS) or len(msg.data) != len(ERROR_FIELDS):
@@ -156,7 +162,7 @@ def check_error(msg) -> None:
 def displayed_morphology(msg, legs: Sequence[str], monitor) -> Optional[List[int]]:
     """Links per leg of a ``morphology`` message if ``monitor`` (the damage_monitor node) published it, else
     None: the message must decode (``morphology_from_wire``) to a morphology the monitor has had."""
-    from jethexa_dynamics.monitor.damage import morphology_from_wire
+    from jethexa_dynamics.nodes.messages import morphology_from_wire
 
     try:
         links = morphology_from_wire(list(msg.data), msg.layout.dim[0].label if msg.layout.dim else "", legs)
@@ -179,8 +185,8 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     from rcl_interfaces.srv import SetParameters
     from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 
-    from jethexa_dynamics.monitor.damage import format_morphology, parse_damage_spec
-    from jethexa_dynamics.monitor.prediction import rpy
+    from jethexa_dynamics.model import format_morphology
+    from jethexa_dynamics.predictors.errors import rpy
     from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS
     from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, wait_for
 
@@ -188,13 +194,15 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
         print(text, file=out, flush=True)
 
     legs = list(LEGS)
-    damage = None if args.no_damage else parse_damage_spec(args.damage, legs)
+    damage = None if args.no_damage else damage_links(args.damage)
     say("jethexa-demo: the sim.launch.py graph in one process; DDS %s, ROS_DOMAIN_ID=%s" % (
         "as configured by the environment" if args.network else "on loopback only", env["ROS_DOMAIN_ID"]))
     say("  walk %.3f m/s for %.0f s; %s; predictor %s (re-anchored every %.1f s)" % (
         args.speed, args.duration, "no damage" if damage is None else "damage %s at %.1f s" % (
             format_morphology(damage, legs), args.damage_at), args.predictor, args.horizon))
-    say("  building the nodes (the first run compiles the simulation kernels, about a minute; cached after)")
+    from jethexa_dynamics import warmup
+    warmup.ensure_kernels(tuple(warmup.GROUPS), log=lambda line: say("  " + line))  # says compiling only if so
+    say("  building the nodes")
     link = "/tmp/jethexa_demo_bus_%d" % os.getpid()
     overrides = {"port_link": link, "predictor": args.predictor, "horizon": str(args.horizon),
                  "predictor_rate": str(args.predictor_rate), "record": args.record or "",
@@ -303,7 +311,7 @@ def _series(w, topic, t0, t1=None):
 
 
 def summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_seen, legs) -> int:
-    from jethexa_dynamics.monitor.damage import format_morphology
+    from jethexa_dynamics.model import format_morphology
 
     problems = []
     t_end = time.monotonic()

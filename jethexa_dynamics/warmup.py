@@ -1,21 +1,41 @@
-"""Compile (and cache) the numba kernels once, so the first demo or test run does not pay for it.
+"""Compile (and cache) the numba kernels once, so the nodes, the demo and the tests start quickly.
 
-Run by ``scripts/setup_env.sh`` after installing, with ``NUMBA_CACHE_DIR`` pointing at the venv's cache:
-``python -m jethexa_dynamics.warmup``. Safe to run any time; it only calls the kernels on small inputs.
+``jethexa-warmup`` (``ros2 run jethexa_dynamics jethexa-warmup``, ``python -m jethexa_dynamics.warmup``):
+run it once after installing or building; safe to run any time (it only calls the kernels on small inputs).
+The cache directory is keyed on the installed sources (:mod:`jethexa_dynamics.kernel_cache`), so after an
+update the first start compiles again instead of running stale machine code.
+
+The nodes that use kernels (``predictor``, ``robot_emulator``, ``gait_controller``) call
+:func:`ensure_kernels` before ``rclpy.init``: they log whether they compile or load from the cache and how
+long it took. Processes starting together on a cold cache take turns through a lock file in the cache
+directory: the first compiles, the others then load what it cached instead of compiling the same code at
+the same time.
 """
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
 import time
+from typing import Callable, Dict, Iterable, Optional, Sequence, Tuple
 
-import numpy as np
+from jethexa_dynamics import kernel_cache
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: no lock, each process compiles for itself
+    fcntl = None
 
 
-def main():
-    t0 = time.perf_counter()
+def _dynamics() -> None:
+    import numpy as np
+
     from jethexa_dynamics.model import LeggedRobot, Morphology
     from jethexa_dynamics.model.integrators import rkmk4_step
+
     robot = LeggedRobot.jethexa()
-    q = np.zeros(18)
-    v = np.zeros(24)
-    g = np.eye(4)
+    q, v, g = np.zeros(18), np.zeros(24), np.eye(4)
     robot.mass_matrix(q)
     robot.bias_forces(g, q, v)
     robot.gravity_forces(g, q)
@@ -25,14 +45,175 @@ def main():
     robot.tip_poses(q)
     robot.forward_dynamics_bank(g, q, v, v, [Morphology.healthy(robot)])
     rkmk4_step(robot, g, q, v, 1e-3)
+
+
+def _engine() -> None:
+    from jethexa_dynamics.model import LeggedRobot
+    from jethexa_dynamics.sim.engine import Engine
+
+    Engine().step(1)
+    Engine(LeggedRobot.jethexa(), gait=None, record_every=0).step(1)  # robot_emulator's engine
+
+
+def _control() -> None:
+    from jethexa_dynamics.control.gait import Gait
+    from jethexa_dynamics.control.ik import LegGeometry
+    from jethexa_dynamics.model import LeggedRobot
+
+    gait = Gait(LegGeometry.from_robot(LeggedRobot.jethexa()))
+    gait.set_command((0.02, 0.0, 0.0))
+    gait.joint_targets(0.1)
+    gait.foot_targets(0.1)
+    gait.swing_mask(0.1)
+    gait.geometry.fk(gait.geometry.names[0], gait.joint_targets(0.2)[:3])
+
+
+def _predictors() -> None:
+    """The first calls the predictor node makes on each registered model (as in its ``_build_models``)."""
+    import numpy as np
+
+    from jethexa_dynamics.model import LeggedRobot
+    from jethexa_dynamics.predictors.registry import make_predictor, predictor_names
+
+    robot = LeggedRobot.jethexa()
+    joints = list(robot.joint_names)
+    for name in predictor_names():
+        m = make_predictor(name)
+        m.reset(0.0, joints)
+        m.on_morphology(0.0, np.full(len(robot.leg_names), 3))
+        m.on_command(0.0, np.zeros(len(joints)), 0.0)
+        m.pose(0.05)
+
+
+#: name -> what it compiles; the nodes name the groups they need
+GROUPS: Dict[str, Callable[[], None]] = {
+    "dynamics": _dynamics, "engine": _engine, "control": _control, "predictors": _predictors,
+}
+#: the kernels each node uses (the others use none)
+NODE_KERNELS: Dict[str, Tuple[str, ...]] = {
+    "predictor": ("dynamics", "predictors"),
+    "robot_emulator": ("dynamics", "engine"),
+    "gait_controller": ("control",),
+}
+
+
+def _marker(directory: str, group: str) -> str:
+    return os.path.join(directory, ".warm-" + group)
+
+
+def cache_state(groups: Iterable[str], directory: Optional[str] = None) -> str:
+    """``warm``: a warm-up of these groups finished into the cache directory for the current sources;
+    ``stale``: it finished for other sources (a directory not keyed on them, e.g. a development cache);
+    ``cold``: never."""
+    directory = directory or kernel_cache.cache_dir()
+    want, state = kernel_cache.source_hash(), "warm"
+    for g in groups:
+        try:
+            with open(_marker(directory, g)) as f:
+                if f.read().strip() != want:
+                    state = "stale"
+        except (OSError, TypeError):
+            return "cold"
+    return state
+
+
+@contextlib.contextmanager
+def _compile_lock(directory: Optional[str], on_wait: Callable[[], None]):
+    """Exclusive lock on ``<cache dir>/.compile.lock`` (released by the OS if the process dies)."""
+    if fcntl is None or directory is None:
+        yield
+        return
     try:
-        from jethexa_dynamics.sim.engine import Engine
-        Engine().step(1)
-        Engine(gait=None).step(1)
-    except ImportError:   # pragma: no cover - engine not installed
-        pass
-    print(f"numba kernels compiled and cached in {time.perf_counter() - t0:.1f} s")
+        os.makedirs(directory, exist_ok=True)
+        fd = os.open(os.path.join(directory, ".compile.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # read-only cache location: numba falls back to its own; compile without the lock
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            on_wait()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _count_compiles():
+    """A list that fills with one entry per function numba compiles (not loads from the cache)."""
+    try:
+        from numba.core import event
+    except ImportError:  # pragma: no cover - numba missing: plain Python, nothing compiles
+        yield []
+        return
+    with event.install_recorder("numba:compile") as rec:
+        yield rec.buffer
+
+
+def ensure_kernels(groups: Sequence[str], log: Callable[[str], None] = print) -> Tuple[bool, float]:
+    """Compile (cold cache) or load (warm cache) the kernels of ``groups``; log what happens and how long
+    it took. Returns (compiled, seconds): ``compiled`` is True if numba compiled anything (cold or stale
+cache), False when everything came from the cache."""
+    unknown = [g for g in groups if g not in GROUPS]
+    if unknown:
+        raise ValueError("unknown kernel group(s) %s; allowed: %s" % (", ".join(unknown), ", ".join(GROUPS)))
+    directory = kernel_cache.cache_dir()
+    where = directory or "numba's default cache"
+    t0 = time.monotonic()
+    waited = []
+
+    def on_wait():
+        waited.append(True)
+        log("waiting for another process that is compiling the numba kernels into %s ..." % where)
+
+    with _compile_lock(directory, on_wait):
+        state = cache_state(groups, directory)
+        if state == "warm":
+            log("loading the compiled numba kernels (%s) from %s ..." % (", ".join(groups), where))
+        elif waited:
+            log("loading the numba kernels (%s) the other process cached, compiling what is still missing ..."
+                % ", ".join(groups))
+        elif state == "stale":
+            log("the sources changed since the numba kernels (%s) were cached in %s: compiling what changed, "
+                "loading the rest ..." % (", ".join(groups), where))
+        else:
+            log("compiling the numba kernels (%s) into %s: the first start after installing takes a few "
+                "minutes (1-2 on a desktop, several on a Jetson Nano); later starts load them from there"
+                % (", ".join(groups), where))
+        t1 = time.monotonic()
+        with _count_compiles() as compiles:
+            for g in groups:
+                GROUPS[g]()
+        if directory is not None:
+            for g in groups:
+                try:
+                    with open(_marker(directory, g), "w") as f:
+                        f.write(kernel_cache.source_hash() + "\n")
+                except OSError:
+                    pass
+    dt = time.monotonic() - t1
+    n = sum(1 for _, e in compiles if e.is_start)
+    log("numba kernels %s in %.1f s%s" % (
+        "compiled and cached (%d functions)" % n if n else "loaded from the cache", dt,
+        " (after waiting %.1f s for another process)" % (t1 - t0) if waited else ""))
+    return n > 0, dt
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="jethexa-warmup", description=(
+        "Compile the numba kernels into the cache once (after installing or colcon build), so the nodes "
+        "start in seconds. Cache directory: NUMBA_CACHE_DIR, or $XDG_CACHE_HOME/jethexa_dynamics/numba/"
+        "<hash of the installed sources>."))
+    ap.add_argument("--print-cache-dir", action="store_true", help="print the cache directory and exit")
+    args = ap.parse_args(argv)
+    if args.print_cache_dir:
+        print(kernel_cache.cache_dir() or "")
+        return 0
+    ensure_kernels(tuple(GROUPS), log=lambda s: print("jethexa-warmup: " + s, flush=True))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -47,6 +47,7 @@ BAD = {  # (script, option) -> bad values
     ("jethexa-sim", "--friction"): ["ice"],
     ("jethexa-sim", "--mu"): ["-1"],
     ("jethexa-sim", "--settle"): ["-1"],
+    ("jethexa-sim", "--record-rate"): ["0"],
     ("jethexa-sim", "--no-plots"): ["--no-plots=yes"],
     ("jethexa-sim", "--quiet"): ["--quiet=yes"],
     ("jethexa-bus-emulator", "--config"): ["/nonexistent/servos.yaml"],

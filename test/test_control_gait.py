@@ -124,3 +124,25 @@ def test_error_message_range_is_tight(geo):
     Gait.paper_tripod(geo, step_length=smax * 0.999)
     with pytest.raises(ValueError):
         Gait.paper_tripod(geo, step_length=smax * 1.01)
+
+
+def test_walking_gait_takes_joints_per_leg_from_the_names_and_checks_them(geo):
+    """The gait controller's walking gait commands each walking leg's own joints (no 3-per-leg constant):
+    legs without all their links are dropped with exactly their joints; a joint count the leg IK cannot
+    fill is refused."""
+    from jethexa_dynamics.control.walking import WalkingGait
+    from jethexa_dynamics.model import LeggedRobot
+
+    robot = LeggedRobot.jethexa()
+    names = list(robot.joint_names)
+    walker = WalkingGait(geo, names, n_joints=[int(n) for n in robot.description.n_joints])
+    assert walker.names == names
+    walker.set_morphology([3, 0, 3, 3, 2, 3])
+    legs = ["LF", "LR", "RF", "RR"]
+    assert walker.names == [n for n in names if n.rsplit("_", 1)[1] in legs]
+    joints, q = walker.step(0.02, walking=True)
+    assert joints == walker.names and q.shape == (12,)
+    with pytest.raises(ValueError, match="joint_names: 17 names"):
+        WalkingGait(geo, names[:-1], n_joints=[3] * 6)
+    with pytest.raises(ValueError, match="IK gives 18 angles for the 24 joints"):
+        WalkingGait(geo, names + ["extra_%d" % k for k in range(6)], n_joints=[4] * 6)

@@ -31,6 +31,14 @@ def test_bad_arguments_exit_2_with_a_clear_message(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_damage_accepts_every_morphology_spec_and_scenario_alias():
+    """``--damage damage1`` (jethexa-sim's name) and ``scenario1`` both work and mean legs RM, LM removed."""
+    for spec in ("damage1", "scenario1", "RM,LM", "LM:0 RM:0"):
+        assert demo.parse_args(["--damage", spec]).damage == spec
+        assert demo.damage_links(spec) == [3, 0, 3, 3, 0, 3]
+    assert demo.damage_links("damage2") == [3, 1, 3, 3, 3, 1]
+
+
 def test_environment_is_loopback_only_unless_network(monkeypatch):
     monkeypatch.delenv("ROS_LOCALHOST_ONLY", raising=False)
     monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "SUBNET")
@@ -51,6 +59,11 @@ def test_demo_walks_detects_damage_and_exits_clean(tmp_path):
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
     assert demo.HEADER in out
+    # issue 14: says "compiling" only when numba compiled something (warm cache: loaded)
+    kernels = [ln for ln in out.splitlines() if "numba kernels" in ln]
+    assert any("loaded from the cache" in ln or "compiled and cached" in ln for ln in kernels), out[:2000]
+    if any("loaded from the cache" in ln for ln in kernels):
+        assert not any("compiling the numba kernels" in ln for ln in kernels), kernels
     assert "damage in the emulated world: LM:0 RM:0" in out
     assert "damage_monitor publishes morphology LM:0 RM:0" in out
     assert "gait re-phased for legs LF,LR,RF,RR" in out and "predictor reshaped to LM:0 RM:0 -- no restart" in out

@@ -106,9 +106,10 @@ def test_uart_only_commands(table):
         assert bus.read_led(3) is False
         bus.set_motor_mode(3, True, -300)
         assert bus.read_motor_mode(3) == (True, -300)
-        bus.write_error_alarm(3, 5)
+        assert bus.read_led_alarm(3) == 7            # factory setting: every condition flashes the LED
+        bus.write_led_alarm(3, 5)
         assert wait_for(lambda: em.servo(3).alarm_mask == 5)
-        assert bus.read_error_bits(3) == 0
+        assert bus.read_led_alarm(3) == 5            # 36 reads back the setting written with 35
 
 
 def test_sync_start_moves_all_at_once(table):
@@ -240,23 +241,38 @@ def test_garbage_on_the_line_is_skipped(em, bus):
         assert bus.read_position(2) == 500
 
 
-@pytest.mark.parametrize("kind,bit", [("stall", 4), ("overtemp", 1), ("overvolt", 2)])
-def test_protection_bits(table, kind, bit):
-    with BusEmulator(table).start() as em, DirectUartBus(em.port, reply_timeout=TIMEOUT) as bus:
+@pytest.mark.parametrize("kind", ["overtemp", "overvolt"])
+def test_protection_shows_in_the_measurements_and_unloads(table, transport, kind):
+    with BusEmulator(table, transport=transport).start() as em, \
+            open_bus(transport, em.port, reply_timeout=TIMEOUT) as bus:
         bus.move([(4, 700)], 0)
         assert bus.read_position(4) == 700  # also makes sure the move was processed
         em.inject(4, kind)
-        assert bus.read_error_bits(4) == bit
         bus.move([(4, 100)], 0)
         assert bus.read_position(4) == 700  # protected servo does not move
-        assert not em.torque_enabled(4)
+        assert not em.torque_enabled(4) and bus.read_torque(4) is False
         if kind == "overtemp":
             assert bus.read_temperature(4) > bus.read_temperature_limit(4)
         if kind == "overvolt":
             assert bus.read_voltage(4) > bus.read_voltage_limits(4)[1]
+        if transport == "uart":
+            assert bus.read_led_alarm(4) == 7  # the setting, unchanged by the fault
         em.clear_faults(4)
         bus.move([(4, 100)], 0)
-        assert bus.read_error_bits(4) == 0 and bus.read_position(4) == 100
+        assert bus.read_position(4) == 100 and bus.read_torque(4) is True
+
+
+def test_stall_keeps_torque_and_position(table):
+    """Locked rotor: the horn stays, the motor stays loaded; only the position error shows it."""
+    with BusEmulator(table).start() as em, DirectUartBus(em.port, reply_timeout=TIMEOUT) as bus:
+        bus.move([(4, 700)], 0)
+        assert bus.read_position(4) == 700
+        em.inject(4, "stall")
+        bus.move([(4, 100)], 0)
+        assert bus.read_move_target(4) == (100, 0) and bus.read_position(4) == 700
+        assert bus.read_torque(4) is True
+        em.clear_faults(4)
+        assert bus.read_position(4) == 100
 
 
 def test_servo_vanishes_mid_run(table, transport):
@@ -286,9 +302,9 @@ def test_broadcast_id_read(table):
 
 def test_rrc_board_specifics(table):
     with BusEmulator(table, transport="rrc").start() as em, RrcBoardBus(em.port, reply_timeout=TIMEOUT) as bus:
-        with pytest.raises(UnsupportedCommand, match="read_error_bits"):
-            bus.read_error_bits(1)
-        assert not bus.supports("read_error_bits") and bus.supports("read_offset")
+        with pytest.raises(UnsupportedCommand, match="read_led_alarm"):
+            bus.read_led_alarm(1)
+        assert not bus.supports("read_led_alarm") and bus.supports("read_offset")
         em.inject(1, "no_reply")
         with pytest.raises(ServoTimeout, match=r"servo 1\b.*status -1"):
             bus.read_position(1)

@@ -1,4 +1,5 @@
 """The ``jethexa-bus-emulator`` console script, run as a subprocess and driven through its pty."""
+import contextlib
 import os
 import signal
 import subprocess
@@ -18,19 +19,14 @@ def launch(*args):
     return subprocess.Popen(cmd + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-@pytest.mark.parametrize("transport", ["uart", "rrc"])
-def test_cli_serves_until_sigint(transport):
-    proc = launch("--transport", transport, "--faults", "11:no_reply")
+@contextlib.contextmanager
+def serving(*args):
+    """The console script serving; yields (process, pty path); ends with SIGINT, which must exit 0."""
+    proc = launch(*args)
     try:
         port = proc.stdout.readline().strip()  # the first line is the pty path
         assert port.startswith("/dev/"), (port, proc.stderr.read() if proc.poll() is not None else "")
-        table = load_servo_table()
-        joints = JointServoBus(open_bus(transport, port, reply_timeout=1.0), table, read_timeout=1.0)
-        joints.command({j: 0.25 for j in table.joint_names}, 0.0)
-        pos, errs = joints.read_all_positions(timeout=1.0)
-        assert list(errs) == ["coxa_joint_LM"] and isinstance(errs["coxa_joint_LM"], ServoTimeout)
-        assert all(abs(v - 0.25) < 0.003 for v in pos.values()) and len(pos) == 17
-        joints.close()
+        yield proc, port
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 0
     finally:
@@ -41,6 +37,18 @@ def test_cli_serves_until_sigint(transport):
         proc.stderr.close()
 
 
+@pytest.mark.parametrize("transport", ["uart", "rrc"])
+def test_cli_serves_until_sigint(transport):
+    with serving("--transport", transport, "--faults", "11:no_reply") as (proc, port):
+        table = load_servo_table()
+        joints = JointServoBus(open_bus(transport, port, reply_timeout=1.0), table, read_timeout=1.0)
+        joints.command({j: 0.25 for j in table.joint_names}, 0.0)
+        pos, errs = joints.read_all_positions(timeout=1.0)
+        assert list(errs) == ["coxa_joint_LM"] and isinstance(errs["coxa_joint_LM"], ServoTimeout)
+        assert all(abs(v - 0.25) < 0.003 for v in pos.values()) and len(pos) == 17
+        joints.close()
+
+
 def test_cli_rejects_bad_fault_spec():
     proc = launch("--faults", "5:explode")
     try:
@@ -49,3 +57,24 @@ def test_cli_rejects_bad_fault_spec():
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_cli_answers_as_the_protocol_says():
+    """Hand-written frames (test_hw_servo_faults.py) against the console script: 36 returns the setting of 35,
+    a broadcast POS_READ is not answered, ID 1 answers its own POS_READ."""
+    import serial
+
+    from test_hw_servo_faults import (B_POS_READ, LED_ERROR_READ, LED_ERROR_REPLY_5, LED_ERROR_REPLY_7,
+                                      LED_ERROR_WRITE_5, POS_READ, POS_REPLY_500)
+
+    with serving() as (proc, port), serial.Serial(port, 115200, timeout=0.5) as line:
+        def ask(frame, n):
+            line.reset_input_buffer()
+            line.write(frame)
+            return line.read(n)
+
+        assert ask(LED_ERROR_READ, 7) == LED_ERROR_REPLY_7
+        line.write(LED_ERROR_WRITE_5)
+        assert ask(LED_ERROR_READ, 7) == LED_ERROR_REPLY_5
+        assert ask(B_POS_READ, 8) == b""            # 18 servos, no collision: nobody answers
+        assert ask(POS_READ, 8) == POS_REPLY_500

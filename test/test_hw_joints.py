@@ -125,7 +125,8 @@ def test_scheduler_spreads_reads_round_robin(rig, table):
     for _ in range(21):
         r = joints.poll(budget_s=1.0, max_reads=1)
         assert r.reads == 1 and not r.errors
-        seen.append((list(r.positions) + list(r.voltages) + list(r.temperatures) + list(r.fault_bits))[0])
+        seen.append((list(r.positions) + list(r.voltages) + list(r.temperatures) + list(r.loads)
+                     + list(r.limits))[0])
     names = table.joint_names
     # 6 positions, then one aux read, and so on; positions cycle through the joints in order
     pos_reads = [n for i, n in enumerate(seen) if i % 7 != 6]
@@ -180,18 +181,37 @@ def test_silenced_servo_goes_offline_without_starving_the_others(table, transpor
         joints.close()
 
 
-def test_fault_bits_become_servo_fault_naming_the_joint(table):
+def test_measurements_outside_the_servos_own_limits_become_servo_fault(table):
+    """Over-temperature from TEMP_READ against the servo's TEMP_MAX_LIMIT (read from it, here lowered to 60),
+    under-voltage from VIN_READ against its VIN limits; the LED alarm setting (7 on every emulated servo,
+    as shipped) makes no fault."""
     with BusEmulator(table).start() as em:
-        joints = JointServoBus(open_bus("uart", em.port, reply_timeout=TIMEOUT), table, aux_every=1)
-        em.inject("tibia_joint_RM", "stall")
+        bus = open_bus("uart", em.port, reply_timeout=TIMEOUT)
+        joints = JointServoBus(bus, table, aux_every=1)
+        rm, lf = table.by_joint("tibia_joint_RM").servo_id, table.by_joint("coxa_joint_LF").servo_id
+        bus.write_temperature_limit(rm, 60)
+        assert bus.read_led_alarm(rm) == 7 and bus.read_led_alarm(lf) == 7
+        em.set_temperature(61, "tibia_joint_RM")      # above its own limit (60), below the default 85
+        em.set_temperature(59, "femur_joint_RM")      # below its limit
+        em.set_voltage(6000, "coxa_joint_LF")         # inside [4500, 14500]: no fault ...
         faults = {}
-        for _ in range(120):
+        for _ in range(3 * 18 * 4):                   # limits, voltage, temperature, load of every servo
             r = joints.poll(budget_s=10.0, max_reads=1)
-            faults.update({j: e for j, e in r.errors.items() if isinstance(e, ServoFault)})
+            assert not r.errors
+            faults.update(r.faults)
         assert list(faults) == ["tibia_joint_RM"]
         f = faults["tibia_joint_RM"]
-        assert f.bits == 4 and f.servo_id == 8 and "stalled" in str(f) and "tibia_joint_RM" in str(f)
-        assert joints.health["tibia_joint_RM"].fault_bits == 4
+        assert isinstance(f, ServoFault) and f.faults == ["over-temperature"] and f.servo_id == rm
+        assert "tibia_joint_RM" in str(f) and "61 degC, max 60" in str(f)
+        assert joints.health["tibia_joint_RM"].temp_limit_c == 60.0
+        assert joints.health["tibia_joint_RM"].faults == ["over-temperature"]
+        bus.write_voltage_limits(lf, 6500, 12600)     # ... until its own lower limit is above the supply
+        joints.health["coxa_joint_LF"].temp_limit_c = math.nan  # read the limits again
+        faults = {}
+        for _ in range(3 * 18 * 4):
+            faults.update(joints.poll(budget_s=10.0, max_reads=1).faults)
+        assert set(faults) == {"tibia_joint_RM", "coxa_joint_LF"}
+        assert faults["coxa_joint_LF"].faults == ["under-voltage"]
         joints.close()
 
 
@@ -226,14 +246,17 @@ def test_close_unloads_and_is_idempotent(table, transport):
         assert joints.emergency_stop() == []  # still safe to call
 
 
-@pytest.mark.parametrize("kind,value,expected", [
-    ("no_reply", None, (ServoTimeout,)), ("vanish", None, (ServoTimeout,)), ("corrupt", None, (ChecksumError,)),
-    ("drop", None, (ServoTimeout, ChecksumError)), ("delay", 0.6, (ServoTimeout,)), ("garbage", 8, ()),
-    ("stall", None, (ServoFault,)), ("overtemp", None, (ServoFault,)), ("overvolt", None, (ServoFault,)),
+@pytest.mark.parametrize("kind,value,expected,measured", [
+    ("no_reply", None, (ServoTimeout,), []), ("vanish", None, (ServoTimeout,), []),
+    ("corrupt", None, (ChecksumError,), []), ("drop", None, (ServoTimeout, ChecksumError), []),
+    ("delay", 0.6, (ServoTimeout,), []), ("garbage", 8, (), []), ("stall", None, (), []),
+    ("overtemp", None, (), ["over-temperature"]), ("overvolt", None, (), ["over-voltage"]),
 ])
-def test_each_fault_is_typed_and_healthy_servos_lose_nothing(table, kind, value, expected):
+def test_each_fault_is_typed_and_healthy_servos_lose_nothing(table, kind, value, expected, measured):
     """Inject one fault on one servo, move all 18 joints, read everything: only the faulty joint reports
-    (with the right error type), every healthy joint reached its command; after clearing, all is clean."""
+    (with the right error type, or the measured fault), every healthy joint reached its command; after
+    clearing, all is clean. A stall is no read error (it shows as a position error, judged by the damage
+    detector)."""
     bad = "femur_joint_RM"
     with BusEmulator(table).start() as em:
         joints = JointServoBus(open_bus("uart", em.port, reply_timeout=0.25), table, aux_every=1,
@@ -241,12 +264,14 @@ def test_each_fault_is_typed_and_healthy_servos_lose_nothing(table, kind, value,
         em.inject(bad, kind, value)
         q = pose(table, 0.7)
         joints.command(q, 0.0)
-        got, errors = {}, {}
-        for _ in range(2 * 18 * 4):  # every joint's position and each aux kind at least once
+        got, errors, faults = {}, {}, {}
+        for _ in range(2 * 18 * 7):  # every position; each servo's limits, then each aux kind, at least once
             r = joints.poll(budget_s=10.0, max_reads=1)
             got.update(r.positions)
             errors.update(r.errors)
+            faults.update(r.faults)
         assert set(errors) <= {bad} and (bad in errors) == bool(expected)
+        assert {j: f.faults for j, f in faults.items()} == ({bad: measured} if measured else {})
         if expected:
             assert isinstance(errors[bad], expected) and bad in str(errors[bad])
         for j, v in q.items():

@@ -13,8 +13,8 @@ import os
 
 import pytest
 
-from jethexa_dynamics.monitor import node_params
-from jethexa_dynamics.monitor.params import load_node_yaml
+from jethexa_dynamics.nodes import params as node_params
+from jethexa_dynamics.nodes.param_spec import load_node_yaml
 from jethexa_dynamics.nodes import graph_spec
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")

@@ -3,7 +3,6 @@ passed the way ``ros2 launch`` passes them (``--ros-args --params-file ... -p ..
 config/*.yaml. Walks, then Ctrl-C: every node exits 0 and the servo driver unloads the servos."""
 import os
 import shutil
-import signal
 import subprocess
 import sys
 
@@ -15,7 +14,7 @@ from geometry_msgs.msg import PoseStamped  # noqa: E402
 
 from jethexa_dynamics.nodes import graph_spec  # noqa: E402
 from jethexa_dynamics.nodes._common import SENSOR_QOS  # noqa: E402
-from jethexa_dynamics.nodes.graph import Graph, Watcher, wait_for  # noqa: E402
+from jethexa_dynamics.nodes.graph import Graph, Watcher, stop_processes, wait_for  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(300)]
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -70,24 +69,7 @@ def test_sim_graph_as_processes_walks_and_shuts_down_cleanly(tmp_path):
         assert all(p.poll() is None for p in procs.values()), {n: p.returncode for n, p in procs.items()}
     finally:
         g.close()
-        order = ["gait_controller", "servo_driver"] + [n for n in procs if n not in ("gait_controller",
-                                                                                      "servo_driver")]
-        codes = {}
-        for name in order:
-            p = procs.get(name)
-            if p is None:
-                continue
-            p.send_signal(signal.SIGINT)
-            try:
-                codes[name] = p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                codes[name] = "killed"
-        text = {}
-        for name, f in logs.items():
-            f.seek(0)
-            text[name] = f.read()
-            f.close()
+        codes, text = stop_processes(procs, logs)
     assert codes == {n: 0 for n in procs}, (codes, {n: t[-1500:] for n, t in text.items()})
     assert "servos unloaded (torque off)" in text["servo_driver"]
     assert "Traceback" not in "".join(text.values()), {n: t[-2000:] for n, t in text.items() if "Traceback" in t}

@@ -135,3 +135,28 @@ def test_modularity_invariance_against_a_urdf_without_those_links(hexa):
                     ("vdot", reduced.forward_dynamics(g, q, v, tau, f),
                      rebuilt.forward_dynamics(g, q, v, tau, f_rebuilt))):
                 assert np.abs(a - b).max() <= 1e-12 * max(1.0, np.abs(b).max()), name
+
+
+def test_parse_reads_every_spec_form_and_spec_round_trips():
+    """One parser for every command/parameter: LEG:N items, scenario names and their aliases, link counts."""
+    robot = LeggedRobot.jethexa()
+
+    def links(spec):
+        return Morphology.parse(robot, spec).links_per_leg
+
+    assert links("LM:1") == (3, 1, 3, 3, 3, 3)                      # legs LF LM LR RF RM RR
+    assert links("RR:0 LM:1") == links("LM:1,RR:0") == links({"RR": 0, "LM": 1}) == (3, 1, 3, 3, 3, 0)
+    d1 = (3, 0, 3, 3, 0, 3)
+    assert links("damage1") == links("scenario1") == links("RM,LM") == links("3,0,3,3,0,3") == d1
+    assert links([3, 0, 3, 3, 0, 3]) == links(Morphology.from_vector(robot, d1)) == d1
+    assert links("damage2") == links("scenario2") == links("LM:1 RR:1") == (3, 1, 3, 3, 3, 1)
+    assert links(None) == links("") == links("healthy") == (3,) * 6
+    for spec in ("healthy", "LM:1", "RR:0 LM:1", "damage2"):
+        m = Morphology.parse(robot, spec)
+        assert Morphology.parse(robot, m.spec()) == m
+    assert Morphology.parse(robot, "damage1").spec() == "LM:0 RM:0"
+    for bad, match in (("XX", "damage spec 'XX': unknown leg 'XX'.*scenario must be one of healthy, damage1"),
+                       ("LF:4", r"link count 4 for LF must be in \[0, 3\]"), ("LF:x", "'x' is not a link count"),
+                       ({"XX": 1}, "unknown legs"), ([3, 3], "expected 6 entries")):
+        with pytest.raises(ValueError, match=match):
+            Morphology.parse(robot, bad)

@@ -20,7 +20,8 @@ from std_msgs.msg import Float64MultiArray, UInt8MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from jethexa_dynamics.model.se3 import rot_to_quat  # noqa: E402
-from jethexa_dynamics.monitor.prediction import CycleStats, pose_error  # noqa: E402
+from jethexa_dynamics.predictors.base import CycleStats  # noqa: E402
+from jethexa_dynamics.predictors.errors import pose_error  # noqa: E402
 from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS  # noqa: E402
 from jethexa_dynamics.nodes.damage_monitor import morphology_msg  # noqa: E402
 from jethexa_dynamics.nodes.graph import Graph, Watcher, wait_for  # noqa: E402
@@ -152,14 +153,78 @@ def test_bad_input_on_every_subscription(rig):
     assert node.set_parameters([Parameter("horizon", value=0.5)])[0].successful
 
 
+def test_odom_twist_is_the_models_twist_in_base_link(rig):
+    """predicted/odom carries the model's base twist in base_link, linear and angular (before: angular unset,
+    linear differenced). Oracle: over a turning walk its mean equals the motion of the published poses --
+    yaw rate from the orientation change, forward/lateral speed from the displacement in the body frame."""
+    from jethexa_dynamics.control.walking import WalkingGait
+    from jethexa_dynamics.nodes._robot import jethexa, leg_geometry
+    from jethexa_dynamics.predictors.errors import quat_to_rpy
+
+    g, node, w, pubs = rig
+    walker = WalkingGait(leg_geometry(), jethexa().joint_names)
+    walker.set_command((0.03, 0.0, 0.3))
+    dt, t0 = 0.02, None
+    start = time.monotonic()
+    while time.monotonic() < start + 3.0:
+        names, q = walker.step(dt, walking=True)
+        pubs["joint_commands"].publish(traj(names, q, 1.5 * dt))      # moves overlap: no still gaps
+        if t0 is None and time.monotonic() > start + 1.0:
+            t0 = time.monotonic()
+        time.sleep(dt)
+    odom = [m for _, m in w.since("predicted/odom", t0)]
+    assert len(odom) > 20
+    t = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in odom])
+    quat = np.array([[m.pose.pose.orientation.w, m.pose.pose.orientation.x, m.pose.pose.orientation.y,
+                      m.pose.pose.orientation.z] for m in odom])
+    pos = np.array([[m.pose.pose.position.x, m.pose.pose.position.y, m.pose.pose.position.z] for m in odom])
+    yaw = np.unwrap(quat_to_rpy(quat)[:, 2])
+    wz = np.array([m.twist.twist.angular.z for m in odom])
+    span = t[-1] - t[0]
+    assert (yaw[-1] - yaw[0]) / span > 0.05                                 # it turned
+    assert wz.mean() == pytest.approx((yaw[-1] - yaw[0]) / span, rel=0.3)
+    c, s = np.cos(yaw[:-1]), np.sin(yaw[:-1])
+    d = np.diff(pos[:, :2], axis=0)
+    fwd = (c * d[:, 0] + s * d[:, 1]).sum() / span                           # displacement in base_link x
+    assert fwd > 0.005
+    assert np.mean([m.twist.twist.linear.x for m in odom]) == pytest.approx(fwd, rel=0.3)
+    assert all(m.twist.twist.linear.z == 0.0 for m in odom)                 # the slip model is planar
+    assert node.errors == 0 and g.spin_error is None
+
+
+def test_guard_rejects_input_errors_and_lets_bugs_through(rig):
+    """ThinNode.guard: the project's input errors are rejected (log line, count); anything else -- also a
+    plain ValueError such as numpy's, which used to pass as 'rejected input' -- is a bug and propagates."""
+    from jethexa_dynamics.hardware.errors import JointLimitError
+    from jethexa_dynamics.nodes.messages import CannotServe, InvalidMessage
+    from jethexa_dynamics.nodes.param_spec import ParamError
+
+    g, node, w, pubs = rig
+
+    def raising(exc):
+        def callback():
+            raise exc
+        return node.guard("probe", callback)
+
+    for exc in (InvalidMessage("probe.x: bad"), CannotServe("probe: bus not open"), ParamError("p: bad"),
+                JointLimitError("coxa_joint_LF", 9.0, -1.0, 1.0)):
+        assert raising(exc)() is None
+    assert node.rejected["probe"] == 4 and node.errors == 0
+    for exc in (ValueError("operands could not be broadcast together"), ZeroDivisionError("division by zero"),
+                KeyError("coxa_joint_XX")):
+        with pytest.raises(type(exc)):
+            raising(exc)()
+    assert node.rejected["probe"] == 4 and node.errors == 3
+
+
 @pytest.mark.parametrize("name", ["slip", "newton_euler"])
 def test_second_opinion_reanchor_keeps_the_support_state(name):
     """The predictor node's second opinions (built by the registry jethexa-validate uses) re-anchor on mocap
     without losing the support state: no height or roll/pitch jump at a re-anchor (a reset would drop the
     body to z = 0, level, until the next command)."""
-    from jethexa_dynamics.monitor.walking import WalkingGait
+    from jethexa_dynamics.control.walking import WalkingGait
     from jethexa_dynamics.nodes._robot import jethexa, leg_geometry
-    from jethexa_dynamics.validation.replay import make_predictor
+    from jethexa_dynamics.predictors.registry import make_predictor
 
     model = make_predictor(name, horizon=0.5)
     walker = WalkingGait(leg_geometry(), jethexa().joint_names)

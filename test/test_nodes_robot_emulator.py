@@ -44,8 +44,8 @@ def test_record_storage_sqlite3_writes_a_bag_that_reads_back(tmp_path):
 
 
 def test_record_storage_choices_are_the_writer_storages():
-    from jethexa_dynamics.monitor import node_params
-    from jethexa_dynamics.monitor.params import ParamError
+    from jethexa_dynamics.nodes import params as node_params
+    from jethexa_dynamics.nodes.param_spec import ParamError
     from jethexa_dynamics.validation.bag_io import STORAGES
 
     spec = node_params.ROBOT_EMULATOR["record_storage"]

@@ -2,13 +2,12 @@
 
 * it comes up; ``cmd_vel`` makes the emulated robot walk; predicted and measured pose are published at
   their configured rates;
-* a leg's servos are silenced mid-walk in the emulator: damage_monitor publishes the new morphology within
-  one second, the predictor and the gait reconfigure without restarting, and no node dies.
+* a leg's servos are silenced mid-walk in the emulator: damage_monitor publishes the new morphology within a
+  few reads of each silenced servo, the predictor and the gait reconfigure without restarting, and no node dies.
 
 In one process (as ``jethexa-demo``); ``test_launch_processes.py`` runs the console scripts as processes.
 """
 import os
-import time
 
 import pytest
 
@@ -55,23 +54,28 @@ def test_sim_graph_walks_predicts_and_survives_a_lost_leg():
         every = round(emu.p["rate"] / emu.p["mocap_rate"])
         c0, n0, m0 = pr.stats.count, w.count("predicted/pose"), w.count("measured/pose")
         e0, k0 = emu._ticks, w.count("mocap/pose")
-        time.sleep(2.0)
+        # a window of > 50 cycles of each, however long it takes (the time-out only guards against a hang)
+        assert wait_for(lambda: pr.stats.count - c0 > 50 and emu._ticks - e0 > 50 * every, 120.0)
         c1, n1, m1 = pr.stats.count, w.count("predicted/pose"), w.count("measured/pose")
         e1, k1 = emu._ticks, w.count("mocap/pose")
         assert c1 - c0 > 10 and abs((n1 - n0) - (c1 - c0)) <= 3 and abs((m1 - m0) - (c1 - c0)) <= 3
         assert e1 - e0 > 10 and abs((k1 - k0) - (e1 - e0) / every) <= 3
-        js = w.last("joint_states")
-        assert len(js.name) == 18
+        js = w.last("joint_states")                       # measured only: the joints read in one cycle
+        assert 1 <= len(js.name) <= nodes["servo_driver"].p["reads_per_cycle"]
 
         # silence the right middle leg's servos mid-walk (the emulator removes it from the world too)
+        # promptness in reads of the silenced servos (no wall-time bound): the monitor has the new morphology
+        # before the driver attempted 15 reads of any of them (about a second of its read schedule)
         assert list(w.last("morphology").data) == [3] * 6
+        tracker = nodes["servo_driver"].tracker
+        leg = ("coxa_joint_RM", "femur_joint_RM", "tibia_joint_RM")
+        reads0 = {j: tracker.health[j].reads for j in leg}
         res = nodes["robot_emulator"].set_parameters([Parameter("damage", value="RM")])[0]
         assert res.successful, res.reason
-        t_damage = time.monotonic()
-        assert wait_for(lambda: list(w.last("morphology").data) == [3, 3, 3, 3, 0, 3], 5.0), \
+        assert wait_for(lambda: list(w.last("morphology").data) == [3, 3, 3, 3, 0, 3], 10.0), \
             list(w.last("morphology").data)
-        latency = time.monotonic() - t_damage
-        assert latency < 1.0, "morphology published %.2f s after the servos went silent" % latency
+        reads = {j: tracker.health[j].reads - reads0[j] for j in leg}
+        assert max(reads.values()) <= 15, "reads of the silenced servos before detection: %s" % reads
 
         # predictor and gait reconfigured, same node objects (no restart), everything keeps flowing
         gc, pr = nodes["gait_controller"], nodes["predictor"]

@@ -52,8 +52,8 @@ def test_run_and_output_directories_are_ignored_by_git():
 
 def test_docs_list_every_predictor_the_demo_accepts():
     """docs/nodes.md listed two predictors where three are accepted (issue 14)."""
-    from jethexa_dynamics.monitor.node_params import PREDICTOR
-    from jethexa_dynamics.validation.replay import predictor_names
+    from jethexa_dynamics.nodes.params import PREDICTOR
+    from jethexa_dynamics.predictors.registry import predictor_names
 
     choices = PREDICTOR["predictor"].choices
     assert sorted(choices) == sorted(predictor_names())  # the node and jethexa-validate accept the same

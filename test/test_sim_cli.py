@@ -23,7 +23,7 @@ def test_run_writes_csv_plots_and_summary(tmp_path, capsys):
         header = f.readline().strip().split(",")
     assert header[:7] == ["t", "x", "y", "z", "roll", "pitch", "yaw"]
     data = np.loadtxt(out / "trajectory.csv", delimiter=",", skiprows=1)
-    assert data[0, 0] == 0.0 and data[-1, 0] == pytest.approx(0.6) and len(data) == 601
+    assert data[0, 0] == 0.0 and data[-1, 0] == pytest.approx(0.6) and len(data) == 61      # default 100 Hz
     assert np.isfinite(data).all()
     assert data[0, 3] == pytest.approx(0.12) and np.abs(data[:, 4:7]).max() < 0.5     # metres, radians
     lm = header.index("contact_LM")
@@ -38,6 +38,8 @@ def test_run_writes_csv_plots_and_summary(tmp_path, capsys):
     (["--step-length", "0.19"], "cannot reach"),
     (["--duration", "-1"], r"argument --duration: -1 outside the allowed range \(0, 3600\] s"),
     (["--dt", "0.5"], r"argument --dt: 0.5 outside the allowed range \[1e-05, 0.005\] s"),
+    (["--record-rate", "2000"], r"--record-rate=2000.0 outside the allowed range \(0, 1/dt = 1000\] Hz"),
+    (["--record-rate", "0"], r"argument --record-rate: 0 outside the allowed range \(0, 1e\+06\] Hz"),
 ])
 def test_bad_arguments(args, msg, capsys):
     extra = [] if "--duration" in args else ["--duration", "0.1"]
@@ -45,7 +47,26 @@ def test_bad_arguments(args, msg, capsys):
     assert re.search(msg, capsys.readouterr().err)
 
 
+def test_record_rate_every_step(tmp_path):
+    out = tmp_path / "h"
+    assert main(["--duration", "0.1", "--record-rate", "1000", "--out", str(out), "--quiet", "--no-plots"]) == 0
+    data = np.loadtxt(out / "trajectory.csv", delimiter=",", skiprows=1)
+    assert len(data) == 101 and np.allclose(np.diff(data[:, 0]), 1e-3)
+
+
 def test_console_script_help():
     exe = os.path.join(os.path.dirname(sys.executable), "jethexa-sim")
     r = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "--damage-at SECONDS" in r.stdout
+
+
+def test_scenario_aliases_are_the_same_experiment(capsys):
+    """``--scenario scenario1`` (the demo's and the emulator's name) runs damage 1: one scenario table."""
+    a = main(["--scenario", "scenario1", "--duration", "0.2", "--quiet"])
+    out_alias = capsys.readouterr().out
+    b = main(["--scenario", "damage1", "--duration", "0.2", "--quiet"])
+    out_name = capsys.readouterr().out
+    assert a == b == 0 and "Scenario damage1" in out_alias
+    def physics(text):                      # the paragraph without its wall-time sentence
+        return text.split(" Simulated in ")[0]
+    assert physics(out_alias) == physics(out_name)

@@ -7,7 +7,7 @@ whole input must rotate or mirror the output).
 import numpy as np
 import pytest
 
-from jethexa_dynamics.models.connection import body_twist, local_connection
+from jethexa_dynamics.second_opinions.connection import body_twist, local_connection
 
 S = np.array([[0.0, -1.0], [1.0, 0.0]])
 Q = np.array([(0.3, 0.2), (0.0, -0.2), (-0.3, 0.2)])        # tripod of A-T2

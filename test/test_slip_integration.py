@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
-from jethexa_dynamics.models import se2
-from jethexa_dynamics.models.multipod import undulation
-from jethexa_dynamics.models.slip import SlipModel
+from jethexa_dynamics.second_opinions import se2
+from jethexa_dynamics.second_opinions.multipod import undulation
+from jethexa_dynamics.second_opinions.slip import SlipModel
 
 
 def test_constant_twist_reaches_the_closed_form_arc():

@@ -8,9 +8,9 @@ removed leg.
 import numpy as np
 import pytest
 
-from jethexa_dynamics.models.multipod import disk, undulation
-from jethexa_dynamics.models.slip import SlipModel
-from jethexa_dynamics.models.spring_support import SupportStatus
+from jethexa_dynamics.second_opinions.multipod import disk, undulation
+from jethexa_dynamics.second_opinions.slip import SlipModel
+from jethexa_dynamics.second_opinions.spring_support import SupportStatus
 
 S = np.array([[0.0, -1.0], [1.0, 0.0]])
 

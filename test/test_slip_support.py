@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.spatial import Delaunay
 
-from jethexa_dynamics.models.spring_support import (SupportStatus, minimize_support_energy,
+from jethexa_dynamics.second_opinions.spring_support import (SupportStatus, minimize_support_energy,
                                                     solve_support, support_energy)
 
 # rectangular hexapod of the extraction: FL, ML, HL, FR, MR, HR

@@ -8,12 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jethexa_dynamics.validation import cli, messages as M, replay, synthetic as S
+from jethexa_dynamics.predictors import registry
+from jethexa_dynamics.predictors.base import Predictor
+from jethexa_dynamics.validation import cli, messages as M, synthetic as S
 from jethexa_dynamics.validation.errors import EXIT_BAD_INPUT
-from jethexa_dynamics.validation.replay import PredictorAdapter
 
 
-class Still(PredictorAdapter):
+class Still(Predictor):
     name, horizon = "t_still", 1.0
 
     def pose(self, t):
@@ -22,9 +23,9 @@ class Still(PredictorAdapter):
 
 @pytest.fixture(autouse=True)
 def still_predictor():
-    replay.register_predictor("t_still", lambda model=None, horizon=None: Still())
+    registry.register_predictor("t_still", lambda model=None, horizon=None: Still())
     yield
-    replay._FACTORIES.pop("t_still")
+    registry._FACTORIES.pop("t_still")
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +145,7 @@ def test_compare_all_defaults_to_its_own_directory(good):
     assert single[1] == single[0] / "report.json" and both[1] == both[0] / "report.json"
 
 
-def test_non_unit_quaternion_is_a_bad_bag(tmp_path, capsys):
+def test_non_unit_quat_is_a_bad_bag(tmp_path, capsys):
     """Bags use the package's one unit-quaternion tolerance too: a norm-1.01 orientation is not renormalised."""
     from jethexa_dynamics.validation.bag_io import BagWriter
 

@@ -17,7 +17,8 @@ from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_typestore
 from transforms3d.euler import quat2euler
 
-from jethexa_dynamics.validation import cli, replay, simbag
+from jethexa_dynamics.predictors import registry
+from jethexa_dynamics.validation import cli, simbag
 
 pytestmark = [pytest.mark.slow, pytest.mark.ros]
 
@@ -189,7 +190,7 @@ def test_predictions_match_a_plain_replay_loop(demo_bag, validated):
         events.append((row[0], 4, "gt", row[1:]))
     events.sort(key=lambda e: (e[0], e[1]))
     names = list(dict.fromkeys(n for _, _, kind, v in events if kind == "cmd" for n in v[0]))
-    pr = replay.make_predictor(PRED)
+    pr = registry.make_predictor(PRED)
     pr.reset(0.0, names)
     qc = np.full(len(names), np.nan)
     qj = np.full(len(names), np.nan)
@@ -222,7 +223,7 @@ def test_predictions_match_a_plain_replay_loop(demo_bag, validated):
 @pytest.fixture(scope="module")
 def heavy_urdf(tmp_path_factory):
     """The JetHexa URDF with the body (base_link) mass doubled: a deliberately wrong model."""
-    tree = ET.parse(replay._robot(None).urdf_path)
+    tree = ET.parse(registry._robot(None).urdf_path)
     mass = tree.getroot().find("./link[@name='base_link']/inertial/mass")
     mass.set("value", str(2.0 * float(mass.get("value"))))
     path = tmp_path_factory.mktemp("model") / "jethexa_heavy.urdf"

@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 from transforms3d.euler import quat2euler
 
+from jethexa_dynamics.predictors import registry
+from jethexa_dynamics.predictors.base import Predictor
 from jethexa_dynamics.validation import bag_io, cli, metrics, replay, synthetic as S
-from jethexa_dynamics.validation.replay import PredictorAdapter
 
 
-class Perturbed(PredictorAdapter):
+class Perturbed(Predictor):
     """Truth + roll offset; position error grows at ``drift_rate`` m/s along x since the last anchor."""
 
     def __init__(self, roll_offset=0.0, drift_rate=0.0, horizon=1.0, name="perturbed"):
@@ -37,7 +38,7 @@ class Perturbed(PredictorAdapter):
         return list(self._anchors)
 
 
-class EchoLast(PredictorAdapter):
+class EchoLast(Predictor):
     """Predicts the last IMU orientation it was given: zero error only if the replay leaked the measurement."""
 
     name, horizon = "echo", 0.0
@@ -143,13 +144,13 @@ def test_worse_predictor_scores_worse(walk_bag):
 # ---------------------------------------------------------------------------------------------- CLI
 @pytest.fixture()
 def registered():
-    replay.register_predictor("t_good", lambda model=None, horizon=None: Perturbed(np.radians(0.5), 0.002,
+    registry.register_predictor("t_good", lambda model=None, horizon=None: Perturbed(np.radians(0.5), 0.002,
                                                                                    horizon or 1.0, "t_good"))
-    replay.register_predictor("t_bad", lambda model=None, horizon=None: Perturbed(np.radians(3.0), 0.02,
+    registry.register_predictor("t_bad", lambda model=None, horizon=None: Perturbed(np.radians(3.0), 0.02,
                                                                                   horizon or 1.0, "t_bad"))
     yield
-    replay._FACTORIES.pop("t_good")
-    replay._FACTORIES.pop("t_bad")
+    registry._FACTORIES.pop("t_good")
+    registry._FACTORIES.pop("t_bad")
 
 
 def test_cli_report_table_csv_plots(walk_bag, tmp_path, capsys, registered):
@@ -177,7 +178,7 @@ def test_cli_report_table_csv_plots(walk_bag, tmp_path, capsys, registered):
 
 
 def test_cli_compare_all_one_report(walk_bag, tmp_path, capsys, registered, monkeypatch):
-    monkeypatch.setattr(replay, "predictor_names", lambda: ["t_bad", "t_good"])
+    monkeypatch.setattr(registry, "predictor_names", lambda: ["t_bad", "t_good"])
     out = tmp_path / "cmp"
     assert cli.main([str(walk_bag), "--compare-all", "--out", str(out), "--start", "1", "--end", "6"]) == 0
     rep = json.loads((out / "report.json").read_text())

@@ -3,7 +3,7 @@ prints them, and every predictor's line differs from the others by line style an
 import numpy as np
 from matplotlib.text import Annotation
 
-from jethexa_dynamics.monitor.damage import format_morphology
+from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.validation import plots
 from jethexa_dynamics.validation.metrics import Segment
 from jethexa_dynamics.validation.replay import ReplayResult

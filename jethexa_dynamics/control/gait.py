@@ -32,17 +32,17 @@ P_T, P_DUTY, P_HEIGHT, P_DEPTH, P_PROFILE = range(5)
 N_GAIT_PARAMS = 5
 PROFILES = ("cosine", "linear")
 
-# paper leg numbers -> our names (docs/DEV_NOTES.md)
-PAPER_LEGS = {1: "RF", 2: "LF", 3: "RM", 4: "LM", 5: "RR", 6: "LR"}
+#: the wave gait's swing order: one leg at a time, back to front, right side then left (OpenSHC 'wave');
+#: a damaged robot's wave over its remaining legs keeps this order (``control.walking``)
+WAVE_ORDER = ("RR", "RM", "RF", "LR", "LM", "LF")
 
 
 def _swing_starts(kind):
     """Fraction of the cycle at which each leg's swing starts, and the duty factor, per gait kind."""
     if kind == "tripod":      # paper: group 1 = {1,4,5} = {RF, LM, RR} swings first, group 2 half a cycle later
         return {"RF": 0.0, "LM": 0.0, "RR": 0.0, "LF": 0.5, "RM": 0.5, "LR": 0.5}, 0.5
-    if kind == "wave":        # one leg at a time, back to front, right side then left (OpenSHC 'wave')
-        order = ["RR", "RM", "RF", "LR", "LM", "LF"]
-        return {leg: k / 6.0 for k, leg in enumerate(order)}, 5.0 / 6.0
+    if kind == "wave":        # one leg at a time in WAVE_ORDER
+        return {leg: k / 6.0 for k, leg in enumerate(WAVE_ORDER)}, 5.0 / 6.0
     if kind == "ripple":      # a back-to-front wave on each side, the two sides half a cycle apart
         return {"LR": 0.0, "LM": 1 / 3, "LF": 2 / 3, "RR": 0.5, "RM": 5 / 6, "RF": 1 / 6}, 2.0 / 3.0
     raise ValueError("gait must be one of tripod, wave, ripple, got %r" % (kind,))

@@ -81,8 +81,9 @@ class ServoBus(abc.ABC):
 
     @abc.abstractmethod
     def read_time(self, kind: str) -> float:
-        """Wire time [s] of one read of ``kind`` ('position', 'voltage', 'temperature', 'fault'),
-        request plus reply at the line rate; the lower bound for scheduling."""
+        """Wire time [s] of one read of ``kind`` ('position', 'voltage', 'temperature', 'load', or 'limits' =
+        the VIN and temperature limits, two reads), request plus reply at the line rate; the lower bound for
+        scheduling."""
 
     @abc.abstractmethod
     def move_time(self, n_servos: int) -> float:
@@ -93,7 +94,7 @@ class ServoBus(abc.ABC):
         raise UnsupportedCommand(servo_id, "not supported by %s" % type(self).__name__, command=what)
 
     def supports(self, feature: str) -> bool:
-        """True if the optional command ``feature`` (method name, e.g. 'read_error_bits') is carried."""
+        """True if the optional command ``feature`` (method name, e.g. 'read_led_alarm') is carried."""
         return getattr(type(self), feature, None) is not getattr(ServoBus, feature, None)
 
     def move_prepare(self, targets: Targets, time_ms: int) -> None:
@@ -103,12 +104,15 @@ class ServoBus(abc.ABC):
     def move_start(self, servo_id: int = BROADCAST_ID) -> None:
         self._unsupported("move_start", servo_id)
 
-    def read_error_bits(self, servo_id: int, timeout: Optional[float] = None) -> int:
-        """Protection bits: 1 over-temperature, 2 over-voltage, 4 stalled."""
-        self._unsupported("read_error_bits", servo_id)
+    def read_led_alarm(self, servo_id: int, timeout: Optional[float] = None) -> int:
+        """LED alarm *setting* (LED_ERROR_READ, 36): which conditions make the LED flash (1 over-temperature,
+        2 over-voltage, 4 locked rotor). It reads back what :meth:`write_led_alarm` wrote; it is not a fault
+        register (reference §1.2): faults come from TEMP_READ/VIN_READ against the limits."""
+        self._unsupported("read_led_alarm", servo_id)
 
-    def write_error_alarm(self, servo_id: int, bits: int) -> None:
-        self._unsupported("write_error_alarm", servo_id)
+    def write_led_alarm(self, servo_id: int, bits: int) -> None:
+        """Set which conditions make the LED flash (LED_ERROR_WRITE, 35), bits 0..7."""
+        self._unsupported("write_led_alarm", servo_id)
 
     def read_torque(self, servo_id: int, timeout: Optional[float] = None) -> bool:
         self._unsupported("read_torque", servo_id)
@@ -298,7 +302,9 @@ class DirectUartBus(_SerialBus):
     """
 
     REQUEST_BYTES = 6
-    _READ_REPLY_BYTES = {"position": 8, "voltage": 8, "temperature": 7, "fault": 7}
+    #: reply bytes of each scheduled read kind ('limits' = VIN_LIMIT_READ 10 + TEMP_MAX_LIMIT_READ 7)
+    _READ_REPLY_BYTES = {"position": 8, "voltage": 8, "temperature": 7, "load": 7, "limits": 17}
+    _READ_REQUESTS = {"limits": 2}
 
     def __init__(self, port: str = "/dev/ttyTHS1", baudrate: int = 115200, reply_timeout: float = 0.02,
                  gpio=None, rx_con_pin: int = 17, tx_con_pin: int = 27, turnaround_s: float = 0.0,
@@ -340,7 +346,9 @@ class DirectUartBus(_SerialBus):
             self._set_direction("rx")
 
     def read_time(self, kind: str) -> float:
-        return P.frame_wire_time(self.REQUEST_BYTES + self._READ_REPLY_BYTES[kind], self.baudrate) + self.turnaround_s
+        n_req = self._READ_REQUESTS.get(kind, 1)
+        return (P.frame_wire_time(n_req * self.REQUEST_BYTES + self._READ_REPLY_BYTES[kind], self.baudrate)
+                + n_req * self.turnaround_s)
 
     def move_time(self, n_servos: int) -> float:
         return P.frame_wire_time(10 * n_servos + (6 if self.sync_start else 0), self.baudrate)
@@ -405,10 +413,10 @@ class DirectUartBus(_SerialBus):
         return self.request(servo_id, P.Cmd.TEMP_READ, timeout)[0]
 
     # -- the rest of the protocol table ---------------------------------------------------------------
-    def read_error_bits(self, servo_id, timeout=None):
+    def read_led_alarm(self, servo_id, timeout=None):
         return self.request(servo_id, P.Cmd.LED_ERROR_READ, timeout)[0]
 
-    def write_error_alarm(self, servo_id, bits):
+    def write_led_alarm(self, servo_id, bits):
         self.send(servo_id, P.Cmd.LED_ERROR_WRITE, bits)
 
     def read_torque(self, servo_id, timeout=None):
@@ -485,7 +493,9 @@ class RrcBoardBus(_SerialBus):
         super().__init__(port, baudrate, reply_timeout, retries, serial_factory)
 
     def read_time(self, kind: str) -> float:
-        n_value = {"position": 2, "voltage": 2, "temperature": 1, "fault": 1}[kind]
+        if kind == "limits":   # READ_VIN_LIMIT (4 value bytes) + READ_TEMP_LIMIT (1)
+            return P.frame_wire_time(2 * (7 + 8) + 5, self.baudrate)
+        n_value = {"position": 2, "voltage": 2, "temperature": 1, "load": 1}[kind]
         return P.frame_wire_time(7 + 8 + n_value, self.baudrate)
 
     def move_time(self, n_servos: int) -> float:

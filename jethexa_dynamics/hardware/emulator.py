@@ -2,9 +2,15 @@
 the robot's UART (0x55 0x55 servos) or to the STM32 board (0xAA 0x55 + CRC-8).
 
 Each emulated servo follows its commanded position linearly over the commanded time, answers reads, keeps
-its angle/voltage/temperature limits, hardware offset, torque and LED state, and can be driven by the
-simulation's joint angles (:meth:`BusEmulator.set_measured_positions`). Faults are injected per servo at
-start (``faults=``) or at run time (:meth:`BusEmulator.inject`, :meth:`BusEmulator.silence`).
+its angle/voltage/temperature limits, hardware offset, torque, LED and LED-alarm setting, and can be driven
+by the simulation's joint angles (:meth:`BusEmulator.set_measured_positions`). Faults are injected per servo
+at start (``faults=``) or at run time (:meth:`BusEmulator.inject`, :meth:`BusEmulator.silence`).
+
+As the protocol says (reference §1.2): LED_ERROR_READ (36) returns the alarm setting written with
+LED_ERROR_WRITE (35), not live faults; a read sent to the broadcast ID 0xFE is answered only for ID_READ
+(14); a servo whose supply (VIN_READ) is outside its VIN limits, or whose temperature reaches its
+TEMP_MAX_LIMIT, unloads (LOAD_OR_UNLOAD_READ reads 0, moves are ignored) until it is back inside, then
+holds its requested torque state again.
 
 Fault kinds (``FaultSpec.kind``):
 
@@ -15,9 +21,9 @@ corrupt        replies carry a wrong checksum/CRC (``=p``: probability, default 
 drop           one byte of each reply is lost (``=p``: probability, default 1)
 delay          replies are late by ``=s`` seconds (default 0.05)
 garbage        ``=n`` random noise bytes (default 6) precede each reply
-stall          locked rotor: error bit 4, the servo stops and unloads
-overtemp       error bit 1, temperature reads above its limit, the servo unloads
-overvolt       error bit 2, voltage reads above its limit, the servo unloads
+stall          locked rotor: the horn stays where it is, torque stays on, moves are accepted but not made
+overtemp       temperature reads above its TEMP_MAX_LIMIT: the servo unloads (protection)
+overvolt       voltage reads above its VIN limit: the servo unloads (protection)
 =============  ==========================================================================================
 
 Time base: ``time_fn`` (default ``time.monotonic``); pass the simulation clock to run in sim time.
@@ -50,7 +56,6 @@ log = logging.getLogger(__name__)
 
 FAULT_KINDS = ("no_reply", "vanish", "corrupt", "drop", "delay", "garbage", "stall", "overtemp", "overvolt")
 _DEFAULT_VALUE = {"corrupt": 1.0, "drop": 1.0, "delay": 0.05, "garbage": 6.0}
-_PROTECTION_BITS = {"overtemp": 1, "overvolt": 2, "stall": 4}
 Key = Union[int, str]
 
 
@@ -120,14 +125,15 @@ class EmulatedServo:
     angle_limits: Tuple[int, int] = (0, 1000)
     vin_limits: Tuple[int, int] = (4500, 14500)
     temp_limit: int = 85
-    torque: bool = False
+    torque: bool = False            # requested load state (LOAD_OR_UNLOAD_WRITE, moves)
+    protected: bool = False         # supply or temperature outside the limits: unloaded until back inside
     led_off: int = 0
-    alarm_mask: int = 7
+    alarm_mask: int = 7             # LED alarm setting (35/36); 7 = every condition flashes the LED
     motor_mode: int = 0
     motor_speed: int = 0
     vin_mv: int = 11100
     temp_c: int = 35
-    fault_bits: int = 0
+    stuck_at: Optional[float] = None  # locked rotor: horn position [ticks]
     measured: Optional[float] = None
     faults: Dict[str, FaultSpec] = field(default_factory=dict)
 
@@ -140,8 +146,16 @@ class EmulatedServo:
         return self.start + (self.target - self.start) * (t - self.t0) / self.duration
 
     def physical(self, t: float) -> float:
-        """Where the horn is [ticks]: the simulation's angle if set, else the commanded trajectory + offset."""
+        """Where the horn is [ticks]: locked (stall) if so, else the simulation's angle if set, else the
+        commanded trajectory + offset."""
+        if self.stuck_at is not None:
+            return self.stuck_at
         return self.measured if self.measured is not None else self.logical(t) + self.offset
+
+    @property
+    def loaded(self) -> bool:
+        """Torque actually on: requested and not cut by the supply/temperature protection."""
+        return self.torque and not self.protected
 
     def freeze(self, t: float) -> None:
         self.start = self.target = self.logical(t)
@@ -310,19 +324,34 @@ class BusEmulator:
                 s.measured = None
 
     def torque_enabled(self, key: Key) -> bool:
+        """True if the servo's motor is loaded (requested and not cut by its protection)."""
         with self._lock:
-            return self._servo(key).torque
+            return self._servo(key).loaded
 
     def set_voltage(self, mv: int, key: Optional[Key] = None) -> None:
-        """Supply voltage [mV] seen by one servo (or all)."""
+        """Supply voltage [mV] seen by one servo (or all); outside its VIN limits it unloads."""
         with self._lock:
+            t = self.time_fn()
             for s in ([self._servo(key)] if key is not None else self._servos.values()):
                 s.vin_mv = int(mv)
+                self._update_protection(s, t)
 
     def set_temperature(self, celsius: int, key: Optional[Key] = None) -> None:
+        """Internal temperature [deg C] of one servo (or all); at or above its limit it unloads."""
         with self._lock:
+            t = self.time_fn()
             for s in ([self._servo(key)] if key is not None else self._servos.values()):
                 s.temp_c = int(celsius)
+                self._update_protection(s, t)
+
+    def _update_protection(self, s: EmulatedServo, t: float) -> None:
+        """Supply outside [VIN min, VIN max] or temperature >= TEMP_MAX_LIMIT: the servo stops and unloads
+        until both are back inside (reference §1.2)."""
+        lo, hi = s.vin_limits
+        out = not lo <= self._reported_vin(s) <= hi or self._reported_temp(s) >= s.temp_limit
+        if out and not s.protected:
+            s.freeze(t)
+        s.protected = out
 
     def inject(self, key: Key, kind: str, value: Optional[float] = None, at: Optional[float] = None) -> None:
         """Inject a fault on one servo, now or at emulator time ``at`` [s since start]."""
@@ -337,12 +366,14 @@ class BusEmulator:
         self.inject(key, "vanish", at=at)
 
     def clear_faults(self, key: Optional[Key] = None) -> None:
-        """Remove injected faults (and protection bits) of one servo or all; the servo answers again."""
+        """Remove injected faults of one servo or all; the servo answers (and moves) again."""
         with self._lock:
             servos = [self._servo(key)] if key is not None else list(self._servos.values())
+            t = self.time_fn()
             for s in servos:
                 s.faults.clear()
-                s.fault_bits = 0
+                s.stuck_at = None
+                self._update_protection(s, t)
             ids = {s.servo_id for s in servos}
             self._pending_faults = [f for f in self._pending_faults if self._servo(f.servo).servo_id not in ids]
 
@@ -361,11 +392,10 @@ class BusEmulator:
                 continue
             s = self._servo(f.servo)
             s.faults[f.kind] = f
-            bit = _PROTECTION_BITS.get(f.kind)
-            if bit:
-                s.freeze(self.time_fn())
-                s.fault_bits |= bit
-                s.torque = False  # protection unloads the motor
+            t = self.time_fn()
+            if f.kind == "stall" and s.stuck_at is None:
+                s.stuck_at = s.physical(t)
+            self._update_protection(s, t)
         self._pending_faults = keep
 
     # -- serving ----------------------------------------------------------------------------------------
@@ -425,6 +455,7 @@ class BusEmulator:
         return out
 
     def _targets(self, servo_id: int) -> List[EmulatedServo]:
+        """Servos that execute a frame sent to ``servo_id`` (every servo for the broadcast ID)."""
         if servo_id == P.BROADCAST_ID:
             servos = list(self._servos.values())
         else:
@@ -454,8 +485,8 @@ class BusEmulator:
         replies = []
         for s in servos:
             values = self._execute(s, fr.cmd, fr.params, t)
-            if values is None:
-                continue
+            if values is None or (fr.servo_id == P.BROADCAST_ID and fr.cmd != P.Cmd.ID_READ):
+                continue  # writes are not answered; of the reads, a broadcast is answered for ID_READ only
             spec = P.COMMANDS[P.Cmd(fr.cmd)]
             reply = P.encode_frame(s.servo_id, fr.cmd, struct.pack(spec.reply_fmt, *values))
             r = self._finish(s, reply)
@@ -489,7 +520,8 @@ class BusEmulator:
                 return None  # a real servo ignores out-of-range parameters
         elif params and spec.reply_fmt is None:
             return None
-        protected = s.fault_bits != 0
+        self._update_protection(s, t)
+        protected = s.protected
         if cmd == C.MOVE_TIME_WRITE:
             if not protected:
                 s.move(vals[0], vals[1], t)
@@ -514,12 +546,14 @@ class BusEmulator:
             s.angle_limits = (vals[0], vals[1])
         elif cmd == C.VIN_LIMIT_WRITE:
             s.vin_limits = (vals[0], vals[1])
+            self._update_protection(s, t)
         elif cmd == C.TEMP_MAX_LIMIT_WRITE:
             s.temp_limit = vals[0]
+            self._update_protection(s, t)
         elif cmd == C.OR_MOTOR_MODE_WRITE:
             s.motor_mode, s.motor_speed = vals[0], vals[2]
         elif cmd == C.LOAD_OR_UNLOAD_WRITE:
-            s.torque = bool(vals[0]) and not protected
+            s.torque = bool(vals[0])  # requested; the protection keeps the motor unloaded meanwhile
         elif cmd == C.LED_CTRL_WRITE:
             s.led_off = vals[0]
         elif cmd == C.LED_ERROR_WRITE:
@@ -560,11 +594,11 @@ class BusEmulator:
         if cmd == C.OR_MOTOR_MODE_READ:
             return (s.motor_mode, 0, s.motor_speed)
         if cmd == C.LOAD_OR_UNLOAD_READ:
-            return (int(s.torque),)
+            return (int(s.loaded),)
         if cmd == C.LED_CTRL_READ:
             return (s.led_off,)
         if cmd == C.LED_ERROR_READ:
-            return (s.fault_bits,)  # active protection bits (VERIFY: may be the alarm mask on real servos)
+            return (s.alarm_mask,)  # the setting written with 35, never live faults (reference §1.2)
         return None
 
     # -- RRC board --------------------------------------------------------------------------------------

@@ -25,21 +25,42 @@ __all__ = [
     "ImuDisconnectedError",
     "ImuStuckError",
     "ImuCalibrationError",
-    "FAULT_BIT_NAMES",
-    "fault_bit_names",
+    "LED_ALARM_BIT_NAMES",
+    "led_alarm_names",
+    "measured_faults",
 ]
 
-#: LED_ERROR bits of the Hiwonder protocol (reference §1.2, cmd 35/36).
-FAULT_BIT_NAMES = {1: "over-temperature", 2: "over-voltage", 4: "stalled (locked rotor)"}
+#: Bits of the LED alarm *setting* (LED_ERROR_WRITE/READ, cmd 35/36, reference §1.2): which conditions make
+#: the servo's LED flash. 36 reads back what 35 wrote; it is a configuration, never an active fault.
+LED_ALARM_BIT_NAMES = {1: "over-temperature", 2: "over-voltage", 4: "locked rotor"}
 
 
-def fault_bit_names(bits: int) -> list:
-    """Names of the set LED_ERROR bits, e.g. ``5`` -> ``['over-temperature', 'stalled (locked rotor)']``."""
-    names = [name for bit, name in FAULT_BIT_NAMES.items() if bits & bit]
+def led_alarm_names(bits: int) -> list:
+    """Conditions enabled by an LED alarm setting, e.g. ``5`` -> ``['over-temperature', 'locked rotor']``."""
+    names = [name for bit, name in LED_ALARM_BIT_NAMES.items() if bits & bit]
     unknown = bits & ~0x07
     if unknown:
         names.append("unknown bits 0x%02X" % unknown)
     return names
+
+
+def measured_faults(temperature_c: float, temp_limit_c: float, vin_mv: float, vin_min_mv: float,
+                    vin_max_mv: float) -> list:
+    """Faults a servo's own measurements show against its own limits (reference §1.2, cmd 23/25/26/27).
+
+    ``temperature_c`` (TEMP_READ) >= ``temp_limit_c`` (TEMP_MAX_LIMIT_READ) -> ``over-temperature``;
+    ``vin_mv`` (VIN_READ) above / below the VIN_LIMIT_READ range [``vin_min_mv``, ``vin_max_mv``] ->
+    ``over-voltage`` / ``under-voltage``. NaN (not read yet) never makes a fault. Stall is not decided here:
+    it is a persistent position error under load (``damage.detection.DamageDetector``).
+    """
+    out = []
+    if temperature_c >= temp_limit_c:        # False when either is NaN
+        out.append("over-temperature")
+    if vin_mv > vin_max_mv:
+        out.append("over-voltage")
+    if vin_mv < vin_min_mv:
+        out.append("under-voltage")
+    return out
 
 
 class HardwareError(Exception):
@@ -100,16 +121,16 @@ class FrameError(ServoError):
 
 
 class UnsupportedCommand(ServoError):
-    """The transport cannot carry this command (e.g. LED_ERROR_READ through the RRC board)."""
+    """The transport cannot carry this command (e.g. LED_ERROR_WRITE through the RRC board)."""
 
 
 class ServoFault(ServoError):
-    """The servo reports protection bits (LED_ERROR): 1 over-temperature, 2 over-voltage, 4 stalled."""
+    """A servo's measurement is outside its own limits (:func:`measured_faults`): ``faults`` names them
+    (``over-temperature``, ``over-voltage``, ``under-voltage``), ``detail`` gives the values."""
 
-    def __init__(self, servo_id: int, joint: Optional[str], bits: int):
-        self.bits = int(bits)
-        super().__init__(servo_id, "fault bits 0x%02X (%s)" % (bits, ", ".join(fault_bit_names(bits))),
-                         joint=joint)
+    def __init__(self, servo_id: int, joint: Optional[str], faults, detail: str = ""):
+        self.faults = list(faults)
+        super().__init__(servo_id, ", ".join(self.faults) + (" (%s)" % detail if detail else ""), joint=joint)
 
 
 class BusClosedError(HardwareError):

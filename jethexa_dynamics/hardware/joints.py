@@ -3,7 +3,9 @@
 * :meth:`JointServoBus.command` validates every joint (finite, inside its limits) **before** a byte is sent,
   then writes all servos in one group write.
 * :meth:`JointServoBus.poll` spends a time budget on reads, round-robin over the servos: mostly positions,
-  with a voltage / temperature / fault-bit read every ``aux_every`` reads. A full position read of 18
+  with a voltage / temperature / load read every ``aux_every`` reads (each servo's first one reads its VIN
+  and temperature limits instead). A measurement outside the servo's own limits is a :class:`ServoFault`
+  (``errors.measured_faults``); the LED alarm setting (cmd 36) is never read as a fault. A full position read of 18
   servos takes > 100 ms at 115200 baud, so each control tick gets a few reads only. Servos that stop
   answering are marked offline and retried only every ``offline_retry_every`` rounds, so a dead servo
   never eats the budget of the healthy ones.
@@ -21,7 +23,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Uni
 
 from .bus import BROADCAST_ID, ServoBus
 from .errors import (BusClosedError, EmergencyStopActive, HardwareError, ParameterError, ServoError, ServoFault,
-                     UnsupportedCommand)
+                     UnsupportedCommand, measured_faults)
 from .servo_table import ServoSpec, ServoTable
 
 __all__ = ["JointReadings", "ServoHealth", "JointServoBus"]
@@ -37,16 +39,20 @@ MAX_DURATION_S = 30.0
 class JointReadings:
     """What one :meth:`JointServoBus.poll` obtained. Keys are joint names.
 
-    positions [rad, URDF convention], voltages [V], temperatures [deg C], fault_bits (LED_ERROR bits, only
-    joints read this tick), errors (the typed exception of each failed read), ``stamp`` (time_fn at the
-    start), ``elapsed`` [s] spent on the bus, ``reads`` attempted.
+    positions [rad, URDF convention], voltages [V], temperatures [deg C], loads (LOAD_OR_UNLOAD_READ: True =
+    torque on), limits ((temp_max [deg C], vin_min [mV], vin_max [mV]) read from the servo), faults (a
+    :class:`ServoFault` for a voltage/temperature read outside that servo's limits), errors (the typed
+    exception of each failed read), ``stamp`` (time_fn at the start), ``elapsed`` [s] spent on the bus,
+    ``reads`` attempted. Only joints read in this poll appear.
     """
 
     stamp: float
     positions: Dict[str, float] = field(default_factory=dict)
     voltages: Dict[str, float] = field(default_factory=dict)
     temperatures: Dict[str, float] = field(default_factory=dict)
-    fault_bits: Dict[str, int] = field(default_factory=dict)
+    loads: Dict[str, bool] = field(default_factory=dict)
+    limits: Dict[str, Tuple[float, float, float]] = field(default_factory=dict)
+    faults: Dict[str, ServoFault] = field(default_factory=dict)
     errors: Dict[str, HardwareError] = field(default_factory=dict)
     elapsed: float = 0.0
     reads: int = 0
@@ -54,7 +60,9 @@ class JointReadings:
 
 @dataclass
 class ServoHealth:
-    """Per-joint bus health: ``online`` False after ``offline_after`` consecutive failed reads."""
+    """Per-joint bus health: ``online`` False after ``offline_after`` consecutive failed reads; the servo's
+    own limits once read (``temp_limit_c`` [deg C], ``vin_limits_mv`` (min, max) [mV]), its last voltage
+    [mV] and temperature [deg C], and the ``faults`` they show (``errors.measured_faults``)."""
 
     joint: str
     servo_id: int
@@ -62,7 +70,15 @@ class ServoHealth:
     consecutive_failures: int = 0
     last_ok: Optional[float] = None
     last_error: Optional[HardwareError] = None
-    fault_bits: int = 0
+    temp_limit_c: float = math.nan
+    vin_limits_mv: Tuple[float, float] = (math.nan, math.nan)
+    vin_mv: float = math.nan
+    temperature_c: float = math.nan
+    faults: List[str] = field(default_factory=list)
+
+    @property
+    def limits_known(self) -> bool:
+        return not math.isnan(self.temp_limit_c)
 
 
 class JointServoBus:
@@ -71,12 +87,13 @@ class JointServoBus:
     ``bus``: a :class:`ServoBus` (DirectUartBus / RrcBoardBus). ``table``: the :class:`ServoTable`.
     ``limits``: optional extra {joint: (lo, hi)} [rad], intersected with the table's (URDF and servo range).
     ``read_timeout``: reply timeout of scheduled reads [s] (None = the bus default).
-    ``aux_every``: one voltage/temperature/fault read after this many position reads.
+    ``aux_every``: one voltage/temperature/load (or, once per servo, limits) read after this many position
+    reads.
     ``offline_after`` consecutive failures mark a servo offline; offline servos are retried once every
     ``offline_retry_every`` read rounds.
     """
 
-    AUX_KINDS = ("voltage", "temperature", "fault")
+    AUX_KINDS = ("voltage", "temperature", "load")
 
     def __init__(self, bus: ServoBus, table: ServoTable, limits: Optional[Mapping[str, Tuple[float, float]]] = None,
                  read_timeout: Optional[float] = None, aux_every: int = 6, offline_after: int = 3,
@@ -95,7 +112,8 @@ class JointServoBus:
         self._round = 0
         self._estop = False
         self._closed = False
-        self._aux = [k for k in self.AUX_KINDS if k != "fault" or bus.supports("read_error_bits")]
+        self._aux = [k for k in self.AUX_KINDS if k != "load" or bus.supports("read_torque")]
+        self._read_limits = bus.supports("read_voltage_limits") and bus.supports("read_temperature_limit")
         self._cost: Dict[str, float] = {}
         #: last commanded {joint: rad}, its duration [s] and time
         self.last_command: Dict[str, float] = {}
@@ -171,6 +189,26 @@ class JointServoBus:
         self.bus.set_torque([BROADCAST_ID], False)
         self.bus.set_torque(list(self.table.servo_ids), False)
 
+    def set_led_alarm(self, bits: int) -> Dict[str, Union[int, HardwareError]]:
+        """Write the LED alarm setting ``bits`` (0..7; cmd 35) to every servo and read it back (cmd 36).
+
+        Returns {joint: setting read back, or the error of that servo}. The setting only says which conditions
+        flash the servo's LED; it is configuration, never a fault source. :class:`UnsupportedCommand` if the
+        transport does not carry cmd 35/36 (the RRC board).
+        """
+        self._check_usable()
+        if not self.bus.supports("write_led_alarm"):
+            raise UnsupportedCommand(None, "not supported by %s" % type(self.bus).__name__, command="write_led_alarm")
+        out: Dict[str, Union[int, HardwareError]] = {}
+        for spec in self.table:
+            self.bus.write_led_alarm(spec.servo_id, bits)
+        for spec in self.table:
+            try:
+                out[spec.joint] = int(self.bus.read_led_alarm(spec.servo_id, self.read_timeout))
+            except ServoError as exc:
+                out[spec.joint] = exc.with_joint(spec.joint)
+        return out
+
     def emergency_stop(self) -> List[HardwareError]:
         """Stop and unload every servo, best effort (never raises for bus errors), and refuse further
         :meth:`command` calls until :meth:`reset_emergency_stop`. Returns the errors met on the way."""
@@ -220,15 +258,24 @@ class JointServoBus:
             if kind == "position":
                 out.positions[spec.joint] = spec.to_rad(self.bus.read_position(spec.servo_id, self.read_timeout))
             elif kind == "voltage":
-                out.voltages[spec.joint] = self.bus.read_voltage(spec.servo_id, self.read_timeout) / 1000.0
+                h.vin_mv = float(self.bus.read_voltage(spec.servo_id, self.read_timeout))
+                out.voltages[spec.joint] = h.vin_mv / 1000.0
+                self._classify(spec, h, out)
             elif kind == "temperature":
-                out.temperatures[spec.joint] = float(self.bus.read_temperature(spec.servo_id, self.read_timeout))
-            else:
-                bits = self.bus.read_error_bits(spec.servo_id, self.read_timeout)
-                out.fault_bits[spec.joint] = h.fault_bits = bits
-                if bits:
-                    out.errors[spec.joint] = ServoFault(spec.servo_id, spec.joint, bits)
+                h.temperature_c = float(self.bus.read_temperature(spec.servo_id, self.read_timeout))
+                out.temperatures[spec.joint] = h.temperature_c
+                self._classify(spec, h, out)
+            elif kind == "load":
+                out.loads[spec.joint] = bool(self.bus.read_torque(spec.servo_id, self.read_timeout))
+            else:  # limits
+                lo, hi = self.bus.read_voltage_limits(spec.servo_id, self.read_timeout)
+                tmax = self.bus.read_temperature_limit(spec.servo_id, self.read_timeout)
+                h.vin_limits_mv, h.temp_limit_c = (float(lo), float(hi)), float(tmax)
+                out.limits[spec.joint] = (h.temp_limit_c, h.vin_limits_mv[0], h.vin_limits_mv[1])
+                self._classify(spec, h, out)
         except UnsupportedCommand:
+            if kind == "limits":
+                self._read_limits = False
             self._aux = [k for k in self._aux if k != kind]
             return
         except ServoError as exc:
@@ -252,6 +299,17 @@ class JointServoBus:
             # cost estimate of successful-or-not reads; the wire time is the floor
             self._cost[kind] = max(self.bus.read_time(kind), dt if old is None else 0.8 * old + 0.2 * dt)
 
+    @staticmethod
+    def _classify(spec: ServoSpec, h: ServoHealth, out: JointReadings) -> None:
+        """Faults of the servo's latest voltage/temperature against its own limits (none before the limits
+        are read: the protocol gives no other source of over-temperature / over- or under-voltage)."""
+        h.faults = measured_faults(h.temperature_c, h.temp_limit_c, h.vin_mv, *h.vin_limits_mv)
+        if h.faults:
+            out.faults[spec.joint] = ServoFault(spec.servo_id, spec.joint, h.faults, "%.0f mV in [%.0f, %.0f], "
+                                                "%.0f degC, max %.0f" % (h.vin_mv, h.vin_limits_mv[0],
+                                                                         h.vin_limits_mv[1], h.temperature_c,
+                                                                         h.temp_limit_c))
+
     def mark_responsive(self, joint: str) -> None:
         """A read outside the scheduler (e.g. the driver's confirmation read) got a valid reply from ``joint``:
         it is online again and read on every round, not only on retry rounds."""
@@ -271,6 +329,8 @@ class JointServoBus:
                 i = self._aux_i % (n * len(self._aux))
                 spec, kind = self.table[i // len(self._aux)], self._aux[i % len(self._aux)]
                 self._aux_i += 1
+                if self._read_limits and not self.health[spec.joint].limits_known:
+                    kind = "limits"  # faults are judged against the servo's own limits: read them first
             else:
                 spec, kind = self.table[self._pos_i], "position"
                 self._pos_i = (self._pos_i + 1) % n
@@ -298,7 +358,7 @@ class JointServoBus:
             if max_reads is not None and out.reads >= max_reads:
                 break
             remaining = budget_s - (time.monotonic() - t0)
-            nxt = min(self._cost.get(k, self.bus.read_time(k)) for k in ["position"] + self._aux)
+            nxt = min(self._cost.get(k, self.bus.read_time(k)) for k in ["position"] + list(self._aux))
             if remaining < nxt:
                 break
         out.elapsed = time.monotonic() - t0

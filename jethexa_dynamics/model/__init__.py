@@ -1,8 +1,9 @@
 """The modular Boltzmann-Hamel model of legged robots (Farghdani et al., paper 003, Sec. III-V).
 
 - :class:`LeggedRobot` -- structural matrices M, C, 𝒩, 𝒥 and forward dynamics for any floating-base robot
-  with serial revolute legs, loaded from URDF; :class:`Morphology` -- the link/leg existence vectors.
+  with serial revolute legs, loaded from URDF; :class:`Morphology` -- the link/leg existence vectors 
+  (``Morphology.parse`` reads every spec: ``LM:1``, ``RR:0 LM:1``, ``damage1``/``scenario1``, ...).
 - :mod:`.se3` -- readable screw-theory functions; :mod:`.kernels` -- the compiled equations;
   :mod:`.integrators` -- time stepping on SE(3).
 """
-from .robot import LeggedRobot, Morphology  # noqa: F401
+from .robot import LeggedRobot, Morphology, format_morphology  # noqa: F401

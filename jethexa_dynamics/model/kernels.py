@@ -25,6 +25,10 @@ import numpy as np
 
 from ._numba import njit
 
+# positions in the ``data`` tuple (module docstring); numba folds these globals to constants
+(D_N_JOINTS, D_JOINT_OFFSET, D_XI, D_MASS, D_COM0, D_IC0, D_TIP0, D_BODY_MASS, D_BODY_COM, D_BODY_IC,
+ D_GRAVITY) = range(11)
+
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -123,11 +127,10 @@ def leg_kinematics(data, i, theta, R, p, xp, c, Ic):
     ``c[k], Ic[k]`` the link CoM and rotational inertia in X_b.
     (Written with scalar indexing only: array views cost a reference-count round trip each in numba.)
     """
-    n_joints, joint_offset, xi, com0, Ic0 = data[0], data[1], data[2], data[4], data[5]
+    n_joints, joint_offset, xi = data[D_N_JOINTS], data[D_JOINT_OFFSET], data[D_XI]
+    com0, Ic0 = data[D_COM0], data[D_IC0]
     n = n_joints[i]
     off = joint_offset[i]
-    Re = np.empty((3, 3))
-    T = np.empty((3, 3))
     for k in range(n):
         v0, v1, v2 = xi[i, k, 0], xi[i, k, 1], xi[i, k, 2]
         w0, w1, w2 = xi[i, k, 3], xi[i, k, 4], xi[i, k, 5]
@@ -148,43 +151,47 @@ def leg_kinematics(data, i, theta, R, p, xp, c, Ic):
         th = theta[off + k]
         s = math.sin(th)
         kc = 1.0 - math.cos(th)
-        Re[0, 0] = 1.0 + kc * (w0 * w0 - 1.0)
-        Re[0, 1] = -s * w2 + kc * w0 * w1
-        Re[0, 2] = s * w1 + kc * w0 * w2
-        Re[1, 0] = s * w2 + kc * w1 * w0
-        Re[1, 1] = 1.0 + kc * (w1 * w1 - 1.0)
-        Re[1, 2] = -s * w0 + kc * w1 * w2
-        Re[2, 0] = -s * w1 + kc * w2 * w0
-        Re[2, 1] = s * w0 + kc * w2 * w1
-        Re[2, 2] = 1.0 + kc * (w2 * w2 - 1.0)
+        # (scalars, no scratch arrays: an allocation per leg costs more than the arithmetic here)
+        e00 = 1.0 + kc * (w0 * w0 - 1.0)
+        e01 = -s * w2 + kc * w0 * w1
+        e02 = s * w1 + kc * w0 * w2
+        e10 = s * w2 + kc * w1 * w0
+        e11 = 1.0 + kc * (w1 * w1 - 1.0)
+        e12 = -s * w0 + kc * w1 * w2
+        e20 = -s * w1 + kc * w2 * w0
+        e21 = s * w0 + kc * w2 * w1
+        e22 = 1.0 + kc * (w2 * w2 - 1.0)
         a0 = w1 * v2 - w2 * v1
         a1 = w2 * v0 - w0 * v2
         a2 = w0 * v1 - w1 * v0
         wv = (w0 * v0 + w1 * v1 + w2 * v2) * th
-        pe0 = a0 - (Re[0, 0] * a0 + Re[0, 1] * a1 + Re[0, 2] * a2) + w0 * wv
-        pe1 = a1 - (Re[1, 0] * a0 + Re[1, 1] * a1 + Re[1, 2] * a2) + w1 * wv
-        pe2 = a2 - (Re[2, 0] * a0 + Re[2, 1] * a1 + Re[2, 2] * a2) + w2 * wv
+        pe0 = a0 - (e00 * a0 + e01 * a1 + e02 * a2) + w0 * wv
+        pe1 = a1 - (e10 * a0 + e11 * a1 + e12 * a2) + w1 * wv
+        pe2 = a2 - (e20 * a0 + e21 * a1 + e22 * a2) + w2 * wv
         # T_k = T_{k-1} exp(ξ_k θ_k)
         if k == 0:
-            for r in range(3):
-                for t in range(3):
-                    R[0, r, t] = Re[r, t]
+            R[0, 0, 0], R[0, 0, 1], R[0, 0, 2] = e00, e01, e02
+            R[0, 1, 0], R[0, 1, 1], R[0, 1, 2] = e10, e11, e12
+            R[0, 2, 0], R[0, 2, 1], R[0, 2, 2] = e20, e21, e22
             p[0, 0] = pe0
             p[0, 1] = pe1
             p[0, 2] = pe2
         else:
             for r in range(3):
-                for t in range(3):
-                    R[k, r, t] = R[k - 1, r, 0] * Re[0, t] + R[k - 1, r, 1] * Re[1, t] + R[k - 1, r, 2] * Re[2, t]
-                p[k, r] = R[k - 1, r, 0] * pe0 + R[k - 1, r, 1] * pe1 + R[k - 1, r, 2] * pe2 + p[k - 1, r]
-        # link CoM and inertia in X_b
+                q0, q1, q2 = R[k - 1, r, 0], R[k - 1, r, 1], R[k - 1, r, 2]
+                R[k, r, 0] = q0 * e00 + q1 * e10 + q2 * e20
+                R[k, r, 1] = q0 * e01 + q1 * e11 + q2 * e21
+                R[k, r, 2] = q0 * e02 + q1 * e12 + q2 * e22
+                p[k, r] = q0 * pe0 + q1 * pe1 + q2 * pe2 + p[k - 1, r]
+        # link CoM and inertia in X_b: c = R c0 + p, Ic = (R Ic0) R^T row by row, kept exactly symmetric
         for r in range(3):
-            c[k, r] = R[k, r, 0] * com0[i, k, 0] + R[k, r, 1] * com0[i, k, 1] + R[k, r, 2] * com0[i, k, 2] + p[k, r]
-            for t in range(3):
-                T[r, t] = R[k, r, 0] * Ic0[i, k, 0, t] + R[k, r, 1] * Ic0[i, k, 1, t] + R[k, r, 2] * Ic0[i, k, 2, t]
-        for r in range(3):
-            for t in range(r, 3):   # R Ic0 R^T, kept exactly symmetric
-                val = T[r, 0] * R[k, t, 0] + T[r, 1] * R[k, t, 1] + T[r, 2] * R[k, t, 2]
+            q0, q1, q2 = R[k, r, 0], R[k, r, 1], R[k, r, 2]
+            c[k, r] = q0 * com0[i, k, 0] + q1 * com0[i, k, 1] + q2 * com0[i, k, 2] + p[k, r]
+            t0 = q0 * Ic0[i, k, 0, 0] + q1 * Ic0[i, k, 1, 0] + q2 * Ic0[i, k, 2, 0]
+            t1 = q0 * Ic0[i, k, 0, 1] + q1 * Ic0[i, k, 1, 1] + q2 * Ic0[i, k, 2, 1]
+            t2 = q0 * Ic0[i, k, 0, 2] + q1 * Ic0[i, k, 1, 2] + q2 * Ic0[i, k, 2, 2]
+            for t in range(r, 3):
+                val = t0 * R[k, t, 0] + t1 * R[k, t, 1] + t2 * R[k, t, 2]
                 Ic[k, r, t] = val
                 Ic[k, t, r] = val
 
@@ -271,141 +278,148 @@ def _leg_work(nmax):
 
 
 @njit(cache=True)
-def _leg_terms(data, i, m_i, theta, v, w, same, wa, wde, coriolis_on, gb, f_b, with_tip,
+def _leg_terms(data, counts, theta, v, w, same, wa, wde, coriolis_on, gb, f_b, with_tip,
                Mbb, Mbt, Mtt, bias_b, bias_l, P, gen_b, gen_l,
-               snap, pMbb, pMbt, pMtt, pbias_b, pbias_l, pP, pgen_b, pgen_l, work):
-    """Accumulate the contributions of links 0..m_i-1 of leg i (Algorithm 1, steps 2.2.1-2.2.5):
+               snap, pMbb, pMbt, pMtt, pbias_b, pbias_l, pP, pgen_b, pgen_l):
+    """Accumulate, for every leg i, the contributions of its links 0..counts[i]-1 (Algorithm 1, steps
+    2.2.1-2.2.5) into that leg's slot [i] of each accumulator:
     mass blocks M^bb_ij, 𝓜^bθ_ij = M^bb J^b, 𝓜^θθ_ij = J^bT M^bb J^b (eq. 8, 19, 21, 27-28);
     C(θ,v) w without the ℬ term, i.e. wa·𝒜 w - ½ wde·(𝒟 w_b + ℰ w_θ) (eq. 36-43) plus gravity 𝒩 (eq. 9)
     into bias_*; the momentum 𝒫 (eq. 41); and, when the tip link is present and ``with_tip``, the generalized
-    force 𝒥^T F (eq. 11) of the foot force ``f_b`` (X_b axes) into gen_*. ``same`` means w is v.
-    With ``snap`` the accumulators are copied after each link into the prefix arrays p*[j+1] (used by the
-    morphology bank: prefix j+1 = the leg with only its first j+1 links)."""
-    n_joints, joint_offset, mass, tip0 = data[0], data[1], data[3], data[6]
-    n = n_joints[i]
-    off = 6 + joint_offset[i]
-    R, p, xp, c, Ic, Sv, Sw, lv, lw = work
-    leg_kinematics(data, i, theta, R, p, xp, c, Ic)
-    for j in range(m_i):
-        m = mass[i, j]
-        c0, c1, c2 = c[j, 0], c[j, 1], c[j, 2]
-        # ---- mass matrix blocks (eq. 8, 19, 21, 28): M^bb = [[m 1, -m ĉ], [m ĉ, Ic - m ĉ ĉ]]
-        cc = c0 * c0 + c1 * c1 + c2 * c2
-        Mbb[0, 0] += m
-        Mbb[1, 1] += m
-        Mbb[2, 2] += m
-        Mbb[4, 0] += m * c2
-        Mbb[0, 4] += m * c2
-        Mbb[5, 0] -= m * c1
-        Mbb[0, 5] -= m * c1
-        Mbb[3, 1] -= m * c2
-        Mbb[1, 3] -= m * c2
-        Mbb[5, 1] += m * c0
-        Mbb[1, 5] += m * c0
-        Mbb[3, 2] += m * c1
-        Mbb[2, 3] += m * c1
-        Mbb[4, 2] -= m * c0
-        Mbb[2, 4] -= m * c0
-        for r in range(3):
-            for t in range(3):
-                Mbb[3 + r, 3 + t] += Ic[j, r, t] - m * (c[j, r] * c[j, t]) + (m * cc if r == t else 0.0)
-        for k in range(j + 1):
-            f = _M_link(m, c, Ic, j, xp[k, 0], xp[k, 1], xp[k, 2], xp[k, 3], xp[k, 4], xp[k, 5])
-            Mbt[0, k] += f[0]
-            Mbt[1, k] += f[1]
-            Mbt[2, k] += f[2]
-            Mbt[3, k] += f[3]
-            Mbt[4, k] += f[4]
-            Mbt[5, k] += f[5]
-            for l in range(k + 1):     # symmetric by construction: one dot product for both entries
-                val = _xp_dot(xp, l, f)
-                Mtt[l, k] += val
-                if l != k:
-                    Mtt[k, l] += val
-        # ---- Coriolis (eq. 36-43) and momentum (eq. 41); link velocity V + J^b θ̇ with prefix sums
-        if coriolis_on:
-            u0, u1, u2, u3, u4, u5 = v[0], v[1], v[2], v[3], v[4], v[5]
-            z0, z1, z2, z3, z4, z5 = w[0], w[1], w[2], w[3], w[4], w[5]
-            for b in range(j + 1):
-                tv = v[off + b]
-                tw = w[off + b]
-                u0 += xp[b, 0] * tv
-                u1 += xp[b, 1] * tv
-                u2 += xp[b, 2] * tv
-                u3 += xp[b, 3] * tv
-                u4 += xp[b, 4] * tv
-                u5 += xp[b, 5] * tv
-                z0 += xp[b, 0] * tw
-                z1 += xp[b, 1] * tw
-                z2 += xp[b, 2] * tw
-                z3 += xp[b, 3] * tw
-                z4 += xp[b, 4] * tw
-                z5 += xp[b, 5] * tw
-                Sv[b, 0], Sv[b, 1], Sv[b, 2], Sv[b, 3], Sv[b, 4], Sv[b, 5] = u0, u1, u2, u3, u4, u5
-                Sw[b, 0], Sw[b, 1], Sw[b, 2], Sw[b, 3], Sw[b, 4], Sw[b, 5] = z0, z1, z2, z3, z4, z5
-            hv = _M_link(m, c, Ic, j, u0, u1, u2, u3, u4, u5)
-            P[0] += hv[0]
-            P[1] += hv[1]
-            P[2] += hv[2]
-            P[3] += hv[3]
-            P[4] += hv[4]
-            P[5] += hv[5]
-            hw = hv
-            if not same:
-                hw = _M_link(m, c, Ic, j, z0, z1, z2, z3, z4, z5)
+    force 𝒥^T F (eq. 11) of the foot force ``f_b[i]`` (X_b axes) into gen_*. ``same`` means w is v.
+    With ``snap`` the accumulators are copied after each link into the prefix arrays p*[i, j+1] (used by the
+    morphology bank: prefix j+1 = the leg with only its first j+1 links).
+    All legs in one call: each array argument of a compiled call costs a reference-count round trip, and
+    one call per leg spent ~40 % of the forward dynamics on them (perf, see benchmarks/results/model.md)."""
+    n_joints, joint_offset, mass, tip0 = data[D_N_JOINTS], data[D_JOINT_OFFSET], data[D_MASS], data[D_TIP0]
+    R, p, xp, c, Ic, Sv, Sw, lv, lw = _leg_work(data[D_XI].shape[1])
+    for i in range(counts.shape[0]):
+        m_i = counts[i]
+        if m_i == 0:
+            continue
+        n = n_joints[i]
+        off = 6 + joint_offset[i]
+        leg_kinematics(data, i, theta, R, p, xp, c, Ic)
+        for j in range(m_i):
+            m = mass[i, j]
+            c0, c1, c2 = c[j, 0], c[j, 1], c[j, 2]
+            # ---- mass matrix blocks (eq. 8, 19, 21, 28): M^bb = [[m 1, -m ĉ], [m ĉ, Ic - m ĉ ĉ]]
+            cc = c0 * c0 + c1 * c1 + c2 * c2
+            Mbb[i, 0, 0] += m
+            Mbb[i, 1, 1] += m
+            Mbb[i, 2, 2] += m
+            Mbb[i, 4, 0] += m * c2
+            Mbb[i, 0, 4] += m * c2
+            Mbb[i, 5, 0] -= m * c1
+            Mbb[i, 0, 5] -= m * c1
+            Mbb[i, 3, 1] -= m * c2
+            Mbb[i, 1, 3] -= m * c2
+            Mbb[i, 5, 1] += m * c0
+            Mbb[i, 1, 5] += m * c0
+            Mbb[i, 3, 2] += m * c1
+            Mbb[i, 2, 3] += m * c1
+            Mbb[i, 4, 2] -= m * c0
+            Mbb[i, 2, 4] -= m * c0
+            for r in range(3):
+                for t in range(3):
+                    Mbb[i, 3 + r, 3 + t] += Ic[j, r, t] - m * (c[j, r] * c[j, t]) + (m * cc if r == t else 0.0)
             for k in range(j + 1):
-                gv = _dM_apply(xp, k, j, m, c, Ic, (Sv[k, 0], Sv[k, 1], Sv[k, 2], Sv[k, 3], Sv[k, 4], Sv[k, 5]),
-                               hv, lv)
-                tk = v[off + k] * wa
-                if same:
-                    gw = gv
+                f = _M_link(m, c, Ic, j, xp[k, 0], xp[k, 1], xp[k, 2], xp[k, 3], xp[k, 4], xp[k, 5])
+                Mbt[i, 0, k] += f[0]
+                Mbt[i, 1, k] += f[1]
+                Mbt[i, 2, k] += f[2]
+                Mbt[i, 3, k] += f[3]
+                Mbt[i, 4, k] += f[4]
+                Mbt[i, 5, k] += f[5]
+                for l in range(k + 1):     # symmetric by construction: one dot product for both entries
+                    val = _xp_dot(xp, l, f)
+                    Mtt[i, l, k] += val
+                    if l != k:
+                        Mtt[i, k, l] += val
+            # ---- Coriolis (eq. 36-43) and momentum (eq. 41); link velocity V + J^b θ̇ with prefix sums
+            if coriolis_on:
+                u0, u1, u2, u3, u4, u5 = v[0], v[1], v[2], v[3], v[4], v[5]
+                z0, z1, z2, z3, z4, z5 = w[0], w[1], w[2], w[3], w[4], w[5]
+                for b in range(j + 1):
+                    tv = v[off + b]
+                    tw = w[off + b]
+                    u0 += xp[b, 0] * tv
+                    u1 += xp[b, 1] * tv
+                    u2 += xp[b, 2] * tv
+                    u3 += xp[b, 3] * tv
+                    u4 += xp[b, 4] * tv
+                    u5 += xp[b, 5] * tv
+                    z0 += xp[b, 0] * tw
+                    z1 += xp[b, 1] * tw
+                    z2 += xp[b, 2] * tw
+                    z3 += xp[b, 3] * tw
+                    z4 += xp[b, 4] * tw
+                    z5 += xp[b, 5] * tw
+                    Sv[b, 0], Sv[b, 1], Sv[b, 2], Sv[b, 3], Sv[b, 4], Sv[b, 5] = u0, u1, u2, u3, u4, u5
+                    Sw[b, 0], Sw[b, 1], Sw[b, 2], Sw[b, 3], Sw[b, 4], Sw[b, 5] = z0, z1, z2, z3, z4, z5
+                hv = _M_link(m, c, Ic, j, u0, u1, u2, u3, u4, u5)
+                P[i, 0] += hv[0]
+                P[i, 1] += hv[1]
+                P[i, 2] += hv[2]
+                P[i, 3] += hv[3]
+                P[i, 4] += hv[4]
+                P[i, 5] += hv[5]
+                hw = hv
+                if not same:
+                    hw = _M_link(m, c, Ic, j, z0, z1, z2, z3, z4, z5)
+                for k in range(j + 1):
+                    gv = _dM_apply(xp, k, j, m, c, Ic, (Sv[k, 0], Sv[k, 1], Sv[k, 2], Sv[k, 3], Sv[k, 4], Sv[k, 5]),
+                                   hv, lv)
+                    tk = v[off + k] * wa
+                    if same:
+                        gw = gv
+                        for beta in range(j + 1):
+                            bias_l[i, beta] += lv[beta] * tk
+                    else:
+                        gw = _dM_apply(xp, k, j, m, c, Ic, (Sw[k, 0], Sw[k, 1], Sw[k, 2], Sw[k, 3], Sw[k, 4], Sw[k, 5]),
+                                       hw, lw)
+                        for beta in range(j + 1):
+                            bias_l[i, beta] += lw[beta] * tk
+                    # 𝒜 w = Σ_k (∂M_ij/∂θ_k w) θ̇_k      (eq. 37)
+                    bias_b[i, 0] += gw[0] * tk
+                    bias_b[i, 1] += gw[1] * tk
+                    bias_b[i, 2] += gw[2] * tk
+                    bias_b[i, 3] += gw[3] * tk
+                    bias_b[i, 4] += gw[4] * tk
+                    bias_b[i, 5] += gw[5] * tk
+                    # -½ (𝒟 w_b + ℰ w_θ)_k = -½ w^T (∂M_ij/∂θ_k) v      (eq. 39-40, 42-43)
+                    sdot = w[0] * gv[0] + w[1] * gv[1] + w[2] * gv[2] + w[3] * gv[3] + w[4] * gv[4] + w[5] * gv[5]
                     for beta in range(j + 1):
-                        bias_l[beta] += lv[beta] * tk
-                else:
-                    gw = _dM_apply(xp, k, j, m, c, Ic, (Sw[k, 0], Sw[k, 1], Sw[k, 2], Sw[k, 3], Sw[k, 4], Sw[k, 5]),
-                                   hw, lw)
-                    for beta in range(j + 1):
-                        bias_l[beta] += lw[beta] * tk
-                # 𝒜 w = Σ_k (∂M_ij/∂θ_k w) θ̇_k      (eq. 37)
-                bias_b[0] += gw[0] * tk
-                bias_b[1] += gw[1] * tk
-                bias_b[2] += gw[2] * tk
-                bias_b[3] += gw[3] * tk
-                bias_b[4] += gw[4] * tk
-                bias_b[5] += gw[5] * tk
-                # -½ (𝒟 w_b + ℰ w_θ)_k = -½ w^T (∂M_ij/∂θ_k) v      (eq. 39-40, 42-43)
-                sdot = w[0] * gv[0] + w[1] * gv[1] + w[2] * gv[2] + w[3] * gv[3] + w[4] * gv[4] + w[5] * gv[5]
-                for beta in range(j + 1):
-                    sdot += w[off + beta] * lv[beta]
-                bias_l[k] -= 0.5 * wde * sdot
-        # ---- gravity: 𝒩 = -[W; J^T W], W = [f; c x f], f = m R_sb^T g_s   (eq. 9 for uniform gravity)
-        f0, f1, f2 = m * gb[0], m * gb[1], m * gb[2]
-        W = (f0, f1, f2, c1 * f2 - c2 * f1, c2 * f0 - c0 * f2, c0 * f1 - c1 * f0)
-        for r in range(6):
-            bias_b[r] -= W[r]
-        for beta in range(j + 1):
-            bias_l[beta] -= _xp_dot(xp, beta, W)
-        if with_tip and j == n - 1:
-            # 𝒥_i^T F_i (eq. 11) for a pure force at the foot: [W_t; J^T W_t], W_t = [f; p_t x f]
-            q = n - 1
-            pt0 = R[q, 0, 0] * tip0[i, 0, 3] + R[q, 0, 1] * tip0[i, 1, 3] + R[q, 0, 2] * tip0[i, 2, 3] + p[q, 0]
-            pt1 = R[q, 1, 0] * tip0[i, 0, 3] + R[q, 1, 1] * tip0[i, 1, 3] + R[q, 1, 2] * tip0[i, 2, 3] + p[q, 1]
-            pt2 = R[q, 2, 0] * tip0[i, 0, 3] + R[q, 2, 1] * tip0[i, 1, 3] + R[q, 2, 2] * tip0[i, 2, 3] + p[q, 2]
-            g0, g1, g2 = f_b[0], f_b[1], f_b[2]
-            Wt = (g0, g1, g2, pt1 * g2 - pt2 * g1, pt2 * g0 - pt0 * g2, pt0 * g1 - pt1 * g0)
+                        sdot += w[off + beta] * lv[beta]
+                    bias_l[i, k] -= 0.5 * wde * sdot
+            # ---- gravity: 𝒩 = -[W; J^T W], W = [f; c x f], f = m R_sb^T g_s   (eq. 9 for uniform gravity)
+            f0, f1, f2 = m * gb[0], m * gb[1], m * gb[2]
+            W = (f0, f1, f2, c1 * f2 - c2 * f1, c2 * f0 - c0 * f2, c0 * f1 - c1 * f0)
             for r in range(6):
-                gen_b[r] += Wt[r]
-            for beta in range(n):
-                gen_l[beta] += _xp_dot(xp, beta, Wt)
-        if snap:
-            pMbb[j + 1] = Mbb
-            pMbt[j + 1] = Mbt
-            pMtt[j + 1] = Mtt
-            pbias_b[j + 1] = bias_b
-            pbias_l[j + 1] = bias_l
-            pP[j + 1] = P
-            pgen_b[j + 1] = gen_b
-            pgen_l[j + 1] = gen_l
+                bias_b[i, r] -= W[r]
+            for beta in range(j + 1):
+                bias_l[i, beta] -= _xp_dot(xp, beta, W)
+            if with_tip and j == n - 1:
+                # 𝒥_i^T F_i (eq. 11) for a pure force at the foot: [W_t; J^T W_t], W_t = [f; p_t x f]
+                q = n - 1
+                pt0 = R[q, 0, 0] * tip0[i, 0, 3] + R[q, 0, 1] * tip0[i, 1, 3] + R[q, 0, 2] * tip0[i, 2, 3] + p[q, 0]
+                pt1 = R[q, 1, 0] * tip0[i, 0, 3] + R[q, 1, 1] * tip0[i, 1, 3] + R[q, 1, 2] * tip0[i, 2, 3] + p[q, 1]
+                pt2 = R[q, 2, 0] * tip0[i, 0, 3] + R[q, 2, 1] * tip0[i, 1, 3] + R[q, 2, 2] * tip0[i, 2, 3] + p[q, 2]
+                g0, g1, g2 = f_b[i, 0], f_b[i, 1], f_b[i, 2]
+                Wt = (g0, g1, g2, pt1 * g2 - pt2 * g1, pt2 * g0 - pt0 * g2, pt0 * g1 - pt1 * g0)
+                for r in range(6):
+                    gen_b[i, r] += Wt[r]
+                for beta in range(n):
+                    gen_l[i, beta] += _xp_dot(xp, beta, Wt)
+            if snap:
+                pMbb[i, j + 1] = Mbb[i]
+                pMbt[i, j + 1] = Mbt[i]
+                pMtt[i, j + 1] = Mtt[i]
+                pbias_b[i, j + 1] = bias_b[i]
+                pbias_l[i, j + 1] = bias_l[i]
+                pP[i, j + 1] = P[i]
+                pgen_b[i, j + 1] = gen_b[i]
+                pgen_l[i, j + 1] = gen_l[i]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -448,7 +462,9 @@ def _chol_solve(Lm, i, n, b, bi):
 @njit(cache=True)
 def _solve_arrowhead(counts, Mbb, Mbt, Mtt, rb, rl, out_b, out_l):
     """Solve the block-arrow system of eq. 27 (θθ block-diagonal per leg) by the Schur complement on the
-    6x6 base block: per leg A_i = 𝓜^θθ, B_i = 𝓜^bθ; S = M_bb - Σ B_i A_i^-1 B_i^T.
+    6x6 base block. Per leg A_i = 𝓜^θθ = L_i L_i^T, B_i = 𝓜^bθ, Z_i = L_i^-1 B_i^T, z_i = L_i^-1 r_i:
+    S = M_bb - Σ Z_i^T Z_i, S v̇_b = r_b - Σ Z_i^T z_i, then v̇_i = L_i^-T (z_i - Z_i v̇_b)
+    (forward substitutions only for the 6 columns; S built on its lower triangle).
     Returns False if a block is not positive definite."""
     L = counts.shape[0]
     nmax = Mtt.shape[1]
@@ -456,42 +472,42 @@ def _solve_arrowhead(counts, Mbb, Mbt, Mtt, rb, rl, out_b, out_l):
     r = np.empty((1, 6))
     for a in range(6):
         r[0, a] = rb[a]
-        for b in range(6):
+        for b in range(a + 1):
             S[0, a, b] = Mbb[a, b]
     Lfac = np.empty((L, nmax, nmax))
-    Y = np.empty((6 + 1, nmax))     # rows 0..5: A^-1 B^T columns, row 6: A^-1 r_leg
-    y = np.empty((L, nmax))
-    Yall = np.empty((L, nmax, 6))
+    Z = np.empty((L, nmax, 6))
+    z = np.empty((L, nmax))
     for i in range(L):
         m = counts[i]
         if m == 0:
             continue
         for a in range(m):
-            for b in range(m):
+            for b in range(a + 1):
                 Lfac[i, a, b] = Mtt[i, a, b]
         if not _chol(Lfac, i, m):
             return False
-        for q in range(6):
-            for a in range(m):
-                Y[q, a] = Mbt[i, q, a]
-            _chol_solve(Lfac, i, m, Y, q)
+        # forward substitution L_i [Z_i | z_i] = [B_i^T | r_i]
         for a in range(m):
-            Y[6, a] = rl[i, a]
-        _chol_solve(Lfac, i, m, Y, 6)
-        for a in range(m):
-            y[i, a] = Y[6, a]
+            d = Lfac[i, a, a]
             for q in range(6):
-                Yall[i, a, q] = Y[q, a]
+                t = Mbt[i, q, a]
+                for k in range(a):
+                    t -= Lfac[i, a, k] * Z[i, k, q]
+                Z[i, a, q] = t / d
+            t = rl[i, a]
+            for k in range(a):
+                t -= Lfac[i, a, k] * z[i, k]
+            z[i, a] = t / d
         for q in range(6):
-            s = 0.0
+            t = 0.0
             for a in range(m):
-                s += Mbt[i, q, a] * Y[6, a]
-            r[0, q] -= s
-            for q2 in range(6):
-                s = 0.0
+                t += Z[i, a, q] * z[i, a]
+            r[0, q] -= t
+            for q2 in range(q + 1):
+                t = 0.0
                 for a in range(m):
-                    s += Mbt[i, q, a] * Y[q2, a]
-                S[0, q, q2] -= s
+                    t += Z[i, a, q] * Z[i, a, q2]
+                S[0, q, q2] -= t
     if not _chol(S, 0, 6):
         return False
     _chol_solve(S, 0, 6, r, 0)
@@ -501,11 +517,14 @@ def _solve_arrowhead(counts, Mbb, Mbt, Mtt, rb, rl, out_b, out_l):
         m = counts[i]
         for a in range(nmax):
             out_l[i, a] = 0.0
-        for a in range(m):
-            s = y[i, a]
+        # back substitution L_i^T v̇_i = z_i - Z_i v̇_b
+        for a in range(m - 1, -1, -1):
+            t = z[i, a]
             for q in range(6):
-                s -= Yall[i, a, q] * r[0, q]
-            out_l[i, a] = s
+                t -= Z[i, a, q] * r[0, q]
+            for k in range(a + 1, m):
+                t -= Lfac[i, k, a] * out_l[i, k]
+            out_l[i, a] = t / Lfac[i, a, a]
     return True
 
 
@@ -515,7 +534,7 @@ def _solve_arrowhead(counts, Mbb, Mbt, Mtt, rb, rl, out_b, out_l):
 @njit(cache=True)
 def link_counts(data, mask):
     """Number of present links per leg (the morphology is valid: present links form a prefix)."""
-    n_joints = data[0]
+    n_joints = data[D_N_JOINTS]
     L = n_joints.shape[0]
     out = np.zeros(L, dtype=np.int64)
     for i in range(L):
@@ -529,7 +548,7 @@ def link_counts(data, mask):
 @njit(cache=True)
 def _body_terms(data, Vb, Wb, gb, bias_b, P):
     """Main-body parts: momentum I_b V (eq. 41) and gravity (eq. 9)."""
-    body_mass, body_com, body_Ic = data[7][0], data[8], data[9]
+    body_mass, body_com, body_Ic = data[D_BODY_MASS][0], data[D_BODY_COM], data[D_BODY_IC]
     _inertia_apply(body_mass, body_com, body_Ic, Vb, P)
     t = np.empty(3)
     f = body_mass * gb
@@ -542,8 +561,8 @@ def _body_terms(data, Vb, Wb, gb, bias_b, P):
 @njit(cache=True, inline="always")
 def _terms_buffers(data):
     """Output arrays of ``_dynamics_terms``: M blocks (eq. 27), bias forces and 𝒥^T F, base and per leg."""
-    L = data[0].shape[0]
-    nmax = data[2].shape[1]
+    L = data[D_N_JOINTS].shape[0]
+    nmax = data[D_XI].shape[1]
     return (np.empty((6, 6)), np.empty((L, 6, nmax)), np.empty((L, nmax, nmax)), np.empty(6), np.empty((L, nmax)),
             np.empty(6), np.empty((L, nmax)))
 
@@ -552,14 +571,14 @@ def _terms_buffers(data):
 def _dynamics_terms(data, R_sb, theta, v, w, same, gravity_on, f_world, mask,
                     Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l, wa=1.0, wb=1.0, wde=1.0, coriolis_on=True):
     """Everything for one state: mass blocks, C(θ,v) w + 𝒩 (bias), 𝒥^T F (gen)."""
-    n_joints = data[0]
+    n_joints = data[D_N_JOINTS]
     L = n_joints.shape[0]
     counts = link_counts(data, mask)
     gb = np.zeros(3)
     if gravity_on:
-        _mtv3(R_sb, data[10], gb)            # gravity in X_b: R_sb^T g_s
+        _mtv3(R_sb, data[D_GRAVITY], gb)            # gravity in X_b: R_sb^T g_s
     Mbb[:, :] = 0.0
-    body_mass, body_com, body_Ic = data[7][0], data[8], data[9]
+    body_mass, body_com, body_Ic = data[D_BODY_MASS][0], data[D_BODY_COM], data[D_BODY_IC]
     _inertia_matrix(body_mass, body_com, body_Ic, Mbb)
     Mbt[:, :, :] = 0.0
     Mtt[:, :, :] = 0.0
@@ -569,20 +588,25 @@ def _dynamics_terms(data, R_sb, theta, v, w, same, gravity_on, f_world, mask,
     gen_l[:, :] = 0.0
     P = np.zeros(6)
     _body_terms(data, v[0:6], w[0:6], gb, bias_b, P)
-    fb = np.zeros(3)
-    work = _leg_work(data[2].shape[1])
-    dummy6 = np.zeros((1, 6))
-    dummy66 = np.zeros((1, 6, 6))
-    dummyM = np.zeros((1, 1, 1))
-    dummyl = np.zeros((1, 1))
+    fb = np.empty((L, 3))
     for i in range(L):
-        if counts[i] == 0:
-            continue
         for r in range(3):
-            fb[r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
-        _leg_terms(data, i, counts[i], theta, v, w, same, wa, wde, coriolis_on, gb, fb, True,
-                   Mbb, Mbt[i], Mtt[i], bias_b, bias_l[i], P, gen_b, gen_l[i],
-                   False, dummy66, dummyM, dummyM, dummy6, dummyl, dummy6, dummy6, dummyl, work)
+            fb[i, r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
+    # per-leg slots of the base-row accumulators (one leg loop inside _leg_terms), summed below
+    Mbb_l = np.zeros((L, 6, 6))
+    base_l = np.zeros((3, L, 6))        # bias_b, P, gen_b per leg
+    d4 = np.zeros((1, 1, 1, 1))
+    d3 = np.zeros((1, 1, 1))
+    _leg_terms(data, counts, theta, v, w, same, wa, wde, coriolis_on, gb, fb, True,
+               Mbb_l, Mbt, Mtt, base_l[0], bias_l, base_l[1], base_l[2], gen_l,
+               False, d4, d4, d4, d3, d3, d3, d3, d3)
+    for i in range(L):
+        for r in range(6):
+            bias_b[r] += base_l[0, i, r]
+            P[r] += base_l[1, i, r]
+            gen_b[r] += base_l[2, i, r]
+            for t in range(6):
+                Mbb[r, t] += Mbb_l[i, r, t]
     _base_B_term(P, w[0:6], bias_b, wb)
     return counts
 
@@ -596,12 +620,12 @@ def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out, joint_d
     ``joint_diag`` (full joint order), if given, is added to M's joint diagonal: (M + diag) v̇ = ..., which is
     how a simulator treats joint damping implicitly (D-term at v_{n+1}, as MuJoCo's implicitfast).
     Returns False if M is not positive definite or the result is not finite (NaN/inf in the inputs)."""
-    L = data[0].shape[0]
-    nmax = data[2].shape[1]
+    L = data[D_N_JOINTS].shape[0]
+    nmax = data[D_XI].shape[1]
     Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l = _terms_buffers(data)
     counts = _dynamics_terms(data, R_sb, theta, v, v, True, True, f_world, mask,
                              Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l)
-    joint_offset = data[1]
+    joint_offset = data[D_JOINT_OFFSET]
     rb = np.empty(6)
     for r in range(6):
         rb[r] = tau[r] + gen_b[r] - bias_b[r]
@@ -625,8 +649,8 @@ def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out, joint_d
 @njit(cache=True)
 def mass_matrix(data, theta, mask, out):
     """Dense M(θ) (eq. 27) of size nv_full; rows/columns of missing joints are zero."""
-    L = data[0].shape[0]
-    nmax = data[2].shape[1]
+    L = data[D_N_JOINTS].shape[0]
+    nmax = data[D_XI].shape[1]
     nvf = out.shape[0]
     Mbb = np.empty((6, 6))
     Mbt = np.empty((L, 6, nmax))
@@ -642,7 +666,7 @@ def mass_matrix(data, theta, mask, out):
                              Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l, 1.0, 1.0, 1.0, False)
     out[:, :] = 0.0
     out[0:6, 0:6] = Mbb
-    joint_offset = data[1]
+    joint_offset = data[D_JOINT_OFFSET]
     for i in range(L):
         off = 6 + joint_offset[i]
         m = counts[i]
@@ -659,7 +683,7 @@ def coriolis_apply(data, theta, v, w, mask, out, wa=1.0, wb=1.0, wde=1.0):
     """out = C(θ, v) w = (wa 𝒜 - ½ [[wb ℬ, 0], [wde 𝒟, wde ℰ]]) w  (eq. 36-43), full size.
 
     With the default weights this is the paper's C; C(θ,v) v + 𝒩 are the bias forces."""
-    L = data[0].shape[0]
+    L = data[D_N_JOINTS].shape[0]
     Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l = _terms_buffers(data)
     R = np.eye(3)
     f = np.zeros((L, 3))
@@ -672,7 +696,7 @@ def coriolis_apply(data, theta, v, w, mask, out, wa=1.0, wb=1.0, wde=1.0):
 def _scatter(data, counts, xb, xl, out):
     out[:] = 0.0
     out[0:6] = xb
-    joint_offset = data[1]
+    joint_offset = data[D_JOINT_OFFSET]
     for i in range(counts.shape[0]):
         off = 6 + joint_offset[i]
         for a in range(counts[i]):
@@ -711,7 +735,7 @@ def coriolis_matrix(data, theta, v, mask, skew, out):
 @njit(cache=True)
 def bias_forces(data, R_sb, theta, v, mask, gravity_on, out):
     """out = C(θ, v) v + 𝒩(Q) (with gravity_on) — Pinocchio's nonLinearEffects."""
-    L = data[0].shape[0]
+    L = data[D_N_JOINTS].shape[0]
     Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l = _terms_buffers(data)
     f = np.zeros((L, 3))
     counts = _dynamics_terms(data, R_sb, theta, v, v, True, gravity_on, f, mask,
@@ -723,9 +747,9 @@ def bias_forces(data, R_sb, theta, v, mask, gravity_on, out):
 @njit(cache=True)
 def tip_poses(data, theta, out):
     """out[i] = g_{b,it}(θ) = e^{ξ_i1 θ_i1} ... e^{ξ_in θ_in} g_{b,it}(0), 4x4, for every leg."""
-    n_joints, tip0 = data[0], data[6]
+    n_joints, tip0 = data[D_N_JOINTS], data[D_TIP0]
     L = n_joints.shape[0]
-    nmax = data[2].shape[1]
+    nmax = data[D_XI].shape[1]
     R = np.empty((nmax, 3, 3))
     p = np.empty((nmax, 3))
     xp = np.empty((nmax, 6))
@@ -746,9 +770,9 @@ def tip_poses(data, theta, out):
 def tip_jacobians(data, theta, out):
     """out[i] (6 x nv_full) = Ad^-1_{g_b,it} [1_6, J_it] (eq. 11): maps v to the body velocity of leg i's tip
     frame, in the tip frame (Pinocchio's LOCAL frame Jacobian)."""
-    n_joints, joint_offset, tip0 = data[0], data[1], data[6]
+    n_joints, joint_offset, tip0 = data[D_N_JOINTS], data[D_JOINT_OFFSET], data[D_TIP0]
     L = n_joints.shape[0]
-    nmax = data[2].shape[1]
+    nmax = data[D_XI].shape[1]
     R = np.empty((nmax, 3, 3))
     p = np.empty((nmax, 3))
     xp = np.empty((nmax, 6))
@@ -787,9 +811,9 @@ def tip_jacobians(data, theta, out):
 def tip_state(data, R_sb, p_sb, theta, v, pos_out, vel_out):
     """World-frame foot positions and velocities of every leg (L,3): p = p_sb + R_sb p_t,
     ṗ = R_sb (V_v + V_w x p_t + Σ_k (ξ'_k,v + ξ'_k,w x p_t) θ̇_k)."""
-    n_joints, joint_offset, tip0 = data[0], data[1], data[6]
+    n_joints, joint_offset, tip0 = data[D_N_JOINTS], data[D_JOINT_OFFSET], data[D_TIP0]
     L = n_joints.shape[0]
-    nmax = data[2].shape[1]
+    nmax = data[D_XI].shape[1]
     R = np.empty((nmax, 3, 3))
     p = np.empty((nmax, 3))
     xp = np.empty((nmax, 6))
@@ -882,12 +906,12 @@ def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
     The paper's modularity makes this cheap: every link's contribution (mass blocks, Coriolis, gravity,
     momentum, tip force) is computed once, prefix-summed along each leg, and each hypothesis only adds the
     prefixes of its legs and solves one arrowhead system (6x6 Schur complement)."""
-    n_joints, joint_offset = data[0], data[1]
+    n_joints, joint_offset = data[D_N_JOINTS], data[D_JOINT_OFFSET]
     L = n_joints.shape[0]
-    nmax = data[2].shape[1]
+    nmax = data[D_XI].shape[1]
     K = masks.shape[0]
     gb = np.empty(3)
-    _mtv3(R_sb, data[10], gb)
+    _mtv3(R_sb, data[D_GRAVITY], gb)
     pMbb = np.zeros((L, nmax + 1, 6, 6))
     pMbt = np.zeros((L, nmax + 1, 6, nmax))
     pMtt = np.zeros((L, nmax + 1, nmax, nmax))
@@ -896,32 +920,20 @@ def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
     pP = np.zeros((L, nmax + 1, 6))
     pgen_b = np.zeros((L, nmax + 1, 6))
     pgen_l = np.zeros((L, nmax + 1, nmax))
+    fb = np.empty((L, 3))
+    for i in range(L):
+        for r in range(3):
+            fb[i, r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
+    _leg_terms(data, n_joints, theta, v, v, True, 1.0, 1.0, True, gb, fb, True,
+               np.zeros((L, 6, 6)), np.zeros((L, 6, nmax)), np.zeros((L, nmax, nmax)), np.zeros((L, 6)),
+               np.zeros((L, nmax)), np.zeros((L, 6)), np.zeros((L, 6)), np.zeros((L, nmax)),
+               True, pMbb, pMbt, pMtt, pbias_b, pbias_l, pP, pgen_b, pgen_l)
     Mbb = np.empty((6, 6))
-    Mbt = np.empty((6, nmax))
-    Mtt = np.empty((nmax, nmax))
     bb = np.empty(6)
-    bl = np.empty(nmax)
     P = np.empty(6)
     gnb = np.empty(6)
-    gnl = np.empty(nmax)
-    fb = np.empty(3)
-    work = _leg_work(nmax)
-    for i in range(L):
-        Mbb[:, :] = 0.0
-        Mbt[:, :] = 0.0
-        Mtt[:, :] = 0.0
-        bb[:] = 0.0
-        bl[:] = 0.0
-        P[:] = 0.0
-        gnb[:] = 0.0
-        gnl[:] = 0.0
-        for r in range(3):
-            fb[r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
-        _leg_terms(data, i, n_joints[i], theta, v, v, True, 1.0, 1.0, True, gb, fb, True,
-                   Mbb, Mbt, Mtt, bb, bl, P, gnb, gnl,
-                   True, pMbb[i], pMbt[i], pMtt[i], pbias_b[i], pbias_l[i], pP[i], pgen_b[i], pgen_l[i], work)
     # main body, shared by all hypotheses
-    body_mass, body_com, body_Ic = data[7][0], data[8], data[9]
+    body_mass, body_com, body_Ic = data[D_BODY_MASS][0], data[D_BODY_COM], data[D_BODY_IC]
     Mb0 = np.empty((6, 6))
     _inertia_matrix(body_mass, body_com, body_Ic, Mb0)
     bias_b0 = np.zeros(6)

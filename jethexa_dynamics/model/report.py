@@ -8,14 +8,10 @@ import sys
 
 import numpy as np
 
+from jethexa_dynamics.sim.scenarios import SCENARIOS, scenario_morphology
+
 from .robot import LeggedRobot, Morphology
 
-# paper leg numbers 1..6 = RF, LF, RM, LM, RR, LR (docs/DEV_NOTES.md)
-PAPER_SCENARIOS = {
-    "healthy": None,
-    "damage1 (paper legs 3,4 = RM, LM removed)": lambda m: m.without_leg("RM").without_leg("LM"),
-    "damage2 (paper legs 4,5 = LM, RR lose links 2-3)": lambda m: m.without_links("LM", 2).without_links("RR", 2),
-}
 
 
 def morphology_rows(robot, morphologies, q=None):
@@ -31,25 +27,16 @@ def morphology_rows(robot, morphologies, q=None):
     return rows
 
 
-def _link_counts(text):
-    try:
-        counts = [int(x) for x in text.split(",")]
-    except ValueError:
-        counts = []
-    if not counts or any(c < 0 for c in counts):
-        raise argparse.ArgumentTypeError("%r: expected comma-separated link counts >= 0, one per leg "
-                                         "(e.g. 3,3,0,3,0,3)" % text)
-    return text
-
-
 def build_parser():
-    """The options, each checked while parsing: one line naming the option, exit status 2."""
+    """The options, each checked while parsing (--morphology against the robot, in ``main``, before any
+    work): one line naming the option, exit status 2."""
     from jethexa_dynamics.cli_args import ArgumentParser, existing_file
 
     ap = ArgumentParser(prog="jethexa-model-report", description=__doc__.split("\n\n")[0])
     ap.add_argument("--urdf", type=existing_file, help="robot URDF (default: the bundled JetHexa)")
-    ap.add_argument("--morphology", action="append", default=[], metavar="N,N,...", type=_link_counts,
-                    help="intact links per leg, URDF leg order (repeatable)")
+    ap.add_argument("--morphology", action="append", default=[], metavar="SPEC",
+                    help="a morphology: intact links per leg in URDF leg order (3,3,0,0,3,3), LEG:N items "
+                    "(LM:1 RR:0) or a scenario (damage1|damage2); repeatable")
     return ap
 
 
@@ -63,16 +50,15 @@ def main(argv=None):
         healthy = Morphology.healthy(robot)
         cases = []
         if not args.urdf:
-            for name, f in PAPER_SCENARIOS.items():
-                cases.append((name, healthy if f is None else f(healthy)))
+            for name, (_, about) in SCENARIOS.items():
+                cases.append((name if name == "healthy" else f"{name}: {about}", scenario_morphology(robot, name)))
         else:
             cases.append(("healthy", healthy))
         for text in args.morphology:
             try:
-                counts = [int(x) for x in text.split(",")]
-            except ValueError:
-                raise ValueError(f"--morphology: expected comma-separated integers, got {text!r}") from None
-            cases.append((text, Morphology.from_vector(robot, counts)))
+                cases.append((text, Morphology.parse(robot, text)))
+            except ValueError as exc:
+                raise ValueError(f"--morphology: {exc}") from None
         rows = morphology_rows(robot, cases)
     except (ValueError, OSError) as e:
         print(f"jethexa-model-report: error: {e}", file=sys.stderr)

@@ -45,6 +45,14 @@ def _pose(g, check_finite=True):
     return a
 
 
+def format_morphology(links_per_leg, leg_names, n_joints=3):
+    """``healthy`` or the damaged legs as ``LEG:N`` (e.g. ``LM:0 RM:0``) for intact ``links_per_leg`` of legs
+    ``leg_names`` with ``n_joints`` links each (one number, or one per leg)."""
+    full = [n_joints] * len(leg_names) if np.ndim(n_joints) == 0 else list(n_joints)
+    dmg = ["%s:%d" % (leg, k) for leg, k, n in zip(leg_names, links_per_leg, full) if int(k) < int(n)]
+    return " ".join(dmg) if dmg else "healthy"
+
+
 class Morphology:
     """Which links of which legs exist (paper Definition 1).
 
@@ -111,6 +119,62 @@ class Morphology:
                                  f"{m + 1} closer to the body is missing ({leg})")
             counts.append(m)
         return cls(r._all_leg_names, r._desc.n_joints, counts)
+
+    @classmethod
+    def parse(cls, robot, spec):
+        """The morphology of ``robot`` that ``spec`` names: the one parser behind every command, parameter
+        and API that takes a morphology.
+
+        Accepted: a ``Morphology`` (returned as is); ``None``, ``""``, ``healthy`` or ``none`` (all links); a
+        scenario of :mod:`jethexa_dynamics.sim.scenarios` (``damage1``, ``damage2``, aliases ``scenario1``,
+        ``scenario2``); a list of ``LEG`` (leg removed) or ``LEG:N`` (N intact links from the hip), separated
+        by commas or spaces, e.g. ``LM:1``, ``RR:0 LM:1``, ``RM,LM``; one link count per leg in URDF leg
+        order, as text (``3,3,0,0,3,3``) or a sequence; a ``{leg: links}`` dict (unlisted legs intact).
+        Raises ``ValueError`` naming the spec and the allowed values.
+        """
+        if isinstance(spec, Morphology):
+            return spec
+        r = robot.full
+        legs, n_joints = list(r._all_leg_names), [int(n) for n in r._desc.n_joints]
+        if spec is None:
+            return cls.healthy(r)
+        if isinstance(spec, dict):
+            unknown = sorted(set(spec) - set(legs))
+            if unknown:
+                raise ValueError(f"morphology: unknown legs {unknown}; legs are {legs}")
+            return cls(legs, n_joints, [spec.get(leg, n) for leg, n in zip(legs, n_joints)])
+        if not isinstance(spec, str):
+            return cls(legs, n_joints, list(spec))
+        from jethexa_dynamics.sim.scenarios import canonical_scenario, scenario_links, scenario_names_text
+
+        text = spec.strip()
+        if text.lower() in ("", "none", "healthy"):
+            return cls.healthy(r)
+        if canonical_scenario(text) is not None:
+            return cls.parse(r, scenario_links(text))
+        items = [t for t in text.replace(",", " ").split() if t]
+        if len(items) == len(legs) and all(t.isdigit() for t in items):
+            if any(int(t) > n for t, n in zip(items, n_joints)):
+                raise ValueError(f"damage spec {spec!r}: link counts must be in [0, {max(n_joints)}]")
+            return cls(legs, n_joints, [int(t) for t in items])
+        links = {}
+        for item in items:
+            leg, _, k = item.partition(":")
+            if leg not in legs:
+                raise ValueError(f"damage spec {spec!r}: unknown leg {leg!r}: expected legs {','.join(legs)} as "
+                                 f"LEG or LEG:N, or a scenario (scenario must be one of {scenario_names_text()})")
+            n = n_joints[legs.index(leg)]
+            try:
+                links[leg] = int(k) if k else 0
+            except ValueError:
+                raise ValueError(f"damage spec {spec!r}: {k!r} is not a link count") from None
+            if not 0 <= links[leg] <= n:
+                raise ValueError(f"damage spec {spec!r}: link count {links[leg]} for {leg} must be in [0, {n}]")
+        return cls.parse(r, links)
+
+    def spec(self):
+        """``healthy`` or the damaged legs as ``LEG:N`` (e.g. ``LM:0 RM:0``): what :meth:`parse` reads back."""
+        return format_morphology(self.links_per_leg, self.leg_names, self.n_joints)
 
     # -- edits --------------------------------------------------------------------------------------------
     def _index(self, leg):
@@ -308,14 +372,14 @@ class LeggedRobot:
     @property
     def gravity(self):
         """World-frame gravity vector g_s (m/s^2)."""
-        return self.kernel_data[10].copy()
+        return self.kernel_data[kernels.D_GRAVITY].copy()
 
     def with_gravity(self, g_s):
         """A copy of this (healthy) robot with another world gravity vector, e.g. zeros for free flight."""
         g = _vec(g_s, 3, "gravity")
         full = self._full
         r = LeggedRobot._from_description(full._desc, full.urdf_path)
-        r.kernel_data = full.kernel_data[:10] + (g.copy(),)
+        r.kernel_data = full.kernel_data[:kernels.D_GRAVITY] + (g.copy(),)
         return r.with_morphology(self.morphology)
 
     # ---- helpers ------------------------------------------------------------------------------------------

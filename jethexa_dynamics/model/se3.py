@@ -6,6 +6,23 @@ expressions in closed form and is tested against these functions.
 """
 import numpy as np
 
+#: how far from 1 the norm of a quaternion given as an orientation may be before it is rejected; the one
+#: tolerance of every quaternion check in the package (messages, predictors, bags). Float32 rounding (1e-7) and
+#: 4-decimal printing (~1e-4) pass; anything further from unit is not a rotation someone meant and is
+#: rejected, never renormalised into one (issue 14: "above 0.5" and +-0.1 let a flood through).
+QUAT_NORM_TOL = 1e-3
+
+
+def unit_quat(q, field="quat", error=ValueError):
+    """Quaternion (4 components; (w, x, y, z) in the core) normalised, or ``error`` (a ``ValueError`` type)
+    naming ``field`` unless it is 4 finite numbers with norm in [1 - QUAT_NORM_TOL, 1 + QUAT_NORM_TOL]."""
+    a = np.asarray(q, dtype=float).reshape(-1)
+    n = float(np.linalg.norm(a)) if a.shape == (4,) and np.all(np.isfinite(a)) else float("nan")
+    if not abs(n - 1.0) <= QUAT_NORM_TOL:
+        raise error("%s must be a finite unit quaternion (w, x, y, z) with norm in [%g, %g], got %r"
+                         % (field, 1.0 - QUAT_NORM_TOL, 1.0 + QUAT_NORM_TOL, np.asarray(q).tolist()))
+    return a / n
+
 
 def hat3(w):
     """3-vector -> 3x3 skew matrix, so that ``hat3(w) @ x == cross(w, x)``."""
@@ -129,21 +146,3 @@ def rot_to_quat(R):
     q /= np.linalg.norm(q)
     return q if q[0] >= 0.0 else -q
 
-
-#: THE tolerance of "unit quaternion" wherever a quaternion enters the package (ROS messages, predictors, bags):
-#: |‖q‖ - 1| <= UNIT_QUAT_TOL. Float32 rounding (1e-7) and 4-decimal printing (~1e-4) pass; anything further
-#: from unit is not a rotation someone meant and is rejected, never renormalised into one.
-UNIT_QUAT_TOL = 1e-3
-
-
-def unit_quaternion(q, name="q", error=ValueError):
-    """``q`` (4 components, any order) checked finite and unit within :data:`UNIT_QUAT_TOL`, returned
-    renormalised to float precision; otherwise ``error`` (a ``ValueError`` type) naming ``name`` and the range."""
-    q = np.asarray(q, dtype=np.float64).reshape(-1)
-    if q.shape != (4,) or not np.all(np.isfinite(q)):
-        raise error("%s must be 4 finite quaternion components, got %r" % (name, q.tolist()))
-    n = float(np.sqrt(q @ q))
-    if abs(n - 1.0) > UNIT_QUAT_TOL:
-        raise error("%s: norm %.6g, must be a unit quaternion (norm in [%g, %g])"
-                    % (name, n, 1.0 - UNIT_QUAT_TOL, 1.0 + UNIT_QUAT_TOL))
-    return q / n

@@ -1,16 +1,18 @@
 """Shared rclpy plumbing of the thin nodes: declared/validated parameters, guarded callbacks, diagnostics.
 
-Only wiring lives here; the rules (parameter ranges, message validation) are in ``jethexa_dynamics.monitor``.
+Only wiring lives here; the rules (parameter ranges, message validation) are in ``nodes.params`` and ``nodes.messages``
+(importable without rclpy).
 Compatible with ROS 2 Humble's rclpy (``add_on_set_parameters_callback``, no newer APIs).
 """
 from __future__ import annotations
 
 import functools
 import math
+import os
 import signal
+import sys
 import threading
 import time
-import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import rclpy
@@ -21,7 +23,13 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
-from jethexa_dynamics.monitor.params import ParamError, ParamSet, ParamSpec
+from jethexa_dynamics.hardware.errors import ParameterError
+from jethexa_dynamics.nodes.messages import InputError
+from jethexa_dynamics.nodes.param_spec import ParamError, ParamSet, ParamSpec
+
+#: what ``ThinNode.guard`` rejects as bad input: the nodes' message/parameter checks (``InputError``:
+#: ``InvalidMessage``, ``CannotServe``, ``ParamError``) and the hardware layer's bad arguments (joint limits)
+INPUT_ERRORS = (InputError, ParameterError)
 
 #: sensor streams (imu, joint_states, mocap): best effort, keep last 5
 SENSOR_QOS = qos_profile_sensor_data
@@ -58,8 +66,9 @@ class ThinNode(Node):
     * ``self.p`` holds the current (validated) parameter values.
     * ``apply_params(changed)`` (override) is called with validated changes at run time; raising
       ``ValueError`` there rejects the change.
-    * ``guard(topic)`` wraps a subscription callback: ``ValueError`` -> one log line + rejected count,
-      any other exception -> logged with its traceback once, the node keeps serving.
+    * ``guard(topic)`` wraps a subscription callback: the project's input errors (``INPUT_ERRORS``) -> one
+      log line + rejected count, the node keeps serving; anything else is a bug and propagates with its
+      traceback (a plain ``ValueError`` from deep inside is not mistaken for rejected input).
     """
 
     def __init__(self, params: ParamSet, node_name: Optional[str] = None, **kwargs):
@@ -71,7 +80,6 @@ class ThinNode(Node):
         self.errors = 0
         self._log_times: Dict[str, float] = {}
         self._rate_timers: Dict[str, Tuple[Any, Callable, str]] = {}
-        self._tracebacks_shown: set = set()
         for spec in params:
             self.p[spec.name] = self._declare(spec)
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -140,23 +148,20 @@ class ThinNode(Node):
             self.get_logger().warning("rejected %s: %s%s" % (topic, why, more))
 
     def guard(self, topic: str, fn: Callable) -> Callable:
-        """Wrap a callback: invalid data is rejected with a log line, unexpected errors are logged."""
+        """Wrap a callback: bad input (``INPUT_ERRORS``) is rejected with a log line; anything else is a bug:
+        counted in ``errors``, logged with the topic, and re-raised with its traceback."""
 
         @functools.wraps(fn)
         def wrapped(*args, **kwargs):
             try:
                 return fn(*args, **kwargs)
-            except ValueError as exc:
+            except INPUT_ERRORS as exc:
                 self.reject(topic, str(exc))
-            except Exception as exc:  # noqa: BLE001 - a node never dies on bad data
+            except Exception as exc:
                 self.errors += 1
-                key = (topic, type(exc).__name__)
-                if key not in self._tracebacks_shown:
-                    self._tracebacks_shown.add(key)
-                    self.get_logger().error("%s: unexpected %s: %s\n%s" % (topic, type(exc).__name__, exc,
-                                                                         traceback.format_exc()))
-                else:
-                    self.reject(topic, "%s: %s" % (type(exc).__name__, exc))
+                self.get_logger().error("%s: unexpected %s (a bug, not bad input): %s" % (
+                    topic, type(exc).__name__, exc))
+                raise
             return None
 
         return wrapped
@@ -223,40 +228,110 @@ def _fmt(v: Any) -> str:
 def _init_without_rclpy_signal_handlers(args) -> None:
     """rclpy's own SIGINT handler shuts the context down at once, from the signal, possibly while a node's
     worker thread (the servo bus thread) is inside a publish -- a use-after-free in the middleware that was
-    seen as a segfault on Ctrl-C. Without it, SIGINT (and SIGTERM, mapped below) raise KeyboardInterrupt in
-    the spinning thread and ``run`` shuts down in order: node threads (``close``), node, then rclpy."""
+    seen as a segfault on Ctrl-C. Without it, ``run``'s own handlers (below) stop the spin loop and ``run``
+    shuts down in order: node threads (``close``), executor, node, then rclpy."""
     try:
         from rclpy.signals import SignalHandlerOptions
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    except (ImportError, TypeError):  # rclpy without the option: keep its default handlers
+    except (ImportError, TypeError):  # rclpy without the option: its handlers are replaced by ours below
         rclpy.init(args=args)
 
 
-def _sigterm_as_interrupt(signum, frame):
-    raise KeyboardInterrupt
+#: longest time (s) the spin loop waits before it looks at the stop flag again
+SPIN_POLL = 0.1
 
 
-def run(factory: Callable[..., Node], args=None, executor_cls=None) -> int:
-    """``main()`` of every node: init, spin until Ctrl-C/shutdown, always ``close()`` and destroy the node."""
+def _install_stop_handlers(stop: List[int]) -> bool:
+    """SIGINT and SIGTERM append to ``stop`` and raise nothing. Installed explicitly, so a node started
+    from a shell that ignores SIGINT (a background job: Python then keeps SIG_IGN) still stops. Raising
+    from the handler instead would land the exception at any bytecode, e.g. inside rclpy's ``take_message``
+    argument conversion, where pybind11 turned it into ``RuntimeError: Unable to convert call argument``
+    (exit 1, seen once in fourteen Ctrl-C). Only the main thread can install handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+
+    def on_signal(signum, frame):
+        stop.append(signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+    return True
+
+
+def _node_name(args, default: str) -> str:
+    """The node name after a ``__node:=`` / ``__name:=`` remap in the command line, else ``default``."""
+    for a in (sys.argv if args is None else args):
+        for prefix in ("__node:=", "__name:="):
+            if isinstance(a, str) and a.startswith(prefix):
+                return a[len(prefix):]
+    return default
+
+
+def prepare_kernels(node: str, stop: List[int], args=None) -> None:
+    """Compile or load the numba kernels ``node`` uses (``warmup.NODE_KERNELS``) before ``rclpy.init``,
+    logging what happens and how long it took. The work runs in a thread while the main thread waits on it
+    in short steps, so SIGINT/SIGTERM end the process at once (exit 0) even in the middle of an LLVM call;
+    numba writes each cache file whole (temporary file + rename), so nothing half-written is left."""
+    from rclpy.logging import get_logger
+
+    from jethexa_dynamics import warmup
+
+    groups = warmup.NODE_KERNELS.get(node, ())
+    if not groups:
+        return
+    logger = get_logger(_node_name(args, node))
+    failure: List[BaseException] = []
+
+    def work():
+        try:
+            warmup.ensure_kernels(groups, log=logger.info)
+        except BaseException as exc:  # handed to the main thread, which raises it (traceback shown)
+            failure.append(exc)
+
+    worker = threading.Thread(target=work, name="numba-warmup", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(SPIN_POLL)
+        if stop:
+            logger.info("stopped by signal %d while preparing the numba kernels; what was compiled so far "
+                        "stays cached" % stop[0])
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)  # the compiler thread may be inside LLVM: do not wait for it
+    if failure:
+        raise failure[0]
+
+
+def run(factory: Callable[..., Node], args=None, executor_cls=None, kernels_of: str = "") -> int:
+    """``main()`` of every node: (compile or load the kernels of node ``kernels_of``), init, spin until
+    SIGINT/SIGTERM or shutdown, then ``close()`` the node's threads, shut the executor down and destroy the
+    node -- in that order, after spinning has stopped, so no callback runs into a destroyed entity."""
+    stop: List[int] = []
+    handlers = _install_stop_handlers(stop)
+    if kernels_of:
+        prepare_kernels(kernels_of, stop, args)
+    if stop:  # a signal arrived before rclpy was even started
+        return 0
     _init_without_rclpy_signal_handlers(args)
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-    node = None
+    if handlers:
+        _install_stop_handlers(stop)  # again: an rclpy without SignalHandlerOptions installed its own
+    node = executor = None
     try:
         node = factory()
         executor = (executor_cls or rclpy.executors.SingleThreadedExecutor)()
         executor.add_node(node)
-        try:
-            executor.spin()
-        finally:
-            executor.shutdown()
+        while not stop and rclpy.ok():
+            executor.spin_once(timeout_sec=SPIN_POLL)
     except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
+        pass  # KeyboardInterrupt: run() called from a thread other than the main one, no handlers there
     finally:
         if node is not None:
             close = getattr(node, "close", None)
             if close is not None:
                 close()
+        if executor is not None:
+            executor.shutdown()
+        if node is not None:
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()

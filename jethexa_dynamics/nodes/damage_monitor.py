@@ -1,34 +1,40 @@
 """damage_monitor: decides the robot's morphology and publishes it on ``morphology`` (latched).
 
-Inputs: the servo driver's per-servo statuses on ``/diagnostics`` (no reply, stall bit, position error
-against command). Manual override: the ``morphology`` parameter (one entry per leg, -1 = automatic), e.g.
+Inputs: the servo driver's per-servo statuses on ``/diagnostics`` (no reply with confirmation reads, stall =
+position error under load; voltage/temperature outside the servo's own limits are reported, the LED alarm
+setting never counts), and ``joint_states``: a joint without servo statuses (another driver, a bus behind
+another board) that its publisher stops carrying is lost under the same rules (``JointPresenceTracker``).
+Manual override: the ``morphology`` parameter (one entry per leg, -1 = automatic), e.g.
 ``ros2 param set /damage_monitor morphology "[3,3,3,3,0,0]"``. Service ``~/reset`` (std_srvs/Trigger)
-clears latched faults. Detection rules: ``jethexa_dynamics.monitor.damage.DamageDetector``.
+clears latched faults. Detection rules: ``jethexa_dynamics.damage.detection.DamageDetector``.
 """
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
 from diagnostic_msgs.msg import DiagnosticArray
+from sensor_msgs.msg import JointState
 from std_msgs.msg import MultiArrayDimension, UInt8MultiArray
 from std_srvs.srv import Trigger
 
-from jethexa_dynamics.monitor import node_params
-from jethexa_dynamics.monitor.validate import InvalidMessage
-from jethexa_dynamics.monitor.damage import (DamageDetector, DetectorConfig, MorphologyChange, decode_servo_status,
-                                             format_morphology, morphology_label)
-from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, ThinNode, run
+from jethexa_dynamics.nodes import params as node_params
+from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, JointPresenceTracker, MorphologyChange,
+                                               decode_servo_status)
+from jethexa_dynamics.model import format_morphology
+from jethexa_dynamics.nodes.messages import InvalidMessage, morphology_to_wire
+from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run
 from jethexa_dynamics.nodes._robot import robot_names
 
-_CONFIG_KEYS = ("no_reply_timeout", "min_missed_reads", "stall_hold", "position_error_threshold",
+_CONFIG_KEYS = ("no_reply_timeout", "min_missed_reads", "position_error_threshold",
                 "position_error_hold", "latch")
 
 
 def morphology_msg(links_per_leg, leg_names) -> UInt8MultiArray:
+    """The ``morphology`` message (wire format: ``nodes.messages.morphology_to_wire``)."""
+    data, label = morphology_to_wire(links_per_leg, leg_names)
     msg = UInt8MultiArray()
-    msg.layout.dim = [MultiArrayDimension(label=morphology_label(leg_names), size=len(leg_names),
-                                          stride=len(leg_names))]
-    msg.data = [int(v) for v in links_per_leg]
+    msg.layout.dim = [MultiArrayDimension(label=label, size=len(data), stride=len(data))]
+    msg.data = data
     return msg
 
 
@@ -40,8 +46,11 @@ class DamageMonitor(ThinNode):
         self.current: Optional[List[int]] = None
         self.changes: List[MorphologyChange] = []
         self.last_servo_diag: Optional[float] = None
+        self.servo_diag_messages = 0   # /diagnostics messages that carried servo statuses
+        self.presence = JointPresenceTracker(self.joint_names)
         self.pub = self.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
         self.sub(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS)
+        self.sub(JointState, "joint_states", self._on_joint_states, SENSOR_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.rate_timer("check_rate", self._on_check, "check")
         self._decide(self.now_sec(), ["start-up"])
@@ -89,7 +98,16 @@ class DamageMonitor(ThinNode):
             return
         now = self.now_sec()
         self.last_servo_diag = now
-        new = self.detector.update(now, healths)
+        self.servo_diag_messages += 1
+        self._apply(now, self.detector.update(now, healths))
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        """Presence evidence only (names; values are the predictor's business): unknown names are ignored."""
+        now = self.now_sec()
+        self.presence.observe(now, [n for n in msg.name if isinstance(n, str)])
+        self._apply(now, self.detector.update_presence(now, self.presence))
+
+    def _apply(self, now: float, new) -> None:
         if new:
             self._decide(now, ["%s: %s" % (f.joint, f.reason) for f in new])
             self._publish_status()
@@ -109,7 +127,7 @@ class DamageMonitor(ThinNode):
         level, message = 0, "morphology %s" % format_morphology(self.current, self.leg_names)
         if self.last_servo_diag is None or now - self.last_servo_diag > self.p["servo_diagnostics_timeout"]:
             level, message = 1, message + "; no servo diagnostics (is servo_driver running?)"
-        values = [("morphology", list(self.current)), ("legs", morphology_label(self.leg_names)),
+        values = [("morphology", list(self.current)), ("legs", ",".join(self.leg_names)),
                   ("override", list(self.p["morphology"]))]
         values += [("fault " + j, f.reason) for j, f in sorted(self.detector.faults.items())]
         if self.detector.faults and level == 0:

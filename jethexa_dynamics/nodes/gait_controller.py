@@ -2,7 +2,7 @@
 
 Holds the neutral stance when ``cmd_vel`` is older than ``cmd_vel_timeout`` (or zero). Follows
 ``morphology``: legs that lost links are not commanded and the gait is re-phased for the remaining legs
-(``jethexa_dynamics.monitor.walking.WalkingGait``), without a restart.
+(``jethexa_dynamics.control.walking.WalkingGait``), without a restart.
 """
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from geometry_msgs.msg import Twist
 from std_msgs.msg import UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from jethexa_dynamics.monitor import node_params, validate
-from jethexa_dynamics.monitor.damage import format_morphology, morphology_from_wire
-from jethexa_dynamics.monitor.walking import WalkingGait
+from jethexa_dynamics.nodes import messages as validate, params as node_params
+from jethexa_dynamics.model import format_morphology
+from jethexa_dynamics.nodes.messages import morphology_from_wire
+from jethexa_dynamics.control.walking import WalkingGait
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, ThinNode, run
 from jethexa_dynamics.nodes._robot import jethexa, leg_geometry
 
@@ -107,7 +108,7 @@ NODE = GaitController  # the class graph.node_class() finds
 
 
 def main(args=None):
-    return run(GaitController, args)
+    return run(GaitController, args, kernels_of="gait_controller")
 
 
 if __name__ == "__main__":

@@ -172,3 +172,29 @@ def add_launch_graph(graph: Graph, name: str, arguments: Optional[Dict[str, str]
 
     return {entry.name: graph.add(node_class(entry.executable), params)
             for entry, params in node_parameters(name, arguments)}
+
+
+def stop_processes(procs: Dict[str, Any], logs: Dict[str, Any], first: Tuple[str, ...] = ("gait_controller",
+                                                                                      "servo_driver"),
+                   timeout: float = 20.0) -> Tuple[Dict[str, Any], Dict[str, str]]:
+    """SIGINT to node processes one by one (``first`` first: the commands stop before the bus closes), each
+    waited for up to ``timeout`` s (then killed: "killed"); their log files (opened ``w+``) read back.
+    Returns (exit code per node, log text per node)."""
+    import signal
+    import subprocess
+
+    codes: Dict[str, Any] = {}
+    for name in [n for n in first if n in procs] + [n for n in procs if n not in first]:
+        p = procs[name]
+        p.send_signal(signal.SIGINT)
+        try:
+            codes[name] = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            codes[name] = "killed"
+    text = {}
+    for name, f in logs.items():
+        f.seek(0)
+        text[name] = f.read()
+        f.close()
+    return codes, text

@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from jethexa_dynamics.monitor import node_params
-from jethexa_dynamics.monitor.params import config_dir, load_node_yaml
+from jethexa_dynamics.nodes import params as node_params
+from jethexa_dynamics.nodes.param_spec import config_dir, load_node_yaml
 
 PACKAGE = "jethexa_dynamics"
 
@@ -52,7 +52,7 @@ GRAPHS: Dict[str, Dict[str, Any]] = {
                   NodeEntry("damage_monitor", "damage_monitor")],
         "arguments": [
             Argument("port", "/dev/ttyTHS1", "servo bus serial device", (("servo_driver", "port"),)),
-            Argument("transport", "direct_uart", "bus transport: direct_uart (Jetson Nano UART) or rrc (STM32 board)",
+            Argument("transport", "uart", "bus transport: uart (Jetson Nano UART) or rrc (STM32 board)",
                      (("servo_driver", "transport"),)),
             Argument("baudrate", "115200", "bus baud rate (1000000 for rrc)", (("servo_driver", "baudrate"),)),
             Argument("i2c_bus", "1", "I2C bus of the MPU6050", (("imu", "i2c_bus"),)),

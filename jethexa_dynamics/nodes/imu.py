@@ -19,7 +19,7 @@ from sensor_msgs.msg import Imu
 from jethexa_dynamics.hardware.errors import HardwareError
 from jethexa_dynamics.hardware.imu_filter import MadgwickFilter
 from jethexa_dynamics.hardware.mpu6050 import Mpu6050, Mpu6050Config
-from jethexa_dynamics.monitor import node_params, validate
+from jethexa_dynamics.nodes import messages as validate, params as node_params
 from jethexa_dynamics.nodes._common import SENSOR_QOS, ThinNode, run
 
 REINIT_AFTER = 10  # consecutive failed reads before the chip is re-initialised

@@ -1,12 +1,15 @@
 """predictor: the modular whole-body model as a real-time predictor next to the robot.
 
 Inputs: ``joint_commands`` (what the servos are told; or ``joint_states`` with ``joint_source:
-joint_states``), ``joint_states`` (measured values merged in), ``imu/data`` (filtered orientation),
-``mocap/pose`` (optional ground truth), ``morphology`` (latched). The model integrates the floating-base
-dynamics with contact and re-anchors on the measurements every ``horizon`` seconds.
+joint_states``), ``joint_states`` (the joints read in one bus cycle, stamped with the read time),
+``imu/data`` (filtered orientation), ``mocap/pose`` (optional ground truth), ``morphology`` (latched). The
+model (any ``predictors.base.Predictor`` of the registry) integrates the floating-base dynamics with contact
+and re-anchors every ``horizon`` seconds on the newest measurements stamped at or before the anchor time
+(measurements carry their header stamp, mapped onto the node's clock).
 
 Outputs at ``rate``: ``predicted/pose`` (geometry_msgs/PoseStamped) and ``predicted/odom`` (nav_msgs/Odometry,
-``odom`` -> ``base_link``); ``measured/pose`` (orientation from the IMU filter, position from mocap when
+``odom`` -> ``base_link``; twist = the model's base twist, linear and angular, in ``base_link``);
+``measured/pose`` (orientation from the IMU filter, position from mocap when
 fresh); ``prediction/error`` (std_msgs/Float64MultiArray: predicted - measured roll, pitch, yaw [rad] and
 x, y, z [m], NaN when not measured); with ``publish_slip`` the slip model's ``slip/pose`` and
 ``slip/odom``. Cycle time p50/p99 on ``/diagnostics``.
@@ -23,16 +26,19 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
-from transforms3d.quaternions import quat2mat
 
-from jethexa_dynamics.monitor import node_params, validate
-from jethexa_dynamics.monitor.damage import format_morphology, morphology_from_wire
-from jethexa_dynamics.monitor.prediction import ERROR_FIELDS, CycleStats, MeasuredPose, pose_error
+from jethexa_dynamics.model import format_morphology
+from jethexa_dynamics.nodes import messages as validate, params as node_params
+from jethexa_dynamics.nodes.messages import MeasuredPose, morphology_from_wire
+from jethexa_dynamics.predictors.base import CycleStats, Predictor
+from jethexa_dynamics.predictors.errors import ERROR_FIELDS, pose_error
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec
 from jethexa_dynamics.nodes._robot import jethexa
-from jethexa_dynamics.validation.replay import make_predictor
+from jethexa_dynamics.predictors.registry import make_predictor
 
 SLIP = "slip"
+#: a header stamp older than this (or in the future) is not trusted: the receipt time is used instead
+MAX_STAMP_AGE = 0.5
 
 
 def _set_pose(msg_pose, pos, quat_wxyz) -> None:
@@ -50,13 +56,11 @@ class PredictorNode(ThinNode):
         self.lower, self.upper = np.asarray(robot.joint_lower), np.asarray(robot.joint_upper)
         self._t0 = time.monotonic()
         self.q_cmd = np.zeros(len(self.joint_names))
-        self.q_meas = np.full(len(self.joint_names), np.nan)  # NaN = never measured
         self.morphology = [3] * len(self.leg_names)
         self.measured = MeasuredPose(self.p["mocap_timeout"])
         self.stats = CycleStats(self.p["stats_window"])
         self.last_error = np.full(6, np.nan)
-        self._last_pose: Dict[str, Any] = {}
-        self.models: Dict[str, Any] = {}
+        self.models: Dict[str, Predictor] = {}
         self.model_error = ""
         try:
             self._build_models()
@@ -100,7 +104,6 @@ class PredictorNode(ThinNode):
             m.reset(t, self.joint_names)
             m.on_morphology(t, np.asarray(self.morphology))
         self.models = models
-        self._last_pose.clear()
 
     def apply_params(self, changed: Dict[str, Any]) -> None:
         if any(k in changed for k in ("predictor", "horizon", "publish_slip")):
@@ -113,6 +116,13 @@ class PredictorNode(ThinNode):
     def t(self) -> float:
         """Predictor time: seconds since the node started (monotonic)."""
         return time.monotonic() - self._t0
+
+    def stamp_time(self, stamp) -> float:
+        """Node time of a measurement's header stamp: now minus its age on the ROS clock (the receipt time if
+        the stamp is unset, in the future or older than ``MAX_STAMP_AGE``)."""
+        now = self.t()
+        age = self.now_sec() - stamp_to_sec(stamp)
+        return now - age if 0.0 <= age <= MAX_STAMP_AGE else now
 
     def _each(self, method: str, *args) -> None:
         for m in self.models.values():
@@ -140,12 +150,13 @@ class PredictorNode(ThinNode):
         self._stamp("joint_states", msg.header)
         idx, pos, _ = validate.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names,
                                            lower=self.lower, upper=self.upper)
-        t = self.t()
-        self.q_meas[idx] = pos
+        t = self.stamp_time(msg.header.stamp)
         if self.p["joint_source"] == "joint_states":
             self.q_cmd[idx] = pos
-            self._each("on_command", t, self.q_cmd.copy(), t)
-        self._each("on_joints", t, self.q_meas.copy())
+            self._each("on_command", self.t(), self.q_cmd.copy(), self.t())
+        q = np.full(len(self.joint_names), np.nan)  # only the joints read in this message count as measured
+        q[idx] = pos
+        self._each("on_joints", t, q)
 
     def _on_imu(self, msg: Imu) -> None:
         self._stamp("imu/data", msg.header)
@@ -155,7 +166,7 @@ class PredictorNode(ThinNode):
             msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z))
         acc = validate.finite_vector("imu/data.linear_acceleration", (
             msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z))
-        t = self.t()
+        t = self.stamp_time(msg.header.stamp)
         quat = np.array([w, x, y, z])
         self.measured.on_imu(t, quat)
         self._each("on_imu", t, quat, gyro, acc)
@@ -164,9 +175,9 @@ class PredictorNode(ThinNode):
         self._stamp("mocap/pose", msg.header)
         p, o = msg.pose.position, msg.pose.orientation
         pos, (x, y, z, w) = validate.pose((p.x, p.y, p.z), (o.x, o.y, o.z, o.w), "mocap/pose.pose")
-        t = self.t()
+        t = self.stamp_time(msg.header.stamp)
         quat = np.array([w, x, y, z])
-        self.measured.on_mocap(t, pos, quat)
+        self.measured.on_mocap(t, pos)
         self._each("on_ground_truth", t, pos, quat)
 
     def _on_morphology(self, msg: UInt8MultiArray) -> None:
@@ -188,11 +199,11 @@ class PredictorNode(ThinNode):
             prefix = "slip_" if name == SLIP and name != self.p["predictor"] else ""
             if not prefix:
                 self.pubs["pose"].publish(self._pose_msg(stamp, pos, quat))
-                self.pubs["odom"].publish(self._odom_msg(name, stamp, t, pos, quat))
-                self._publish_measured(stamp, t, pos, quat)
+                self.pubs["odom"].publish(self._odom_msg(stamp, pos, quat, model.twist))
+                self._publish_measured_and_error(stamp, t, pos, quat)
             else:
                 self.pubs["slip_pose"].publish(self._pose_msg(stamp, pos, quat))
-                self.pubs["slip_odom"].publish(self._odom_msg(name, stamp, t, pos, quat))
+                self.pubs["slip_odom"].publish(self._odom_msg(stamp, pos, quat, model.twist))
         self.stats.add(time.perf_counter() - tic, 1.0 / self.p["rate"])
 
     def _pose_msg(self, stamp, pos, quat) -> PoseStamped:
@@ -201,20 +212,18 @@ class PredictorNode(ThinNode):
         _set_pose(msg.pose, pos, quat)
         return msg
 
-    def _odom_msg(self, name: str, stamp, t: float, pos, quat) -> Odometry:
+    def _odom_msg(self, stamp, pos, quat, twist) -> Odometry:
+        """Pose in ``odom_frame``; twist [v; w] (m/s, rad/s) of base_link in ``base_frame`` (REP-105), the model's."""
         msg = Odometry()
         msg.header.stamp, msg.header.frame_id = stamp, self.p["odom_frame"]
         msg.child_frame_id = self.p["base_frame"]
         _set_pose(msg.pose.pose, pos, quat)
-        prev = self._last_pose.get(name)
-        self._last_pose[name] = (t, np.asarray(pos, float))
-        if prev is not None and t > prev[0]:
-            v_world = (np.asarray(pos, float) - prev[1]) / (t - prev[0])
-            v_body = quat2mat(quat).T @ v_world  # twist in child_frame_id (REP-105)
-            msg.twist.twist.linear.x, msg.twist.twist.linear.y, msg.twist.twist.linear.z = map(float, v_body)
+        v = msg.twist.twist
+        v.linear.x, v.linear.y, v.linear.z, v.angular.x, v.angular.y, v.angular.z = map(float, twist)
         return msg
 
-    def _publish_measured(self, stamp, t: float, pos, quat) -> None:
+    def _publish_measured_and_error(self, stamp, t: float, pos, quat) -> None:
+        """``measured/pose`` and ``prediction/error`` (predicted ``pos``, ``quat`` minus measured) at ``t``."""
         mpos, mquat = self.measured.current(t)
         if mquat is None:
             return
@@ -249,7 +258,7 @@ NODE = PredictorNode  # the class graph.node_class() finds
 
 
 def main(args=None):
-    return run(PredictorNode, args)
+    return run(PredictorNode, args, kernels_of="predictor")
 
 
 if __name__ == "__main__":

@@ -25,8 +25,9 @@ from sensor_msgs.msg import Imu
 
 from jethexa_dynamics.hardware.emulator import BusEmulator
 from jethexa_dynamics.model.se3 import rot_to_quat
-from jethexa_dynamics.monitor import node_params
-from jethexa_dynamics.monitor.damage import format_morphology, joint_leg_link, parse_damage_spec
+from jethexa_dynamics.nodes import params as node_params
+from jethexa_dynamics.damage.detection import joint_leg_link
+from jethexa_dynamics.model import Morphology, format_morphology
 from jethexa_dynamics.nodes._common import SENSOR_QOS, ThinNode, run
 from jethexa_dynamics.nodes._robot import jethexa
 
@@ -93,7 +94,7 @@ class RobotEmulator(ThinNode):
             self._apply_damage(changed["damage"])
 
     def _apply_damage(self, spec: str) -> None:
-        links = parse_damage_spec(spec, self.leg_names)  # ValueError -> parameter rejected
+        links = list(Morphology.parse(self.engine.robot, spec).links_per_leg)  # ValueError -> parameter rejected
         with self.lock:
             self.engine.set_morphology(links)
             lost = [j for j, (leg, k) in zip(self.joint_names, self._leg_link) if k >= links[leg]]
@@ -197,7 +198,7 @@ NODE = RobotEmulator  # the class graph.node_class() finds
 
 
 def main(args=None):
-    return run(RobotEmulator, args)
+    return run(RobotEmulator, args, kernels_of="robot_emulator")
 
 
 if __name__ == "__main__":

@@ -2,13 +2,15 @@
 
 * ``joint_commands`` (trajectory_msgs/JointTrajectory) -> one group move (the last point, in its
   ``time_from_start``); joint limits are enforced by the joint layer before a byte is sent.
-* ``joint_states`` (sensor_msgs/JointState) at ``publish_rate``: the commanded positions, with the measured
-  positions merged in for the joints the read scheduler read in that cycle (Hiwonder's bus cannot read 18
-  positions at 50 Hz).
+* ``joint_states`` (sensor_msgs/JointState) at ``publish_rate``: measured positions only, of the joints the
+  read scheduler read in that cycle (Hiwonder's bus cannot read 18 positions at 50 Hz), stamped with the
+  time of the reads; a cycle without a position read publishes nothing.
 * All bus I/O runs in one thread of the node (a read of a silent servo blocks for its reply timeout);
   the subscription only validates and hands the command over.
-* ``/diagnostics``: one status per servo (reply statistics, voltage, temperature, error bits, commanded vs
-  measured position) -- what ``damage_monitor`` decides from.
+* ``/diagnostics``: one status per servo (reply statistics, voltage and temperature against the servo's own
+  limits read from it, load state, the LED alarm setting read back, commanded vs measured position) -- what
+  ``damage_monitor`` decides from. The LED alarm setting (``led_alarm``, written with cmd 35 at start-up)
+  is configuration: the reply of cmd 36 is never taken for active faults.
 * Services ``~/emergency_stop`` (std_srvs/Trigger: stop + torque off, refuse moves) and ``~/set_torque``
   (std_srvs/SetBool: true = clear the e-stop and load, false = unload). Torque off on shutdown.
 """
@@ -22,13 +24,16 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from jethexa_dynamics.hardware.bus import DirectUartBus, RrcBoardBus
+from jethexa_dynamics.hardware.bus import open_bus
 from jethexa_dynamics.hardware.errors import HardwareError, ServoError, ServoTimeout
 from jethexa_dynamics.hardware.joints import JointServoBus
 from jethexa_dynamics.hardware.servo_table import load_servo_table
-from jethexa_dynamics.monitor import node_params, validate
-from jethexa_dynamics.monitor.damage import ServoStatusTracker, encode_servo_status
+from jethexa_dynamics.nodes import messages as validate, params as node_params
+from jethexa_dynamics.damage.detection import ServoStatusTracker, encode_servo_status
 from jethexa_dynamics.nodes._common import RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec, status
+
+
+OPEN_LOG_PERIOD = 30.0  # s between 'waiting for the servo bus' lines
 
 
 class ServoDriver(ThinNode):
@@ -44,7 +49,8 @@ class ServoDriver(ThinNode):
         self.open_error = ""
         self.closed = False
         self._t_start = time.monotonic()
-        self._open_logged = False
+        self._open_attempts = 0
+        self._open_next_log = 0.0
         self.commanded: Dict[str, float] = {}
         self.commands_applied = 0
         self.state_pub = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
@@ -69,16 +75,20 @@ class ServoDriver(ThinNode):
         if self.closed:
             return False
         try:
-            if self.p["transport"] == "rrc":
-                bus = RrcBoardBus(self.p["port"], self.p["baudrate"], reply_timeout=self.p["reply_timeout"])
-            else:
-                bus = DirectUartBus(self.p["port"], self.p["baudrate"], reply_timeout=self.p["reply_timeout"])
+            bus = open_bus(self.p["transport"], self.p["port"], baudrate=self.p["baudrate"],
+                           reply_timeout=self.p["reply_timeout"])
         except Exception as exc:  # noqa: BLE001 - serial errors vary by platform; retried
             self.open_error = "cannot open %s (%s): %s" % (self.p["port"], self.p["transport"], exc)
-            waited = time.monotonic() - self._t_start
-            if not self._open_logged and waited >= self.p["open_timeout"]:
-                self._open_logged = True
-                self.get_logger().error(self.open_error + "; still retrying every cycle")
+            self._open_attempts += 1
+            now = time.monotonic()
+            if now - self._t_start >= self.p["open_timeout"] and now >= self._open_next_log:
+                # waiting is normal while the port appears (the emulator may still be compiling): a warning
+                # with the count, repeated, not an error
+                self._open_next_log = now + OPEN_LOG_PERIOD
+                self.get_logger().warning(
+                    "waiting for the servo bus for %.0f s (%d attempts, retrying every 0.1 s): %s -- is the "
+                    "robot powered and the port right (or the emulator still starting)?"
+                    % (now - self._t_start, self._open_attempts, self.open_error))
             return False
         self.joints = JointServoBus(bus, self.table, read_timeout=self.p["reply_timeout"])
         self.open_error = ""
@@ -87,7 +97,27 @@ class ServoDriver(ThinNode):
         if self.p["torque_on_start"]:
             self._guarded_bus(self.joints.load_all)
             self.tracker.set_torque(True)
+        self._configure_led_alarm()
         return True
+
+    def _configure_led_alarm(self) -> None:
+        """Write the ``led_alarm`` setting (cmd 35) and book what each servo reads back (cmd 36)."""
+        bits = self.p["led_alarm"]
+        if bits < 0 or not self.joints.bus.supports("write_led_alarm"):
+            return
+        try:
+            got = self.joints.set_led_alarm(bits)
+        except HardwareError as exc:
+            self.reject("servo bus", "led_alarm: %s" % exc)
+            return
+        now = time.monotonic()
+        with self._tracker_lock:
+            for joint, v in got.items():
+                if isinstance(v, int):
+                    self.tracker.record_reply(joint, now, led_alarm=v)
+        differ = sorted(j for j, v in got.items() if isinstance(v, int) and v != bits)
+        if differ:
+            self.reject("servo bus", "led_alarm %d written but read back otherwise from %s" % (bits, ", ".join(differ)))
 
     def _guarded_bus(self, fn, *args) -> Optional[str]:
         try:
@@ -110,9 +140,9 @@ class ServoDriver(ThinNode):
         points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
         idx, pos, t = validate.trajectory(msg.joint_names, points, self.joint_names, self.lower, self.upper)
         if self.joints is None:
-            raise ValueError("joint_commands: servo bus not open (%s)" % self.open_error)
+            raise validate.CannotServe("joint_commands: servo bus not open (%s)" % self.open_error)
         if self.joints.emergency_stopped:
-            raise ValueError("joint_commands: emergency stop active (call ~/set_torque true to resume)")
+            raise validate.CannotServe("joint_commands: emergency stop active (call ~/set_torque true to resume)")
         target = {self.joint_names[i]: float(q) for i, q in zip(idx, pos)}
         duration = t if t > 0.0 else self.p["default_move_time"]
         with self._pending_lock:  # merged with a command the bus thread has not sent yet
@@ -165,29 +195,31 @@ class ServoDriver(ThinNode):
         self.commands_applied += 1
 
     def _read_and_publish(self) -> None:
-        measured: Dict[str, float] = {}
-        if self.p["reads_per_cycle"] > 0 and not self.joints.emergency_stopped:
-            try:
-                readings = self.joints.poll(0.5 / self.p["publish_rate"], max_reads=self.p["reads_per_cycle"])
-            except HardwareError as exc:
-                self.reject("servo bus", str(exc))
-            else:
-                with self._tracker_lock:
-                    self.tracker.ingest(time.monotonic(), readings)
-                measured = readings.positions
-        names = [j for j in self.joint_names if j in self.commanded or j in measured]
+        """One poll of the read scheduler; ``joint_states`` with the positions it read (never a commanded value
+        in their place: the predictor anchors on these as measurements)."""
+        if self.p["reads_per_cycle"] <= 0 or self.joints.emergency_stopped:
+            return
+        stamp = self.get_clock().now()     # the reads happen during the poll, right after this
+        try:
+            readings = self.joints.poll(0.5 / self.p["publish_rate"], max_reads=self.p["reads_per_cycle"])
+        except HardwareError as exc:
+            self.reject("servo bus", str(exc))
+            return
+        with self._tracker_lock:
+            self.tracker.ingest(time.monotonic(), readings)
+        names = [j for j in self.joint_names if j in readings.positions]
         if not names:
             return
         msg = JointState()
-        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.stamp = stamp.to_msg()
         msg.name = names
-        msg.position = [float(measured.get(j, self.commanded.get(j))) for j in names]
+        msg.position = [float(readings.positions[j]) for j in names]
         if self.context.ok():  # not while rclpy shuts down (Ctrl-C) and close() is on its way
             self.state_pub.publish(msg)
 
     def _confirm_silence(self) -> None:
         """One confirmation read (``confirm_timeout``) of the servo that missed a read longest ago, if any:
-        the evidence ``damage_monitor`` needs before it calls a servo lost (``monitor.damage``)."""
+        the evidence ``damage_monitor`` needs before it calls a servo lost (``damage.detection``)."""
         with self._tracker_lock:
             joint = self.tracker.pending_confirmation()
         if joint is None or self.joints.emergency_stopped:
@@ -246,15 +278,17 @@ class ServoDriver(ThinNode):
         return response
 
     def _on_diag(self) -> None:
-        """Every servo at ``diagnostics_rate``; servos that miss replies or report error bits at
-        ``fault_report_rate`` (what damage_monitor needs to be quick, without flooding /diagnostics)."""
+        """Every servo at ``diagnostics_rate``; servos that miss replies, read outside their own voltage /
+        temperature limits, or are far from their command at ``fault_report_rate`` (what damage_monitor needs
+        to be quick, without flooding /diagnostics)."""
         self._diag_ticks += 1
         full = self._diag_ticks % max(1, int(round(self.p["fault_report_rate"] / self.p["diagnostics_rate"]))) == 0
         with self._tracker_lock:
             snapshot = self.tracker.snapshot(time.monotonic())
         statuses = []
         for h in snapshot:
-            if full or h.consecutive_misses or h.error_bits:
+            # 0.2 rad: well below damage_monitor's stall threshold (0.6), so a stall is followed at the fast rate
+            if full or h.consecutive_misses or h.measured_faults or abs(h.position_error) > 0.2:  # NaN: False
                 level, message, values = encode_servo_status(h)
                 statuses.append(status("%s: servo %d (%s)" % (self.get_name(), h.servo_id, h.joint), message,
                                        level, values, hardware_id="bus_servo_%d" % h.servo_id))
@@ -270,7 +304,7 @@ class ServoDriver(ThinNode):
                     level, message = 2, "no servo has answered for %.1f s (bus, wiring or servo power?)" % silent
                 statuses.insert(0, self.node_status(message, level, [
                     ("port", self.p["port"]), ("commands_applied", self.commands_applied),
-                    ("bus_silent_s", silent)]))
+                    ("bus_silent_s", silent), ("led_alarm", self.p["led_alarm"])]))
         if statuses:
             self.publish_diagnostics(statuses)
 

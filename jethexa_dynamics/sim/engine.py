@@ -182,6 +182,7 @@ class Trajectory:
         self.joint_names = list(joint_names)
         self.leg_names = list(leg_names)
         self.events = list(events)
+        self._euler = None
 
     def __len__(self):
         return self.data.shape[0]
@@ -207,10 +208,12 @@ class Trajectory:
 
     @property
     def euler(self):
-        e = np.array([mat2euler(R, "sxyz") for R in self.rot])   # R = Rz(yaw) Ry(pitch) Rx(roll)
-        if len(e):
-            e[:, 2] = np.unwrap(e[:, 2])
-        return e
+        if self._euler is None:     # computed once: the summary and the CSV both need it (one call per row)
+            e = np.array([mat2euler(R, "sxyz") for R in self.rot]).reshape(-1, 3)  # R = Rz(yaw) Ry(pitch) Rx(roll)
+            if len(e):
+                e[:, 2] = np.unwrap(e[:, 2])
+            self._euler = e
+        return self._euler.copy()
 
     @property
     def foot_forces(self):
@@ -283,7 +286,8 @@ class Engine:
             raise ValueError("pid must control %d joints, got %d" % (nj, self.pid.n))
         self.record_every = record_every
         self._layout, self._ncols = _rec_layout(nj, self.n_legs)
-        self.gravity = np.asarray(r.kernel_data[10], dtype=np.float64)   # world gravity of the model (m/s^2)
+        # world gravity of the model (m/s^2)
+        self.gravity = np.asarray(r.kernel_data[kernels.D_GRAVITY], dtype=np.float64)
         # IMU mount (base_link -> imu_link), for the accelerometer's lever arm
         self.imu_offset = np.zeros(3)
         if r.urdf_path:
@@ -353,21 +357,10 @@ class Engine:
         self.pid.active[:] = np.concatenate([self.mask[i, :n] for i, n in enumerate(n_joints)])
 
     def set_morphology(self, morphology):
-        """Change the morphology now (any time, also mid-walk): a ``Morphology``, a links-per-leg vector, a
-        {leg: links} dict or a scenario name. Removed joints stop (rates zeroed), their integrators reset,
-        lost feet leave the contact set."""
-        from .scenarios import scenario_morphology
-        if isinstance(morphology, str):
-            morphology = scenario_morphology(self.robot, morphology)
-        elif isinstance(morphology, dict):     # {leg: intact links}, unspecified legs healthy
-            unknown = set(morphology) - set(self.robot.leg_names)
-            if unknown:
-                raise ValueError("morphology: unknown legs %s; legs are %s" % (sorted(unknown), self.robot.leg_names))
-            n_joints = self.robot.description.n_joints
-            morphology = Morphology.from_vector(self.robot, [int(morphology.get(leg, n)) for leg, n in
-                                                             zip(self.robot.leg_names, n_joints)])
-        elif not isinstance(morphology, Morphology):
-            morphology = Morphology.from_vector(self.robot, morphology)
+        """Change the morphology now (any time, also mid-walk): any spec of ``Morphology.parse`` (a
+        ``Morphology``, links per leg, {leg: links}, ``LM:1``, a scenario name). Removed joints stop (rates
+        zeroed), their integrators reset, lost feet leave the contact set."""
+        morphology = Morphology.parse(self.robot, morphology)
         self.morphology = morphology
         self._apply_morphology_arrays(morphology)
         gone = self.pid.active == 0.0
@@ -561,12 +554,12 @@ class Engine:
     def center_of_mass(self):
         """Whole-body CoM (m, world) of the present links (main body + intact links)."""
         data = self.robot.kernel_data
-        n_joints, mass = data[0], data[3]
-        nmax = data[2].shape[1]
+        n_joints, mass = data[kernels.D_N_JOINTS], data[kernels.D_MASS]
+        nmax = data[kernels.D_XI].shape[1]
         R, p, xp = np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6))
         c, Ic = np.empty((nmax, 3)), np.empty((nmax, 3, 3))
-        m_tot = float(data[7][0])
-        acc = m_tot * np.asarray(data[8], dtype=float)
+        m_tot = float(data[kernels.D_BODY_MASS][0])
+        acc = m_tot * np.asarray(data[kernels.D_BODY_COM], dtype=float)
         for i in range(len(n_joints)):
             kernels.leg_kinematics(data, i, self.theta, R, p, xp, c, Ic)
             for k in range(n_joints[i]):

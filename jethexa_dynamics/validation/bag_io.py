@@ -26,6 +26,8 @@ import numpy as np
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 from rosbags.rosbag2 import StoragePlugin, Writer
 
+from jethexa_dynamics.nodes.messages import morphology_from_wire
+
 from . import messages
 from .errors import (CorruptBagError, EmptyWindowError, MissingTopicsError, NotABagError, TimeJumpError,
                      UnknownMessageTypeError, BagError)
@@ -267,18 +269,18 @@ class _JointAccumulator:
 
 
 def _unit_quats(topic, t, q) -> np.ndarray:
-    """Quaternions (N, 4) of ``topic`` at times ``t`` [s] checked unit within ``model.se3.UNIT_QUAT_TOL`` (the
+    """Quaternions (N, 4) of ``topic`` at times ``t`` [s] checked unit within ``model.se3.QUAT_NORM_TOL`` (the
     package's one tolerance) and renormalised; a non-unit one is a bad bag (BagError), not a rotation."""
-    from jethexa_dynamics.model.se3 import UNIT_QUAT_TOL
+    from jethexa_dynamics.model.se3 import QUAT_NORM_TOL
 
     q = np.asarray(q, dtype=float)
     n = np.linalg.norm(q, axis=1)
-    bad = np.flatnonzero(~(np.abs(n - 1.0) <= UNIT_QUAT_TOL))
+    bad = np.flatnonzero(~(np.abs(n - 1.0) <= QUAT_NORM_TOL))
     if bad.size:
         k = int(bad[0])
         raise BagError("{}: orientation of the message at {:.3f} s has norm {:.6g} ({} such messages); a unit "
-                       "quaternion has norm in [{:g}, {:g}]".format(topic, t[k], n[k], bad.size, 1 - UNIT_QUAT_TOL,
-                                                                     1 + UNIT_QUAT_TOL))
+                       "quaternion has norm in [{:g}, {:g}]".format(topic, t[k], n[k], bad.size, 1 - QUAT_NORM_TOL,
+                                                                     1 + QUAT_NORM_TOL))
     return q / n[:, None]
 
 
@@ -421,7 +423,8 @@ def _read_open(reader, bag, topics, start, end, max_gap) -> BagData:
                 js.add(t, list(msg.name), list(msg.position))
             elif role == "morphology":
                 mo_t.append(t)
-                mo_l.append(np.asarray(msg.data, dtype=np.int64))
+                label = msg.layout.dim[0].label if len(msg.layout.dim) else ""
+                mo_l.append(np.asarray(morphology_from_wire(msg.data, label), dtype=np.int64))
             elif role == "ground_truth":
                 gt_t.append(t)
                 p = msg.pose.position

@@ -11,6 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from jethexa_dynamics.predictors import registry
+
 from . import bag_io, metrics, replay as replay_mod
 from .errors import EXIT_BAD_INPUT, BagError
 from .topics import TopicNames
@@ -20,7 +22,7 @@ DEFAULT_PREDICTOR = "boltzmann_hamel"
 
 
 def _predictor(name: str) -> str:
-    names = replay_mod.predictor_names()
+    names = registry.predictor_names()
     if name not in names:
         raise argparse.ArgumentTypeError("unknown predictor {!r}; available: {}".format(name, ", ".join(names)))
     return name
@@ -102,7 +104,7 @@ def run(args) -> dict:
 
     if args.compare_all and args.predictor:
         raise ValueError("--predictor and --compare-all exclude each other")
-    names = replay_mod.predictor_names() if args.compare_all else [args.predictor or DEFAULT_PREDICTOR]
+    names = registry.predictor_names() if args.compare_all else [args.predictor or DEFAULT_PREDICTOR]
     out, json_path = output_paths(args)
     if json_path.exists() and not getattr(args, "force", False):
         raise ValueError("--out: {} already holds a report ({}); pass --force to overwrite it or choose "
@@ -113,15 +115,15 @@ def run(args) -> dict:
         v = getattr(args, opt)
         if v is not None and not v > 0:
             raise ValueError("--{} must be > 0, got {}".format(opt.replace("_", "-"), v))
-    unknown = [n for n in names if n not in replay_mod.predictor_names()]
+    unknown = [n for n in names if n not in registry.predictor_names()]
     if unknown or not names:
         raise ValueError("unknown predictor {!r}; available: {}".format(
-            unknown[0] if unknown else "", ", ".join(replay_mod.predictor_names()) or "none"))
+            unknown[0] if unknown else "", ", ".join(registry.predictor_names()) or "none"))
 
     topics = TopicNames(commands=args.commands_topic, joint_states=args.joint_states_topic, imu=args.imu_topic,
                         morphology=args.morphology_topic, ground_truth=args.ground_truth_topic)
     bag = bag_io.read_bag(args.bag, topics=topics, start=args.start, end=args.end, max_gap=args.max_gap)
-    predictors = [replay_mod.make_predictor(n, model=args.model, horizon=args.reanchor_horizon) for n in names]
+    predictors = [registry.make_predictor(n, model=args.model, horizon=args.reanchor_horizon) for n in names]
     segs = metrics.segments(bag.window, None if bag.morphology is None else bag.morphology.t,
                             None if bag.morphology is None else bag.morphology.links)
     results = [replay_mod.replay(bag, pr) for pr in predictors]
@@ -146,7 +148,7 @@ def main(argv=None) -> int:
     except SystemExit as exc:  # a bad option (its one line is printed) or --help
         return exc.code
     if args.list_predictors:
-        print("\n".join(replay_mod.predictor_names()))
+        print("\n".join(registry.predictor_names()))
         return 0
     try:
         rep = run(args)

@@ -91,11 +91,16 @@ def imu(t_ns, q_wxyz=None, gyro=(0.0, 0.0, 0.0), accel=(0.0, 0.0, 9.81), frame_i
         linear_acceleration=vector3(accel), linear_acceleration_covariance=np.zeros(9))
 
 
-def morphology(links_per_leg):
-    """``std_msgs/UInt8MultiArray``: one entry per leg (URDF leg order) = number of intact links."""
-    data = np.asarray(links_per_leg, dtype=np.uint8).ravel()
-    layout = _t("std_msgs/msg/MultiArrayLayout")(dim=[], data_offset=0)
-    return _t("std_msgs/msg/UInt8MultiArray")(layout=layout, data=data)
+def morphology(links_per_leg, leg_names=None):
+    """``std_msgs/UInt8MultiArray`` of the ``morphology`` topic (wire format: ``nodes.messages.morphology_to_wire``):
+    one entry per leg = number of intact links, labelled with ``leg_names`` (None: no label = URDF leg order)."""
+    from jethexa_dynamics.nodes.messages import morphology_to_wire
+
+    links = [int(v) for v in np.asarray(links_per_leg).ravel()]
+    data, label = (links, "") if leg_names is None else morphology_to_wire(links, leg_names)
+    dims = [] if not label else [_t("std_msgs/msg/MultiArrayDimension")(label=label, size=len(data), stride=len(data))]
+    layout = _t("std_msgs/msg/MultiArrayLayout")(dim=dims, data_offset=0)
+    return _t("std_msgs/msg/UInt8MultiArray")(layout=layout, data=np.asarray(data, dtype=np.uint8))
 
 
 def pose_stamped(t_ns, position, q_wxyz, frame_id="world"):

@@ -3,7 +3,8 @@
 Definitions (also in docs/validation.md):
 
 - Orientation error at a sample = predicted minus measured roll, pitch, yaw (ZYX Euler angles of the
-  body orientation in the world frame), each wrapped to (-180, 180] deg. RMSE and maximum |error| per axis.
+  body orientation in the world frame), each wrapped to (-180, 180] deg (``predictors.errors``, the same
+  definition the predictor node publishes live). RMSE and maximum |error| per axis.
 - Position error = |p_predicted - p_ground_truth| (3-D norm, m): RMSE, maximum, and value at the last sample;
   also the RMSE and the mean (bias) of each world axis (x, y, z: z is the body height error).
 - Drift per metre walked = sum over re-anchoring intervals k of |e_xy(end_k) - e_xy(start_k)| divided by
@@ -18,28 +19,9 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
+from jethexa_dynamics.predictors.errors import orientation_errors, quat_to_rpy  # noqa: F401 (re-exported)
+
 AXES = ("roll", "pitch", "yaw")
-
-
-def quat_to_rpy(q_wxyz) -> np.ndarray:
-    """(N, 4) unit quaternions ``w, x, y, z`` -> (N, 3) roll, pitch, yaw in rad (R = Rz(yaw) Ry(pitch) Rx(roll))."""
-    q = np.atleast_2d(np.asarray(q_wxyz, dtype=float))
-    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
-    roll = np.arctan2(2.0 * (w * x + y * z), 1.0 - 2.0 * (x * x + y * y))
-    pitch = np.arcsin(np.clip(2.0 * (w * y - z * x), -1.0, 1.0))
-    yaw = np.arctan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
-    return np.stack([roll, pitch, yaw], axis=1)
-
-
-def wrap(a) -> np.ndarray:
-    """Angles wrapped to (-pi, pi]."""
-    a = np.asarray(a, dtype=float)
-    return np.pi - np.mod(np.pi - a, 2.0 * np.pi)
-
-
-def orientation_errors(q_pred, q_meas) -> np.ndarray:
-    """(N, 3) wrapped roll/pitch/yaw differences predicted - measured (rad)."""
-    return wrap(quat_to_rpy(q_pred) - quat_to_rpy(q_meas))
 
 
 def _rmse(x) -> float:

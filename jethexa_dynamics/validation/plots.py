@@ -7,7 +7,9 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .metrics import AXES, orientation_errors, quat_to_rpy
+from jethexa_dynamics.predictors.errors import orientation_errors, quat_to_rpy
+
+from .metrics import AXES
 from .report import morphology_text
 
 #: one style per predictor: colour, line style AND marker differ, so that a line drawn over another (two

@@ -5,56 +5,20 @@ states, morphology) are handed to the predictor as they were received. At each I
 predicted pose is queried *before* the measurement is handed over, and likewise at each ground-truth
 message, so a prediction never sees the measurement it is compared with.
 
-A predictor is an object with the :class:`PredictorAdapter` methods; :func:`make_predictor` builds one
-by name (:func:`predictor_names` lists them).
+A predictor is anything with the :class:`jethexa_dynamics.predictors.base.Predictor` methods;
+:func:`jethexa_dynamics.predictors.registry.make_predictor` builds one by name.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import List, Optional
 
 import numpy as np
 
+from jethexa_dynamics.predictors.base import Predictor
+
 from .bag_io import BagData
-
-
-class PredictorAdapter:
-    """What the replay needs from a predictor (all times in s from the bag start, quaternions w, x, y, z)."""
-
-    name = "predictor"
-    horizon = float("nan")        #: re-anchoring horizon (s)
-
-    def reset(self, t: float, joint_names) -> None:
-        """Start at ``t``; joint vectors given later are in the order of ``joint_names``."""
-
-    def on_command(self, t: float, q: np.ndarray, t_target: float) -> None:
-        """Joint command received at ``t`` (target ``q`` to be reached at ``t_target``)."""
-
-    def on_joints(self, t: float, q: np.ndarray) -> None:
-        """Measured joint positions."""
-
-    def on_imu(self, t: float, quat: np.ndarray, gyro: np.ndarray, accel: np.ndarray) -> None:
-        """IMU sample (orientation from the IMU filter)."""
-
-    def on_ground_truth(self, t: float, pos: np.ndarray, quat: np.ndarray) -> None:
-        """Motion-capture pose (if the bag has one)."""
-
-    def on_morphology(self, t: float, links: np.ndarray) -> None:
-        """Intact links per leg changed (or repeated)."""
-
-    def pose(self, t: float):
-        """Advance to ``t`` and return the predicted ``(position (3,), quaternion (4,))``."""
-        raise NotImplementedError
-
-    @property
-    def anchors(self) -> List[float]:
-        """Times at which the prediction was re-anchored to measurements."""
-        return []
-
-    @property
-    def notes(self) -> List[str]:
-        return []
 
 
 @dataclass
@@ -109,7 +73,7 @@ def _events(bag: BagData):
     return ev[order]
 
 
-def replay(bag: BagData, predictor: PredictorAdapter) -> ReplayResult:
+def replay(bag: BagData, predictor: Predictor) -> ReplayResult:
     """Feed ``bag`` through ``predictor``; returns predictions next to the measurements."""
     ev = _events(bag)
     n_imu = len(bag.imu)
@@ -150,8 +114,8 @@ def replay(bag: BagData, predictor: PredictorAdapter) -> ReplayResult:
         t_pos=None if gt is None else gt.t.copy(), p_pred=None if gt is None else p_pred,
         p_meas=None if gt is None else gt.pos.copy(), anchors=np.asarray(predictor.anchors, dtype=float),
         n_messages=bag.n_messages, wall_time=wall, duration=bag.window[1] - w0,
-        notes=list(predictor.notes) + (["joints without a command until later in the bag were held at 0 rad: "
-                                        + ", ".join(never)] if never else []))
+        notes=["joints without a command until later in the bag were held at 0 rad: " + ", ".join(never)]
+        if never else [])
 
 
 def _reorder(series, names):
@@ -166,81 +130,3 @@ def _reorder(series, names):
             q[:, j] = series.q[:, idx[n]]
     series._reordered = (tuple(names), q)
     return q
-
-
-# ------------------------------------------------------------------------------------------- registry
-_FACTORIES: Dict[str, Callable] = {}
-
-
-def register_predictor(name: str, factory: Callable) -> None:
-    """Make ``factory(model=None, horizon=None) -> PredictorAdapter`` available as ``--predictor name``."""
-    _FACTORIES[name] = factory
-
-
-#: re-anchoring horizon when neither the user nor the predictor chooses one (the predictor node's default)
-DEFAULT_HORIZON = 2.0
-
-
-def _robot(model):
-    """The ``LeggedRobot`` of a model parameters file (URDF), or the packaged JetHexa."""
-    from jethexa_dynamics.model import LeggedRobot
-
-    return LeggedRobot.jethexa() if model is None else LeggedRobot.from_urdf(str(model))
-
-
-def _horizon(horizon):
-    return DEFAULT_HORIZON if horizon is None else float(horizon)
-
-
-def _boltzmann_hamel(model=None, horizon=None):
-    from jethexa_dynamics.sim.predictor import Predictor
-
-    return Predictor(robot=_robot(model), reanchor_horizon=_horizon(horizon))
-
-
-def _second_opinion(name):
-    """A ``models.PREDICTORS`` model: it speaks the replay protocol itself and re-anchors its planar pose on
-    motion capture every horizon (keeping its support state)."""
-    def factory(model=None, horizon=None):
-        from jethexa_dynamics.models import PREDICTORS
-
-        return PREDICTORS[name](_robot(model), reanchor_horizon=_horizon(horizon))
-    return factory
-
-
-def _optional_module(name):
-    """``import name``, or None if that module (not one it imports) does not exist yet."""
-    import importlib
-
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as err:
-        if err.name == name:
-            return None
-        raise
-
-
-def _load_builtins():
-    if _optional_module("jethexa_dynamics.sim.predictor") is not None:
-        _FACTORIES.setdefault("boltzmann_hamel", _boltzmann_hamel)
-    models = _optional_module("jethexa_dynamics.models")
-    if models is not None:
-        for name in getattr(models, "PREDICTORS", {}):
-            _FACTORIES.setdefault(name, _second_opinion(name))
-
-
-def predictor_names() -> List[str]:
-    _load_builtins()
-    return sorted(_FACTORIES)
-
-
-def make_predictor(name: str, model: Optional[str] = None, horizon: Optional[float] = None) -> PredictorAdapter:
-    """The predictor called ``name`` with an optional model parameters file and re-anchoring horizon."""
-    _load_builtins()
-    try:
-        factory = _FACTORIES[name]
-    except KeyError:
-        raise ValueError("unknown predictor {!r}; available: {}".format(name, ", ".join(predictor_names()))) from None
-    if horizon is not None and not horizon > 0:
-        raise ValueError("re-anchoring horizon must be > 0 s, got {}".format(horizon))
-    return factory(model=model, horizon=horizon)

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .metrics import AXES, orientation_errors, quat_to_rpy
+from jethexa_dynamics.predictors.errors import orientation_errors, quat_to_rpy
+
+from .metrics import AXES
 from .topics import LEG_NAMES
 
 REPORT_FORMAT = "jethexa-validate/1"
@@ -97,7 +99,7 @@ def _fmt(v, spec="{:.2f}"):
 def morphology_text(links) -> str:
     """A morphology as the demo and the nodes print it (``healthy``, ``LM:1 RR:1``: the damaged legs by name,
     URDF leg order); ``unknown`` for None; a link list of another length (another robot) as plain numbers."""
-    from jethexa_dynamics.monitor.damage import format_morphology
+    from jethexa_dynamics.model import format_morphology
 
     if links is None:
         return "unknown"

@@ -1,7 +1,7 @@
 """Record a bag from the simulated JetHexa without ROS (faster than real time).
 
 The "robot" is the simulation engine on external joint targets, exactly as in ``robot_emulator``; the
-gait controller's logic (``monitor.walking.WalkingGait``: tripod, re-phased wave over the remaining legs
+gait controller's logic (``control.walking.WalkingGait``: tripod, re-phased wave over the remaining legs
 after a damage) produces joint targets at ``cmd_rate``, published as one-point ``JointTrajectory``
 messages (reach the target in one control period, like the bus servos' move time) and applied to the
 engine the same way. The bag holds what the real robot's stack records: ``joint_commands``, ``joint_states`` (engine
@@ -40,7 +40,7 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
     ``robot``: the ``LeggedRobot`` that plays the real robot (default: the packaged JetHexa).
     """
     from jethexa_dynamics.model import LeggedRobot
-    from jethexa_dynamics.monitor.walking import WalkingGait
+    from jethexa_dynamics.control.walking import WalkingGait
     from jethexa_dynamics.sim.engine import Engine
 
     robot = robot or LeggedRobot.jethexa()
@@ -56,7 +56,7 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
     damaged = False
     with BagWriter(path, storage=storage) as w:
         w.add_topic("morphology", "std_msgs/msg/UInt8MultiArray", latched=True)
-        w.write("morphology", T0_NS, M.morphology(eng.morphology.links_per_leg))
+        w.write("morphology", T0_NS, M.morphology(eng.morphology.links_per_leg, eng.robot.leg_names))
         for k in range(n + 1):
             t = k * tick
             t_ns = T0_NS + int(round(t * 1e9))
@@ -64,7 +64,7 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
                 eng.set_morphology(damage)
                 walker.set_morphology(eng.morphology.links_per_leg)
                 damaged = True
-                w.write("morphology", t_ns, M.morphology(eng.morphology.links_per_leg))
+                w.write("morphology", t_ns, M.morphology(eng.morphology.links_per_leg, eng.robot.leg_names))
             if k % imu_every == 0:
                 gyro, acc = eng.imu()
                 q = _quat(eng.R)

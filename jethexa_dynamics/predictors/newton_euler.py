@@ -16,9 +16,10 @@ The planar part of the twist of the centre of mass is integrated on SE(2) like t
 """
 import numpy as np
 
-from .ground_reactions import contact_inverse_dynamics
-from .newton_euler import NewtonEulerRobot
-from .slip_predictor import SlipPredictor
+from jethexa_dynamics.second_opinions.ground_reactions import contact_inverse_dynamics
+from jethexa_dynamics.second_opinions.newton_euler import NewtonEulerRobot
+
+from .slip import SlipPredictor
 
 
 def _hat(p):
@@ -60,7 +61,7 @@ class NewtonEulerPredictor(SlipPredictor):
         body, _, self.twist_rank, _ = np.linalg.lstsq(A, -pdot.ravel(), rcond=1e-10) if len(p) else (
             np.zeros(6), None, 0, None)
         acc = np.zeros(6) if dt is None or self._body_prev is None else (body - self._body_prev) / dt
-        self._tau, self._grf = contact_inverse_dynamics(self.dynamics, self.pose(), q, np.r_[body, qd],
+        self._tau, self._grf = contact_inverse_dynamics(self.dynamics, self.pose_matrix, q, np.r_[body, qd],
                                                         np.r_[acc, qdd], stance, self.scheme)
         self._q_prev, self._qd_prev, self._body_prev = q, qd, body
         v_com = body[:3] + np.cross(body[3:], com)

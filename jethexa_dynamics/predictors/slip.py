@@ -8,30 +8,31 @@ feet touch (the gait phase enters only through the commanded foot heights); Stag
 held over the move and integrated on SE(2). Every ``reanchor_horizon`` seconds the planar pose is re-anchored
 on the latest motion-capture pose, if any (roll and pitch are the model's own; the IMU is only compared).
 
-The public interface mirrors ``jethexa_dynamics.sim.predictor.Predictor`` (``reset``, ``command``,
-``set_morphology``, ``measure_imu``, ``measure_pose``, ``measure_joints``, ``predict``, ``pose_matrix``,
-``twist``, ``position``, ``quaternion``, ``cycle_stats`` and the replay protocol ``on_*`` / ``pose(t)``), so
-it can stand in for it; the earlier streaming calls (``push_joint_command``, ``push_imu``, ``advance``,
-``pose()`` without a time -> 4x4) keep working.
+The public interface is that of ``predictors.boltzmann_hamel.BoltzmannHamelPredictor`` (``reset``,
+``command``, ``set_morphology``, ``measure_imu``, ``measure_pose``, ``measure_joints``, ``predict``,
+``pose_matrix``, ``twist``, ``position``, ``quaternion``, ``cycle_stats`` and the ``predictors.base.Predictor``
+protocol ``on_*`` / ``pose(t)``), so it can stand in for it; the streaming calls ``push_joint_command``,
+``push_imu`` and ``advance`` add the command-at-target-time form. Each anchor at time t uses the newest
+measurement stamped at or before t.
 
 Pose convention: base_link in the world (z up); yaw and xy from the integrated planar twist of the centre
 of mass, roll/pitch/height from Stage A (small angles: R = Rz(yaw) Ry(pitch) Rx(roll), pitch > 0 nose down,
-roll > 0 left side up). Quaternions (w, x, y, z) like the main predictor, except ``push_imu`` (x, y, z, w).
+roll > 0 left side up). Quaternions (w, x, y, z) everywhere.
 """
 import math
 import time
-from collections import deque
 
 import numpy as np
 
-from jethexa_dynamics.model.se3 import unit_quaternion
-from jethexa_dynamics.timing import cycle_stats
+from jethexa_dynamics.model import LeggedRobot, Morphology
+from jethexa_dynamics.model.se3 import rot_to_quat
+from jethexa_dynamics.second_opinions._checks import finite_array
+from jethexa_dynamics.second_opinions.newton_euler import NewtonEulerRobot
+from jethexa_dynamics.second_opinions.se2 import compose, se2_exp
+from jethexa_dynamics.second_opinions.slip import SlipModel
+from jethexa_dynamics.second_opinions.spring_support import SupportStatus
 
-from ._checks import finite_array
-from .newton_euler import NewtonEulerRobot
-from .se2 import compose, se2_exp
-from .slip import SlipModel
-from .spring_support import SupportStatus
+from .base import PredictorBase, check_move_time, check_time
 
 
 def _rot(roll, pitch, yaw):
@@ -41,31 +42,7 @@ def _rot(roll, pitch, yaw):
                      [-sp, cp * sr, cp * cr]])
 
 
-def _quat_wxyz(R):
-    """Unit quaternion (w, x, y, z), w >= 0, of a rotation matrix."""
-    w = math.sqrt(max(0.0, 1.0 + R[0, 0] + R[1, 1] + R[2, 2])) / 2
-    x = math.copysign(math.sqrt(max(0.0, 1.0 + R[0, 0] - R[1, 1] - R[2, 2])) / 2, R[2, 1] - R[1, 2])
-    y = math.copysign(math.sqrt(max(0.0, 1.0 - R[0, 0] + R[1, 1] - R[2, 2])) / 2, R[0, 2] - R[2, 0])
-    z = math.copysign(math.sqrt(max(0.0, 1.0 - R[0, 0] - R[1, 1] + R[2, 2])) / 2, R[1, 0] - R[0, 1])
-    q = np.array([w, x, y, z])
-    return q / np.linalg.norm(q)
-
-
-def _quat_matrix(q, field):
-    w, x, y, z = unit_quaternion(finite_array(q, field, (1,), last_dim=4), field)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-
-
-def _time(t, field="t"):
-    t = float(t)
-    if not math.isfinite(t):
-        raise ValueError(f"{field}: must be a finite time [s], got {t!r}")
-    return t
-
-
-class SlipPredictor:
+class SlipPredictor(PredictorBase):
     """Real-time slipping-model predictor.
 
     robot: core ``LeggedRobot`` (default: the bundled JetHexa); morphology: initial morphology;
@@ -80,24 +57,18 @@ class SlipPredictor:
 
     def __init__(self, robot=None, morphology=None, reanchor_horizon=2.0, stiffness=5000.0, mu=1.0,
                  anisotropy=None, smoothing=0.0, imu_yaw=False):
-        if robot is None:
-            from ..model import LeggedRobot
-            robot = LeggedRobot.jethexa()
-        self.full = robot.full
+        self.full = (robot or LeggedRobot.jethexa()).full
+        self._start(self.full.joint_names, reanchor_horizon)
+        self.imu_arms_anchor = bool(imu_yaw)     # else the IMU is nothing to anchor on: motion capture starts the clock
         self.com_model = NewtonEulerRobot.from_urdf(self.full.urdf_path) if self.full.urdf_path else None
         self.slip = SlipModel(len(self.full.leg_names), stiffness, mu, anisotropy,
                               weight=self.full.total_mass * 9.81)
         self.smoothing = float(smoothing)
         if not 0.0 <= self.smoothing < 1.0:
             raise ValueError(f"smoothing: IIR gamma must be in [0, 1), got {smoothing!r}")
-        self.horizon = float(reanchor_horizon)
-        if not self.horizon > 0:
-            raise ValueError(f"reanchor_horizon: must be > 0 s (inf: never), got {reanchor_horizon!r}")
         self.imu_yaw = bool(imu_yaw)
         self._initial_morphology = morphology
         self.robot = None
-        self._wall = deque(maxlen=20000)
-        self.notes = []
         self.reset()
 
     # ---- set-up -----------------------------------------------------------------------------------------
@@ -105,17 +76,9 @@ class SlipPredictor:
         """Start afresh at time t [s] (no command history; the morphology is kept) with the planar pose of
         ``pose`` (4x4 base_link pose, default identity); later joint vectors are in ``joint_names`` order
         (default: the healthy robot's)."""
-        names = list(self.full.joint_names) if joint_names is None else list(joint_names)
-        unknown = [n for n in names if n not in self.full.joint_names]
-        if unknown:
-            raise ValueError(f"joint_names: unknown joints {unknown}")
-        self.joint_names = names
-        self._cols = np.array([self.full.joint_names.index(n) for n in names], dtype=int)
+        self._restart(joint_names)
         self._q_set = np.zeros(len(self.full.joint_names))
-        self._t = _time(t)
-        self._imu = self._mocap = self._next_anchor = None
-        self.anchors = []
-        self._wall.clear()
+        self._t = check_time(t)
         self._twist = np.zeros(3)
         self._twist_until = math.inf
         self._frame = None
@@ -125,17 +88,11 @@ class SlipPredictor:
         self.anchor(t, np.eye(4) if pose is None else pose)
 
     def set_morphology(self, morphology, t=None):
-        """Morphology (core ``Morphology``, intact links per leg, or {leg: links}; None = healthy) from time t
-        (default now). Legs without a foot (removed or truncated) leave the slipping model's list."""
+        """Morphology (any spec of ``Morphology.parse``; None = healthy) from time t (default now). Legs
+        without a foot (removed or truncated) leave the slipping model's list."""
         if t is not None:
-            self.advance(_time(t))
-        if isinstance(morphology, dict):
-            unknown = set(morphology) - set(self.full.leg_names)
-            if unknown:
-                raise ValueError(f"morphology: unknown legs {sorted(unknown)}; legs are {self.full.leg_names}")
-            n = self.full.description.n_joints
-            morphology = [morphology.get(leg, int(k)) for leg, k in zip(self.full.leg_names, n)]
-        self.robot = self.full if morphology is None else self.full.with_morphology(morphology)
+            self.advance(check_time(t))
+        self.robot = self.full.with_morphology(Morphology.parse(self.full, morphology))
         self._present = np.array([leg in self.robot.tip_legs for leg in self.full.leg_names])
         self._tip_rows = np.array([self.full.leg_names.index(leg) for leg in self.robot.tip_legs], dtype=int)
         self._com_robot = (None if self.com_model is None
@@ -159,23 +116,16 @@ class SlipPredictor:
     def command(self, t, targets, move_time=0.0, joints=None):
         """Joint command issued at t [s]: move ``joints`` (names or indices into ``joint_names``; default all)
         to ``targets`` [rad] over ``move_time`` [s] (0: the finite difference to the previous command)."""
-        t = _time(t)
-        cols = self._cols if joints is None else np.array(
-            [self._cols[self.joint_names.index(j)] if isinstance(j, str) else self._cols[int(j)] for j in joints],
-            dtype=int)
-        q = finite_array(targets, "targets", (1,))
-        if q.shape != cols.shape:
-            raise ValueError(f"targets: expected {cols.size} joint angles, got {q.size}")
-        mt = float(move_time)
-        if not (math.isfinite(mt) and 0.0 <= mt <= 30.0):
-            raise ValueError(f"move_time: {move_time!r} outside [0, 30] s")
+        t = check_time(t)
+        q, cols = self.joint_map.targets(targets, joints)
+        mt = check_move_time(move_time)
         self.advance(t)
         self._q_set[cols] = q
         self._apply(t, self._q_set[self.robot.joint_index_in_full], mt)
 
     def push_joint_command(self, t, q):
         """Commanded joint angles [rad] reached at time t [s] (current-morphology or healthy joint order)."""
-        t = _time(t)
+        t = check_time(t)
         q = finite_array(q, "q", (1,))
         if q.shape[0] == len(self.robot.joint_names):
             self._q_set[self.robot.joint_index_in_full] = q
@@ -207,35 +157,10 @@ class SlipPredictor:
         """Body twist (v_x, v_y, omega) of the COM for this command: the slipping model's Stage B."""
         return frame.twist[0]
 
-    def measure_imu(self, t, quat, gyro=None):
-        """IMU orientation (w, x, y, z) and rates [rad/s] at t: compared (``imu_residual``), and its yaw is
-        used at re-anchors with ``imu_yaw``."""
-        R = _quat_matrix(quat, "quat")
-        g = np.zeros(3) if gyro is None else finite_array(gyro, "gyro", (1,), last_dim=3)
-        self._imu = (_time(t), R, g)
-        if self.imu_yaw:    # otherwise the IMU is nothing to anchor on: motion capture starts the anchor clock
-            self._first_anchor(self._imu[0])
-
-    def push_imu(self, t, quat_xyzw, gyro):
-        """IMU sample with an (x, y, z, w) quaternion (the ROS message order)."""
-        x, y, z, w = finite_array(quat_xyzw, "quat_xyzw", (1,), last_dim=4)
-        self.measure_imu(t, (w, x, y, z), gyro)
-
-    def measure_pose(self, t, position, quat):
-        """Motion-capture pose of base_link: position [m] (world) and orientation (w, x, y, z)."""
-        p = finite_array(position, "position", (1,), last_dim=3)
-        self._mocap = (_time(t), p, _quat_matrix(quat, "quat"))
-        self._first_anchor(self._mocap[0])
-
-    def measure_joints(self, t, angles):
-        """Measured joint angles: not used (the model runs on commands); checked for shape only."""
-        q = np.asarray(angles, dtype=float).reshape(-1)
-        if q.shape != self._cols.shape:
-            raise ValueError(f"angles: expected {self._cols.size} values, got {q.size}")
-
-    def _first_anchor(self, t):
-        if self._next_anchor is None:
-            self._next_anchor = max(t, self._t)
+    def push_imu(self, t, quat, gyro):
+        """IMU sample: orientation (w, x, y, z) and rates [rad/s] (the streaming form of ``measure_imu``). The
+        IMU is compared (``imu_residual``); its yaw is used at re-anchors with ``imu_yaw``."""
+        self.measure_imu(t, quat, gyro)
 
     def anchor(self, t, pose):
         """Re-anchor the odometry on a 4x4 base_link pose at time t [s], keeping the command history and the
@@ -243,27 +168,29 @@ class SlipPredictor:
         g = finite_array(pose, "pose", (2,))
         if g.shape != (4, 4):
             raise ValueError(f"pose: expected a 4x4 homogeneous transform, got shape {g.shape}")
-        self._integrate(max(_time(t), self._t))
+        self._integrate(max(check_time(t), self._t))
         yaw = math.atan2(g[1, 0], g[0, 0])
         # the odometry tracks the centre of mass: the inverse of the base_link placement in pose_matrix
         com_world = _rot(*self.attitude(), yaw) @ self._com
         self._planar = np.array([g[0, 3] + com_world[0], g[1, 3] + com_world[1], yaw])
 
     def _anchor_on_measurements(self, t):
-        if self._mocap is not None and self._mocap[0] <= t + 1e-9:
+        """Re-anchor at ``t`` on the newest motion capture (or, with ``imu_yaw``, IMU yaw) stamped at or before
+        ``t``; with neither, the next measurement restarts the anchor clock."""
+        mocap = self.mocap.at_or_before(t)
+        imu = self.imu.at_or_before(t) if self.imu_yaw and mocap is None else None
+        if mocap is not None:
             g = np.eye(4)
-            g[:3, :3], g[:3, 3] = self._mocap[2], self._mocap[1]
-            self.anchor(t, g)
-            self.anchors.append(t)
-        elif self.imu_yaw and self._imu is not None and self._imu[0] <= t + 1e-9:
+            g[:3, 3], g[:3, :3] = mocap[1]
+        elif imu is not None:
             g = self.pose_matrix
-            g[:3, :3] = _rot(0.0, 0.0, math.atan2(self._imu[1][1, 0], self._imu[1][0, 0]))
-            self.anchor(t, g)
-            self.anchors.append(t)
-        else:               # nothing to anchor on yet (e.g. an IMU sample came first): the next measurement re-arms
-            self._next_anchor = None
+            R = imu[1][0]
+            g[:3, :3] = _rot(0.0, 0.0, math.atan2(R[1, 0], R[0, 0]))
+        else:
+            self.clock.disarm()
             return
-        self._next_anchor = t + self.horizon
+        self.anchor(t, g)
+        self.clock.done(t, True)
 
     # ---- prediction -------------------------------------------------------------------------------------
     def _integrate(self, t):
@@ -279,19 +206,20 @@ class SlipPredictor:
 
     def advance(self, t):
         """Integrate up to time t [s], re-anchoring when due."""
-        t = _time(t)
+        t = check_time(t)
         if t < self._t - 1e-9:
             raise ValueError(f"t: {t} s is before the predictor's time {self._t} s (time only runs forward)")
-        while self._next_anchor is not None and self._next_anchor <= t:
-            self._integrate(self._next_anchor)
-            self._anchor_on_measurements(self._next_anchor)
+        while self.clock.due(t):
+            ta = self.clock.next
+            self._integrate(ta)
+            self._anchor_on_measurements(ta)
         self._integrate(t)
 
     def predict(self, t):
         """Integrate to t [s]; returns the 4x4 pose of base_link."""
         w0 = time.perf_counter()
         self.advance(t)
-        self._wall.append(time.perf_counter() - w0)
+        self.wall.add(time.perf_counter() - w0)
         return self.pose_matrix
 
     # ---- outputs ----------------------------------------------------------------------------------------
@@ -343,46 +271,18 @@ class SlipPredictor:
     @property
     def quaternion(self):
         """(w, x, y, z) of the predicted orientation."""
-        return _quat_wxyz(self.pose_matrix[:3, :3])
+        return rot_to_quat(self.pose_matrix[:3, :3])
 
     def imu_residual(self):
         """Predicted minus measured (roll, pitch, yaw rate) for the last IMU sample, or None."""
-        if self._imu is None:
+        last = self.imu.at_or_before(math.inf)
+        if last is None:
             return None
         roll, pitch = self.attitude()
-        R = self._imu[1]
+        R, gyro = last[1]
         r_m = math.atan2(R[2, 1], R[2, 2])
         p_m = math.asin(max(-1.0, min(1.0, -R[2, 0])))
-        return np.array([roll - r_m, pitch - p_m, self._twist[2] - self._imu[2][2]])
-
-    def cycle_stats(self):
-        """Wall time per ``predict`` call [s]: {'n', 'p50', 'p99', 'mean', 'max'} (NaN before any call)."""
-        return cycle_stats(self._wall)
-
-    # ---- validation.replay.PredictorAdapter protocol ----------------------------------------------------
-    def on_command(self, t, q, t_target):
-        t = max(_time(t), self._t)
-        self.command(t, q, move_time=max(0.0, float(t_target) - t))
-
-    def on_joints(self, t, q):
-        self.measure_joints(t, q)
-
-    def on_imu(self, t, quat, gyro=None, accel=None):
-        self.measure_imu(t, quat, gyro)
-
-    def on_ground_truth(self, t, pos, quat):
-        self.measure_pose(t, pos, quat)
-
-    def on_morphology(self, t, links):
-        self.set_morphology([int(n) for n in links], max(_time(t), self._t))
-
-    def pose(self, t=None):
-        """With t: advance to t and return (position (3,), quaternion (w, x, y, z)) (replay protocol).
-        Without: the 4x4 pose of base_link now (the streaming interface)."""
-        if t is None:
-            return self.pose_matrix
-        self.predict(max(_time(t), self._t))
-        return self.position, self.quaternion
+        return np.array([roll - r_m, pitch - p_m, self._twist[2] - gyro[2]])
 
     # ---- whole trajectories at once --------------------------------------------------------------------
     def evaluate_commands(self, t, q, method="prefix"):

@@ -10,7 +10,7 @@ import pytest
 from jethexa_dynamics.control.gait import Gait
 from jethexa_dynamics.control.ik import LegGeometry
 from jethexa_dynamics.model import LeggedRobot
-from jethexa_dynamics.models.slip_predictor import SlipPredictor
+from jethexa_dynamics.predictors.slip import SlipPredictor
 
 DT = 0.02                     # 50 Hz command loop
 
@@ -47,7 +47,7 @@ def test_forward_tripod_moves_at_the_commanded_speed(robot, geometry):
     assert abs(y) < 0.02 * travelled and abs(yaw) < 0.02
     roll, pitch = pred.attitude()
     assert abs(roll) < 0.02 and abs(pitch) < 0.02
-    g = pred.pose()
+    g = pred.pose_matrix
     np.testing.assert_allclose(g[:3, :3] @ g[:3, :3].T, np.eye(3), atol=1e-12)
     assert 0.05 < g[2, 3] < 0.2                       # base_link above the ground at about stance height
 
@@ -109,7 +109,7 @@ def test_imu_residual_and_twist(robot, geometry):
     pred.push_joint_command(0.0, gait.joint_targets(0.0))
     assert pred.imu_residual() is None
     r = 0.1
-    pred.push_imu(0.0, [np.sin(r / 2), 0, 0, np.cos(r / 2)], [0, 0, 0.2])
+    pred.push_imu(0.0, [np.cos(r / 2), np.sin(r / 2), 0, 0], [0, 0, 0.2])
     res = pred.imu_residual()
     assert res[0] == pytest.approx(pred.attitude()[0] - r) and res[2] == pytest.approx(-0.2)
     assert pred.twist.shape == (6,)
@@ -187,3 +187,17 @@ def test_reset_keeps_the_morphology_and_anchor_keeps_the_support(robot, geometry
     assert pred.attitude()[0] == roll and pred.pose_matrix[2, 3] > 0.05
     pred.reset(0.02, pose=np.eye(4))
     assert pred.robot.leg_names == ["LF", "LR", "RF", "RR"] and pred.frame is None
+
+
+def test_anchor_uses_the_newest_mocap_stamped_at_or_before_it(robot):
+    """The anchor at 0.5 s takes the mocap pose of 0.45 s although one of 0.55 s already arrived."""
+    pred = SlipPredictor(robot, reanchor_horizon=0.5)
+    pred.measure_pose(0.0, [0.0, 0.0, 0.12], [1.0, 0.0, 0.0, 0.0])
+    pred.predict(0.2)
+    assert pred.anchors == [0.0]
+    pred.measure_pose(0.45, [1.0, 0.5, 0.12], [np.cos(0.15), 0.0, 0.0, np.sin(0.15)])     # yaw 0.3
+    pred.measure_pose(0.55, [2.0, -1.0, 0.12], [1.0, 0.0, 0.0, 0.0])
+    pos, _ = pred.pose(0.52)
+    assert pred.anchors == [0.0, 0.5]
+    np.testing.assert_allclose(pos[:2], [1.0, 0.5], atol=1e-9)       # no command: the body stands still
+    assert pred.planar_pose()[2] == pytest.approx(0.3)

@@ -14,10 +14,12 @@ from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
 import yaml
 
+from .messages import InputError
+
 KINDS = ("bool", "int", "double", "string", "int_array", "double_array", "string_array")
 
 
-class ParamError(ValueError):
+class ParamError(InputError):
     """A parameter value outside its declared type or range (message names the parameter and range)."""
 
 

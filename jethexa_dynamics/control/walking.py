@@ -13,10 +13,9 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from jethexa_dynamics.control.gait import Gait
+from jethexa_dynamics.control.gait import WAVE_ORDER, Gait
 from jethexa_dynamics.control.ik import LegGeometry
 
-WAVE_ORDER = ("RR", "RM", "RF", "LR", "LM", "LF")
 MIN_WALKING_LEGS = 4
 
 
@@ -29,17 +28,28 @@ def remaining_leg_offsets(legs: Sequence[str]) -> Tuple[List[float], float]:
 
 
 class WalkingGait:
-    """Joint targets of the walking legs for a velocity command, following the morphology."""
+    """Joint targets of the walking legs for a velocity command, following the morphology.
+
+    ``joint_names`` leg-major in ``geometry``'s leg order (like ``robot.joint_names``); ``n_joints`` joints per
+    leg (default: the names split evenly over the legs). A leg walks while all its links are intact.
+    """
 
     def __init__(self, geometry: LegGeometry, joint_names: Sequence[str], kind: str = "tripod",
                  cycle_time: float = 1.3, step_height: float = 0.02, body_height: float = 0.12,
-                 stance_radius: float = 0.13, links: int = 3):
+                 stance_radius: float = 0.13, n_joints: Optional[Sequence[int]] = None):
         self.full = geometry
         self.joint_names = list(joint_names)
-        self.links = links
+        if n_joints is None:
+            n_joints = [len(self.joint_names) // geometry.n_legs] * geometry.n_legs
+        self.n_joints = [int(n) for n in n_joints]
+        if len(self.n_joints) != geometry.n_legs or sum(self.n_joints) != len(self.joint_names):
+            raise ValueError("joint_names: %d names for joints per leg %s of legs %s"
+                             % (len(self.joint_names), self.n_joints, list(geometry.names)))
+        starts = np.cumsum([0] + self.n_joints[:-1])
+        self.leg_joints = [self.joint_names[s:s + n] for s, n in zip(starts, self.n_joints)]
         self.settings = dict(kind=kind, cycle_time=cycle_time, step_height=step_height, body_height=body_height,
                              stance_radius=stance_radius)
-        self.links_per_leg = [links] * geometry.n_legs
+        self.links_per_leg = list(self.n_joints)
         self.command = np.zeros(3)   # as asked
         self.applied = np.zeros(3)   # as applied (scaled down to what the walking legs can follow)
         self.t = 0.0
@@ -54,7 +64,7 @@ class WalkingGait:
         kw = dict(cycle_time=st["cycle_time"], step_height=st["step_height"], body_height=st["body_height"],
                   stance_radius=st["stance_radius"])
         healthy = Gait(self.full, kind=st["kind"], **kw)  # validates the settings; its neutral feet = the stance
-        idx = [i for i, n in enumerate(lpl) if n >= self.links]
+        idx = [i for i, n in enumerate(lpl) if n >= self.n_joints[i]]
         names = [self.full.names[i] for i in idx]
         gait = None
         if len(idx) == self.full.n_legs:
@@ -67,7 +77,10 @@ class WalkingGait:
         self.leg_index, self.gait = idx, gait
         self.stance = np.concatenate([self.full.ik(n, healthy.neutral[i]) for i, n in zip(idx, names)]
                                      or [np.zeros(0)])
-        self.names = [self.joint_names[3 * i + j] for i in idx for j in range(3)]
+        self.names = [name for i in idx for name in self.leg_joints[i]]
+        if len(self.stance) != len(self.names):
+            raise ValueError("the leg IK gives %d angles for the %d joints of legs %s"
+                             % (len(self.stance), len(self.names), [self.full.names[i] for i in idx]))
         self.t = 0.0
         self._command_set = False  # new gait: the command must be applied to it again
         self.set_command(self.command)

@@ -10,7 +10,9 @@ import pytest
 from jethexa_dynamics.control.gait import Gait
 from jethexa_dynamics.control.ik import LegGeometry
 from jethexa_dynamics.model import LeggedRobot
-from jethexa_dynamics.models import PREDICTORS, NewtonEulerPredictor, SlipPredictor
+from jethexa_dynamics.predictors.newton_euler import NewtonEulerPredictor
+from jethexa_dynamics.predictors.registry import PREDICTORS
+from jethexa_dynamics.predictors.slip import SlipPredictor
 
 DT = 0.02
 
@@ -35,7 +37,7 @@ def test_standing_torques_match_the_boltzmann_hamel_statics(robot, gait):
     assert grf.rank == 6 and np.abs(grf.residual).max() < 1e-9
     np.testing.assert_allclose(grf.forces[:, 2].sum(), robot.total_mass * 9.81, rtol=1e-9)
     # the same foot forces through the core model: tau = G - J^T [R^T f; 0] on the joint rows
-    g = pred.pose()
+    g = pred.pose_matrix
     f = np.zeros((6, 3))
     f[stance] = grf.forces
     Rw = g[:3, :3] @ robot.tip_poses(q)[:, :3, :3]
@@ -91,11 +93,11 @@ def test_registry_predictors_share_the_interface(robot, gait):
         pred.set_morphology(None)
         pred.push_joint_command(0.0, gait.joint_targets(0.0))
         pred.push_joint_command(DT, gait.joint_targets(DT))
-        pred.push_imu(DT, [0, 0, 0, 1], [0, 0, 0])
+        pred.push_imu(DT, [1, 0, 0, 0], [0, 0, 0])
         pred.advance(2 * DT)
-        g = pred.pose()
+        g = pred.pose_matrix
         assert g.shape == (4, 4) and pred.twist.shape == (6,)
         anchor = np.eye(4)
         anchor[:3, 3] = [1.0, 2.0, 0.1]
         pred.anchor(3 * DT, anchor)
-        np.testing.assert_allclose(pred.pose()[:2, 3], [1.0, 2.0], atol=1e-12)
+        np.testing.assert_allclose(pred.pose_matrix[:2, 3], [1.0, 2.0], atol=1e-12)

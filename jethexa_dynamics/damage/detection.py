@@ -1,11 +1,18 @@
-"""Damage detection from servo health, damage specs and the servo-health wire format (no rclpy).
+"""Damage detection from servo health, and the servo-health wire format (no rclpy).
 
 The servo driver keeps one :class:`ServoStatus` per joint (:class:`ServoStatusTracker`) and publishes it on
 ``/diagnostics`` (:func:`encode_servo_status`); the damage monitor decodes it (:func:`decode_servo_status`)
 and feeds :class:`DamageDetector`, which decides the morphology: one entry per leg = number of intact links.
 
-A joint whose servo is lost (no reply, stall, persistent position error) takes the link it drives and every
-link after it out of the model: a dead tibia servo leaves 2 links, a dead femur 1, a dead coxa 0.
+A joint whose servo is lost (no reply, or stalled: a persistent position error while loaded) takes the link
+it drives and every link after it out of the model: a dead tibia servo leaves 2 links, a dead femur 1, a dead
+coxa 0. Faults come only from what the servo measures (reference §1.2): over-temperature from TEMP_READ
+against its TEMP_MAX_LIMIT, over-/under-voltage from VIN_READ against its VIN limits (both reported, not a
+lost link), stall from the position error. The LED alarm setting (cmd 35/36, ``led_alarm``) is reported
+only; it says which conditions flash the LED, not which are active.
+
+A joint that stops appearing in ``joint_states`` (a driver other than servo_driver, a bus behind another
+board) is evidence too (:class:`JointPresenceTracker`), under the same no-false-alarm rules.
 
 "No reply" must survive CPU starvation (a loaded machine makes replies late, not absent): a missed read only
 counts while other servos answer, and a servo is reported silent only after a *confirmation read* with a
@@ -15,19 +22,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+
+from jethexa_dynamics.hardware.errors import measured_faults
 
 LINK_TYPES = ("coxa", "femur", "tibia")
 
-#: Hiwonder LED_ERROR bits (cmd 35/36): 1 over-temperature, 2 over-voltage, 4 locked rotor (stall).
-ERR_OVER_TEMP, ERR_OVER_VOLTAGE, ERR_STALL = 1, 2, 4
-
-#: Named damage scenarios (Farghdani et al. Sec. VI-B; see docs/DEV_NOTES.md for the leg numbering).
-SCENARIOS = {
-    "healthy": {},
-    "scenario1": {"RM": 0, "LM": 0},  # legs 3 and 4 removed
-    "scenario2": {"LM": 1, "RR": 1},  # legs 4 and 5 keep only the coxa
-}
 
 
 def joint_leg_link(joint_names: Sequence[str], leg_names: Sequence[str]) -> List[Tuple[int, int]]:
@@ -42,48 +42,6 @@ def joint_leg_link(joint_names: Sequence[str], leg_names: Sequence[str]) -> List
     return out
 
 
-def parse_damage_spec(spec: str, leg_names: Sequence[str], links: int = 3) -> List[int]:
-    """Intact links per leg from a damage spec.
-
-    Accepted: ``""``/``healthy``/``none``; a scenario name (``scenario1``, ``scenario2``); a comma list of
-    ``LEG`` (leg removed) or ``LEG:N`` (leg keeps N links), e.g. ``RM,LM`` or ``LM:1,RR:1``; or one number
-    per leg, e.g. ``3,3,0,0,3,3``.
-    """
-    text = (spec or "").strip()
-    out = [links] * len(leg_names)
-    if text.lower() in ("", "none", "healthy"):
-        return out
-    if text.lower() in SCENARIOS:
-        for leg, n in SCENARIOS[text.lower()].items():
-            out[list(leg_names).index(leg)] = n
-        return out
-    items = [t.strip() for t in text.replace(" ", ",").split(",") if t.strip()]
-    if len(items) == len(leg_names) and all(t.isdigit() for t in items):
-        vals = [int(t) for t in items]
-        if any(v > links for v in vals):
-            raise ValueError("damage spec %r: link counts must be in [0, %d]" % (spec, links))
-        return vals
-    for item in items:
-        leg, _, n = item.partition(":")
-        if leg not in leg_names:
-            raise ValueError("damage spec %r: unknown leg %r (legs: %s; or one of %s)"
-                             % (spec, leg, ",".join(leg_names), ", ".join(SCENARIOS)))
-        try:
-            k = int(n) if n else 0
-        except ValueError:
-            raise ValueError("damage spec %r: %r is not a link count" % (spec, n)) from None
-        if not 0 <= k <= links:
-            raise ValueError("damage spec %r: link count %d for %s must be in [0, %d]" % (spec, k, leg, links))
-        out[list(leg_names).index(leg)] = k
-    return out
-
-
-def format_morphology(links_per_leg: Sequence[int], leg_names: Sequence[str], links: int = 3) -> str:
-    """``healthy`` or e.g. ``LM:0 RM:0`` (only the damaged legs)."""
-    dmg = ["%s:%d" % (leg, n) for leg, n in zip(leg_names, links_per_leg) if n < links]
-    return " ".join(dmg) if dmg else "healthy"
-
-
 # ---------------------------------------------------------------------------------------------- health
 @dataclass
 class ServoStatus:
@@ -95,13 +53,16 @@ class ServoStatus:
     misses: int = 0                 # read attempts without a (valid) reply
     consecutive_misses: int = 0
     last_reply_age: float = math.inf  # s since the last valid reply (inf = never)
-    voltage_mv: float = math.nan
-    temperature_c: float = math.nan
-    error_bits: int = 0
+    voltage_mv: float = math.nan    # VIN_READ
+    temperature_c: float = math.nan  # TEMP_READ
+    vin_min_mv: float = math.nan    # the servo's own limits (VIN_LIMIT_READ, TEMP_MAX_LIMIT_READ); NaN = not read
+    vin_max_mv: float = math.nan
+    temp_limit_c: float = math.nan
+    led_alarm: int = -1             # LED alarm setting read back with cmd 36 (-1 = not read); never a fault
     commanded: float = math.nan     # rad
     measured: float = math.nan      # rad (last position read)
     measured_age: float = math.inf  # s since that position read
-    torque: bool = True
+    torque: bool = True             # LOAD_OR_UNLOAD_READ when read, else what the driver last sent
     silent_confirmations: int = 0   # confirmation reads (long timeout, within their deadline) without a reply
     #                                 since the last valid reply
 
@@ -111,8 +72,14 @@ class ServoStatus:
             return math.nan
         return self.measured - self.commanded
 
+    @property
+    def measured_faults(self) -> List[str]:
+        """``over-temperature`` / ``over-voltage`` / ``under-voltage`` from the readings against the limits."""
+        return measured_faults(self.temperature_c, self.temp_limit_c, self.voltage_mv, self.vin_min_mv,
+                               self.vin_max_mv)
 
-_INT_FIELDS = {"servo_id", "reads", "misses", "consecutive_misses", "error_bits", "silent_confirmations"}
+
+_INT_FIELDS = {"servo_id", "reads", "misses", "consecutive_misses", "led_alarm", "silent_confirmations"}
 
 
 def encode_servo_status(h: ServoStatus) -> Tuple[int, str, List[Tuple[str, str]]]:
@@ -122,11 +89,10 @@ def encode_servo_status(h: ServoStatus) -> Tuple[int, str, List[Tuple[str, str]]
         level, msg = (2, "no reply") if h.consecutive_misses >= 2 else (1, "missed reply")
         if h.silent_confirmations:
             msg += " (confirmed)"
-    if h.error_bits & ERR_STALL:
-        level, msg = 2, "stall (locked rotor)"
-    elif h.error_bits & (ERR_OVER_TEMP | ERR_OVER_VOLTAGE):
+    faults = h.measured_faults
+    if faults:
         level = max(level, 1)
-        msg = "over-temperature" if h.error_bits & ERR_OVER_TEMP else "over-voltage"
+        msg = ", ".join(faults) if msg == "ok" else msg + ", " + ", ".join(faults)
     if not h.torque:
         msg += ", torque off"
     values = []
@@ -194,7 +160,8 @@ class ServoStatusTracker:
         self._to_confirm: Dict[str, float] = {}  # joint -> time of the miss that asks for a confirmation
 
     def record_reply(self, joint: str, now: float, **values) -> None:
-        """A valid reply: ``values`` may hold ``measured``, ``voltage_mv``, ``temperature_c``, ``error_bits``."""
+        """A valid reply: ``values`` may hold ``measured``, ``voltage_mv``, ``temperature_c``, ``torque``,
+        ``vin_min_mv``/``vin_max_mv``/``temp_limit_c``, ``led_alarm``."""
         if joint not in self.health:
             return
         h = self.health[joint]
@@ -251,18 +218,20 @@ class ServoStatusTracker:
 
     def ingest(self, now: float, readings) -> None:
         """Book one poll of the joint layer (``hardware.joints.JointReadings``-like: ``positions`` [rad],
-        ``voltages`` [V], ``temperatures``, ``fault_bits`` and ``errors`` dicts keyed by joint). A read that
-        failed without any value (timeout, bad checksum) counts as a miss; a fault-bit reply is a reply."""
+        ``voltages`` [V], ``temperatures``, ``loads``, ``limits`` and ``errors`` dicts keyed by joint). A read
+        that failed without any value (timeout, bad checksum) counts as a miss."""
         for j, q in readings.positions.items():
             self.record_reply(j, now, measured=float(q))
         for j, v in readings.voltages.items():
             self.record_reply(j, now, voltage_mv=1000.0 * float(v))
         for j, c in readings.temperatures.items():
             self.record_reply(j, now, temperature_c=float(c))
-        for j, bits in readings.fault_bits.items():
-            self.record_reply(j, now, error_bits=int(bits))
-        answered = set(readings.positions) | set(readings.voltages) | set(readings.temperatures) | set(
-            readings.fault_bits)
+        for j, on in readings.loads.items():
+            self.record_reply(j, now, torque=bool(on))
+        for j, (tmax, vmin, vmax) in readings.limits.items():
+            self.record_reply(j, now, temp_limit_c=float(tmax), vin_min_mv=float(vmin), vin_max_mv=float(vmax))
+        answered = (set(readings.positions) | set(readings.voltages) | set(readings.temperatures)
+                    | set(readings.loads) | set(readings.limits))
         for j in readings.errors:
             if j not in answered and j in self.health:
                 self.record_miss(j, now)
@@ -297,24 +266,63 @@ class DetectorConfig:
     no_reply_timeout: float = 0.4        # s without a valid reply ...
     min_missed_reads: int = 2            # ... and at least this many consecutive misses ...
     min_silent_confirmations: int = 1    # ... of which this many long-timeout confirmation reads -> lost
-    stall_hold: float = 0.5              # s the stall bit must persist
-    position_error_threshold: float = 0.6  # rad |measured - commanded|
-    position_error_hold: float = 0.5     # s it must persist (with fresh measurements)
+    position_error_threshold: float = 0.6  # rad |measured - commanded| while loaded: stall ...
+    position_error_hold: float = 0.5     # s ... when it persists this long (with fresh measurements)
     measurement_max_age: float = 0.5     # s: older position reads are not compared
     latch: bool = True                   # faults stay until reset()
 
 
 @dataclass
 class JointFault:
+    """``source``: 'diagnostics' (servo_driver's statuses) or 'joint_states' (the joint stopped appearing)."""
+
     joint: str
     reason: str
     since: float
+    source: str = "diagnostics"
 
 
 @dataclass
 class _Pending:
-    stall_since: Optional[float] = None
     perr_since: Optional[float] = None
+
+
+class JointPresenceTracker:
+    """Which joints stopped appearing in ``joint_states`` (pure book-keeping; the detector judges).
+
+    A message is a *miss* of joint ``j`` only if it carries more than half of the other joints that came with
+    ``j`` the last time ``j`` was seen (the same publisher is alive and left ``j`` out): several drivers may
+    each publish a subset (or a driver a rotating subset of what it read), and a publisher that goes quiet as
+    a whole (a starved process, a stopped node) makes nobody miss anything -- the analogue of the servo
+    tracker's rule that misses count only while the bus answers. Joints never seen are no evidence.
+    """
+
+    def __init__(self, joint_names: Sequence[str]):
+        self.joints = frozenset(joint_names)
+        self.last_seen: Dict[str, float] = {}
+        self.consecutive_misses: Dict[str, int] = {}
+        self._siblings: Dict[str, FrozenSet[str]] = {}
+        self.messages = 0
+
+    def observe(self, now: float, names: Iterable[str]) -> None:
+        """One ``joint_states`` message received at ``now`` [s] carrying ``names`` (unknown names ignored)."""
+        present = self.joints.intersection(names)
+        self.messages += 1
+        if not present:
+            return
+        for j in present:
+            self.last_seen[j] = now
+            self.consecutive_misses[j] = 0
+            self._siblings[j] = present
+        for j, sib in self._siblings.items():
+            if j not in present and 2 * len(sib & present) > len(sib) - 1:
+                self.consecutive_misses[j] += 1
+
+    def absent(self, now: float, min_misses: int, timeout: float) -> List[Tuple[str, int, float]]:
+        """(joint, consecutive misses, seconds since seen) of joints missing from at least ``min_misses``
+        messages in a row of their publisher AND unseen for at least ``timeout`` [s]."""
+        return [(j, n, now - self.last_seen[j]) for j, n in sorted(self.consecutive_misses.items())
+                if n >= min_misses and now - self.last_seen[j] >= timeout]
 
 
 class DamageDetector:
@@ -330,6 +338,9 @@ class DamageDetector:
         self._pending: Dict[str, _Pending] = {j: _Pending() for j in self.joint_names}
         self.faults: Dict[str, JointFault] = {}
         self.last_update: Optional[float] = None
+        #: joints servo statuses have been received for: joint_states evidence is not used for them (the
+        #: driver's confirmation reads are the better evidence, and it keeps publishing silent joints)
+        self.diagnosed: set = set()
 
     def reset(self) -> None:
         self.faults.clear()
@@ -343,21 +354,17 @@ class DamageDetector:
             return "no reply for %s (%d reads missed, %d confirmed)" % (
                 "ever" if math.isinf(h.last_reply_age) else "%.2f s" % h.last_reply_age, h.consecutive_misses,
                 h.silent_confirmations)
-        if h.error_bits & ERR_STALL:
-            p.stall_since = now if p.stall_since is None else p.stall_since
-            if now - p.stall_since >= c.stall_hold:
-                return "stall bit set for %.2f s" % (now - p.stall_since)
-        else:
-            p.stall_since = None
         err = h.position_error
         if not math.isnan(err) and h.measured_age <= c.measurement_max_age and h.torque:
             if abs(err) > c.position_error_threshold:
                 p.perr_since = now if p.perr_since is None else p.perr_since
                 if now - p.perr_since >= c.position_error_hold:
-                    return "position error %.2f rad > %.2f rad for %.2f s" % (
+                    return "stall: position error %.2f rad > %.2f rad under load for %.2f s" % (
                         err, c.position_error_threshold, now - p.perr_since)
             else:
                 p.perr_since = None
+        elif not h.torque:
+            p.perr_since = None  # unloaded (protection, e-stop): a limp joint is not a stall
         return None
 
     def update(self, now: float, health: Iterable[ServoStatus]) -> List[JointFault]:
@@ -367,14 +374,37 @@ class DamageDetector:
         for h in health:
             if h.joint not in self._pending:
                 continue  # not one of our joints (e.g. another robot's diagnostics)
-            reason = self._fault_reason(h, now)
-            if reason is not None and h.joint not in self.faults:
-                f = JointFault(h.joint, reason, now)
-                self.faults[h.joint] = f
-                new.append(f)
-            elif reason is None and h.joint in self.faults and not self.config.latch:
-                del self.faults[h.joint]
+            self.diagnosed.add(h.joint)
+            new += self._set(h.joint, self._fault_reason(h, now), now, "diagnostics")
         return new
+
+    def update_presence(self, now: float, presence: JointPresenceTracker) -> List[JointFault]:
+        """Judge ``joint_states`` evidence (joints without servo statuses only); returns NEW faults. A joint
+        is lost when missing from ``min_missed_reads`` messages in a row of its publisher and unseen for
+        ``no_reply_timeout`` -- the rule of a silent servo, with the publisher's other joints arriving
+        without it as the confirmation that the stream itself is alive."""
+        c = self.config
+        self.last_update = now
+        absent = {j: (n, age) for j, n, age in presence.absent(now, c.min_missed_reads, c.no_reply_timeout)}
+        new = []
+        for j in presence.last_seen:
+            if j in self.diagnosed or j not in self._pending:
+                continue
+            reason = None
+            if j in absent:
+                reason = "absent from joint_states for %.2f s (%d messages of its publisher)" % (absent[j][1],
+                                                                                                  absent[j][0])
+            new += self._set(j, reason, now, "joint_states")
+        return new
+
+    def _set(self, joint: str, reason: Optional[str], now: float, source: str) -> List[JointFault]:
+        old = self.faults.get(joint)
+        if reason is not None and old is None:
+            self.faults[joint] = JointFault(joint, reason, now, source)
+            return [self.faults[joint]]
+        if reason is None and old is not None and old.source == source and not self.config.latch:
+            del self.faults[joint]
+        return []
 
     def detected(self) -> List[int]:
         """Intact links per leg implied by the current faults."""
@@ -400,32 +430,3 @@ class MorphologyChange:
     old: List[int]
     new: List[int]
     reasons: List[str] = field(default_factory=list)
-
-
-# ---------------------------------------------------------------------------------------------- wire format
-def morphology_label(leg_names: Sequence[str]) -> str:
-    """Layout label of the ``morphology`` topic: the leg names, comma separated, in data order."""
-    return ",".join(leg_names)
-
-
-def morphology_from_wire(data: Sequence[int], label: str, leg_names: Sequence[str], links: int = 3) -> List[int]:
-    """Links per leg (in ``leg_names`` order) from a ``morphology`` message's data and layout label.
-
-    An empty label means URDF leg order; a label that lists the same legs in another order is honoured.
-    Raises ``ValueError`` naming the field and the allowed range.
-    """
-    vals = [int(v) for v in data]
-    if len(vals) != len(leg_names):
-        raise ValueError("morphology.data: has %d entries, expected %d (one per leg %s)"
-                         % (len(vals), len(leg_names), ",".join(leg_names)))
-    for i, v in enumerate(vals):
-        if not 0 <= v <= links:
-            raise ValueError("morphology.data[%d] = %d: must be in [0, %d] intact links" % (i, v, links))
-    if not label:
-        return vals
-    order = [t.strip() for t in label.split(",")]
-    if sorted(order) != sorted(leg_names):
-        raise ValueError("morphology.layout.dim[0].label = %r: must list the legs %s"
-                         % (label, morphology_label(leg_names)))
-    by_leg = dict(zip(order, vals))
-    return [by_leg[leg] for leg in leg_names]

@@ -7,24 +7,28 @@ from __future__ import annotations
 
 import math
 
-from .params import ParamSet, ParamSpec as P
+from .param_spec import ParamError, ParamSet, ParamSpec, config_dir, load_node_yaml  # noqa: F401 (re-exported)
+
+P = ParamSpec
 
 LEGS = 6
 
 SERVO_DRIVER = ParamSet("servo_driver", [
-    P("transport", "string", "direct_uart", "bus transport: direct_uart (Jetson UART, 0x55 0x55 frames) or rrc "
-      "(STM32 robot controller board, 0xAA 0x55 + CRC8)", choices=("direct_uart", "rrc"), read_only=True),
+    P("transport", "string", "uart", "bus transport (hardware.open_bus, as jethexa-bus-emulator --transport): "
+      "uart (direct Jetson UART, 0x55 0x55 frames) or rrc (STM32 robot controller board, 0xAA 0x55 + CRC8)",
+      choices=("uart", "rrc"), read_only=True),
     P("port", "string", "/dev/ttyTHS1", "serial device of the servo bus (the emulator's pty link in simulation)",
       read_only=True),
     P("baudrate", "int", 115200, "serial baud rate (115200 direct UART, 1000000 RRC board)", lo=9600, hi=3000000,
       unit="baud", read_only=True),
     P("servo_table", "string", "", "servo table YAML (IDs, directions, offsets, limits); empty = the packaged "
       "config/servos.yaml", read_only=True),
-    P("open_timeout", "double", 10.0, "log an error when the port is still not open after this long (the driver "
-      "keeps retrying: the emulator's pty may appear after the driver starts)", lo=0.0, hi=600.0, unit="s",
+    P("open_timeout", "double", 10.0, "log a warning (repeated every 30 s, with the attempt count) when the "
+      "port is still not open after this long (the driver keeps retrying: the emulator's pty may appear after "
+      "the driver starts)", lo=0.0, hi=600.0, unit="s",
       read_only=True),
     P("publish_rate", "double", 50.0, "joint_states publication rate", lo=1.0, hi=200.0, unit="Hz"),
-    P("reads_per_cycle", "int", 3, "servo reads (position, then voltage/temperature/error bits in turn) per "
+    P("reads_per_cycle", "int", 3, "servo reads (position, then voltage/temperature/load in turn) per "
       "publish cycle, round-robin over the servos; each read costs ~6 ms of bus time on the real robot",
       lo=0, hi=18),
     P("reply_timeout", "double", 0.012, "wait for a servo reply before counting a miss", lo=0.001, hi=0.5,
@@ -36,9 +40,14 @@ SERVO_DRIVER = ParamSet("servo_driver", [
       lo=0.0, hi=30.0, unit="s"),
     P("diagnostics_rate", "double", 1.0, "rate of the full /diagnostics report (every servo)", lo=0.1, hi=50.0,
       unit="Hz"),
-    P("fault_report_rate", "double", 10.0, "rate at which servos that miss replies or report error bits are "
-      "re-reported on /diagnostics (what damage_monitor reacts to)", lo=0.5, hi=50.0, unit="Hz"),
+    P("fault_report_rate", "double", 10.0, "rate at which servos that miss replies or read outside their own "
+      "voltage/temperature limits are re-reported on /diagnostics (what damage_monitor reacts to)", lo=0.5,
+      hi=50.0, unit="Hz"),
     P("torque_on_start", "bool", True, "load the servos (torque on) when the driver starts"),
+    P("led_alarm", "int", 7, "LED alarm setting written to every servo at start-up (LED_ERROR_WRITE, cmd 35): "
+      "which conditions flash the servo's LED, bits 1 over-temperature, 2 over-voltage, 4 locked rotor; -1 = "
+      "leave the servos' setting. Reported on /diagnostics, never read as a fault (direct UART transport only: the RRC "
+      "board does not carry cmd 35/36)", lo=-1, hi=7, read_only=True),
     P("stamp_tolerance", "double", 2.0, "joint_commands stamped more than this far from the node's clock are "
       "rejected (all-zero stamps pass as 'not stamped')", lo=0.01, hi=1.0e9, unit="s"),
 ])
@@ -93,7 +102,8 @@ PREDICTOR = ParamSet("predictor", [
     P("horizon", "double", 2.0, "re-anchor the prediction on the measurements every horizon", lo=0.05, hi=600.0,
       unit="s"),
     P("joint_source", "string", "commands", "joint input: commands (joint_commands, what the servos are told) or "
-      "joint_states (commanded with measured values merged in)", choices=("commands", "joint_states")),
+      "joint_states (the measured positions, as the servos read them, stand in for the commands)",
+      choices=("commands", "joint_states")),
     P("mocap_timeout", "double", 0.5, "mocap/pose older than this is not used as the measured position", lo=0.01,
       hi=60.0, unit="s"),
     P("publish_slip", "bool", True, "also run the slip model and publish slip/pose and slip/odom"),
@@ -113,10 +123,10 @@ DAMAGE_MONITOR = ParamSet("damage_monitor", [
       "in a row) is lost", lo=0.02, hi=30.0, unit="s"),
     P("min_missed_reads", "int", 2, "consecutive missed reads (the driver's confirmation read included) before a "
       "servo can be declared lost", lo=1, hi=100),
-    P("stall_hold", "double", 0.5, "a stall (locked-rotor) bit must persist this long", lo=0.0, hi=30.0, unit="s"),
-    P("position_error_threshold", "double", 0.6, "|measured - commanded| beyond this counts as a fault",
-      lo=0.05, hi=math.pi, unit="rad"),
-    P("position_error_hold", "double", 0.5, "a position error must persist this long", lo=0.0, hi=30.0, unit="s"),
+    P("position_error_threshold", "double", 0.6, "|measured - commanded| beyond this while the servo is loaded "
+      "counts as a stall", lo=0.05, hi=math.pi, unit="rad"),
+    P("position_error_hold", "double", 0.5, "a stall (position error under load) must persist this long", lo=0.0,
+      hi=30.0, unit="s"),
     P("latch", "bool", True, "detected faults stay until the reset service is called"),
     P("check_rate", "double", 10.0, "rate of the staleness check (detection also runs on every /diagnostics "
       "message)", lo=0.5, hi=100.0, unit="Hz"),
@@ -133,8 +143,9 @@ ROBOT_EMULATOR = ParamSet("robot_emulator", [
       "tick)", lo=1.0, hi=1000.0, unit="Hz"),
     P("mocap_rate", "double", 50.0, "mocap/pose (ground truth) publication rate (every round(rate/mocap_rate)-th "
       "world tick)", lo=1.0, hi=1000.0, unit="Hz"),
-    P("damage", "string", "", "damage in the world: '' (healthy), scenario1, scenario2, 'LEG' or 'LEG:N' lists "
-      "(e.g. 'RM,LM' or 'LM:1,RR:1') or one link count per leg; removes the links and silences their servos"),
+    P("damage", "string", "", "damage in the world, any morphology spec: '' (healthy), damage1/damage2 (aliases "
+      "scenario1/scenario2), 'LEG' or 'LEG:N' lists (e.g. 'RM,LM' or 'LM:1 RR:1') or one link count per leg; "
+      "removes the links and silences their servos"),
     P("record", "string", "", "record the run's topics to this rosbag2 directory (empty = off)", read_only=True),
     P("record_storage", "string", "mcap", "storage of the recording: mcap (on Humble, ros2 bag needs "
       "ros-humble-rosbag2-storage-mcap) or sqlite3 (read by every rosbag2)", choices=("mcap", "sqlite3"),

@@ -1,14 +1,16 @@
-"""Pure-Python core of the nodes (jethexa_dynamics.monitor): parameter specs, message validation, damage."""
+"""Pure-Python core of the nodes (nodes.params, nodes.messages, damage.detection, Morphology.parse): parameter
+specs, message validation, morphology specs and wire format, damage detection."""
 import math
 
 import numpy as np
 import pytest
 
-from jethexa_dynamics.monitor import node_params, validate
-from jethexa_dynamics.monitor.damage import (DamageDetector, DetectorConfig, ServoStatus, ServoStatusTracker,
-                                             decode_servo_status, encode_servo_status, format_morphology,
-                                             joint_leg_link, morphology_from_wire, parse_damage_spec)
-from jethexa_dynamics.monitor.params import ParamError, ParamSpec, load_node_yaml
+from jethexa_dynamics.nodes import messages as validate, params as node_params
+from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, ServoStatus, ServoStatusTracker,
+                                               decode_servo_status, encode_servo_status, joint_leg_link)
+from jethexa_dynamics.model import LeggedRobot, Morphology, format_morphology
+from jethexa_dynamics.nodes.messages import morphology_from_wire
+from jethexa_dynamics.nodes.param_spec import ParamError, ParamSpec, load_node_yaml
 
 LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
 JOINTS = ["%s_joint_%s" % (k, leg) for leg in LEGS for k in ("coxa", "femur", "tibia")]
@@ -92,6 +94,12 @@ def test_twist_quaternion_imu():
 
 
 # ---------------------------------------------------------------------------------------------- damage
+def parse_damage_spec(spec, legs):
+    robot = LeggedRobot.jethexa()
+    assert list(robot.leg_names) == legs
+    return list(Morphology.parse(robot, spec).links_per_leg)
+
+
 def test_damage_spec_parsing():
     assert parse_damage_spec("", LEGS) == [3] * 6
     assert parse_damage_spec("scenario1", LEGS) == [3, 0, 3, 3, 0, 3]
@@ -119,10 +127,10 @@ def test_joint_leg_link_and_wire_format():
 
 def test_servo_status_roundtrip():
     h = ServoStatus("femur_joint_LM", 9, reads=10, misses=3, consecutive_misses=3, last_reply_age=0.7,
-                    error_bits=4, commanded=0.1, measured=0.3, measured_age=0.05, voltage_mv=11800.0,
-                    temperature_c=41.0)
+                    led_alarm=7, commanded=0.1, measured=0.3, measured_age=0.05, voltage_mv=11800.0,
+                    temperature_c=86.0, temp_limit_c=85.0, vin_min_mv=4500.0, vin_max_mv=14500.0)
     level, msg, values = encode_servo_status(h)
-    assert level == 2 and "stall" in msg
+    assert level == 2 and msg == "no reply, over-temperature"
     back = decode_servo_status(dict(values))
     assert back == h
     with pytest.raises(ValueError, match="'reads'"):
@@ -154,22 +162,31 @@ def test_detector_no_reply_femur_leaves_one_link():
     assert det.morphology([-1, -1, -1, -1, 0, -1]) == [3, 3, 3, 3, 0, 3]
 
 
-def test_detector_stall_and_position_error_need_persistence():
-    det = DamageDetector(JOINTS, LEGS, DetectorConfig(stall_hold=0.5, position_error_threshold=0.5,
-                                                      position_error_hold=0.3, latch=False))
+def test_detector_stall_is_a_persistent_position_error_under_load():
+    det = DamageDetector(JOINTS, LEGS, DetectorConfig(position_error_threshold=0.5, position_error_hold=0.3,
+                                                      latch=False))
     hs = _healthy()
-    hs[0].error_bits = 4
+    hs[0].commanded, hs[0].measured, hs[0].measured_age = 0.0, 0.7, 0.05
     assert det.update(0.0, hs) == []
-    assert det.update(0.4, hs) == []
-    assert [f.joint for f in det.update(0.5, hs)] == ["coxa_joint_LF"]
+    assert det.update(0.2, hs) == []
+    new = det.update(0.3, hs)
+    assert [f.joint for f in new] == ["coxa_joint_LF"] and new[0].reason.startswith("stall")
     assert det.detected()[0] == 0
-    hs[0].error_bits = 0
+    hs[0].measured = 0.1
     det.update(0.6, hs)
     assert det.detected()[0] == 3  # not latched
-    hs[8].commanded, hs[8].measured, hs[8].measured_age = 0.0, 0.9, 0.05
-    assert det.update(1.0, hs) == []
-    assert [f.joint for f in det.update(1.3, hs)] == ["tibia_joint_LR"]
+    # unloaded (the servo's supply protection, an e-stop): a limp joint far from its command is no stall
+    hs[8].commanded, hs[8].measured, hs[8].measured_age, hs[8].torque = 0.0, 0.9, 0.05, False
+    assert det.update(1.0, hs) == [] and det.update(2.0, hs) == []
+    hs[8].torque = True
+    assert det.update(2.1, hs) == []
+    assert [f.joint for f in det.update(2.5, hs)] == ["tibia_joint_LR"]
     assert det.detected()[2] == 2
+    # readings outside the servo's own limits are reported, not a lost link
+    hs[3].temperature_c, hs[3].temp_limit_c = 90.0, 85.0
+    hs[3].voltage_mv, hs[3].vin_min_mv, hs[3].vin_max_mv = 4000.0, 4500.0, 14500.0
+    assert encode_servo_status(hs[3])[:2] == (1, "over-temperature, under-voltage")
+    assert det.update(3.0, hs) == [] and det.update(9.0, hs) == []
 
 
 def test_health_tracker_ages_and_a_silent_bus():
@@ -193,7 +210,7 @@ def test_health_tracker_ages_and_a_silent_bus():
 def test_late_replies_are_not_silence_only_a_confirmed_timeout_is():
     """What CPU starvation does to the reads (late replies, a starved reading thread) never adds up to a lost
     servo; a servo that stays silent through a long confirmation read does, within a second."""
-    from jethexa_dynamics.monitor.damage import read_deadline
+    from jethexa_dynamics.damage.detection import read_deadline
 
     joints = list(zip(JOINTS, range(1, 19)))
     det = DamageDetector(JOINTS, LEGS)                     # the monitor's defaults: 2 misses, 0.4 s, 1 confirmation
@@ -255,12 +272,12 @@ def test_confirmations_only_when_the_bus_answers():
 
 
 # ---------------------------------------------------------------------------------------------- issue 14
-def test_one_unit_quaternion_tolerance():
-    from jethexa_dynamics.model.se3 import UNIT_QUAT_TOL
+def test_one_unit_quat_tolerance():
+    from jethexa_dynamics.model.se3 import QUAT_NORM_TOL
 
-    ok = validate.quaternion("q", (0.0, 0.0, 0.0, 1.0 + 0.9 * UNIT_QUAT_TOL))
+    ok = validate.quaternion("q", (0.0, 0.0, 0.0, 1.0 + 0.9 * QUAT_NORM_TOL))
     assert np.linalg.norm(ok) == pytest.approx(1.0)
-    for w in (1.0 + 1.1 * UNIT_QUAT_TOL, 0.6, 1.4, 0.0):
+    for w in (1.0 + 1.1 * QUAT_NORM_TOL, 0.6, 1.4, 0.0):
         with pytest.raises(validate.InvalidMessage, match=r"q: norm .*must be a unit quaternion \(norm in \[0.999, 1.001\]\)"):
             validate.quaternion("q", (0.0, 0.0, 0.0, w))
 

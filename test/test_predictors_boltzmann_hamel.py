@@ -1,4 +1,4 @@
-"""Predictor: reproduces a commanded walk of the same model exactly, re-anchors on IMU / motion capture /
+"""BoltzmannHamelPredictor: reproduces a commanded walk of the same model exactly, re-anchors on IMU / motion capture /
 joint measurements at the horizon, follows morphology changes, reports cycle statistics, rejects bad input.
 The 'real robot' is an ``Engine`` driven by 50 Hz servo commands from the gait (as the gait controller does).
 """
@@ -9,7 +9,7 @@ from transforms3d.euler import euler2quat, mat2euler
 from jethexa_dynamics.control.gait import Gait
 from jethexa_dynamics.model import LeggedRobot
 from jethexa_dynamics.sim.engine import Engine
-from jethexa_dynamics.sim.predictor import Predictor
+from jethexa_dynamics.predictors.boltzmann_hamel import BoltzmannHamelPredictor
 
 RATE = 50.0
 
@@ -49,7 +49,7 @@ def _quat(R):
 
 
 def test_same_model_same_commands_reproduces_the_walk(robot):
-    pr = Predictor(robot, reanchor_horizon=np.inf)
+    pr = BoltzmannHamelPredictor(robot, reanchor_horizon=np.inf)
     true_p, pred_p, yaw_err, truth = _walk(robot, 2.0, pr)
     assert true_p[-1, 0] > 0.1                               # it walked
     assert np.abs(pred_p - true_p).max() < 1e-9 and np.abs(yaw_err).max() < 1e-9
@@ -60,16 +60,16 @@ def test_same_model_same_commands_reproduces_the_walk(robot):
 
 def test_morphology_change_is_followed(robot):
     """The robot loses RM and LM at 1 s: a predictor told so tracks it; one not told drifts away."""
-    told = Predictor(robot, reanchor_horizon=np.inf)
+    told = BoltzmannHamelPredictor(robot, reanchor_horizon=np.inf)
     tp, pp, _, _ = _walk(robot, 2.6, told, damage_at=1.0)
-    blind = Predictor(robot, reanchor_horizon=np.inf)
+    blind = BoltzmannHamelPredictor(robot, reanchor_horizon=np.inf)
     tp2, pb, _, _ = _walk(robot, 2.6, blind, damage_at=1.0, tell_predictor=False)
     assert np.abs(pp - tp).max() < 1e-9
     assert np.abs(pb[-1, :2] - tp2[-1, :2]).max() > 0.03      # the healthy model keeps walking forward
 
 
 def test_reanchors_on_mocap_imu_and_joints(robot):
-    pr = Predictor(robot, reanchor_horizon=0.5)
+    pr = BoltzmannHamelPredictor(robot, reanchor_horizon=0.5)
     pr.reset(10.0)                                            # caller's clock starts at 10 s
     pr.predict(10.2)
     assert pr.anchors == []                                   # nothing measured yet
@@ -84,7 +84,7 @@ def test_reanchors_on_mocap_imu_and_joints(robot):
     assert pr.anchors == [pytest.approx(10.2)]
     assert abs(mat2euler(pr.pose_matrix[:3, :3], "sxyz")[0]) < 0.01
     # IMU only: roll and pitch from the IMU, yaw kept (no magnetometer); next anchor one horizon later
-    pr2 = Predictor(robot, reanchor_horizon=0.5)
+    pr2 = BoltzmannHamelPredictor(robot, reanchor_horizon=0.5)
     pr2.measure_imu(0.0, euler2quat(0.02, 0.01, 1.0, "sxyz"))
     pr2.predict(0.001)
     r, p, y = mat2euler(pr2.pose_matrix[:3, :3], "sxyz")
@@ -104,7 +104,7 @@ def test_reanchors_on_mocap_imu_and_joints(robot):
 
 def test_imu_reanchoring_bounds_orientation_error(robot):
     """A predictor that started 0.1 rad off in roll is corrected by the IMU within one horizon."""
-    pr = Predictor(robot, reanchor_horizon=0.2)
+    pr = BoltzmannHamelPredictor(robot, reanchor_horizon=0.2)
     pr.engine.R[:] = np.array([[1, 0, 0], [0, np.cos(0.1), -np.sin(0.1)], [0, np.sin(0.1), np.cos(0.1)]])
     true_p, pred_p, _, truth = _walk(robot, 1.0, pr, measure=True)
     r_pred = mat2euler(pr.pose_matrix[:3, :3], "sxyz")[0]
@@ -113,7 +113,7 @@ def test_imu_reanchoring_bounds_orientation_error(robot):
 
 
 def test_bad_input(robot):
-    pr = Predictor(robot)
+    pr = BoltzmannHamelPredictor(robot)
     with pytest.raises(ValueError, match="targets must be finite"):
         pr.command(0.0, np.full(18, np.nan))
     with pytest.raises(ValueError, match="targets must have 18 joint angles"):
@@ -123,11 +123,11 @@ def test_bad_input(robot):
     with pytest.raises(ValueError, match=r"quat \(w, x, y, z\): norm 0, must be a unit quaternion"):
         pr.measure_imu(0.0, [0, 0, 0, 0])
     with pytest.raises(ValueError, match=r"norm 1.01, must be a unit quaternion \(norm in \[0.999, 1.001\]\)"):
-        pr.measure_imu(0.0, [1.01, 0, 0, 0])  # ONE tolerance (model.se3.UNIT_QUAT_TOL), not "above 0.5"
+        pr.measure_imu(0.0, [1.01, 0, 0, 0])  # ONE tolerance (model.se3.QUAT_NORM_TOL), not "above 0.5"
     with pytest.raises(ValueError, match="unknown joints"):
         pr.reset(0.0, ["knee"])
     with pytest.raises(ValueError, match="reanchor_horizon must be > 0"):
-        Predictor(robot, reanchor_horizon=0)
+        BoltzmannHamelPredictor(robot, reanchor_horizon=0)
     pr.predict(1.0)
     with pytest.raises(ValueError, match="before the prediction's time"):
         pr.predict(0.5)
@@ -139,15 +139,15 @@ def test_bad_input(robot):
 def test_replays_a_simulated_bag_through_the_validation_protocol(robot, tmp_path):
     """jethexa-validate's replay (inputs before the measurement they are compared with) on a bag recorded
     from the same engine: open loop the prediction is exact; re-anchoring every second keeps it within mm."""
-    simbag = pytest.importorskip("jethexa_dynamics.validation.simbag")
+    from jethexa_dynamics.validation import simbag
     from jethexa_dynamics.validation.bag_io import read_bag
     from jethexa_dynamics.validation.replay import replay
 
     simbag.write_sim_bag(tmp_path / "bag", duration=3.0, damage_at=1.5, damage="damage1", robot=robot)
     bag = read_bag(tmp_path / "bag")
-    exact = replay(bag, Predictor(robot, reanchor_horizon=np.inf))
+    exact = replay(bag, BoltzmannHamelPredictor(robot, reanchor_horizon=np.inf))
     assert np.abs(exact.p_pred - exact.p_meas).max() < 1e-6
-    anchored = replay(bag, Predictor(robot, reanchor_horizon=1.0))
+    anchored = replay(bag, BoltzmannHamelPredictor(robot, reanchor_horizon=1.0))
     assert len(anchored.anchors) >= 3
     assert np.abs(anchored.p_pred - anchored.p_meas).max() < 5e-3
 
@@ -155,7 +155,7 @@ def test_replays_a_simulated_bag_through_the_validation_protocol(robot, tmp_path
 def test_quaternion_and_empty_cycle_stats(robot):
     """``quaternion`` (Shepperd, no eigenproblem) = transforms3d's mat2quat with w >= 0, also for rotations of
     about 180 deg (w near 0, where a trace-only formula loses accuracy); no predict call yet: n = 0, NaNs."""
-    pr = Predictor(robot, reanchor_horizon=np.inf)
+    pr = BoltzmannHamelPredictor(robot, reanchor_horizon=np.inf)
     s = pr.cycle_stats()
     assert s["n"] == 0 and all(np.isnan(s[k]) for k in ("p50", "p99", "mean", "max"))
     rng = np.random.default_rng(3)
@@ -170,3 +170,30 @@ def test_quaternion_and_empty_cycle_stats(robot):
         assert q[0] >= 0 and q == pytest.approx(ref, abs=1e-12)
         _, q_pose = pr.pose(pr.time)
         assert q_pose == pytest.approx(q, abs=0)
+
+
+def test_anchor_uses_the_newest_measurement_stamped_at_or_before_it(robot):
+    """Live, measurements arrive before the prediction reaches the anchor time, so the latest one is usually
+    stamped after it. The anchor at 1.0 s must take the mocap pose of 0.95 s (not skip it, not take 1.05 s),
+    and the joints read at or before 1.0 s (the newest read per joint; a joint not read keeps its prediction)."""
+    pr = BoltzmannHamelPredictor(robot, reanchor_horizon=1.0)
+    pr.measure_pose(0.0, [0.0, 0.0, 0.12], [1.0, 0.0, 0.0, 0.0])
+    pr.predict(0.5)
+    assert pr.anchors == [0.0]
+    q0 = pr.engine.joint_angles.copy()
+    yaw_a, yaw_b = 0.3, -0.6
+    pr.measure_pose(0.95, [1.0, 0.5, 0.12], euler2quat(0.0, 0.0, yaw_a, "sxyz"))
+    pr.measure_pose(1.05, [2.0, -1.0, 0.12], euler2quat(0.0, 0.0, yaw_b, "sxyz"))
+    a, b = np.full(18, np.nan), np.full(18, np.nan)
+    a[0], a[1] = q0[0] + 0.2, q0[1] + 0.1           # read at 0.9 s: coxa and femur of LF
+    b[0] = q0[0] - 0.3                               # read at 1.2 s (after the anchor): not used
+    pr.measure_joints(0.9, a)
+    pr.measure_joints(1.2, b)
+    pr.predict(1.001)                                # one 1 ms step after the anchor
+    assert pr.anchors == [0.0, pytest.approx(1.0)]
+    g = pr.pose_matrix
+    assert g[:2, 3] == pytest.approx([1.0, 0.5], abs=1e-3)
+    assert mat2euler(g[:3, :3], "sxyz")[2] == pytest.approx(yaw_a, abs=1e-3)
+    q = pr.engine.joint_angles
+    assert q[0] == pytest.approx(q0[0] + 0.2, abs=0.01) and q[1] == pytest.approx(q0[1] + 0.1, abs=0.01)
+    assert q[2] == pytest.approx(q0[2], abs=0.01)    # not read: stays where the model had it
