@@ -278,7 +278,7 @@ def test_one_unit_quat_tolerance():
     ok = validate.quaternion("q", (0.0, 0.0, 0.0, 1.0 + 0.9 * QUAT_NORM_TOL))
     assert np.linalg.norm(ok) == pytest.approx(1.0)
     for w in (1.0 + 1.1 * QUAT_NORM_TOL, 0.6, 1.4, 0.0):
-        with pytest.raises(validate.InvalidMessage, match=r"q: norm .*must be a unit quaternion \(norm in \[0.999, 1.001\]\)"):
+        with pytest.raises(validate.InvalidMessage, match=r"q must be a finite unit quaternion .*with norm in \[0.999, 1.001\]"):
             validate.quaternion("q", (0.0, 0.0, 0.0, w))
 
 
