@@ -64,7 +64,8 @@ def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
         for name, topics in (("predictor", ("joint_commands", "joint_states", "imu/data", "mocap/pose",
                                             "morphology")),
                              ("servo_driver", ("joint_commands",)), ("imu", ("emulator/imu_motion",)),
-                             ("gait_controller", ("cmd_vel", "morphology")), ("damage_monitor", ("/diagnostics",))):
+                             ("gait_controller", ("cmd_vel", "morphology")),
+                             ("damage_monitor", ("/diagnostics", "joint_states"))):
             for topic in topics:
                 assert rejected[name].get(topic, 0) > 50, (name, topic, rejected[name])
         diag = {}

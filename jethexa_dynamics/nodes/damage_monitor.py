@@ -21,6 +21,7 @@ from jethexa_dynamics.nodes import params as node_params
 from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, JointPresenceTracker, MorphologyChange,
                                                decode_servo_status)
 from jethexa_dynamics.model import format_morphology
+from jethexa_dynamics.nodes import messages as validate
 from jethexa_dynamics.nodes.messages import InvalidMessage, morphology_to_wire
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run
 from jethexa_dynamics.nodes._robot import robot_names
@@ -102,9 +103,12 @@ class DamageMonitor(ThinNode):
         self._apply(now, self.detector.update(now, healths))
 
     def _on_joint_states(self, msg: JointState) -> None:
-        """Presence evidence only (names; values are the predictor's business): unknown names are ignored."""
+        """Presence evidence only: a joint absent from a VALID message. The whole message is validated first
+        (known, unique names; sizes; finite values): a malformed message is rejected, never taken as evidence
+        that the joints it leaves out are gone (issue 14: a flood of malformed joint_states)."""
+        validate.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names)
         now = self.now_sec()
-        self.presence.observe(now, [n for n in msg.name if isinstance(n, str)])
+        self.presence.observe(now, list(msg.name))
         self._apply(now, self.detector.update_presence(now, self.presence))
 
     def _apply(self, now: float, new) -> None:
