@@ -72,6 +72,20 @@ def param(spec) -> Callable[[str], object]:
     return parse
 
 
+def checked(parse: Callable[[str], object]) -> Callable[[str], str]:
+    """``type=`` from a parser of the package that raises ``ValueError`` naming the problem (damage specs,
+    fault specs): the text is kept, its error becomes the option's one line."""
+    def check(text: str) -> str:
+        try:
+            parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return text
+
+    check.__name__ = getattr(parse, "__name__", "value")
+    return check
+
+
 def _nearest_existing(path: str) -> str:
     p = os.path.abspath(path)
     while not os.path.exists(p):

@@ -23,16 +23,8 @@ DEFAULT_PREDICTOR_RATE = 50.0
 LEGS = ("LF", "LM", "LR", "RF", "RM", "RR")  # URDF leg order (docs/DEV_NOTES.md)
 
 
-def _damage_spec(text: str) -> str:
-    try:
-        damage_links(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
 def build_parser() -> argparse.ArgumentParser:
-    from jethexa_dynamics.cli_args import ArgumentParser, new_dir, number, param
+    from jethexa_dynamics.cli_args import ArgumentParser, checked, new_dir, number, param
     from jethexa_dynamics.nodes.params import GAIT_CONTROLLER, PREDICTOR
 
     vmax = GAIT_CONTROLLER["max_linear_speed"].hi
@@ -45,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--damage-at", type=number(0.0, None, lo_open=True, unit="s"), default=DEFAULT_DAMAGE_AT,
                     help="when to damage the emulated robot [s], inside (0, --duration) (default %(default)s)")
     ap.add_argument("--no-damage", action="store_true", help="walk healthy for the whole run")
-    ap.add_argument("--damage", default="scenario1", type=_damage_spec,
+    ap.add_argument("--damage", default="scenario1", type=checked(damage_links),
                     help="what to break: scenario1 (legs RM, LM removed), scenario2 (LM, RR keep only the coxa), "
                          "'RF', 'LM:1,RR:2', ... (default %(default)s)")
     ap.add_argument("--speed", type=number(-vmax, vmax, unit="m/s"), default=0.05,

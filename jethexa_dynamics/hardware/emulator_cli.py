@@ -19,17 +19,9 @@ from .errors import ParameterError
 from .servo_table import load_servo_table
 
 
-def _faults(text: str) -> str:
-    try:
-        parse_faults(text)
-    except ParameterError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The options, each checked while parsing: one line naming the option, exit status 2."""
-    from jethexa_dynamics.cli_args import ArgumentParser, existing_file, number, output_file
+    from jethexa_dynamics.cli_args import ArgumentParser, checked, existing_file, number, output_file
 
     p = ArgumentParser(prog="jethexa-bus-emulator", description=__doc__.split("\n\n")[0],
                        formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -37,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
                               % ", ".join(FAULT_KINDS))
     p.add_argument("--config", type=existing_file,
                    help="servo table YAML (default: the bundled config/servos.yaml)")
-    p.add_argument("--faults", default="", type=_faults,
+    p.add_argument("--faults", default="", type=checked(parse_faults),
                    help="comma-separated fault specs, e.g. '5:no_reply,11:vanish@2.0'")
     p.add_argument("--transport", choices=("uart", "rrc"), default="uart",
                    help="uart: 0x55 0x55 servo frames (Jetson Nano JetHexa); rrc: STM32 board packets")
