@@ -23,53 +23,59 @@ DEFAULT_PREDICTOR_RATE = 50.0
 LEGS = ("LF", "LM", "LR", "RF", "RM", "RR")  # URDF leg order (docs/DEV_NOTES.md)
 
 
-def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(
+def build_parser() -> argparse.ArgumentParser:
+    from jethexa_dynamics.cli_args import ArgumentParser, checked, new_dir, number, param
+    from jethexa_dynamics.nodes.params import GAIT_CONTROLLER, PREDICTOR
+
+    vmax = GAIT_CONTROLLER["max_linear_speed"].hi
+    ap = ArgumentParser(
         prog="jethexa-demo", description=__doc__.split("\n\n")[0],
         epilog="Watch from another terminal with the same ROS_DOMAIN_ID (printed at start): "
                "ros2 topic echo /prediction/error (needs --network or a ROS_LOCALHOST_ONLY=1 shell).")
-    ap.add_argument("--duration", type=float, default=DEFAULT_DURATION, help="walking time [s] (default %(default)s)")
-    ap.add_argument("--damage-at", type=float, default=DEFAULT_DAMAGE_AT,
-                    help="when to damage the emulated robot [s] (default %(default)s)")
+    ap.add_argument("--duration", type=number(1.0, 3600.0, unit="s"), default=DEFAULT_DURATION,
+                    help="walking time [s] (default %(default)s)")
+    ap.add_argument("--damage-at", type=number(0.0, None, lo_open=True, unit="s"), default=DEFAULT_DAMAGE_AT,
+                    help="when to damage the emulated robot [s], inside (0, --duration) (default %(default)s)")
     ap.add_argument("--no-damage", action="store_true", help="walk healthy for the whole run")
-    ap.add_argument("--damage", default="scenario1",
+    ap.add_argument("--damage", default="scenario1", type=checked(damage_links),
                     help="what to break: scenario1 (legs RM, LM removed), scenario2 (LM, RR keep only the coxa), "
                          "'RF', 'LM:1,RR:2', ... (default %(default)s)")
-    ap.add_argument("--break", dest="breaks", default=None, metavar="SPEC",
+    ap.add_argument("--break", dest="breaks", default=None, metavar="SPEC", type=checked(damage_links),
                     help="instead of --damage: a silent break at --damage-at (links lost, servos keep answering), "
                          "e.g. LM:1, RR:0, scenario2; found by damage_monitor's model-based identifier")
-    ap.add_argument("--speed", type=float, default=0.05, help="forward speed command [m/s] (default %(default)s)")
+    ap.add_argument("--speed", type=number(-vmax, vmax, unit="m/s"), default=0.05,
+                    help="forward speed command [m/s] (default %(default)s)")
     ap.add_argument("--recovery", default="on", choices=("on", "off"),
                     help="damage recovery in the gait controller: re-planned gait + heading hold (default on)")
-    ap.add_argument("--predictor", default="boltzmann_hamel", help="predictor model (default %(default)s)")
-    ap.add_argument("--horizon", type=float, default=2.0, help="predictor re-anchoring horizon [s]")
-    ap.add_argument("--predictor-rate", type=float, default=DEFAULT_PREDICTOR_RATE,
+    ap.add_argument("--predictor", default=PREDICTOR["predictor"].default, type=param(PREDICTOR["predictor"]),
+                    help="predictor model: %s (default %%(default)s)" % ", ".join(PREDICTOR["predictor"].choices))
+    ap.add_argument("--horizon", type=param(PREDICTOR["horizon"]), default=2.0,
+                    help="predictor re-anchoring horizon [s] (%s)" % PREDICTOR["horizon"].range_text())
+    ap.add_argument("--predictor-rate", type=param(PREDICTOR["rate"]), default=DEFAULT_PREDICTOR_RATE,
                     help="predictor rate [Hz] (default %(default)s: every node shares one Python process here; "
                          "the launch files run it at 100 Hz in its own process)")
-    ap.add_argument("--period", type=float, default=0.5, help="table row period [s] (default %(default)s)")
-    ap.add_argument("--record", default="", metavar="PATH", help="record the run to a rosbag2 directory")
+    ap.add_argument("--period", type=number(0.05, 10.0, unit="s"), default=0.5,
+                    help="table row period [s] (default %(default)s)")
+    ap.add_argument("--record", default=None, metavar="PATH", type=new_dir,
+                    help="record the run to a rosbag2 directory (must not exist yet)")
     ap.add_argument("--record-storage", default="mcap", choices=("mcap", "sqlite3"),
                     help="storage of the --record bag (default %(default)s; sqlite3 needs no plugin on Humble)")
     ap.add_argument("--network", action="store_true",
                     help="use the ROS discovery settings of the environment instead of forcing loopback only")
+    return ap
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """Parsed and checked options: a bad one ends in one line naming it, exit status 2, before any work."""
+    ap = build_parser()
     args = ap.parse_args(argv)
-    if not (math.isfinite(args.duration) and 1.0 <= args.duration <= 3600.0):
-        ap.error("--duration must be in [1, 3600] s, got %g" % args.duration)
-    if not args.no_damage and not 0.0 < args.damage_at < args.duration:
-        ap.error("--damage-at must be inside (0, --duration) = (0, %g) s, got %g (or use --no-damage)"
+    if not args.no_damage and not args.damage_at < args.duration:
+        ap.error("argument --damage-at: must be inside (0, --duration) = (0, %g) s, got %g (or use --no-damage)"
                  % (args.duration, args.damage_at))
-    if not 0.05 <= args.period <= 10.0:
-        ap.error("--period must be in [0.05, 10] s")
     if args.breaks is not None and args.no_damage:
-        ap.error("--break and --no-damage exclude each other")
-    if not args.no_damage:
-        opt, spec = ("--break", args.breaks) if args.breaks is not None else ("--damage", args.damage)
-        try:
-            links = damage_links(spec)
-        except ValueError as exc:
-            ap.error("%s: %s" % (opt, exc))
-        if args.breaks is not None and links == [3] * len(LEGS):
-            ap.error("--break: %r breaks nothing" % args.breaks)
+        ap.error("argument --break: excludes --no-damage")
+    if args.breaks is not None and damage_links(args.breaks) == [3] * len(LEGS):
+        ap.error("argument --break: %r breaks nothing (give a leg and its intact links, e.g. LM:1)" % args.breaks)
     return args
 
 
@@ -117,6 +123,57 @@ def rms(a) -> float:
     return float(np.sqrt(np.mean(a * a))) if a.size else math.nan
 
 
+# ---------------------------------------------------------------------------------------------- checks
+#: a displayed message stamped further than this from the demo's clock is not the graph's [s]
+DISPLAY_STAMP_TOLERANCE = 2.0
+
+
+def check_pose(frame: str, position_may_be_nan: bool = False):
+    """``accept`` of a watched PoseStamped: the frame the graph uses, a stamp near now, a unit quaternion and
+    a finite position (measured/pose: all-NaN when there is no mocap). Raises ValueError otherwise."""
+    from jethexa_dynamics.nodes import messages as validate
+
+    def accept(msg) -> None:
+        if msg.header.frame_id != frame:
+            raise validate.InvalidMessage("header.frame_id = %r: expected %r" % (msg.header.frame_id, frame))
+        validate.stamp("header.stamp", msg.header.stamp.sec, msg.header.stamp.nanosec, time.time(),
+                       DISPLAY_STAMP_TOLERANCE)
+        p, o = msg.pose.position, msg.pose.orientation
+        if position_may_be_nan and all(math.isnan(v) for v in (p.x, p.y, p.z)):
+            validate.quaternion("pose.orientation", (o.x, o.y, o.z, o.w))
+        else:
+            validate.pose((p.x, p.y, p.z), (o.x, o.y, o.z, o.w), "pose")
+
+    return accept
+
+
+def check_error(msg) -> None:
+    """``accept`` of prediction/error: six values labelled as the predictor labels them, finite or NaN."""
+    from jethexa_dynamics.predictors.errors import ERROR_FIELDS
+    from jethexa_dynamics.nodes.messages import InvalidMessage
+
+    label = msg.layout.dim[0].label if msg.layout.dim else ""
+    if label != ",".join(ERROR_FIELDS) or len(msg.data) != len(ERROR_FIELDS):
+        raise InvalidMessage("prediction/error: expected %d values labelled %r" % (len(ERROR_FIELDS),
+                                                                                   ",".join(ERROR_FIELDS)))
+    if any(math.isinf(v) for v in msg.data):
+        raise InvalidMessage("prediction/error: infinite value")
+
+
+def displayed_morphology(msg, legs: Sequence[str], monitor) -> Optional[List[int]]:
+    """Links per leg of a ``morphology`` message if ``monitor`` (the damage_monitor node) published it, else
+    None: the message must decode (``morphology_from_wire``) to a morphology the monitor has had."""
+    from jethexa_dynamics.nodes.messages import morphology_from_wire
+
+    try:
+        links = morphology_from_wire(list(msg.data), msg.layout.dim[0].label if msg.layout.dim else "", legs)
+    except ValueError:
+        return None
+    if links == monitor.current or any(links == c.new or links == c.old for c in monitor.changes):
+        return links
+    return None
+
+
 # ---------------------------------------------------------------------------------------------- run
 def run(args: argparse.Namespace, out=sys.stdout) -> int:
     env = configure_ros_environment(args.network)
@@ -151,7 +208,7 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     say("  building the nodes")
     link = "/tmp/jethexa_demo_bus_%d" % os.getpid()
     overrides = {"port_link": link, "predictor": args.predictor, "horizon": str(args.horizon),
-                 "predictor_rate": str(args.predictor_rate), "record": args.record,
+                 "predictor_rate": str(args.predictor_rate), "record": args.record or "",
                  "record_storage": args.record_storage, "recovery": "true" if args.recovery == "on" else "false"}
     t_build = time.monotonic()
     graph = Graph(threads=1)
@@ -159,11 +216,16 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     try:
         nodes = add_launch_graph(graph, "sim", overrides)
         w = graph.add(Watcher, name="demo")
-        for topic, typ, qos in (("predicted/pose", PoseStamped, 10), ("measured/pose", PoseStamped, 10),
-                                ("slip/pose", PoseStamped, 10), ("mocap/pose", PoseStamped, SENSOR_QOS),
-                                ("prediction/error", Float64MultiArray, 10),
-                                ("morphology", UInt8MultiArray, LATCHED_QOS)):
-            w.watch(typ, topic, qos)
+        odom = nodes["predictor"].p["odom_frame"]
+        # validate what is displayed: anyone may publish on these topics (the morphology is checked below)
+        for topic, typ, qos, accept in (
+                ("predicted/pose", PoseStamped, 10, check_pose(odom)),
+                ("measured/pose", PoseStamped, 10, check_pose(odom, position_may_be_nan=True)),
+                ("slip/pose", PoseStamped, 10, check_pose(odom)),
+                ("mocap/pose", PoseStamped, SENSOR_QOS, check_pose("world")),
+                ("prediction/error", Float64MultiArray, 10, check_error),
+                ("morphology", UInt8MultiArray, LATCHED_QOS, None)):
+            w.watch(typ, topic, qos, accept)
         w.drive(args.speed)
         param_cli = w.create_client(SetParameters, "/robot_emulator/set_parameters")
         say("  %d nodes up in %.1f s: %s" % (len(nodes), time.monotonic() - t_build, ", ".join(nodes)))
@@ -178,6 +240,8 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
         t_damage = t_detect = None
         damage_sent = False
         morph_seen: List[Sequence[int]] = []
+        morph_t, foreign = -math.inf, 0
+
         next_row = 0.0
         while True:
             t = time.monotonic() - t0
@@ -194,17 +258,25 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                     say("  >> %.1f s: %s in the emulated world: %s (%s; nobody is told)"
                         % (t_damage, "silent break" if silent else "damage", format_morphology(damage, legs),
                            "every servo keeps answering" if silent else "their servos go silent"))
-            m = w.last("morphology")
-            if m is not None and (not morph_seen or list(m.data) != list(morph_seen[-1])):
-                morph_seen.append(list(m.data))
+            for t_msg, m in w.since("morphology", morph_t):
+                if t_msg <= morph_t:
+                    continue
+                morph_t = t_msg
+                links = displayed_morphology(m, legs, nodes["damage_monitor"])
+                if links is None:  # malformed or foreign: counted, never shown as the monitor's
+                    foreign += 1
+                    continue
+                if morph_seen and links == list(morph_seen[-1]):
+                    continue
+                morph_seen.append(links)
                 if len(morph_seen) > 1:
                     since = "" if t_damage is None else " (%.2f s after the damage)" % (t - t_damage)
                     say("  >> %.1f s: damage_monitor publishes morphology %s%s" % (
-                        t, format_morphology(m.data, legs), since))
-                    if damage is not None and _found(m.data, damage, silent) and t_detect is None:
+                        t, format_morphology(links, legs), since))
+                    if damage is not None and _found(links, damage, silent) and t_detect is None:
                         t_detect = t
                         gc, pr = nodes["gait_controller"], nodes["predictor"]
-                        found = list(m.data)
+                        found = list(links)
                         if silent:
                             st = nodes["damage_monitor"]
                             say("  >> identifier: %s (evidence: %s)" % (", ".join(
@@ -228,12 +300,20 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                     None if err is None else np.asarray(err.data, dtype=float),
                     format_morphology(morph_seen[-1], legs) if morph_seen else "?"))
             time.sleep(0.02)
+        ignored = {t: n for t, n in w.rejected.items() if n}
+        if foreign:
+            ignored["morphology"] = foreign
+        if ignored:
+            say("  the display ignored messages the graph did not publish (malformed or foreign): %s" % ignored)
         status = summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_seen, legs, silent)
         return status
     finally:
         graph.close()
-        if args.record:
-            say("  bag written to %s (jethexa-validate %s)" % (args.record, args.record))
+        if args.record:  # only claim a bag that rosbag2 finished (it writes metadata.yaml on close)
+            if os.path.isfile(os.path.join(args.record, "metadata.yaml")):
+                say("  bag written to %s (jethexa-validate %s)" % (args.record, args.record))
+            else:
+                say("  NO bag written to %s (the recorder did not finish; see the log above)" % args.record)
 
 
 def _q(msg):

@@ -64,7 +64,8 @@ def test_written_metadata_is_the_humble_version(tmp_path, storage, suffix):
     humble_decode(meta)
     qos = {t["topic_metadata"]["name"]: t["topic_metadata"]["offered_qos_profiles"]
            for t in info["topics_with_message_count"]}
-    assert "durability: 1" in qos["/morphology"] and qos["/imu/data"] == ""   # latched stays latched
+    assert "durability: 1" in qos["/morphology"]                          # latched stays latched
+    assert "reliability: 2" in qos["/imu/data"] and "durability: 2" in qos["/imu/data"]  # sensor data: best effort
 
 
 def test_humble_oracle_rejects_version_9(tmp_path):

@@ -125,3 +125,34 @@ def test_recorder_rejects_bad_config(tmp_path, ctx):
         BagRecorder(node, tmp_path)
     declare_record_parameters(node)
     assert BagRecorder.from_parameters(node) is None                 # record = '' -> off
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_each_topic_keeps_its_offered_qos(tmp_path, ctx, storage):
+    """Like ``ros2 bag record``: every connection carries its publishers' offered QoS (metadata.yaml v8: a YAML
+    string), so ``ros2 bag play`` offers sensor data best effort/volatile and morphology reliable/transient
+    local again; topics without a message carry the project's QoS of that topic (TOPIC_QOS)."""
+    from rosbags.interfaces import QosDurability as D, QosReliability as R
+    from rosbags.rosbag2 import Reader
+
+    from jethexa_dynamics.validation.topics import DEFAULT_RECORD_TOPICS, TOPIC_QOS
+
+    rec, path, counts, _ = _publish_and_record(tmp_path, storage, False)
+    rec.close()
+    published = {"/imu/data": (R.BEST_EFFORT, D.VOLATILE), "/joint_states": (R.BEST_EFFORT, D.VOLATILE),
+                 "/mocap/pose": (R.BEST_EFFORT, D.VOLATILE), "/joint_commands": (R.RELIABLE, D.VOLATILE),
+                 "/morphology": (R.RELIABLE, D.TRANSIENT_LOCAL)}
+    kinds = {"sensor": (R.BEST_EFFORT, D.VOLATILE), "reliable": (R.RELIABLE, D.VOLATILE),
+             "latched": (R.RELIABLE, D.TRANSIENT_LOCAL)}
+    with Reader(path) as reader:
+        conns = {c.topic: c for c in reader.connections}
+    assert set(conns) == {"/" + t for t in DEFAULT_RECORD_TOPICS}
+    for topic, conn in conns.items():
+        profiles = conn.ext.offered_qos_profiles
+        assert len(profiles) == 1, (topic, profiles)
+        want = published.get(topic, kinds[TOPIC_QOS[topic.lstrip("/")]])
+        assert (profiles[0].reliability, profiles[0].durability) == want, topic
+    meta = yaml.safe_load((path / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    for t in meta["topics_with_message_count"]:
+        text = t["topic_metadata"]["offered_qos_profiles"]
+        assert isinstance(text, str) and yaml.safe_load(text)[0]["reliability"] in (1, 2)

@@ -18,9 +18,9 @@ def run_demo(*args, timeout=240):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--duration", "5", "--damage-at", "9"], "--damage-at must be inside"),
-    (["--duration", "0"], "--duration must be in"),
-    (["--period", "0"], "--period must be in"),
+    (["--duration", "5", "--damage-at", "9"], "argument --damage-at: must be inside"),
+    (["--duration", "0"], "argument --duration: 0 outside the allowed range [1, 3600] s"),
+    (["--period", "0"], "argument --period: 0 outside the allowed range"),
     (["--damage", "XX"], "--damage: damage spec 'XX': unknown leg"),
     (["--record-storage", "rosbag1"], "--record-storage: invalid choice: 'rosbag1'"),
     (["--break", "LM:9"], "--break: damage spec 'LM:9': link count 9 for LM must be in [0, 3]"),

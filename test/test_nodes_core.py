@@ -269,3 +269,32 @@ def test_confirmations_only_when_the_bus_answers():
     assert t.pending_confirmation() is None
     t.record_reply("femur_joint_LF", 6.0)                  # any reply ends that servo's streak
     assert t.health["femur_joint_LF"].silent_confirmations == 0
+
+
+# ---------------------------------------------------------------------------------------------- issue 14
+def test_one_unit_quat_tolerance():
+    from jethexa_dynamics.model.se3 import QUAT_NORM_TOL
+
+    ok = validate.quaternion("q", (0.0, 0.0, 0.0, 1.0 + 0.9 * QUAT_NORM_TOL))
+    assert np.linalg.norm(ok) == pytest.approx(1.0)
+    for w in (1.0 + 1.1 * QUAT_NORM_TOL, 0.6, 1.4, 0.0):
+        with pytest.raises(validate.InvalidMessage, match=r"q must be a finite unit quaternion .*with norm in \[0.999, 1.001\]"):
+            validate.quaternion("q", (0.0, 0.0, 0.0, w))
+
+
+def test_stamps_far_from_the_clock_are_rejected():
+    now = 1.7e9
+    assert validate.stamp("s", int(now) - 1, 0, now, 2.0) == pytest.approx(now - 1)
+    assert validate.stamp("s", 0, 0, now, 2.0) == 0.0  # not stamped
+    for sec, nsec, why in ((int(now) + 3, 0, "within 2 s"), (1, 0, "within 2 s"),
+                           (int(now), 1_500_000_000, r"nanosec = 1500000000: must be in \[0, 999999999\]")):
+        with pytest.raises(validate.InvalidMessage, match=why):
+            validate.stamp("s", sec, nsec, now, 2.0)
+
+
+def test_measured_joint_angles_within_limits_plus_margin():
+    lo, hi = np.full(18, -1.0), np.full(18, 1.0)
+    m = validate.JOINT_STATE_MARGIN
+    validate.joint_state(JOINTS, [1.0 + 0.9 * m] * 18, [], [], JOINTS, lower=lo, upper=hi)
+    with pytest.raises(validate.InvalidMessage, match=r"joint_states.position\[0\] \(coxa_joint_LF\) = 50.0000 rad"):
+        validate.joint_state(JOINTS, [50.0] * 18, [], [], JOINTS, lower=lo, upper=hi)

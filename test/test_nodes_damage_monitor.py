@@ -121,6 +121,12 @@ def test_bad_parameters_and_diagnostics_are_rejected_and_node_keeps_serving(grap
     pub.publish(DiagnosticArray())
     assert wait_for(lambda: mon.rejected.get("/diagnostics", 0) >= 1, 5.0)
     assert mon.rejected.get("parameter", 0) >= 3
+    # half-valid: a silent servo next to a malformed status -- the whole array is ignored, nothing detected
+    half = servo_array(silent=["coxa_joint_RF"], age=1.0)
+    half.status[-1].values[2].value = "lots"
+    pub.publish(half)
+    assert wait_for(lambda: mon.rejected.get("/diagnostics", 0) >= 2, 5.0)
+    assert not mon.detector.faults and morph(w) == [3] * 6
     # still serving: a real fault is still detected
     pub.publish(servo_array(silent=["coxa_joint_LR"], age=1.0))
     assert wait_for(lambda: morph(w) == [3, 3, 0, 3, 3, 3], 5.0), morph(w)
@@ -174,3 +180,23 @@ def test_a_joint_another_driver_stops_publishing_is_lost(graph):
     assert f.source == "joint_states" and set(mon.detector.faults) == {"femur_joint_RM", "tibia_joint_RM"}
     assert mon.presence.consecutive_misses["femur_joint_RM"] >= 2
     assert graph.spin_error is None and not mon.errors
+
+
+def test_a_flood_of_rejections_is_counted_each_but_logged_once_per_topic(graph, monkeypatch):
+    """Rejection is cheap (issue 14): every rejected message is counted per topic on /diagnostics, but a
+    topic logs at most one line per 2 s however many arrive."""
+    mon = graph.add(DamageMonitor)
+    lines = []
+
+    class Logger:
+        def warning(self, text):
+            lines.append(text)
+
+    monkeypatch.setattr(mon, "get_logger", lambda: Logger())
+    for _ in range(1000):
+        mon.reject("imu/data", "imu/data.orientation: norm 0.6, must be a unit quaternion")
+    mon.reject("morphology", "morphology.data: has 2 entries, expected 6")
+    assert mon.rejected["imu/data"] == 1000 and mon.rejected["morphology"] == 1
+    assert len(lines) == 2, lines
+    kv = {v.key: v.value for v in mon.node_status().values}
+    assert kv["rejected imu/data"] == "1000" and kv["rejected morphology"] == "1"

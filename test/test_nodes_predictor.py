@@ -120,12 +120,26 @@ def test_bad_input_on_every_subscription(rig):
         "mocap/pose": [mocap(x=math.nan), mocap(x=1e9)],
         "morphology": [UInt8MultiArray(data=[3, 3]), UInt8MultiArray(data=[3, 3, 3, 3, 3, 7]), UInt8MultiArray()],
     }
+    # and the flood's messages (test/flood.py): non-unit quaternions within the old +-0.1, out-of-limit joints,
+    # absurd stamps on plausible content, malformed morphologies -- none may reach a model, not even in part
+    import flood
+
+    now = node.get_clock().now().to_msg()
+    for topic, msgs in (("joint_commands", flood.commands(now)), ("joint_states", flood.joint_states(now)),
+                        ("imu/data", flood.imu(now)), ("mocap/pose", flood.mocap(now)),
+                        ("morphology", flood.morphologies())):
+        bad[topic] = bad[topic] + msgs
+    calls = []
+    each = node._each
+    node._each = lambda method, *args: (calls.append(method), each(method, *args))
     for topic, msgs in bad.items():
         for m in msgs:
             pubs[topic].publish(m)
             time.sleep(0.02)
     for topic, msgs in bad.items():
         assert wait_for(lambda: node.rejected.get(topic, 0) >= len(msgs), 5.0), (topic, node.rejected)
+    assert calls == [], calls  # every message was rejected as a whole before any model call
+    node._each = each
     for name, value in (("rate", 0.0), ("predictor", "oracle"), ("horizon", -1.0), ("joint_source", "x")):
         res = node.set_parameters([Parameter(name, value=value)])[0]
         assert not res.successful and name in res.reason

@@ -120,8 +120,10 @@ def test_bad_input(robot):
         pr.command(0.0, np.zeros(3))
     with pytest.raises(ValueError, match="move_time"):
         pr.command(0.0, np.zeros(18), move_time=-1)
-    with pytest.raises(ValueError, match="quat must be a finite unit quaternion"):
+    with pytest.raises(ValueError, match=r"quat must be a finite unit quaternion"):
         pr.measure_imu(0.0, [0, 0, 0, 0])
+    with pytest.raises(ValueError, match=r"with norm in \[0.999, 1.001\], got \[1.01, 0.0, 0.0, 0.0\]"):
+        pr.measure_imu(0.0, [1.01, 0, 0, 0])  # ONE tolerance (model.se3.QUAT_NORM_TOL), not "above 0.5"
     with pytest.raises(ValueError, match="unknown joints"):
         pr.reset(0.0, ["knee"])
     with pytest.raises(ValueError, match="reanchor_horizon must be > 0"):

@@ -95,8 +95,8 @@ def test_bad_options(tmp_path, capsys, good):
     assert cli.main([str(good), "--predictor", "nope"]) == EXIT_BAD_INPUT
     assert "unknown predictor 'nope'; available:" in capsys.readouterr().err
     _bad(capsys, [good, "--model", tmp_path / "none.urdf"], "does not exist")
-    _bad(capsys, [good, "--reanchor-horizon", "0"], "must be > 0")
-    _bad(capsys, [good, "--max-gap", "-1"], "must be > 0")
+    _bad(capsys, [good, "--reanchor-horizon", "0"], "argument --reanchor-horizon: 0 outside the allowed range (0, inf)")
+    _bad(capsys, [good, "--max-gap", "-1"], "argument --max-gap: -1 outside the allowed range (0, inf)")
 
 
 def test_console_script_exit_status(tmp_path, good):
@@ -117,3 +117,43 @@ def test_console_script_exit_status(tmp_path, good):
     assert "Traceback" not in r.stderr
     r = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "--compare-all" in r.stdout and "--reanchor-horizon" in r.stdout
+
+
+def test_an_earlier_report_is_never_overwritten_without_force(tmp_path, capsys, good):
+    """A second run into the same --out refuses (exit 2, one line, nothing written); --force overwrites."""
+    out = tmp_path / "val"
+    argv = [str(good), "--predictor", "t_still", "--no-plots", "--quiet", "--out", str(out)]
+    assert cli.main(argv) == 0
+    report = out / "report.json"
+    before = report.read_bytes()
+    report.write_bytes(b"earlier")
+    capsys.readouterr()
+    assert cli.main(argv) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("jethexa-validate: error: --out: ") and "--force" in err and len(err.splitlines()) == 1
+    assert report.read_bytes() == b"earlier"
+    assert cli.main(argv + ["--force"]) == 0
+    assert report.read_bytes()[:1] == before[:1] == b"{"
+
+
+def test_compare_all_defaults_to_its_own_directory(good):
+    """``jethexa-validate B`` then ``jethexa-validate B --compare-all`` (the README's flow) write two reports."""
+    single = cli.output_paths(cli.build_parser().parse_args([str(good)]))
+    both = cli.output_paths(cli.build_parser().parse_args([str(good), "--compare-all"]))
+    assert single[0] == good.parent / (good.name + "_validation")
+    assert both[0] == good.parent / (good.name + "_compare")
+    assert single[1] == single[0] / "report.json" and both[1] == both[0] / "report.json"
+
+
+def test_non_unit_quat_is_a_bad_bag(tmp_path, capsys):
+    """Bags use the package's one unit-quaternion tolerance too: a norm-1.01 orientation is not renormalised."""
+    from jethexa_dynamics.validation.bag_io import BagWriter
+
+    p = tmp_path / "nq"
+    with BagWriter(p) as w:
+        for k in range(10):
+            t = k * 10_000_000
+            w.write("/imu/data", t, M.imu(t, (1.01 if k == 4 else 1.0, 0.0, 0.0, 0.0)))
+            w.write("/joint_commands", t, M.joint_trajectory(t, S.JOINT_NAMES, [0.0] * 18))
+    _bad(capsys, [p], "/imu/data: orientation of the message at 0.040 s has norm 1.01 (1 such messages)",
+         "norm in [0.999, 1.001]")

@@ -164,7 +164,7 @@ def test_cli_report_table_csv_plots(walk_bag, tmp_path, capsys, registered):
     assert rep["bag"]["metadata_version"] == 8 and rep["bag"]["window_s"] == [0.0, pytest.approx(8.0)]
     assert r["replay"]["real_time_factor"] > 0 and r["replay"]["messages"] == rep["bag"]["messages_replayed"]
     assert [s["morphology"] for s in r["segments"]] == [list(S.INTACT), list(S.DAMAGE_1)]
-    assert "3.00 / 3.00" in text and "3 0 3 3 0 3" in text and "overall" in text
+    assert "3.00 / 3.00" in text and "LM:0 RM:0" in text and "overall" in text
     for f in ("orientation.png", "position.png", "errors.png"):
         assert (out / f).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     rows = list(csv.DictReader(open(out / "timeseries_t_bad.csv")))

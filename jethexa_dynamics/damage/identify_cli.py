@@ -32,24 +32,37 @@ from jethexa_dynamics.validation.errors import EXIT_BAD_INPUT, BagError
 from .identification import FORMAT, DamageIdentifier
 
 
+def _initial_spec(text: str):
+    from jethexa_dynamics.model import LeggedRobot, Morphology
+    return Morphology.parse(LeggedRobot.jethexa(), text)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    """The options, each checked while parsing (one line naming the option, exit status 2, before any work)."""
+    from jethexa_dynamics.cli_args import ArgumentParser, checked, existing_path, number, output_dir, output_file
+
+    p = ArgumentParser(
         prog="jethexa-identify",
         description="Replay a JetHexa rosbag2 bag through the damage identifier (a bank of modular-model "
                     "predictions, one per morphology hypothesis) and report the morphology changes it finds.",
         epilog="Exit status 0 on success, 2 for a bad bag or option. See docs/identification.md.")
-    p.add_argument("bag", help="rosbag2 directory (MCAP or sqlite3), or its metadata.yaml / storage file")
+    p.add_argument("bag", type=existing_path,
+                   help="rosbag2 directory (MCAP or sqlite3), or its metadata.yaml / storage file")
     g = p.add_argument_group("identifier")
-    g.add_argument("--window", type=float, default=0.5, help="seconds between re-anchors, [0.2, 3] (default 0.5)")
-    g.add_argument("--threshold", type=float, default=0.9,
+    g.add_argument("--window", type=number(0.2, 3.0, unit="s"), default=0.5,
+                   help="seconds between re-anchors, [0.2, 3] (default 0.5)")
+    g.add_argument("--threshold", type=number(0.5, 0.999), default=0.9,
                    help="probability a change needs, [0.5, 0.999] (default 0.9)")
-    g.add_argument("--confirm", type=int, default=2, help="consecutive windows above it, [1, 10] (default 2)")
-    g.add_argument("--initial", default="healthy", metavar="SPEC",
+    g.add_argument("--confirm", type=number(1, 10, integer=True), default=2,
+                   help="consecutive windows above it, [1, 10] (default 2)")
+    g.add_argument("--initial", default="healthy", metavar="SPEC", type=checked(_initial_spec),
                    help="morphology at the bag start: healthy, LM:1, 'LM:1 RR:1', scenario2 ... (default healthy)")
     add_window_and_topic_arguments(p)   # as jethexa-validate (the morphology topic counts as servo evidence)
     g = p.add_argument_group("output")
-    g.add_argument("--out", metavar="DIR", default=None, help="output directory (default: <bag>_identify)")
-    g.add_argument("--json", metavar="FILE", default=None, help="JSON report path (default: OUT/identify.json)")
+    g.add_argument("--out", metavar="DIR", default=None, type=output_dir,
+                   help="output directory (default: <bag>_identify)")
+    g.add_argument("--json", metavar="FILE", default=None, type=output_file,
+                   help="JSON report path (default: OUT/identify.json)")
     g.add_argument("--no-plots", action="store_true", help="skip the PNG plot")
     g.add_argument("--quiet", action="store_true", help="no table on stdout")
     return p
@@ -179,7 +192,10 @@ def run(args) -> dict:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # a bad option (one line already printed) or --help
+        return exc.code
     try:
         rep = run(args)
     except (BagError, ValueError, OSError) as err:

@@ -20,21 +20,30 @@ from .servo_table import load_servo_table
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="jethexa-bus-emulator", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="fault kinds: %s\nspec: SERVO:KIND[=VALUE][@T], SERVO = ID or joint name"
-                                       % ", ".join(FAULT_KINDS))
-    p.add_argument("--config", help="servo table YAML (default: the bundled config/servos.yaml)")
-    p.add_argument("--faults", default="", help="comma-separated fault specs, e.g. '5:no_reply,11:vanish@2.0'")
+    """The options, each checked while parsing: one line naming the option, exit status 2."""
+    from jethexa_dynamics.cli_args import ArgumentParser, checked, existing_file, number, output_file
+
+    p = ArgumentParser(prog="jethexa-bus-emulator", description=__doc__.split("\n\n")[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="fault kinds: %s\nspec: SERVO:KIND[=VALUE][@T], SERVO = ID or joint name"
+                              % ", ".join(FAULT_KINDS))
+    p.add_argument("--config", type=existing_file,
+                   help="servo table YAML (default: the bundled config/servos.yaml)")
+    p.add_argument("--faults", default="", type=checked(parse_faults),
+                   help="comma-separated fault specs, e.g. '5:no_reply,11:vanish@2.0'")
     p.add_argument("--transport", choices=("uart", "rrc"), default="uart",
                    help="uart: 0x55 0x55 servo frames (Jetson Nano JetHexa); rrc: STM32 board packets")
-    p.add_argument("--link", help="also create this symlink to the pty (removed on exit)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of probabilistic faults")
+    p.add_argument("--link", type=output_file, help="also create this symlink to the pty (removed on exit)")
+    p.add_argument("--seed", type=number(0, 2 ** 32 - 1, integer=True), default=0,
+                   help="random seed of probabilistic faults")
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # a bad option (one line printed) or --help
+        return exc.code
     try:
         table = load_servo_table(args.config, urdf=False)
         em = BusEmulator(table, faults=parse_faults(args.faults), transport=args.transport, seed=args.seed)

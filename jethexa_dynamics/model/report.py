@@ -27,13 +27,24 @@ def morphology_rows(robot, morphologies, q=None):
     return rows
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="jethexa-model-report", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--urdf", help="robot URDF (default: the bundled JetHexa)")
+def build_parser():
+    """The options, each checked while parsing (--morphology against the robot, in ``main``, before any
+    work): one line naming the option, exit status 2."""
+    from jethexa_dynamics.cli_args import ArgumentParser, existing_file
+
+    ap = ArgumentParser(prog="jethexa-model-report", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--urdf", type=existing_file, help="robot URDF (default: the bundled JetHexa)")
     ap.add_argument("--morphology", action="append", default=[], metavar="SPEC",
                     help="a morphology: intact links per leg in URDF leg order (3,3,0,0,3,3), LEG:N items "
                     "(LM:1 RR:0) or a scenario (damage1|damage2); repeatable")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None):
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # a bad option (one line printed) or --help
+        return exc.code
     try:
         robot = LeggedRobot.from_urdf(args.urdf) if args.urdf else LeggedRobot.jethexa()
         healthy = Morphology.healthy(robot)

@@ -6,18 +6,20 @@ expressions in closed form and is tested against these functions.
 """
 import numpy as np
 
-#: how far from 1 the norm of a quaternion given as an orientation may be before it is rejected (rounding in
-#: the sender, float32 filters); the one tolerance of every quaternion check in the package
-QUAT_NORM_TOL = 0.1
+#: how far from 1 the norm of a quaternion given as an orientation may be before it is rejected; the one
+#: tolerance of every quaternion check in the package (messages, predictors, bags). Float32 rounding (1e-7) and
+#: 4-decimal printing (~1e-4) pass; anything further from unit is not a rotation someone meant and is
+#: rejected, never renormalised into one (issue 14: "above 0.5" and +-0.1 let a flood through).
+QUAT_NORM_TOL = 1e-3
 
 
-def unit_quat(q, field="quat"):
-    """Quaternion (w, x, y, z) normalised, or a ``ValueError`` naming ``field`` unless it is 4 finite numbers
-    with norm in [1 - QUAT_NORM_TOL, 1 + QUAT_NORM_TOL]."""
+def unit_quat(q, field="quat", error=ValueError):
+    """Quaternion (4 components; (w, x, y, z) in the core) normalised, or ``error`` (a ``ValueError`` type)
+    naming ``field`` unless it is 4 finite numbers with norm in [1 - QUAT_NORM_TOL, 1 + QUAT_NORM_TOL]."""
     a = np.asarray(q, dtype=float).reshape(-1)
     n = float(np.linalg.norm(a)) if a.shape == (4,) and np.all(np.isfinite(a)) else float("nan")
     if not abs(n - 1.0) <= QUAT_NORM_TOL:
-        raise ValueError("%s must be a finite unit quaternion (w, x, y, z) with norm in [%g, %g], got %r"
+        raise error("%s must be a finite unit quaternion (w, x, y, z) with norm in [%g, %g], got %r"
                          % (field, 1.0 - QUAT_NORM_TOL, 1.0 + QUAT_NORM_TOL, np.asarray(q).tolist()))
     return a / n
 
@@ -143,3 +145,4 @@ def rot_to_quat(R):
     q = np.array(q)
     q /= np.linalg.norm(q)
     return q if q[0] >= 0.0 else -q
+

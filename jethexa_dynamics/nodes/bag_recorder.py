@@ -25,7 +25,10 @@ by the thread that opened it) works whichever thread spins the node.
 Time stamp of each message = the node clock at reception (sim time if ``use_sim_time``). Topic names are
 resolved in the node's namespace. QoS: best effort + volatile (matches reliable and best-effort
 publishers); topics in ``latched`` (default: ``morphology``) are taken reliable + transient local so the
-current value published before recording started is recorded too, and stored as latched in the bag.
+current value published before recording started is recorded too. The bag stores each topic's *offered* QoS
+the way ``ros2 bag record`` does (the publishers' profiles, looked up when the topic's first message
+arrives), so ``ros2 bag play`` offers sensor data best effort and ``morphology`` latched again; a topic that
+never got a message gets the project's QoS of that topic (``validation.topics.TOPIC_QOS``).
 If the process is killed without ``close()``, the bag has no metadata.yaml (``ros2 bag reindex`` repairs it).
 """
 from __future__ import annotations
@@ -37,6 +40,8 @@ import threading
 from typing import Dict, Iterable, Optional, Union
 
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 
 from jethexa_dynamics.validation.bag_io import STORAGES, BagWriter
 from jethexa_dynamics.validation.topics import DEFAULT_RECORD_TOPICS
@@ -73,6 +78,20 @@ def _topic_table(topics) -> Dict[str, str]:
     return table
 
 
+def _qos_time(duration) -> QosTime:
+    sec, nsec = divmod(int(duration.nanoseconds), 1_000_000_000)
+    return QosTime(sec, nsec)
+
+
+def offered_qos(profile) -> Qos:
+    """An rclpy ``QoSProfile`` (a publisher's, from ``get_publishers_info_by_topic``) as a rosbags ``Qos``:
+    the same numbers ``ros2 bag record`` writes to metadata.yaml (the rmw enums share their values)."""
+    return Qos(QosHistory(int(profile.history)), int(profile.depth), QosReliability(int(profile.reliability)),
+               QosDurability(int(profile.durability)), _qos_time(profile.deadline), _qos_time(profile.lifespan),
+               QosLiveliness(int(profile.liveliness)), _qos_time(profile.liveliness_lease_duration),
+               bool(profile.avoid_ros_namespace_conventions))
+
+
 class BagRecorder:
     """Subscribe to ``topics`` on ``node`` and write every message to a new bag at ``path``."""
 
@@ -93,10 +112,11 @@ class BagRecorder:
         self._queue: "queue.SimpleQueue" = queue.SimpleQueue()
         names = {topic: node.resolve_topic_name(topic) for topic in table}
         self._writer_error: Optional[BaseException] = None
+        self._types = {names[t]: ty for t, ty in table.items()}
+        self._latched = {names[t] for t in table if t.strip("/") in latched}
         ready = threading.Event()
-        self._thread = threading.Thread(
-            target=self._write_loop, name="bag-recorder", daemon=True,
-            args=(path, storage, [(names[t], ty, t.strip("/") in latched) for t, ty in table.items()], ready))
+        self._thread = threading.Thread(target=self._write_loop, name="bag-recorder", daemon=True,
+                                        args=(path, storage, ready))
         self._thread.start()
         ready.wait()
         if self._writer_error is not None:   # e.g. the bag path exists: the writer thread has ended
@@ -115,12 +135,11 @@ class BagRecorder:
         except AttributeError:  # very old rclpy: the owner must call close()
             pass
 
-    def _write_loop(self, path, storage, topics, ready: threading.Event) -> None:
-        """The writer thread: open the bag, register the topics, write what the callbacks queue, close."""
+    def _write_loop(self, path, storage, ready: threading.Event) -> None:
+        """The writer thread: open the bag, register each topic with its publishers' QoS before its first
+        message, write what the callbacks queue, register the topics that got nothing, close."""
         try:
             self.writer = BagWriter(path, storage=storage)
-            for name, msgtype, is_latched in topics:
-                self.writer.add_topic(name, msgtype, latched=is_latched)
         except BaseException as exc:  # noqa: BLE001 - handed to the constructor
             self._writer_error = exc
             if self.writer is not None:
@@ -135,12 +154,20 @@ class BagRecorder:
                     break
                 if self._writer_error is None:
                     try:
+                        if len(item) == 2:  # (topic, offered QoS): registration before its first message
+                            self.writer.add_topic(item[0], self._types[item[0]], latched=item[0] in self._latched,
+                                                offered_qos=item[1])
+                            continue
                         self.writer.write_cdr(*item)
                     except Exception as exc:  # noqa: BLE001 - e.g. disk full: report once, keep draining
                         self._writer_error = exc
                         self.node.get_logger().error("recording to %s stopped: %s" % (self.path, exc))
         finally:
-            self.writer.close()
+            try:
+                for name, msgtype in self._types.items():  # no message: the project's QoS of the topic
+                    self.writer.add_topic(name, msgtype, latched=name in self._latched)
+            finally:
+                self.writer.close()
 
     @classmethod
     def from_parameters(cls, node) -> Optional["BagRecorder"]:
@@ -152,10 +179,21 @@ class BagRecorder:
         topics = topics or None
         return cls(node, path, topics=topics, storage=node.get_parameter("record_storage").value)
 
+    def _publishers_qos(self, topic):
+        """The offered QoS of every publisher of ``topic`` (None when the graph does not know any)."""
+        try:
+            infos = self.node.get_publishers_info_by_topic(topic)
+        except RuntimeError:  # rclpy's RCLError/InvalidHandle: context going down -> the topic's known QoS
+            return None
+        profiles = [offered_qos(i.qos_profile) for i in infos]
+        return profiles or None
+
     def _on_message(self, topic, data):
         with self._lock:
             if self._closed:
                 return
+            if self._counts[topic] == 0:
+                self._queue.put((topic, self._publishers_qos(topic)))
             self._queue.put((topic, self.node.get_clock().now().nanoseconds, bytes(data)))
             self._counts[topic] += 1
 

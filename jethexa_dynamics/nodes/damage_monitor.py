@@ -31,7 +31,7 @@ from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, J
                                                decode_servo_status)
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages
-from jethexa_dynamics.nodes.messages import morphology_to_wire
+from jethexa_dynamics.nodes.messages import InvalidMessage, morphology_to_wire
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec
 from jethexa_dynamics.nodes._robot import jethexa, robot_names
 
@@ -166,6 +166,8 @@ class DamageMonitor(ThinNode):
             self.get_logger().info("morphology %s" % format_morphology(new, self.leg_names))
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        # the whole array is decoded before the detector sees any of it: one malformed servo status rejects
+        # the message (InvalidMessage -> guard: counted on /diagnostics, rate-limited log line)
         healths = []
         for st in msg.status:
             values = {kv.key: kv.value for kv in st.values}
@@ -174,7 +176,7 @@ class DamageMonitor(ThinNode):
             try:
                 healths.append(decode_servo_status(values))
             except ValueError as exc:
-                self.reject("/diagnostics", "%s: %s" % (st.name, exc))
+                raise InvalidMessage("status %r: %s (whole message ignored)" % (st.name, exc)) from None
         if not healths:
             return
         now = self.now_sec()
@@ -183,12 +185,14 @@ class DamageMonitor(ThinNode):
         self._apply(now, self.detector.update(now, healths))
 
     def _on_joint_states(self, msg: JointState) -> None:
-        """Presence evidence (names: unknown ones are ignored) and, with the identifier on, the measured angles."""
+        """Presence evidence and, with the identifier on, the measured angles. The whole message is validated
+        first (known, unique names; sizes; finite values): a malformed message is rejected, never taken as
+        evidence that the joints it leaves out are gone (issue 14: a flood of malformed joint_states)."""
+        idx, pos, _ = messages.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names)
         now = self.now_sec()
-        self.presence.observe(now, [n for n in msg.name if isinstance(n, str)])
+        self.presence.observe(now, list(msg.name))
         self._apply(now, self.detector.update_presence(now, self.presence))
         if self.identifier is not None:
-            idx, pos, _ = messages.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names)
             self.q_meas[idx] = pos
             self._check_identifier(self.identifier.on_joints(self.t(), self.q_meas.copy()), "joint_states")
 

@@ -103,9 +103,18 @@ class Watcher(Node):
         super().__init__(name, **kwargs)
         self.lock = threading.Lock()
         self.msgs: Dict[str, deque] = defaultdict(lambda: deque(maxlen=5000))
+        self.rejected: Dict[str, int] = defaultdict(int)
 
-    def watch(self, msg_type, topic: str, qos=10) -> None:
+    def watch(self, msg_type, topic: str, qos=10, accept: Optional[Callable[[Any], None]] = None) -> None:
+        """Record ``topic``; with ``accept``, only messages for which ``accept(msg)`` does not raise
+        ``ValueError`` (the others are counted in ``rejected[topic]``): anyone may publish on a topic."""
         def cb(msg, topic=topic):
+            if accept is not None:
+                try:
+                    accept(msg)
+                except ValueError:
+                    self.rejected[topic] += 1
+                    return
             with self.lock:
                 self.msgs[topic].append((time.monotonic(), msg))
 

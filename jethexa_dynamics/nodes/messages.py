@@ -12,7 +12,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from jethexa_dynamics.model.se3 import QUAT_NORM_TOL
+from jethexa_dynamics.model.se3 import unit_quat
 
 
 class InputError(ValueError):
@@ -67,12 +67,47 @@ def joint_indices(field: str, names: Sequence[str], known: Sequence[str]) -> Lis
     return out
 
 
+#: measured joint angles may pass a joint limit by this much (servo overshoot, calibration offsets) [rad]
+JOINT_STATE_MARGIN = 0.1
+
+
+def stamp(field: str, sec: int, nanosec: int, now: float, tolerance: float) -> float:
+    """Check a ``builtin_interfaces/Time`` against the receiver's clock ``now`` [s]: ``nanosec < 1e9`` and
+    ``|stamp - now| <= tolerance`` [s]; an all-zero stamp means "not stamped" and passes. Returns it [s]."""
+    if not 0 <= nanosec < 1_000_000_000:
+        raise InvalidMessage("%s.nanosec = %d: must be in [0, 999999999]" % (field, nanosec))
+    if sec == 0 and nanosec == 0:
+        return 0.0
+    t = sec + 1e-9 * nanosec
+    if abs(t - now) > tolerance:
+        raise InvalidMessage("%s = %.9g s: must be within %g s of the receiver's clock (%.9g s)"
+                             % (field, t, tolerance, now))
+    return t
+
+
+def _within(field: str, idx: Sequence[int], pos: np.ndarray, known: Sequence[str], lower, upper,
+            margin: float = 0.0) -> None:
+    lo = np.asarray(lower, dtype=float)[idx] - margin
+    hi = np.asarray(upper, dtype=float)[idx] + margin
+    out = np.flatnonzero((pos < lo) | (pos > hi))
+    if out.size:
+        j = int(out[0])
+        raise InvalidMessage("%s[%d] (%s) = %.4f rad: must be in [%.4f, %.4f] rad"
+                             % (field, j, known[idx[j]], pos[j], lo[j], hi[j]))
+
+
 def joint_state(names: Sequence[str], position: Sequence[float], velocity: Sequence[float],
-                effort: Sequence[float], known: Sequence[str], prefix: str = "joint_states"
+                effort: Sequence[float], known: Sequence[str], prefix: str = "joint_states",
+                lower: Optional[Sequence[float]] = None, upper: Optional[Sequence[float]] = None
                 ) -> Tuple[List[int], np.ndarray, Optional[np.ndarray]]:
-    """Check a ``sensor_msgs/JointState``: returns (joint indices, positions, velocities or None)."""
+    """Check a ``sensor_msgs/JointState``: returns (joint indices, positions, velocities or None).
+
+    Positions are checked against ``lower``/``upper`` (arrays over ``known``) widened by
+    :data:`JOINT_STATE_MARGIN` when given."""
     idx = joint_indices(prefix + ".name", names, known)
     pos = finite_vector(prefix + ".position", position, len(idx))
+    if lower is not None and upper is not None:
+        _within(prefix + ".position", idx, pos, known, lower, upper, JOINT_STATE_MARGIN)
     vel = None
     if len(velocity):
         vel = finite_vector(prefix + ".velocity", velocity, len(idx))
@@ -108,24 +143,14 @@ def trajectory(joint_names: Sequence[str], points: Sequence[Tuple[Sequence[float
                                  % (f, t, last_t))
         last_t = t
         if lower is not None and upper is not None:
-            lo = np.asarray(lower, dtype=float)[idx]
-            hi = np.asarray(upper, dtype=float)[idx]
-            out = np.flatnonzero((pos < lo) | (pos > hi))
-            if out.size:
-                j = int(out[0])
-                raise InvalidMessage("%s.positions[%d] (%s) = %.4f rad: must be in [%.4f, %.4f] rad"
-                                     % (f, j, known[idx[j]], pos[j], lo[j], hi[j]))
+            _within(f + ".positions", idx, pos, known, lower, upper)
     return idx, pos, float(last_t)
 
 
-def quaternion(field: str, xyzw: Sequence[float], tol: float = QUAT_NORM_TOL) -> np.ndarray:
-    """Check a quaternion (x, y, z, w): finite, norm within ``1 +- tol``; returns it normalised."""
-    q = finite_vector(field, xyzw, 4)
-    n = float(np.linalg.norm(q))
-    if abs(n - 1.0) > tol:
-        raise InvalidMessage("%s: norm %.4g, must be a unit quaternion (norm in [%.2g, %.2g])"
-                             % (field, n, 1.0 - tol, 1.0 + tol))
-    return q / n
+def quaternion(field: str, xyzw: Sequence[float]) -> np.ndarray:
+    """Check a quaternion (x, y, z, w): finite, norm within ``1 +- model.se3.QUAT_NORM_TOL`` (the package's one
+    tolerance); returns it normalised."""
+    return unit_quat(finite_vector(field, xyzw, 4), field, InvalidMessage)
 
 
 def twist(linear: Sequence[float], angular: Sequence[float], max_linear: float, max_angular: float,

@@ -48,6 +48,8 @@ SERVO_DRIVER = ParamSet("servo_driver", [
       "which conditions flash the servo's LED, bits 1 over-temperature, 2 over-voltage, 4 locked rotor; -1 = "
       "leave the servos' setting. Reported on /diagnostics, never read as a fault (direct UART transport only: the RRC "
       "board does not carry cmd 35/36)", lo=-1, hi=7, read_only=True),
+    P("stamp_tolerance", "double", 2.0, "joint_commands stamped more than this far from the node's clock are "
+      "rejected (all-zero stamps pass as 'not stamped')", lo=0.01, hi=1.0e9, unit="s"),
 ])
 
 IMU = ParamSet("imu", [
@@ -73,6 +75,8 @@ IMU = ParamSet("imu", [
       read_only=True),
     P("calibrate_gyro", "bool", False, "average the gyro at start-up (robot at rest, ~1 s) and remove that bias",
       read_only=True),
+    P("stamp_tolerance", "double", 2.0, "emulator/imu_motion stamped more than this far from the node's clock is "
+      "rejected (all-zero stamps pass as 'not stamped')", lo=0.01, hi=1.0e9, unit="s"),
 ])
 
 GAIT_CONTROLLER = ParamSet("gait_controller", [
@@ -118,6 +122,9 @@ PREDICTOR = ParamSet("predictor", [
     P("base_frame", "string", "base_link", "child frame of predicted/odom (REP-105)"),
     P("diagnostics_rate", "double", 1.0, "cycle-time /diagnostics rate", lo=0.1, hi=10.0, unit="Hz"),
     P("stats_window", "int", 2000, "cycles kept for the p50/p99 cycle-time figures", lo=10, hi=100000),
+    P("stamp_tolerance", "double", 2.0, "a stamped input (joint_commands, joint_states, imu/data, mocap/pose) "
+      "more than this far from the node's clock is rejected (all-zero stamps pass as 'not stamped'); raise it "
+      "to replay old bags without use_sim_time", lo=0.01, hi=1.0e9, unit="s"),
 ])
 
 DAMAGE_MONITOR = ParamSet("damage_monitor", [

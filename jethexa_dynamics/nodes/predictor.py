@@ -53,6 +53,7 @@ class PredictorNode(ThinNode):
         robot = jethexa()
         self.leg_names = list(robot.leg_names)
         self.joint_names = list(robot.joint_names)
+        self.lower, self.upper = np.asarray(robot.joint_lower), np.asarray(robot.joint_upper)
         self._t0 = time.monotonic()
         self.q_cmd = np.zeros(len(self.joint_names))
         self.morphology = [3] * len(self.leg_names)
@@ -128,17 +129,27 @@ class PredictorNode(ThinNode):
             getattr(m, method)(*args)
 
     # ------------------------------------------------------------------ inputs
+    # Every handler validates the WHOLE message (stamp first, then every field) before it changes any state
+    # or calls a model: a rejected message leaves no trace but its counter on /diagnostics.
+    def _stamp(self, topic: str, header) -> None:
+        validate.stamp(topic + ".header.stamp", header.stamp.sec, header.stamp.nanosec, self.now_sec(),
+                       self.p["stamp_tolerance"])
+
     def _on_commands(self, msg: JointTrajectory) -> None:
         if self.p["joint_source"] != "commands":
             return
+        self._stamp("joint_commands", msg.header)
         points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
-        idx, pos, t_from_start = validate.trajectory(msg.joint_names, points, self.joint_names)
+        idx, pos, t_from_start = validate.trajectory(msg.joint_names, points, self.joint_names, self.lower,
+                                                     self.upper)
         self.q_cmd[idx] = pos
         t = self.t()
         self._each("on_command", t, self.q_cmd.copy(), t + t_from_start)
 
     def _on_joint_states(self, msg: JointState) -> None:
-        idx, pos, _ = validate.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names)
+        self._stamp("joint_states", msg.header)
+        idx, pos, _ = validate.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names,
+                                           lower=self.lower, upper=self.upper)
         t = self.stamp_time(msg.header.stamp)
         if self.p["joint_source"] == "joint_states":
             self.q_cmd[idx] = pos
@@ -148,6 +159,7 @@ class PredictorNode(ThinNode):
         self._each("on_joints", t, q)
 
     def _on_imu(self, msg: Imu) -> None:
+        self._stamp("imu/data", msg.header)
         o = msg.orientation
         x, y, z, w = validate.imu_orientation((o.x, o.y, o.z, o.w), msg.orientation_covariance)
         gyro = validate.finite_vector("imu/data.angular_velocity", (
@@ -160,6 +172,7 @@ class PredictorNode(ThinNode):
         self._each("on_imu", t, quat, gyro, acc)
 
     def _on_mocap(self, msg: PoseStamped) -> None:
+        self._stamp("mocap/pose", msg.header)
         p, o = msg.pose.position, msg.pose.orientation
         pos, (x, y, z, w) = validate.pose((p.x, p.y, p.z), (o.x, o.y, o.z, o.w), "mocap/pose.pose")
         t = self.stamp_time(msg.header.stamp)

@@ -83,35 +83,61 @@ class Progress:
         self.stream.flush()
 
 
+def _break_spec(text):
+    """A --break spec must parse and break something."""
+    from jethexa_dynamics.model import LeggedRobot, Morphology
+    links = Morphology.parse(LeggedRobot.jethexa(), text).links_per_leg
+    if all(n == 3 for n in links):
+        raise ValueError("%r breaks nothing (give a leg and its intact links, e.g. LM:1)" % text)
+    return links
+
+
 def build_parser():
-    ap = argparse.ArgumentParser(prog="jethexa-sim", description="Simulate the JetHexa (paper 003 Sec. VI): "
-                                 "gait, IK, PID, contact and the modular whole-body dynamics.")
-    ap.add_argument("--scenario", default="healthy", help="|".join(SCENARIOS) + " (paper Sec. VI-B; aliases "
-                    + "|".join(ALIASES) + ")")
-    ap.add_argument("--gait", default="tripod", help="tripod|wave|ripple")
-    ap.add_argument("--duration", type=float, default=5.0, help="simulated time [s] (default 5)")
-    ap.add_argument("--dt", type=float, default=1e-3, help="time step [s] (default 0.001)")
-    ap.add_argument("--break", dest="breaks", default=None, metavar="SPEC",
+    """The options, each checked while parsing (one line naming the option, exit status 2, before any work).
+
+    The numeric ranges are those the engine, gait and contact model accept (``Engine``, ``Gait``,
+    ``ContactModel``); the --out directory is created/probed here, so a bad path fails before simulating.
+    """
+    from jethexa_dynamics.cli_args import ArgumentParser, checked, number, output_dir
+    from jethexa_dynamics.control.gait import GAIT_KINDS
+
+    from .contact import FRICTION_MODELS
+
+    ap = ArgumentParser(prog="jethexa-sim", description="Simulate the JetHexa (paper 003 Sec. VI): "
+                        "gait, IK, PID, contact and the modular whole-body dynamics.")
+    ap.add_argument("--scenario", default="healthy", choices=tuple(SCENARIOS) + tuple(ALIASES),
+                    help="|".join(SCENARIOS) + " (paper Sec. VI-B; aliases " + "|".join(ALIASES) + ")")
+    ap.add_argument("--gait", default="tripod", choices=GAIT_KINDS, help="|".join(GAIT_KINDS))
+    ap.add_argument("--duration", type=number(0.0, 3600.0, lo_open=True, unit="s"), default=5.0,
+                    help="simulated time [s] (default 5)")
+    ap.add_argument("--dt", type=number(1e-5, 0.005, unit="s"), default=1e-3, help="time step [s] (default 0.001)")
+    ap.add_argument("--break", dest="breaks", default=None, metavar="SPEC", type=checked(_break_spec),
                     help="silent break (links lost, servos keep answering): LM:1, RR:0, 'LM:1 RR:1', scenario2; "
                          "from --damage-at on (default from the start)")
-    ap.add_argument("--damage-at", type=float, default=None, metavar="SECONDS",
+    ap.add_argument("--damage-at", type=number(0.0, 3600.0, unit="s"), default=None, metavar="SECONDS",
                     help="walk healthy, then switch to --scenario (and/or --break) at this time [s]")
-    ap.add_argument("--out", default=None, help="output directory (trajectory.csv, PNG plots, summary.txt)")
-    ap.add_argument("--step-length", type=float, default=0.05, help="stride [m] (Table IV: 0.05)")
-    ap.add_argument("--step-height", type=float, default=0.012, help="swing apex [m] (default 0.012)")
-    ap.add_argument("--cycle-time", type=float, default=1.3, help="gait cycle [s] (Table IV: 1.3)")
-    ap.add_argument("--body-height", type=float, default=0.12, help="hip height H_0 [m] (Table IV: 0.12)")
-    ap.add_argument("--yaw-rate", type=float, default=0.0, help="commanded yaw rate [rad/s]")
-    ap.add_argument("--friction", default="viscous", help="viscous (paper) | coulomb")
-    ap.add_argument("--mu", type=float, default=0.8, help="friction coefficient for --friction coulomb")
-    ap.add_argument("--settle", type=float, default=0.0, help="stand still this long before walking [s]")
+    ap.add_argument("--out", default=None, type=output_dir,
+                    help="output directory (trajectory.csv, PNG plots, summary.txt)")
+    ap.add_argument("--step-length", type=number(0.0, 0.2, unit="m"), default=0.05,
+                    help="stride [m] (Table IV: 0.05)")
+    ap.add_argument("--step-height", type=number(0.0, 0.15, unit="m"), default=0.012,
+                    help="swing apex [m] (default 0.012)")
+    ap.add_argument("--cycle-time", type=number(0.1, 20.0, unit="s"), default=1.3, help="gait cycle [s] (Table IV: 1.3)")
+    ap.add_argument("--body-height", type=number(0.02, 0.24, unit="m"), default=0.12,
+                    help="hip height H_0 [m] (Table IV: 0.12)")
+    ap.add_argument("--yaw-rate", type=number(-5.0, 5.0, unit="rad/s"), default=0.0,
+                    help="commanded yaw rate [rad/s]")
+    ap.add_argument("--friction", default="viscous", choices=FRICTION_MODELS, help="viscous (paper) | coulomb")
+    ap.add_argument("--mu", type=number(0.0, 10.0), default=0.8, help="friction coefficient for --friction coulomb")
+    ap.add_argument("--settle", type=number(0.0, 60.0, unit="s"), default=0.0,
+                    help="stand still this long before walking [s]")
     ap.add_argument("--recovery", default=None, choices=("on", "off"),
                     help="closed-loop damage recovery run (issue 12): the gait controller's logic drives the "
                     "servos at 50 Hz, re-planned gait + heading hold (on) or the plain wave (off); walks --damage-at "
                     "s healthy (default 3) then --duration s damaged at 0.05 m/s and prints the per-segment figures")
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
-    ap.add_argument("--record-rate", type=float, default=None, metavar="HZ",
+    ap.add_argument("--record-rate", type=number(0.0, 1e6, lo_open=True, unit="Hz"), default=None, metavar="HZ",
                     help="rows per simulated second in trajectory.csv (default 100 or 1/dt if lower: 130 points per "
                          "1.3 s gait cycle, enough for the plots; at most 1/dt = every step)")
     return ap
@@ -230,7 +256,10 @@ def run_recovery_cli(args):
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # a bad option (one line already printed) or --help
+        return exc.code
     if args.recovery is not None:
         try:
             return run_recovery_cli(args)

@@ -31,14 +31,25 @@ from jethexa_dynamics.nodes.messages import morphology_from_wire
 from . import messages
 from .errors import (CorruptBagError, EmptyWindowError, MissingTopicsError, NotABagError, TimeJumpError,
                      UnknownMessageTypeError, BagError)
-from .topics import ROLE_TYPES, TopicNames, normalize
+from .topics import ROLE_TYPES, TOPIC_QOS, TopicNames, normalize
 
 #: rosbag2 metadata version written by :class:`BagWriter` (the newest one ROS 2 Humble reads, see above)
 HUMBLE_METADATA_VERSION = 8
 
-#: offered QoS stored for latched topics (reliable, transient local, keep last 1)
-LATCHED_QOS = Qos(QosHistory.KEEP_LAST, 1, QosReliability.RELIABLE, QosDurability.TRANSIENT_LOCAL, QosTime(0, 0),
-                  QosTime(0, 0), QosLiveliness.AUTOMATIC, QosTime(0, 0), False)
+#: rosbag2's "infinite" duration (deadline, lifespan, lease), as ``ros2 bag record`` stores it
+INFINITE = QosTime(9223372036, 854775807)
+
+
+def qos_profile(kind: str) -> Qos:
+    """The offered QoS of a :data:`~.topics.TOPIC_QOS` kind (``sensor``, ``reliable``, ``latched``)."""
+    rel, dur, depth = {"sensor": (QosReliability.BEST_EFFORT, QosDurability.VOLATILE, 5),
+                       "reliable": (QosReliability.RELIABLE, QosDurability.VOLATILE, 10),
+                       "latched": (QosReliability.RELIABLE, QosDurability.TRANSIENT_LOCAL, 10)}[kind]
+    return Qos(QosHistory.KEEP_LAST, depth, rel, dur, INFINITE, INFINITE, QosLiveliness.AUTOMATIC, INFINITE, False)
+
+
+#: offered QoS stored for latched topics (reliable, transient local)
+LATCHED_QOS = qos_profile("latched")
 
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 
@@ -71,12 +82,17 @@ class BagWriter:
         self._lock = threading.Lock()
         self.counts: Dict[str, int] = {}
 
-    def add_topic(self, topic: str, msgtype: str, latched: bool = False):
+    def add_topic(self, topic: str, msgtype: str, latched: bool = False, offered_qos=None):
         """Register ``topic`` with ``msgtype`` (e.g. ``sensor_msgs/msg/Imu``); a repeat is a no-op.
 
-        ``latched``: record the offered QoS as reliable + transient local (depth 1) so that ``ros2 bag play``
-        republishes it latched (e.g. ``morphology``); otherwise no QoS is stored (play uses its default).
+        ``offered_qos``: the publishers' QoS profiles (rosbags ``Qos``), stored as ``ros2 bag record`` does so
+        that ``ros2 bag play`` offers the same (best effort for sensor data, latched morphology). Without it:
+        ``latched`` -> reliable + transient local, else the topic's kind in :data:`~.topics.TOPIC_QOS`, else
+        nothing (play uses its default).
         """
+        if offered_qos is None:
+            kind = "latched" if latched else TOPIC_QOS.get(normalize(topic).lstrip("/"))
+            offered_qos = [qos_profile(kind)] if kind else []
         topic = normalize(topic)
         with self._lock:
             if topic in self._connections:
@@ -87,7 +103,7 @@ class BagWriter:
             if msgtype not in messages.typestore().fielddefs:
                 raise ValueError("unknown message type {!r} (not a ROS 2 Humble type)".format(msgtype))
             self._connections[topic] = self._writer.add_connection(
-                topic, msgtype, typestore=messages.typestore(), offered_qos_profiles=[LATCHED_QOS] if latched else ())
+                topic, msgtype, typestore=messages.typestore(), offered_qos_profiles=list(offered_qos))
             self.counts[topic] = 0
 
     def write_cdr(self, topic: str, t_ns: int, data) -> None:
@@ -250,6 +266,22 @@ class _JointAccumulator:
             q[k, :len(r)] = r
         return JointSeries(np.asarray(self.t, float), tuple(self.index), q,
                            np.asarray(self.t_target, float) if with_target else None)
+
+
+def _unit_quats(topic, t, q) -> np.ndarray:
+    """Quaternions (N, 4) of ``topic`` at times ``t`` [s] checked unit within ``model.se3.QUAT_NORM_TOL`` (the
+    package's one tolerance) and renormalised; a non-unit one is a bad bag (BagError), not a rotation."""
+    from jethexa_dynamics.model.se3 import QUAT_NORM_TOL
+
+    q = np.asarray(q, dtype=float)
+    n = np.linalg.norm(q, axis=1)
+    bad = np.flatnonzero(~(np.abs(n - 1.0) <= QUAT_NORM_TOL))
+    if bad.size:
+        k = int(bad[0])
+        raise BagError("{}: orientation of the message at {:.3f} s has norm {:.6g} ({} such messages); a unit "
+                       "quaternion has norm in [{:g}, {:g}]".format(topic, t[k], n[k], bad.size, 1 - QUAT_NORM_TOL,
+                                                                     1 + QUAT_NORM_TOL))
+    return q / n[:, None]
 
 
 def _quat_wxyz(q):
@@ -416,8 +448,8 @@ def _read_open(reader, bag, topics, start, end, max_gap) -> BagData:
                        "topic with --imu-topic (e.g. imu/data)".format(found["imu"]))
     _check_header_order("imu", found["imu"], np.asarray(imu_stamp)[sel], imu_t[sel])
     _check_gaps(found["imu"], imu_t[sel], max_gap)
-    imu = ImuSeries(imu_t[sel], np.asarray(imu_q)[sel], np.asarray(imu_w)[sel], np.asarray(imu_a)[sel])
-    imu.quat /= np.linalg.norm(imu.quat, axis=1, keepdims=True)
+    imu = ImuSeries(imu_t[sel], _unit_quats(found["imu"], imu_t[sel], np.asarray(imu_q)[sel]),
+                    np.asarray(imu_w)[sel], np.asarray(imu_a)[sel])
 
     commands = cmd.series(with_target=True)
     keep = _from_last_before(commands.t, w0)
@@ -457,8 +489,7 @@ def _read_open(reader, bag, topics, start, end, max_gap) -> BagData:
         m = gt_t >= w0
         if m.sum() >= 1:
             _check_header_order("ground_truth", found["ground_truth"], np.asarray(gt_stamp)[m], gt_t[m])
-            q = np.asarray(gt_q)[m]
-            q = q / np.linalg.norm(q, axis=1, keepdims=True)
+            q = _unit_quats(found["ground_truth"], gt_t[m], np.asarray(gt_q)[m])
             ground_truth = PoseSeries(gt_t[m], np.asarray(gt_p)[m], q)
             n_msgs += int(m.sum())
     if ground_truth is None:

@@ -21,52 +21,88 @@ from .topics import TopicNames
 DEFAULT_PREDICTOR = "boltzmann_hamel"
 
 
+def _predictor(name: str) -> str:
+    names = registry.predictor_names()
+    if name not in names:
+        raise argparse.ArgumentTypeError("unknown predictor {!r}; available: {}".format(name, ", ".join(names)))
+    return name
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    """The options, each checked while parsing: one line naming the option, exit status 2, before any work."""
+    from jethexa_dynamics.cli_args import (ArgumentParser, existing_file, existing_path, number, output_dir,
+                                           output_file, topic_name)
+
+    p = ArgumentParser(
         prog="jethexa-validate",
         description="Replay a JetHexa rosbag2 bag through the dynamics predictor and report how well it predicts "
                     "the measured body orientation (IMU) and position (motion capture).",
         epilog="Exit status 0 on success, 2 for a bad bag or option. See docs/validation.md.")
-    p.add_argument("bag", help="rosbag2 directory (MCAP or sqlite3), or its metadata.yaml / storage file")
+    p.add_argument("bag", type=existing_path,
+                   help="rosbag2 directory (MCAP or sqlite3), or its metadata.yaml / storage file")
     g = p.add_argument_group("predictor")
-    g.add_argument("--predictor", default=None, help="which predictor (default: %s); see --list-predictors" % DEFAULT_PREDICTOR)
+    g.add_argument("--predictor", default=None, type=_predictor,
+                   help="which predictor (default: %s); see --list-predictors" % DEFAULT_PREDICTOR)
     g.add_argument("--compare-all", action="store_true",
-                   help="run every available predictor; one report, table and plots side by side")
+                   help="run every available predictor; one report, table and plots side by side "
+                        "(default output: <bag>_compare)")
     g.add_argument("--list-predictors", action="store_true", help="print the available predictors and exit")
-    g.add_argument("--model", metavar="FILE", default=None,
+    g.add_argument("--model", metavar="FILE", default=None, type=existing_file,
                    help="model parameters file (a URDF, e.g. with measured masses); default: the packaged JetHexa")
-    g.add_argument("--reanchor-horizon", type=float, metavar="S", default=None,
+    g.add_argument("--reanchor-horizon", type=number(0.0, None, lo_open=True, unit="s"), metavar="S", default=None,
                    help="re-anchor the prediction on the measurements every S seconds (default: predictor's own)")
     add_window_and_topic_arguments(p)
     g = p.add_argument_group("output")
-    g.add_argument("--out", metavar="DIR", default=None,
-                   help="output directory (default: <bag>_validation next to the bag)")
-    g.add_argument("--json", metavar="FILE", default=None, help="JSON report path (default: OUT/report.json)")
+    g.add_argument("--out", metavar="DIR", default=None, type=output_dir,
+                   help="output directory (default: <bag>_validation next to the bag; <bag>_compare with "
+                        "--compare-all)")
+    g.add_argument("--json", metavar="FILE", default=None, type=output_file,
+                   help="JSON report path (default: OUT/report.json)")
+    g.add_argument("--force", action="store_true",
+                   help="overwrite an earlier report in OUT (without it an existing report is never replaced)")
     g.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     g.add_argument("--quiet", action="store_true", help="no table on stdout")
     return p
 
 
 def add_window_and_topic_arguments(p: argparse.ArgumentParser) -> None:
-    """The bag window and topic options (shared with ``jethexa-identify``)."""
+    """The bag window and topic options (shared with ``jethexa-identify``), checked while parsing."""
+    from jethexa_dynamics.cli_args import number, topic_name
+
     g = p.add_argument_group("window and topics")
-    g.add_argument("--start", type=float, metavar="S", default=None, help="window start, s from the bag start")
-    g.add_argument("--end", type=float, metavar="S", default=None, help="window end, s from the bag start")
+    g.add_argument("--start", type=number(0.0, None, unit="s"), metavar="S", default=None,
+                   help="window start, s from the bag start")
+    g.add_argument("--end", type=number(0.0, None, lo_open=True, unit="s"), metavar="S", default=None,
+                   help="window end, s from the bag start")
     d = TopicNames()
-    g.add_argument("--commands-topic", default=d.commands, help="trajectory_msgs/JointTrajectory (required)")
-    g.add_argument("--joint-states-topic", default=d.joint_states, help="sensor_msgs/JointState (optional)")
-    g.add_argument("--imu-topic", default=d.imu, help="sensor_msgs/Imu with orientation (required)")
-    g.add_argument("--morphology-topic", default=d.morphology,
+    g.add_argument("--commands-topic", default=d.commands, type=topic_name,
+                   help="trajectory_msgs/JointTrajectory (required)")
+    g.add_argument("--joint-states-topic", default=d.joint_states, type=topic_name,
+                   help="sensor_msgs/JointState (optional)")
+    g.add_argument("--imu-topic", default=d.imu, type=topic_name, help="sensor_msgs/Imu with orientation (required)")
+    g.add_argument("--morphology-topic", default=d.morphology, type=topic_name,
                    help="std_msgs/UInt8MultiArray, intact links per leg (optional: absent = intact)")
-    g.add_argument("--ground-truth-topic", default=d.ground_truth,
+    g.add_argument("--ground-truth-topic", default=d.ground_truth, type=topic_name,
                    help="geometry_msgs/PoseStamped ground truth, e.g. motion capture (optional)")
-    g.add_argument("--max-gap", type=float, metavar="S", default=bag_io.DEFAULT_MAX_GAP,
+    g.add_argument("--max-gap", type=number(0.0, None, lo_open=True, unit="s"), metavar="S",
+                   default=bag_io.DEFAULT_MAX_GAP,
                    help="largest allowed gap between IMU messages before it counts as a time jump (default %(default)s)")
 
 
 def topics_from_args(args) -> TopicNames:
     return TopicNames(commands=args.commands_topic, joint_states=args.joint_states_topic, imu=args.imu_topic,
                       morphology=args.morphology_topic, ground_truth=args.ground_truth_topic)
+
+
+def output_paths(args) -> "tuple[Path, Path]":
+    """(output directory, JSON report path) of parsed ``args``; the default directory depends on the mode so
+    that a --compare-all run never lands on (and never overwrites) a single-predictor report."""
+    if args.out:
+        out = Path(args.out)
+    else:
+        bag = bag_io.resolve_bag_path(args.bag)
+        out = bag.parent / (bag.name + ("_compare" if args.compare_all else "_validation"))
+    return out, Path(args.json) if args.json else out / "report.json"
 
 
 def _fail(msg: str) -> int:
@@ -81,6 +117,10 @@ def run(args) -> dict:
     if args.compare_all and args.predictor:
         raise ValueError("--predictor and --compare-all exclude each other")
     names = registry.predictor_names() if args.compare_all else [args.predictor or DEFAULT_PREDICTOR]
+    out, json_path = output_paths(args)
+    if json_path.exists() and not getattr(args, "force", False):
+        raise ValueError("--out: {} already holds a report ({}); pass --force to overwrite it or choose "
+                         "another --out".format(out, json_path))
     if args.model is not None and not Path(args.model).is_file():
         raise ValueError("model parameters file {} does not exist".format(args.model))
     for opt in ("max_gap", "reanchor_horizon"):
@@ -100,12 +140,11 @@ def run(args) -> dict:
     results = [replay_mod.replay(bag, pr) for pr in predictors]
     evaluations = [metrics.evaluate(r, segs) for r in results]
 
-    out = Path(args.out) if args.out else bag.path.parent / (bag.path.name + "_validation")
     options = {"predictors": names, "model": args.model, "reanchor_horizon_s": args.reanchor_horizon,
                "start_s": args.start, "end_s": args.end, "max_gap_s": args.max_gap,
                "topics": dict(topics.items()), "out": str(out)}
     rep = report_mod.build_report(bag, results, evaluations, options)
-    files = {"json": str(report_mod.write_json(rep, args.json or out / "report.json"))}
+    files = {"json": str(report_mod.write_json(rep, json_path))}
     files["csv"] = [str(report_mod.write_csv(r, out / "timeseries_{}.csv".format(r.predictor))) for r in results]
     if not args.no_plots:
         files["plots"] = [str(p) for p in plots.plot_all(results, segs, out, title=bag.path.name)]
@@ -115,8 +154,10 @@ def run(args) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # a bad option (its one line is printed) or --help
+        return exc.code
     if args.list_predictors:
         print("\n".join(registry.predictor_names()))
         return 0

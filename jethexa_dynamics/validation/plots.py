@@ -10,15 +10,27 @@ from matplotlib.figure import Figure
 from jethexa_dynamics.predictors.errors import orientation_errors, quat_to_rpy
 
 from .metrics import AXES
+from .report import morphology_text
 
-_COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown"]
+#: one style per predictor: colour, line style AND marker differ, so that a line drawn over another (two
+#: predictors that agree) still shows both -- and the plots read in greyscale
+_STYLES = [("tab:blue", "-", "o"), ("tab:orange", "--", "s"), ("tab:green", "-.", "^"), ("tab:purple", ":", "D"),
+           ("tab:brown", (0, (5, 1, 1, 1, 1, 1)), "v")]
+
+
+def predictor_style(j: int, n_points: int = 0) -> dict:
+    """Line keywords of the ``j``-th predictor (markers every ~1/12 of the series, offset per predictor so they
+    do not sit on each other)."""
+    color, ls, marker = _STYLES[j % len(_STYLES)]
+    every = max(1, n_points // 12)
+    return dict(color=color, ls=ls, marker=marker, markersize=4, markevery=(j * every // len(_STYLES), every), lw=1.0)
 
 
 def _mark_segments(ax, segs, label=False):
     for i, s in enumerate(segs[1:]):
         ax.axvline(s.t_start, color="tab:red", ls="--", lw=1.0)
         if label:   # staggered so that changes close in time stay readable
-            ax.annotate("morphology " + ("?" if s.links is None else " ".join(map(str, s.links))),
+            ax.annotate("morphology " + morphology_text(s.links),
                         xy=(s.t_start, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -3 - 9 * (i % 3)),
                         textcoords="offset points", va="top", fontsize=7, color="tab:red")
 
@@ -34,7 +46,12 @@ def plot_all(results, segs, out_dir, title="") -> list:
     """Write orientation.png, position.png, errors.png into ``out_dir``; returns their paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
+    return [_save(fig, out_dir / (name + ".png")) for name, fig in figures(results, segs, title).items()]
+
+
+def figures(results, segs, title="") -> dict:
+    """The figures of :func:`plot_all` (name -> matplotlib ``Figure``), not yet saved."""
+    figs = {}
 
     # predicted vs measured orientation
     fig = Figure(figsize=(10, 7))
@@ -43,14 +60,14 @@ def plot_all(results, segs, out_dir, title="") -> list:
     for i, ax in enumerate(axs):
         ax.plot(results[0].t_orient, meas[:, i], color="k", lw=1.2, label="measured (IMU)")
         for j, r in enumerate(results):
-            ax.plot(r.t_orient, np.degrees(quat_to_rpy(r.q_pred))[:, i], color=_COLORS[j % 5], lw=1.0,
+            ax.plot(r.t_orient, np.degrees(quat_to_rpy(r.q_pred))[:, i], **predictor_style(j, len(r.t_orient)),
                     label="predicted: " + r.predictor)
         ax.set_ylabel(AXES[i] + " [deg]")
         _mark_segments(ax, segs, label=(i == 0))
     axs[0].legend(loc="lower left", fontsize=8)
     axs[0].set_title((title + ": " if title else "") + "body orientation (red dashes: morphology changes)")
     axs[-1].set_xlabel("time from bag start [s]")
-    paths.append(_save(fig, out_dir / "orientation.png"))
+    figs["orientation"] = fig
 
     # predicted vs measured position
     fig = Figure(figsize=(10, 7))
@@ -60,14 +77,15 @@ def plot_all(results, segs, out_dir, title="") -> list:
         if gt is not None:
             ax.plot(gt.t_pos, gt.p_meas[:, i], color="k", lw=1.2, label="ground truth")
         for j, r in enumerate(results):
-            ax.plot(r.t_orient, r.p_pred_orient[:, i], color=_COLORS[j % 5], lw=1.0, label="predicted: " + r.predictor)
+            ax.plot(r.t_orient, r.p_pred_orient[:, i], **predictor_style(j, len(r.t_orient)),
+                    label="predicted: " + r.predictor)
         ax.set_ylabel("xyz"[i] + " [m]")
         _mark_segments(ax, segs, label=(i == 0))
     axs[0].legend(loc="best", fontsize=8)
     axs[0].set_title((title + ": " if title else "") + "body position in the world frame"
                      + ("" if gt is not None else " (no ground truth in the bag)"))
     axs[-1].set_xlabel("time from bag start [s]")
-    paths.append(_save(fig, out_dir / "position.png"))
+    figs["position"] = fig
 
     # errors against time
     has_pos = any(r.t_pos is not None and len(r.t_pos) for r in results)
@@ -76,9 +94,9 @@ def plot_all(results, segs, out_dir, title="") -> list:
     for j, r in enumerate(results):
         e = np.degrees(orientation_errors(r.q_pred, r.q_meas))
         for i in range(3):
-            axs[i].plot(r.t_orient, e[:, i], color=_COLORS[j % 5], lw=1.0, label=r.predictor)
+            axs[i].plot(r.t_orient, e[:, i], **predictor_style(j, len(r.t_orient)), label=r.predictor)
         if has_pos and r.t_pos is not None and len(r.t_pos):
-            axs[3].plot(r.t_pos, np.linalg.norm(r.p_pred - r.p_meas, axis=1), color=_COLORS[j % 5], lw=1.0,
+            axs[3].plot(r.t_pos, np.linalg.norm(r.p_pred - r.p_meas, axis=1), **predictor_style(j, len(r.t_pos)),
                         label=r.predictor)
     for i in range(3):
         axs[i].set_ylabel(AXES[i] + " error [deg]")
@@ -92,5 +110,5 @@ def plot_all(results, segs, out_dir, title="") -> list:
     axs[0].legend(loc="best", fontsize=8)
     axs[0].set_title((title + ": " if title else "") + "prediction error (grey: re-anchoring, red: morphology)")
     axs[-1].set_xlabel("time from bag start [s]")
-    paths.append(_save(fig, out_dir / "errors.png"))
-    return paths
+    figs["errors"] = fig
+    return figs

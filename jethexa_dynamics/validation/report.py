@@ -12,6 +12,7 @@ import numpy as np
 from jethexa_dynamics.predictors.errors import orientation_errors, quat_to_rpy
 
 from .metrics import AXES
+from .topics import LEG_NAMES
 
 REPORT_FORMAT = "jethexa-validate/1"
 
@@ -95,8 +96,18 @@ def _fmt(v, spec="{:.2f}"):
     return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else spec.format(v)
 
 
-def _morph(m):
-    return "unknown" if m is None else " ".join(str(int(x)) for x in m)
+def morphology_text(links) -> str:
+    """A morphology as the demo and the nodes print it (``healthy``, ``LM:1 RR:1``: the damaged legs by name,
+    URDF leg order); ``unknown`` for None; a link list of another length (another robot) as plain numbers."""
+    from jethexa_dynamics.model import format_morphology
+
+    if links is None:
+        return "unknown"
+    links = [int(x) for x in links]
+    if len(links) != len(LEG_NAMES):
+        return " ".join(map(str, links))
+    return format_morphology(links, LEG_NAMES)
+
 
 
 def format_table(report) -> str:
@@ -118,7 +129,7 @@ def format_table(report) -> str:
         o = part["orientation"]
         p = part["position"]
         rows.append([label, "{:.2f}-{:.2f}".format(part["t_start"], part["t_end"]),
-                     _morph(part.get("morphology")) if label != "overall" else "",
+                     morphology_text(part.get("morphology")) if label != "overall" else "",
                      name] + ["{} / {}".format(_fmt(o[a]["rmse_deg"]), _fmt(o[a]["max_deg"])) for a in AXES]
                     + (["{} / {}".format(_fmt(p["rmse_m"], "{:.3f}"), _fmt(p["max_m"], "{:.3f}")),
                         _fmt(p["drift_per_metre"], "{:.3f}"), _fmt(p["distance_walked_m"], "{:.2f}")]

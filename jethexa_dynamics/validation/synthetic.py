@@ -11,8 +11,9 @@ import numpy as np
 
 from . import messages as M
 from .bag_io import BagWriter
+from .topics import LEG_NAMES
 
-LEGS = ("LF", "LM", "LR", "RF", "RM", "RR")
+LEGS = LEG_NAMES
 JOINT_NAMES = tuple("{}_joint_{}".format(j, leg) for leg in LEGS for j in ("coxa", "femur", "tibia"))
 T0_NS = 1_700_000_000_000_000_000
 INTACT = (3, 3, 3, 3, 3, 3)

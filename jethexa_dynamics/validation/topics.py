@@ -10,6 +10,9 @@ UINT8_MULTI_ARRAY = "std_msgs/msg/UInt8MultiArray"
 POSE_STAMPED = "geometry_msgs/msg/PoseStamped"
 TWIST = "geometry_msgs/msg/Twist"
 
+#: leg order of a ``morphology`` message without a layout label (the URDF's; docs/DEV_NOTES.md)
+LEG_NAMES = ("LF", "LM", "LR", "RF", "RM", "RR")
+
 #: message type(s) accepted for each role of :class:`TopicNames`
 ROLE_TYPES = {
     "commands": (JOINT_TRAJECTORY,),
@@ -30,6 +33,21 @@ DEFAULT_RECORD_TOPICS = {
     "predicted/pose": POSE_STAMPED,
     "measured/pose": POSE_STAMPED,
     "cmd_vel": TWIST,
+}
+
+#: QoS kind each recorded topic is published with by the nodes (``nodes/_common.py``): ``sensor`` = best effort,
+#: volatile, keep last 5 (ROS' sensor-data profile); ``reliable`` = reliable, volatile, keep last 10;
+#: ``latched`` = reliable, transient local, keep last 10. What a bag stores when a publisher's own QoS is unknown.
+TOPIC_QOS = {
+    "joint_commands": "reliable",
+    "joint_states": "sensor",
+    "imu/data_raw": "sensor",
+    "imu/data": "sensor",
+    "morphology": "latched",
+    "mocap/pose": "sensor",
+    "predicted/pose": "reliable",
+    "measured/pose": "reliable",
+    "cmd_vel": "reliable",
 }
 
 

@@ -1,0 +1,92 @@
+"""A flood of malformed messages on every subscribed topic (issue 14) costs little and reaches no model.
+
+The sim graph (the demo's, in one process) walks; a foreign process publishes about 100 malformed messages per
+second on each topic the graph subscribes to (test/flood.py: NaN/inf, wrong sizes, unknown joints, non-unit
+quaternions, malformed morphologies and servo statuses, absurd stamps). Compared with the SAME run's window
+without the flood (relative, no wall-time bound): the predictor's output rate and its attitude error against
+the emulator's true attitude (mocap/pose, at equal stamps) stay close; every rejection is counted per topic on
+/diagnostics; no node errors, no morphology change, no false damage.
+"""
+import os
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("rclpy")
+
+from geometry_msgs.msg import PoseStamped  # noqa: E402
+
+from std_msgs.msg import UInt8MultiArray  # noqa: E402
+
+from jethexa_dynamics import demo  # noqa: E402
+from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS  # noqa: E402
+from jethexa_dynamics.nodes.graph import Watcher  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from flood import measure, start_flood, walking_graph  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(400)]
+WINDOW = 8.0  # s of each phase
+
+
+def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
+    g, nodes, w = walking_graph("flood_bus")
+    flood = None
+    try:
+        w.watch(UInt8MultiArray, "morphology", LATCHED_QOS)
+        # the demo's display checks, on the same topics
+        shown = g.add(Watcher, name="display")
+        shown.watch(PoseStamped, "mocap/pose", SENSOR_QOS, demo.check_pose("world"))
+        pr = nodes["predictor"]
+
+        t0 = time.monotonic()
+        time.sleep(WINDOW)
+        rate_quiet, att_quiet = measure(w, t0, time.monotonic())
+
+        flood = start_flood(100, pr)
+        t1 = time.monotonic()
+        time.sleep(WINDOW)
+        rate_flood, att_flood = measure(w, t1, time.monotonic())
+        rejected = {name: dict(node.rejected) for name, node in nodes.items()}
+        flood.terminate()
+        flood.wait(timeout=30)
+
+        print("predicted/pose %.1f/s -> %.1f/s under the flood; attitude error RMS %.3f -> %.3f deg; rejected %s"
+              % (rate_quiet, rate_flood, att_quiet, att_flood, rejected))
+        # cheap: the output rate keeps >= 70 % of the same run's quiet rate (issue 14: 16 of 46 Hz, 35 %); the
+        # margin is for the shared 2-core machine, where the flooding process itself takes CPU
+        assert rate_flood >= 0.7 * rate_quiet, (rate_quiet, rate_flood)
+        # nothing reaches a model: the attitude error stays what it was (issue 14: 0.02 -> 0.27 deg; the code
+        # before the fix went 0.45 -> 116 deg under this flood); the margin is run-to-run noise
+        assert att_flood <= 2.0 * att_quiet + 0.05, (att_quiet, att_flood)
+        # every subscription rejected its share, counted per topic on the node's own /diagnostics status
+        for name, topics in (("predictor", ("joint_commands", "joint_states", "imu/data", "mocap/pose",
+                                            "morphology")),
+                             ("servo_driver", ("joint_commands",)), ("imu", ("emulator/imu_motion",)),
+                             ("gait_controller", ("cmd_vel", "morphology")),
+                             ("damage_monitor", ("/diagnostics", "joint_states"))):
+            for topic in topics:
+                assert rejected[name].get(topic, 0) > 50, (name, topic, rejected[name])
+        diag = {}
+        for _, arr in w.since("/diagnostics", t1):
+            for st in arr.status:
+                if st.name == "predictor: node":
+                    diag = {kv.key: kv.value for kv in st.values}
+        assert int(diag["rejected imu/data"]) > 50 and int(diag["rejected morphology"]) > 50, diag
+        # no node error, no morphology change, no false damage, the walk went on
+        # the demo displays only what the graph published: the emulator's mocap, the monitor's morphology
+        assert shown.rejected["mocap/pose"] > 50 and shown.count("mocap/pose") > 100
+        assert all(m.header.frame_id == "world" for _, m in shown.since("mocap/pose", 0.0))
+        morph = [demo.displayed_morphology(m, demo.LEGS, nodes["damage_monitor"])
+                 for _, m in w.since("morphology", t1)]
+        assert morph.count(None) > 50 and {tuple(x) for x in morph if x is not None} <= {(3,) * 6}
+        assert all(node.errors == 0 for node in nodes.values()), {n: nd.errors for n, nd in nodes.items()}
+        assert g.spin_error is None
+        assert nodes["damage_monitor"].current == [3] * 6 and not nodes["damage_monitor"].changes
+        assert pr.morphology == [3] * 6 and nodes["gait_controller"].walker.links_per_leg == [3] * 6
+        assert nodes["gait_controller"].state == "walking"
+    finally:
+        if flood is not None and flood.poll() is None:
+            flood.kill()
+        g.close()
