@@ -44,15 +44,16 @@ def test_module_runs_as_a_script(tmp_path):
     assert r.returncode == 0 and "--json FILE" in r.stdout and "--no-plots" in r.stdout
 
 
-@pytest.mark.parametrize("opts,msg", [(["--window", "0"], r"--window=0.0 outside the allowed range \[0.2, 3\]"),
-                                      (["--threshold", "nan"], "--threshold=nan outside"),
-                                      (["--confirm", "0"], "--confirm=0 outside"),
-                                      (["--initial", "XX:1"], "--initial: damage spec 'XX:1': unknown leg")])
+@pytest.mark.parametrize("opts,msg", [(["--window", "0"], r"argument --window: 0 outside the allowed range \[0.2, 3\]"),
+                                      (["--threshold", "nan"], "argument --threshold: nan outside"),
+                                      (["--confirm", "0"], "argument --confirm: 0 outside"),
+                                      (["--initial", "XX:1"], "argument --initial: damage spec 'XX:1': unknown leg")])
 def test_bad_options_exit_2_before_reading(tmp_path, capsys, opts, msg):
+    """Checked while parsing: one line naming the option, exit 2, before the (existing, empty) bag is read."""
     import re
-    assert main([str(tmp_path / "does_not_matter")] + opts) == 2
+    assert main([str(tmp_path)] + opts) == 2
     err = capsys.readouterr().err
-    assert re.search(msg, err) and err.count("\n") == 1
+    assert re.search(msg, err) and err.count("\n") == 1, err
 
 
 def test_bag_without_imu_orientation_is_refused(tmp_path, capsys):
