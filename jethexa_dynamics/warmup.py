@@ -201,13 +201,22 @@ cache), False when everything came from the cache."""
     return n > 0, dt
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="jethexa-warmup", description=(
+def build_parser() -> argparse.ArgumentParser:
+    from jethexa_dynamics.cli_args import ArgumentParser
+
+    ap = ArgumentParser(prog="jethexa-warmup", description=(
         "Compile the numba kernels into the cache once (after installing or colcon build), so the nodes "
         "start in seconds. Cache directory: NUMBA_CACHE_DIR, or $XDG_CACHE_HOME/jethexa_dynamics/numba/"
         "<hash of the installed sources>."))
     ap.add_argument("--print-cache-dir", action="store_true", help="print the cache directory and exit")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # a bad option (one line already printed) or --help
+        return exc.code
     if args.print_cache_dir:
         print(kernel_cache.cache_dir() or "")
         return 0

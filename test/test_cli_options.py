@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from jethexa_dynamics import demo
+from jethexa_dynamics import demo, warmup
 from jethexa_dynamics.damage import identify_cli
 from jethexa_dynamics.hardware import emulator_cli
 from jethexa_dynamics.model import report as model_report
@@ -21,6 +21,7 @@ SCRIPTS = {  # console script -> (module with build_parser/main, leading argumen
     "jethexa-validate": (validate_cli, [EXISTING]),
     "jethexa-model-report": (model_report, []),
     "jethexa-identify": (identify_cli, [EXISTING]),
+    "jethexa-warmup": (warmup, []),
 }
 BAD = {  # (script, option) -> bad values
     ("jethexa-demo", "--duration"): ["0", "x"],
@@ -99,6 +100,7 @@ BAD = {  # (script, option) -> bad values
     ("jethexa-identify", "--json"): ["/proc/nope/identify.json"],
     ("jethexa-identify", "--no-plots"): ["--no-plots=yes"],
     ("jethexa-identify", "--quiet"): ["--quiet=yes"],
+    ("jethexa-warmup", "--print-cache-dir"): ["--print-cache-dir=yes"],
 }
 
 
