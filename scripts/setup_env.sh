@@ -14,7 +14,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   pipq() { .venv/bin/python -m pip install -q "$@" 2>&1 | { grep -v '^WARNING: Location' || true; }; }
   pipq --upgrade pip
   pipq -r requirements-dev.txt
-  pipq -e '.[test,bench]'
+  # (setuptools' generic note on every editable install, which reads like a failure; nothing of ours)
+  PYTHONWARNINGS='ignore:Editable installation' pipq -e '.[test,bench]'
   .venv/bin/python -c "import jethexa_dynamics, rclpy, pinocchio" || { echo "setup failed" >&2; exit 1; }
   echo "$want" > "$stamp"
 fi
