@@ -111,9 +111,15 @@ class DamageMonitor(ThinNode):
                     format_morphology(e["morphology"], self.leg_names), e["probability"])])
                 self._publish_status()
 
+    def _stamp(self, topic: str, header) -> None:
+        """Absurd stamps are rejected like the predictor does (a foreign message must not reach the identifier)."""
+        messages.stamp(topic + ".header.stamp", header.stamp.sec, header.stamp.nanosec, self.now_sec(),
+                       self.p["stamp_tolerance"])
+
     def _on_commands(self, msg: JointTrajectory) -> None:
         if self.identifier is None:
             return
+        self._stamp("joint_commands", msg.header)
         points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
         idx, pos, t_from_start = messages.trajectory(msg.joint_names, points, self.joint_names)
         self._check_identifier(self.identifier.on_command(self.t(), pos, t_from_start, joints=idx),
@@ -122,6 +128,7 @@ class DamageMonitor(ThinNode):
     def _on_imu(self, msg: Imu) -> None:
         if self.identifier is None:
             return
+        self._stamp("imu/data", msg.header)
         o = msg.orientation
         x, y, z, w = messages.imu_orientation((o.x, o.y, o.z, o.w), msg.orientation_covariance)
         gyro = messages.finite_vector("imu/data.angular_velocity", (
@@ -188,6 +195,7 @@ class DamageMonitor(ThinNode):
         """Presence evidence and, with the identifier on, the measured angles. The whole message is validated
         first (known, unique names; sizes; finite values): a malformed message is rejected, never taken as
         evidence that the joints it leaves out are gone (issue 14: a flood of malformed joint_states)."""
+        self._stamp("joint_states", msg.header)
         idx, pos, _ = messages.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names)
         now = self.now_sec()
         self.presence.observe(now, list(msg.name))
