@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -66,20 +65,6 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-plots", action="store_true", help="skip the PNG plot")
     g.add_argument("--quiet", action="store_true", help="no table on stdout")
     return p
-
-
-def _check(args, leg_names):
-    from jethexa_dynamics.model import LeggedRobot, Morphology
-    for name, lo, hi in (("window", 0.2, 3.0), ("threshold", 0.5, 0.999), ("confirm", 1, 10)):
-        v = getattr(args, name)
-        if not (math.isfinite(v) and lo <= v <= hi):
-            raise ValueError("--%s=%r outside the allowed range [%g, %g]" % (name, v, lo, hi))
-    if not (math.isfinite(args.max_gap) and args.max_gap > 0):
-        raise ValueError("--max-gap must be > 0 s, got %r" % (args.max_gap,))
-    try:
-        return list(Morphology.parse(LeggedRobot.jethexa(), args.initial).links_per_leg)
-    except ValueError as e:
-        raise ValueError("--initial: %s" % e) from None
 
 
 def identify(bag, idf, initial):
@@ -169,10 +154,11 @@ def plot_probabilities(idf, path, title=""):
 
 
 def run(args) -> dict:
-    from jethexa_dynamics.model import LeggedRobot
+    from jethexa_dynamics.model import LeggedRobot, Morphology
 
     robot = LeggedRobot.jethexa()
-    initial = _check(args, list(robot.leg_names))
+    # the options were checked while parsing (build_parser): --initial parses, ranges hold
+    initial = list(Morphology.parse(robot, args.initial).links_per_leg)
     topics = topics_from_args(args)
     bag = bag_io.read_bag(args.bag, topics=topics, start=args.start, end=args.end, max_gap=args.max_gap)
     idf = DamageIdentifier(robot, window=args.window, threshold=args.threshold, confirm=args.confirm,
