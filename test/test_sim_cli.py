@@ -70,3 +70,11 @@ def test_scenario_aliases_are_the_same_experiment(capsys):
     def physics(text):                      # the paragraph without its wall-time sentence
         return text.split(" Simulated in ")[0]
     assert physics(out_alias) == physics(out_name)
+
+
+def test_recovery_run_accepts_the_scenario_aliases(capsys):
+    """--recovery resolves --scenario through the one alias table (scenario1 = damage1) like every command."""
+    from jethexa_dynamics.sim.cli import main as sim_main
+    assert sim_main(["--scenario", "scenario1", "--recovery", "off", "--duration", "3", "--damage-at", "1",
+                     "--quiet"]) == 0
+    assert "damage1, recovery off" in capsys.readouterr().out

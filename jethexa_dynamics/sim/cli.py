@@ -226,9 +226,10 @@ def recovery_report(run):
 
 def run_recovery_cli(args):
     from .recovery import run_recovery
-    if args.scenario not in SCENARIOS:
+    scenario = canonical_scenario(args.scenario)   # the one alias table (scenario1 = damage1, ...)
+    if scenario is None:
         raise ValueError("--scenario must be one of %s, got %r" % ("|".join(SCENARIOS), args.scenario))
-    if args.scenario == "healthy":
+    if scenario == "healthy":
         raise ValueError("--recovery needs a damage scenario (--scenario damage1|damage2)")
     before = 3.0 if args.damage_at is None else args.damage_at
     if not (math.isfinite(before) and 0.0 <= before <= 600.0):
@@ -237,7 +238,7 @@ def run_recovery_cli(args):
         raise ValueError("--duration=%r outside the allowed range [3, 600] s with --recovery" % (args.duration,))
     runs = {}
     for mode in (args.recovery, "off" if args.recovery == "on" else "on"):
-        runs["recovery " + mode] = run_recovery(args.scenario, recovery=(mode == "on"), before=before,
+        runs["recovery " + mode] = run_recovery(scenario, recovery=(mode == "on"), before=before,
                                                 after=args.duration, command=(0.05, 0.0, args.yaw_rate))
     for label, r in runs.items():
         print("%s, %s (gait after the damage: %s):" % (args.scenario, label, r.gait[-1]))
