@@ -12,7 +12,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -47,10 +47,12 @@ def scaled_body_robot(scale: float) -> LeggedRobot:
 @dataclass
 class Segment:
     """From ``t`` (s, after the settle time) on: ``walk`` with body command (vx, vy, yaw rate), or ``stand``
-    (the walking legs go to their neutral stance, like the gait controller on a stale command)."""
+    (the walking legs go to their neutral stance, like the gait controller on a stale command); ``gait``
+    (tripod, wave, ripple) switches the controller's gait there (``WalkingGait.configure``: it re-phases)."""
     t: float
     mode: str = "walk"
     command: Tuple[float, float, float] = (0.0, 0.0, 0.0)
+    gait: Optional[str] = None
 
 
 @dataclass
@@ -68,6 +70,9 @@ class WalkConfig:
     joint_rate: float = 50.0
     imu_rate: float = 100.0
     settle: float = 0.5                                             # s standing before the first command
+    # (t s, duration s, "stall" | "sensors"): "stall" = the controller's executor stalls (no command, no
+    # joint state, no IMU sample; the plant holds its last targets), "sensors" = only joints and IMU drop out
+    gaps: List[Tuple[float, float, str]] = field(default_factory=list)
 
 
 STANCE_MOVE_TIME = 0.3    # s, the gait controller's move time to the stance (nodes/gait_controller.py)
@@ -107,6 +112,9 @@ def walk_streams(cfg: WalkConfig, identifier=None):
         if identifier is not None:
             feed(identifier, out[-1:])
 
+    def silent(t, kinds):
+        return any(g[0] <= t < g[0] + g[1] and g[2] in kinds for g in cfg.gaps)
+
     k = 0
     while k < n:
         t = eng.time
@@ -115,11 +123,15 @@ def walk_streams(cfg: WalkConfig, identifier=None):
         if identifier is not None and tuple(identifier.morphology) != links:
             links = tuple(identifier.morphology)
             walker.set_morphology(links)          # what gait_controller does on `morphology`
+        if t >= t_next["cmd"] - 1e-9 and silent(t, ("stall",)):
+            t_next["cmd"] += dt_c                 # the gait controller's timer does not run
         if t >= t_next["cmd"] - 1e-9:
             tw = t - cfg.settle
             while seg_i + 1 < len(segs) and segs[seg_i + 1].t <= tw + 1e-9:
                 seg_i += 1
                 walking = segs[seg_i].mode == "walk"
+                if segs[seg_i].gait is not None:
+                    walker.configure(kind=segs[seg_i].gait)
                 if walking:
                     walker.set_command(segs[seg_i].command)
             cmd_names, q = walker.step(dt_c, walking)
@@ -129,6 +141,9 @@ def walk_streams(cfg: WalkConfig, identifier=None):
                 eng.set_joint_targets(q, move_time=mt, joints=idx)
                 emit(t, "cmd", (q, mt, idx))
             t_next["cmd"] += dt_c
+        for kind in ("joints", "imu"):
+            if t >= t_next[kind] - 1e-9 and silent(t, ("stall", "sensors")):
+                t_next[kind] += dt_j if kind == "joints" else dt_i
         if t >= t_next["joints"] - 1e-9:
             emit(t, "joints", eng.joint_angles + rng.normal(0.0, cfg.joint_noise, eng.nj))
             t_next["joints"] += dt_j
