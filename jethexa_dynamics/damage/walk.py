@@ -73,6 +73,9 @@ class WalkConfig:
     # (t s, duration s, "stall" | "sensors"): "stall" = the controller's executor stalls (no command, no
     # joint state, no IMU sample; the plant holds its last targets), "sensors" = only joints and IMU drop out
     gaps: List[Tuple[float, float, str]] = field(default_factory=list)
+    recovery: bool = False           # the gait controller's damage recovery: a re-planned gait per morphology
+    stall_on_switch: float = 0.0     # s the executor stalls when the gait follows a new morphology (a re-plan
+    #                                  in the callback, as it was in the one-process graph): a "stall" gap
 
 
 STANCE_MOVE_TIME = 0.3    # s, the gait controller's move time to the stance (nodes/gait_controller.py)
@@ -93,7 +96,7 @@ def walk_streams(cfg: WalkConfig, identifier=None):
     eng = Engine(robot, gait=None, dt=1e-3, record_every=0)
     names = list(eng.robot.joint_names)
     index = {n: k for k, n in enumerate(names)}
-    walker = WalkingGait(eng.geometry, names)
+    walker = WalkingGait(eng.geometry, names, recovery=cfg.recovery, robot=LeggedRobot.jethexa() if cfg.recovery else None)
     rng = np.random.default_rng(cfg.seed)
     dt_c, dt_j, dt_i = 1.0 / cfg.command_rate, 1.0 / cfg.joint_rate, 1.0 / cfg.imu_rate
     out = []
@@ -112,8 +115,10 @@ def walk_streams(cfg: WalkConfig, identifier=None):
         if identifier is not None:
             feed(identifier, out[-1:])
 
+    gaps = list(cfg.gaps)
+
     def silent(t, kinds):
-        return any(g[0] <= t < g[0] + g[1] and g[2] in kinds for g in cfg.gaps)
+        return any(g[0] <= t < g[0] + g[1] and g[2] in kinds for g in gaps)
 
     k = 0
     while k < n:
@@ -123,6 +128,8 @@ def walk_streams(cfg: WalkConfig, identifier=None):
         if identifier is not None and tuple(identifier.morphology) != links:
             links = tuple(identifier.morphology)
             walker.set_morphology(links)          # what gait_controller does on `morphology`
+            if cfg.stall_on_switch > 0.0:
+                gaps.append((t, cfg.stall_on_switch, "stall"))
         if t >= t_next["cmd"] - 1e-9 and silent(t, ("stall",)):
             t_next["cmd"] += dt_c                 # the gait controller's timer does not run
         if t >= t_next["cmd"] - 1e-9:
