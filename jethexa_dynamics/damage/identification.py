@@ -140,6 +140,10 @@ class DamageIdentifier:
         self.sigma_floor = np.array([sigma_rp, sigma_rp, sigma_yaw], dtype=float)
         self.samples, self.dt, self.screen, self.screen_z = int(samples), float(dt), bool(screen), float(screen_z)
         self.huber_c = 3.0
+        self.learn_z = 3.0        # windows above this z are not learnt into the residual level
+        # called before each further model of a bank window: a live node on a thread of its own pauses there so
+        # the other threads of its process (a servo bus, the executor) get the interpreter between models
+        self.between_models = None
         self.quiet = float(quiet)
         self.min_gain = float(min_gain)
         self.prune = float(prune)
@@ -457,6 +461,8 @@ class DamageIdentifier:
         residual this window, and it restarts from the confirmed model at the next bank run."""
         from jethexa_dynamics.sim.engine import SimulationError
         try:
+            if self.between_models is not None:
+                self.between_models()
             return self._simulate(h, t0, t_s) - meas
         except SimulationError:
             self.sim_failures += 1
@@ -527,8 +533,13 @@ class DamageIdentifier:
         probs = self.probabilities()
         self.windows += 1
         self.history.append((t1, [(h.links, p) for h, p in zip(self.hyps, probs)]))
-        if z_cur < 0.75 * self.screen_z:       # a damage's residual must not be learnt as model error
-            self._update_scale(e_cur, probs[0])
+        settled = min(0.9, self.stay_prior - 1e-9)
+        if z_cur < self.learn_z and p_prev[0] >= settled:
+            # the residual level of the confirmed model is learnt from every window the belief was settled
+            # before, unless it is gross (a damage's residual must not be learnt as model error); a level learnt
+            # only from the quiet windows (z < 0.9) never reached the live graph's (IMU filter, timing jitter:
+            # healthy windows at z 2-2.6 there, each of which flipped the belief)
+            self._update_scale(e_cur, bias=z_cur < 0.75 * self.screen_z and probs[0] >= settled)
         self._decide(t1, probs)
         self._start_window(in_win[-1][0] if in_win else t1)
 
@@ -544,15 +555,13 @@ class DamageIdentifier:
         p = np.exp(a - a.max())
         return p / p.sum()
 
-    def _update_scale(self, e_cur, p_cur):
-        """Slow estimates of the confirmed model's residual level and of the gyro's yaw-rate bias, only
-        while the belief is settled on it (a damage must not be learnt away)."""
-        if p_cur < min(0.9, self.stay_prior - 1e-9):
-            return
+    def _update_scale(self, e_cur, bias):
+        """Slow estimates of the confirmed model's residual level and (``bias``: a quiet window) of the gyro's
+        yaw-rate bias; the caller asks only while the belief is settled (a damage must not be learnt away)."""
         self._scale_n = min(self._scale_n + 1, 40)
         a = 1.0 / self._scale_n
-        # the yaw change at the last sample over the window duration is the bias seen in this window
-        self.gyro_bias += 0.5 * a * float(-e_cur[-1, 2]) / self.window
+        if bias:    # the yaw change at the last sample over the window duration is the bias seen in this window
+            self.gyro_bias += 0.5 * a * float(-e_cur[-1, 2]) / self.window
         ms = np.mean(e_cur ** 2, axis=0)
         ms[2] = np.mean((e_cur[:, 2] - e_cur[-1, 2] * np.arange(1, len(e_cur) + 1) / len(e_cur)) ** 2)
         self._scale2 += a * (ms - self._scale2)

@@ -43,6 +43,9 @@ _IDENTIFIER_ATTRS = (("identify_window", "window"), ("identify_threshold", "thre
                      ("identify_confirm", "confirm"), ("identify_max_gap", "max_gap"))
 
 
+PAUSE_BETWEEN_MODELS = 0.002  # s
+
+
 class IdentifierWorker:
     """Feeds a ``DamageIdentifier`` on a thread of its own.
 
@@ -58,6 +61,10 @@ class IdentifierWorker:
     def __init__(self, identifier, on_sample: Callable[[bool, str], None], on_error: Callable[[str], None],
                  max_queue: int = 5000):
         self.identifier = identifier
+        # a bank window runs ~19 models back to back: pause between them, so that the other Python threads of
+        # the process -- the executor, the servo bus's reply and poll threads in the one-process graph -- get the
+        # interpreter lock (without it, bus reads timed out behind the bank: false "no reply" servo faults)
+        identifier.between_models = lambda: time.sleep(PAUSE_BETWEEN_MODELS)
         self._on_sample, self._on_error = on_sample, on_error
         self._queue: deque = deque()
         self._cv = threading.Condition()
