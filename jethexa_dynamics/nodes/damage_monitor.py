@@ -43,7 +43,7 @@ _IDENTIFIER_ATTRS = (("identify_window", "window"), ("identify_threshold", "thre
                      ("identify_confirm", "confirm"), ("identify_max_gap", "max_gap"))
 
 
-PAUSE_BETWEEN_MODELS = 0.002  # s
+PAUSE_BETWEEN_MODELS = 0.005  # s
 
 
 class IdentifierWorker:
