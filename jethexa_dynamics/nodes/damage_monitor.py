@@ -43,7 +43,9 @@ _IDENTIFIER_ATTRS = (("identify_window", "window"), ("identify_threshold", "thre
                      ("identify_confirm", "confirm"), ("identify_max_gap", "max_gap"))
 
 
-PAUSE_BETWEEN_MODELS = 0.005  # s
+#: the worker's share of the interpreter during a bank window at most (it pauses between models for as long as
+#: the last one ran, bounded by PAUSE_RANGE s)
+PAUSE_RANGE = (0.002, 0.05)
 
 
 class IdentifierWorker:
@@ -61,10 +63,12 @@ class IdentifierWorker:
     def __init__(self, identifier, on_sample: Callable[[bool, str], None], on_error: Callable[[str], None],
                  max_queue: int = 5000):
         self.identifier = identifier
-        # a bank window runs ~19 models back to back: pause between them, so that the other Python threads of
-        # the process -- the executor, the servo bus's reply and poll threads in the one-process graph -- get the
-        # interpreter lock (without it, bus reads timed out behind the bank: false "no reply" servo faults)
-        identifier.between_models = lambda: time.sleep(PAUSE_BETWEEN_MODELS)
+        # a bank window runs ~19 models back to back: pause between them as long as the last one ran, so that
+        # the other Python threads of the process -- the executor, the servo bus's reply and poll threads in the
+        # one-process graph -- get the interpreter lock at least half the time (without the pause, bus reads
+        # timed out behind the bank on a loaded machine: false "no reply" servo faults)
+        identifier.between_models = self._pause
+        self._ran_since = time.monotonic()
         self._on_sample, self._on_error = on_sample, on_error
         self._queue: deque = deque()
         self._cv = threading.Condition()
@@ -75,6 +79,11 @@ class IdentifierWorker:
         self.failed = ""
         self.thread = threading.Thread(target=self._run, name="damage_identifier", daemon=True)
         self.thread.start()
+
+    def _pause(self) -> None:
+        lo, hi = PAUSE_RANGE
+        time.sleep(min(hi, max(lo, time.monotonic() - self._ran_since)))
+        self._ran_since = time.monotonic()
 
     def put(self, topic: str, method: str, *args) -> None:
         with self._cv:
@@ -95,6 +104,7 @@ class IdentifierWorker:
                     return
                 topic, method, args = self._queue.popleft()
                 self._busy = True
+            self._ran_since = time.monotonic()
             try:
                 ok = getattr(self.identifier, method)(*args)
                 self._on_sample(ok, topic)
