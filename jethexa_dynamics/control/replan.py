@@ -35,6 +35,7 @@ Required margin default: ``REQUIRED_MARGIN`` = 0.01 m.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -277,6 +278,13 @@ class GaitPlan:
     def label(self) -> str:
         return "%s(%s)" % (self.kind, ",".join(self.order))
 
+    def copy(self) -> "GaitPlan":
+        """An independent copy (the gait controller trims the stride of the plan it runs; a cached plan stays
+        as planned)."""
+        g = copy.copy(self.gait)
+        g.neutral, g.stride, g.command = self.gait.neutral.copy(), self.gait.stride.copy(), self.gait.command.copy()
+        return dataclasses.replace(self, gait=g, shifts=self.shifts.copy(), folded=dict(self.folded))
+
 
 @dataclass
 class NoStableGait:
@@ -289,13 +297,34 @@ class NoStableGait:
     margin: float
     folded: Dict[str, Tuple[float, float, float]] = field(default_factory=dict)
     stable: bool = False
+    kind: str = "stance"      # "planning": the stance held while a plan is being computed
 
     @property
     def label(self) -> str:
-        return "stance"
+        return self.kind
+
+    def copy(self) -> "NoStableGait":
+        return dataclasses.replace(self, stance=self.stance.copy(), shift=self.shift.copy(), folded=dict(self.folded))
 
 
 PlanResult = Union[GaitPlan, NoStableGait]
+
+
+def common_morphologies(n_joints: Sequence[int], leg_names: Sequence[str]) -> List[List[int]]:
+    """Links per leg of the morphologies worth planning ahead: every single-leg loss (0 .. n-1 links kept)
+    and the paper's scenarios (``sim.scenarios.SCENARIOS``)."""
+    from jethexa_dynamics.sim.scenarios import SCENARIOS
+
+    out = []
+    for i, n in enumerate(n_joints):
+        for k in range(int(n)):
+            v = [int(m) for m in n_joints]
+            v[i] = k
+            out.append(v)
+    for lost, _ in SCENARIOS.values():
+        if lost:
+            out.append([int(lost.get(leg, n)) for leg, n in zip(leg_names, n_joints)])
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- planner
@@ -570,6 +599,22 @@ class GaitPlanner:
         plan = GaitPlan(names, gait, "crawl", order, np.zeros((n, 2)), f, folded, -math.inf,
                         self.required_margin, spread)
         return plan, problems, cmd
+
+    def interim_stance(self, links_per_leg: Sequence[int]) -> NoStableGait:
+        """The stance held while a plan for ``links_per_leg`` is being computed (cheap: no LP, no search):
+        every walking foot down at the healthy gait's neutral position, no body shift, footless legs folded;
+        ``margin`` is its static margin (m) with the model's CoM (with four or more feet spread around the
+        body it is positive; the plan's blend then moves the body)."""
+        lpl = [int(k) for k in links_per_leg]
+        idx, folded = self._split(lpl)
+        names = [self.geometry.names[i] for i in idx]
+        feet = self.healthy.neutral[idx].copy()
+        margin = -math.inf
+        th = np.zeros(len(self.robot.joint_names))
+        if idx and self._theta(idx, feet, folded, th):
+            margin = support_margin(feet[:, :2], center_of_mass(self.robot, th, self._mask(lpl))[:2])
+        return NoStableGait("re-planning the gait for this morphology", names, feet, np.zeros(2), float(margin),
+                            folded, kind="planning")
 
     def _no_gait(self, reason, lpl, idx, folded) -> NoStableGait:
         names = [self.geometry.names[i] for i in idx]
