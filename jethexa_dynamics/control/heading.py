@@ -64,16 +64,17 @@ class HeadingHold:
                 raise ValueError("heading hold: %s=%r outside the allowed range [%g, %g] %s"
                                  % (name, gains.get(name), lo, hi, unit))
             setattr(self, name, v)
+        self.last_imu_t = None   # time of the last gyro sample (s); kept by reset: the IMU did not go silent
         self.reset()
 
     def reset(self) -> None:
-        """Forget the reference heading, the line and the integrators (new segment, stance, morphology)."""
+        """Forget the reference heading, the line and the integrators (new segment, stance, morphology); the
+        IMU's freshness is kept (a morphology change must not read as a silent IMU)."""
         self.psi = None          # estimated yaw (rad)
         self.psi_ref = None      # reference yaw (rad)
         self.line = None         # (origin xy, direction unit xy) of the straight path
         self.i_psi = 0.0
         self.i_speed = 0.0
-        self.last_imu_t = None
         self.last_odom = None    # (t, xy)
         self.e_psi = 0.0
         self.e_lat = 0.0

@@ -137,6 +137,27 @@ def _halfplanes(feet_xy):
     return hull, rows
 
 
+@njit(cache=True)
+def _lp_rows(polys, cx, cy):
+    """Rows [n_x, n_y, 1, 0, 0] and right-hand sides h - n . c of the LP constraints n . (c + b) + r <= h of
+    every polygon's hull (polys (P, k, 2)); ok False if a polygon has fewer than three hull vertices."""
+    P = polys.shape[0]
+    A = np.zeros((P * polys.shape[1], 5))
+    rhs = np.empty(P * polys.shape[1])
+    m = 0
+    for q in range(P):
+        hull, rows = _halfplanes(polys[q].copy())
+        if hull.shape[0] < 3:
+            return A[:0], rhs[:0], False
+        for e in range(rows.shape[0]):
+            A[m, 0] = rows[e, 0]
+            A[m, 1] = rows[e, 1]
+            A[m, 2] = 1.0
+            rhs[m] = rows[e, 2] - rows[e, 0] * cx - rows[e, 1] * cy
+            m += 1
+    return A[:m], rhs[:m], True
+
+
 def chebyshev_shifts(problems, max_shift: float, margin_cap: float = 1.0,
                      shift_weight: float = 0.1) -> List[Tuple[np.ndarray, float]]:
     """For each problem (polygons, com_xy), the shift b (m, xy) that maximises the smallest distance r from
@@ -152,19 +173,17 @@ def chebyshev_shifts(problems, max_shift: float, margin_cap: float = 1.0,
     blocks, rhs, live = [], [], []
     absrows = np.array([[1, 0, 0, -1, 0], [-1, 0, 0, -1, 0], [0, 1, 0, 0, -1], [0, -1, 0, 0, -1]], dtype=float)
     for p, (polygons, com_xy) in enumerate(problems):
-        A, h = [absrows], [np.zeros(4)]
-        ok = True
-        for feet in polygons:
-            hull, rows = _halfplanes(np.ascontiguousarray(feet, dtype=np.float64))
-            if len(hull) < 3:
-                ok = False
-                break
-            nrm, off = rows[:, :2], rows[:, 2]
-            A.append(np.column_stack([nrm, np.ones(len(nrm)), np.zeros((len(nrm), 2))]))
-            h.append(off - nrm @ np.asarray(com_xy, dtype=float)[:2])
+        polys = np.asarray(polygons, dtype=np.float64) if not isinstance(polygons, np.ndarray) else polygons
+        if polys.ndim != 3:      # polygons of different sizes: one at a time
+            parts = [_lp_rows(np.ascontiguousarray(np.asarray(f, dtype=np.float64)[None, :, :2]),
+                              float(com_xy[0]), float(com_xy[1])) for f in polygons]
+            A, h, ok = (np.vstack([a for a, _, _ in parts]), np.concatenate([b for _, b, _ in parts]),
+                        all(o for _, _, o in parts))
+        else:
+            A, h, ok = _lp_rows(np.ascontiguousarray(polys[:, :, :2]), float(com_xy[0]), float(com_xy[1]))
         if ok:
-            blocks.append(np.vstack(A))
-            rhs.append(np.concatenate(h))
+            blocks.append(np.vstack([absrows, A]))
+            rhs.append(np.concatenate([np.zeros(4), h]))
             live.append(p)
     if not live:
         return out
@@ -229,6 +248,96 @@ def center_of_mass(robot, theta, mask=None) -> np.ndarray:
     return out
 
 
+# ---------------------------------------------------------------------------------------------- cycle kernels
+@njit(cache=True)
+def _body_shift(shifts, shift_fraction, phase, out):
+    """Body shift b (m, xy) at cycle phase ``phase`` into out (2,): slot k = floor(frac(phase) n) holds
+    shifts[k] after a cosine move from shifts[k-1] over the first ``shift_fraction`` of the slot."""
+    n = shifts.shape[0]
+    out[0] = 0.0
+    out[1] = 0.0
+    if n == 0:
+        return
+    s = (phase - math.floor(phase)) * n
+    k = min(int(s), n - 1)
+    u = (s - k) / shift_fraction if shift_fraction > 0.0 else 1.0
+    if u >= 1.0:
+        out[0] = shifts[k, 0]
+        out[1] = shifts[k, 1]
+        return
+    w = 0.5 - 0.5 * math.cos(math.pi * u)
+    km = k - 1 if k > 0 else n - 1
+    out[0] = (1.0 - w) * shifts[km, 0] + w * shifts[k, 0]
+    out[1] = (1.0 - w) * shifts[km, 1] + w * shifts[k, 1]
+
+
+@njit(cache=True)
+def _plan_feet(prm, offsets, neutral, stride, shifts, shift_fraction, t, b, out):
+    """Foot targets (n_walking, 3) m, base_link, of a plan at gait time t (s): gait feet minus the body shift."""
+    gait_targets(prm, offsets, neutral, stride, t, out)
+    _body_shift(shifts, shift_fraction, t / prm[0], b)
+    for j in range(out.shape[0]):
+        out[j, 0] -= b[0]
+        out[j, 1] -= b[1]
+
+
+@njit(cache=True, nogil=True)
+def _cycle_margins(prm, offsets, neutral, stride, shifts, shift_fraction, geom, limits, idx, theta, mask, data,
+                   n, out):
+    """Static margin (m) at the n phases (k + 1/2)/n of one cycle into out (n,): feet of the plan, leg IK
+    into the full joint vector ``theta`` (folded legs preset), CoM of the existing links, hull of the stance
+    feet; -inf where a foot is unreachable. Releases the GIL (the gait controller plans in a thread)."""
+    nw = neutral.shape[0]
+    nmax = data[kernels.D_XI].shape[1]
+    R, p, xp = np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6))
+    c, Ic, com = np.empty((nmax, 3)), np.empty((nmax, 3, 3)), np.empty(3)
+    feet, b, down = np.empty((nw, 3)), np.empty(2), np.empty((nw, 2))
+    T = prm[0]
+    for k in range(n):
+        t = T * (k + 0.5) / n
+        _plan_feet(prm, offsets, neutral, stride, shifts, shift_fraction, t, b, feet)
+        ok = True
+        for j in range(nw):
+            i = idx[j]
+            if leg_ik(geom[i], limits[i], feet[j], theta[3 * i:3 * i + 3]) != IK_OK:
+                ok = False
+                break
+        if not ok:
+            out[k] = -np.inf
+            continue
+        _com_kernel(data, theta, mask, R, p, xp, c, Ic, com)
+        m = 0
+        for j in range(nw):
+            if not in_swing(prm, offsets, t, j):
+                down[m, 0] = feet[j, 0]
+                down[m, 1] = feet[j, 1]
+                m += 1
+        out[k] = _margin(down[:m].copy(), com[0], com[1])
+
+
+@njit(cache=True, nogil=True)
+def _peak_rate(prm, offsets, neutral, stride, shifts, shift_fraction, geom, limits, idx, samples):
+    """Largest |d theta/dt| (rad/s) of the plan's joint targets: finite differences of the leg IK at
+    ``samples`` + 1 equally spaced times over one cycle; inf if a target is unreachable."""
+    nw = neutral.shape[0]
+    feet, b = np.empty((nw, 3)), np.empty(2)
+    prev, cur = np.empty(3 * nw), np.empty(3 * nw)
+    dt = prm[0] / samples
+    peak = 0.0
+    for k in range(samples + 1):
+        _plan_feet(prm, offsets, neutral, stride, shifts, shift_fraction, k * dt, b, feet)
+        for j in range(nw):
+            if leg_ik(geom[idx[j]], limits[idx[j]], feet[j], cur[3 * j:3 * j + 3]) != IK_OK:
+                return np.inf
+        if k > 0:
+            for q in range(3 * nw):
+                r = abs(cur[q] - prev[q]) / dt
+                if r > peak:
+                    peak = r
+        prev[:] = cur
+    return peak
+
+
 # ---------------------------------------------------------------------------------------------- results
 @dataclass
 class GaitPlan:
@@ -255,24 +364,20 @@ class GaitPlan:
 
     def body_shift(self, phase: float) -> np.ndarray:
         """Body shift b (m, xy) at cycle phase ``phase`` (cycles)."""
-        n = len(self.shifts)
-        if n == 0 or not np.any(self.shifts):
-            return np.zeros(2)
-        s = (phase % 1.0) * n
-        k = min(int(s), n - 1)
-        u = (s - k) / self.shift_fraction if self.shift_fraction > 0 else 1.0
-        if u >= 1.0:
-            return self.shifts[k].copy()
-        w = 0.5 - 0.5 * math.cos(math.pi * u)
-        return (1.0 - w) * self.shifts[k - 1] + w * self.shifts[k]
+        out = np.zeros(2)
+        _body_shift(self.shifts, float(self.shift_fraction), float(phase), out)
+        return out
 
     def foot_targets(self, t: float, out: Optional[np.ndarray] = None) -> np.ndarray:
         """Foot targets (n_walking, 3) m, base_link, at gait time t (s): gait feet minus the body shift."""
         g = self.gait
         out = np.empty_like(g.neutral) if out is None else out
-        gait_targets(g.prm, g.offsets, g.neutral, g.stride, float(t), out)
-        out[:, :2] -= self.body_shift(float(t) / g.cycle_time)
+        _plan_feet(g.prm, g.offsets, g.neutral, g.stride, self._shifts(), float(self.shift_fraction), float(t),
+                   np.empty(2), out)
         return out
+
+    def _shifts(self) -> np.ndarray:
+        return np.ascontiguousarray(self.shifts, dtype=np.float64).reshape(-1, 2)
 
     @property
     def label(self) -> str:
@@ -433,45 +538,31 @@ class GaitPlanner:
         """Largest |d theta / dt| (rad/s) of the plan's joint targets over one cycle (finite differences of the
         IK at ``samples`` phases, design command); inf if a target is unreachable."""
         g = plan.gait
-        idx = [self.geometry.names.index(leg) for leg in plan.legs]
-        th = np.zeros(len(self.robot.joint_names))
-        feet = np.empty_like(g.neutral)
-        dt = g.cycle_time / samples
-        prev, peak = None, 0.0
-        for k in range(samples + 1):
-            plan.foot_targets(k * dt, feet)
-            if not self._theta(idx, feet, {}, th):
-                return math.inf
-            if prev is not None:
-                peak = max(peak, float(np.max(np.abs(th - prev))) / dt)
-            prev = th.copy()
-        return peak
+        idx = np.array([self.geometry.names.index(leg) for leg in plan.legs], dtype=np.int64)
+        return float(_peak_rate(g.prm, g.offsets, g.neutral, g.stride, plan._shifts(), float(plan.shift_fraction),
+                                self.geometry.geom, self.geometry.limits, idx, int(samples)))
 
     def evaluate(self, plan: GaitPlan, links_per_leg, command=None, samples: Optional[int] = None) -> np.ndarray:
         """Static margin (m) at ``samples`` phases of one cycle of ``plan`` for ``command`` (default: the
         plan's design command), CoM from the model at the commanded joint angles; -inf where unreachable."""
+        return self._margins(plan, self._mask(links_per_leg), command, samples)
+
+    def _margins(self, plan: GaitPlan, mask, command=None, samples: Optional[int] = None) -> np.ndarray:
         g = plan.gait
-        idx = [self.geometry.names.index(leg) for leg in plan.legs]
-        saved = g.stride.copy()
+        idx = np.array([self.geometry.names.index(leg) for leg in plan.legs], dtype=np.int64)
+        stride = g.stride
         if command is not None:
-            stride_vectors(g.neutral, g.duty, g.cycle_time, command[0], command[1], command[2], g.stride)
-        mask = self._mask(links_per_leg)
-        n = samples or self.samples
-        out = np.empty(n)
+            stride = np.empty_like(g.stride)
+            stride_vectors(g.neutral, g.duty, g.cycle_time, command[0], command[1], command[2], stride)
         th = np.zeros(len(self.robot.joint_names))
-        feet = np.empty_like(g.neutral)
-        try:
-            for k in range(n):
-                t = g.cycle_time * (k + 0.5) / n
-                plan.foot_targets(t, feet)
-                if not self._theta(idx, feet, plan.folded, th):
-                    out[k] = -math.inf
-                    continue
-                c = center_of_mass(self.robot, th, mask)
-                down = [j for j in range(len(idx)) if not in_swing(g.prm, g.offsets, t, j)]
-                out[k] = support_margin(feet[down, :2], c[:2])
-        finally:
-            g.stride[:] = saved
+        for leg, ang in plan.folded.items():
+            i = self.geometry.names.index(leg)
+            th[3 * i:3 * i + 3] = ang
+        n = int(samples or self.samples)
+        out = np.empty(n)
+        _cycle_margins(g.prm, g.offsets, g.neutral, stride, plan._shifts(), float(plan.shift_fraction),
+                       self.geometry.geom, self.geometry.limits, idx, th,
+                       np.ascontiguousarray(mask, dtype=np.float64), self.robot.full.kernel_data, n, out)
         return out
 
     # -- planning ---------------------------------------------------------------------------------------
@@ -502,6 +593,7 @@ class GaitPlanner:
             return self._no_gait("%d feet left (%s): a statically stable gait needs >= %d (one lifted, "
                                  "three down)" % (len(idx), ",".join(names) or "none", MIN_FEET), lpl, idx, folded)
         best, best_lp = None, -math.inf
+        mask = self._mask(lpl)
         too_fast = set()                        # speed scales whose crawl the servos cannot follow
         cands = self._candidates()
         groups = []
@@ -535,7 +627,7 @@ class GaitPlanner:
                     too_fast.add(scale)
                     continue
                 # verify over the whole cycle, for the design command and the heading hold's correction range
-                plan.min_margin = float(min(self.evaluate(plan, lpl, command=(c[0], c[1] + dvy, c[2] + dw)).min()
+                plan.min_margin = float(min(self._margins(plan, mask, command=(c[0], c[1] + dvy, c[2] + dw)).min()
                                             for dvy, dw in self._trims()))
                 if plan.min_margin >= self.required_margin:
                     return plan
@@ -587,14 +679,18 @@ class GaitPlanner:
         problems = []
         feet = np.empty_like(gait.neutral)
         T = gait.cycle_time
+        us = np.linspace(0.0, 1.0, 4)
         for k, leg in enumerate(order):
             j = names.index(leg)
-            polys = []
-            for u in np.linspace(0.0, 1.0, 4):
+            keep = [q for q in range(n) if q != j]
+            polys = np.empty((len(us) * len(strides), n - 1, 2))
+            q = 0
+            for u in us:
                 t = T * (k + f + u * (1.0 - f)) / n
-                for s in strides:
-                    gait_targets(gait.prm, gait.offsets, gait.neutral, s, t, feet)
-                    polys.append(np.delete(feet[:, :2], j, axis=0))
+                for st in strides:
+                    gait_targets(gait.prm, gait.offsets, gait.neutral, st, t, feet)
+                    polys[q] = feet[keep, :2]
+                    q += 1
             problems.append((polys, com))
         plan = GaitPlan(names, gait, "crawl", order, np.zeros((n, 2)), f, folded, -math.inf,
                         self.required_margin, spread)

@@ -380,6 +380,8 @@ class WalkingGait:
         if len(lpl) != self.full.n_legs:
             raise ValueError("morphology: %d entries, expected %d" % (len(lpl), self.full.n_legs))
         before = list(self.leg_index)
+        if self.recovery and lpl == self.links_per_leg and self.plan is not None:
+            return False            # the same morphology again (latched topic, repeats): nothing to re-plan
         self._build(links_per_leg=lpl)
         return before != self.leg_index
 
