@@ -52,6 +52,8 @@ REQUIRED_MARGIN = 0.01      # m: the planner's stated minimum static stability m
 FOLD = (0.0, 1.3, 1.6)      # rad: coxa radial, femur raised 75 deg, tibia folded (limits are +/-1.6)
 MARGIN_HEADROOM = 0.015    # m: the shift aims at required_margin + this, then spends no more shift
 MIN_FEET = 4                # a statically stable gait lifts one foot and keeps >= 3 down
+BALANCED_HEADROOM = 0.005   # m: the balanced stance's LP aims at required_margin + this (smaller shifts)
+NARROW_ENVELOPE = 0.3       # the balanced stance's second try: the heading hold's range x this
 
 
 # ---------------------------------------------------------------------------------------------- geometry
@@ -361,6 +363,9 @@ class GaitPlan:
     spread: float = 0.0
     stable: bool = True
     peak_joint_rate: float = float("nan")
+    yaw_allowance: float = 0.1     # rad/s: yaw-rate trim range the margin is verified over
+    vy_allowance: float = 0.01     # m/s: lateral-speed trim range the margin is verified over
+    stance: str = "spread"         # "spread" (feet moved along x next to a missing leg) or "balanced"
 
     def body_shift(self, phase: float) -> np.ndarray:
         """Body shift b (m, xy) at cycle phase ``phase`` (cycles)."""
@@ -520,15 +525,39 @@ class GaitPlanner:
                 neutral[j, 0] += spread if side + "F" not in present else -spread
         return neutral
 
-    def _trims(self):
-        """(dvy m/s, dwz rad/s) corners of the heading hold's correction range the plan must tolerate."""
-        a, v = self.yaw_allowance, self.vy_allowance
+    def _balanced_neutral(self, neutral, idx, folded, lpl):
+        """Neutral feet spread evenly around the centre of mass: seen from the CoM c (model, at the given
+        stance), the n feet at angles a_i (sorted) move to c + |f_i - c| (cos a_i', sin a_i') with
+        a_i' = a0 + 2 pi i / n and a0 the least-squares fit (mean of a_i - 2 pi i / n): the support polygon
+        loses its wide gaps where legs are missing, so no swing leaves the CoM near an edge."""
+        th = np.zeros(len(self.robot.joint_names))
+        if not self._theta(idx, neutral, folded, th):
+            raise ValueError("stance unreachable")
+        c = center_of_mass(self.robot, th, self._mask(lpl))[:2]
+        rel = neutral[:, :2] - c
+        a = np.arctan2(rel[:, 1], rel[:, 0])
+        n = len(a)
+        order = np.argsort(a)
+        even = 2.0 * np.pi * np.arange(n) / n
+        target = np.empty(n)
+        target[order] = np.mean(a[order] - even) + even
+        d = np.hypot(rel[:, 0], rel[:, 1])
+        out = neutral.copy()
+        out[:, 0] = c[0] + d * np.cos(target)
+        out[:, 1] = c[1] + d * np.sin(target)
+        return out
+
+    def _trims(self, allow=None):
+        """(dvy m/s, dwz rad/s) corners of the heading hold's correction range the plan must tolerate;
+        ``allow`` = (yaw rad/s, vy m/s), default the planner's."""
+        a, v = (self.yaw_allowance, self.vy_allowance) if allow is None else allow
         return [(0.0, 0.0), (0.0, a), (0.0, -a), (v, a), (-v, -a), (v, -a), (-v, a)]
 
-    def _design_strides(self, gait, command):
+    def _design_strides(self, gait, command, allow=None):
         vx, vy, wz = command
         out = []
-        for dvy, dw in [self._trims()[0]] + self._trims()[3:]:   # nominal + the four corners
+        trims = self._trims(allow)
+        for dvy, dw in [trims[0]] + trims[3:]:   # nominal + the four corners
             s = np.zeros((len(gait.neutral), 2))
             stride_vectors(gait.neutral, gait.duty, gait.cycle_time, vx, vy + dvy, wz + dw, s)
             out.append(s)
@@ -582,7 +611,7 @@ class GaitPlanner:
             g = Gait(self.geometry, kind=self.kind, cycle_time=self.cycle_time, **self.gait_kw)
             g.set_command(cmd)
             plan = GaitPlan(names, g, self.kind, list(names), np.zeros((0, 2)), 0.0, folded, 0.0,
-                            self.required_margin)
+                            self.required_margin, yaw_allowance=self.yaw_allowance, vy_allowance=self.vy_allowance)
             plan.min_margin = float(self.evaluate(plan, lpl).min())
             if plan.min_margin >= self.required_margin:
                 return plan
@@ -592,62 +621,107 @@ class GaitPlanner:
         if len(idx_try) < MIN_FEET:
             return self._no_gait("%d feet left (%s): a statically stable gait needs >= %d (one lifted, "
                                  "three down)" % (len(idx), ",".join(names) or "none", MIN_FEET), lpl, idx, folded)
-        best, best_lp = None, -math.inf
         mask = self._mask(lpl)
-        too_fast = set()                        # speed scales whose crawl the servos cannot follow
-        cands = self._candidates()
-        groups = []
-        for s in self.speed_scales:             # per speed, the preferred stance alone first: usually it passes
-            same = [c for c in cands if c[1] == s]
-            groups += [same[:1], same[1:]]
-        for group in groups:
-            skeletons = []
-            for height, scale, spread in group:
-                if scale in too_fast:
-                    continue
-                try:
-                    skeletons.append(self._crawl_skeleton(lpl, idx, folded, cmd * scale, spread, height) + (scale,))
-                except ValueError:
-                    continue            # a stance or stride the legs cannot reach
-            problems = [pr for sk in skeletons for pr in sk[1]]
-            solved = chebyshev_shifts(problems, self.max_shift, self.required_margin + MARGIN_HEADROOM)
-            k0 = 0
-            for plan, probs, c, scale in skeletons:
-                sol = solved[k0:k0 + len(probs)]
-                k0 += len(probs)
-                plan.shifts = np.array([b for b, _ in sol])
-                r = min(r for _, r in sol)
-                best_lp = max(best_lp, r)
-                if r < self.required_margin or scale in too_fast:
-                    continue            # the LP (sampled swing windows) already falls short: not worth verifying
-                # the servos must follow it: the joint rate grows with the speed, hardly with the stance, so
-                # one failure at a speed skips the other stances at that speed
-                plan.peak_joint_rate = self.peak_joint_rate(plan)
-                if plan.peak_joint_rate > self.max_joint_rate:
-                    too_fast.add(scale)
-                    continue
-                # verify over the whole cycle, for the design command and the heading hold's correction range
-                plan.min_margin = float(min(self._margins(plan, mask, command=(c[0], c[1] + dvy, c[2] + dw)).min()
-                                            for dvy, dw in self._trims()))
-                if plan.min_margin >= self.required_margin:
-                    return plan
-                if best is None or plan.min_margin > best.min_margin:
-                    best = plan
+        found, best, best_lp = self._search(lpl, idx, folded, cmd, mask, self._candidates())
+        if found is None and len(idx) < self.geometry.n_legs:
+            # second stage: every foot moved around the CoM to even out the support (per-foot stance), a
+            # tighter LP target (smaller shifts keep the feet in reach), then a narrower heading-hold envelope
+            found, best2, lp2 = self._search(lpl, idx, folded, cmd, mask, self._candidates_balanced())
+            best_lp = max(best_lp, lp2)
+            if best2 is not None and (best is None or best2.min_margin > best.min_margin):
+                best = best2
+        if found is not None:
+            return found
         got = best.min_margin if best is not None else best_lp
         return self._no_gait("no statically stable gait for legs %s: best margin %.4f m < required %.4f m"
                              % (",".join(names), got, self.required_margin), lpl, idx, folded)
 
+    def _search(self, lpl, idx, folded, cmd, mask, cands):
+        """Try ``cands`` in order: (first passing plan or None, best failing plan or None, best LP margin).
+
+        The LPs are batched: first the first candidate of each (speed, envelope), then all the others; a
+        candidate is verified only after every candidate before it was."""
+        best, best_lp = None, -math.inf
+        too_fast = set()                        # (speed, envelope) whose crawl the servos cannot follow
+        heads, seen = [], set()
+        for c in cands:
+            if (c[1], c[4]) not in seen:
+                seen.add((c[1], c[4]))
+                heads.append(c)
+        rest = [c for c in cands if c not in heads]
+        solved = {}
+
+        def solve(group):
+            skeletons = []
+            for c in group:
+                height, scale, spread, cap, allow, stance = c
+                if (scale, allow) in too_fast:
+                    solved[c] = None
+                    continue
+                try:
+                    skeletons.append((c,) + self._crawl_skeleton(lpl, idx, folded, cmd * scale, spread, height,
+                                                                 allow, stance))
+                except ValueError:
+                    solved[c] = None        # a stance or stride the legs cannot reach
+            problems = [(pr, c[3]) for sk in skeletons for pr in sk[2]]
+            caps = sorted({cap for _, cap in problems})
+            sols = {}
+            for cap in caps:                # one LP per target margin
+                sub = [pr for pr, cp in problems if cp == cap]
+                sols[cap] = iter(chebyshev_shifts(sub, self.max_shift, cap))
+            for c, plan, probs, design in skeletons:
+                sol = [next(sols[c[3]]) for _ in probs]
+                plan.shifts = np.array([b for b, _ in sol])
+                solved[c] = (plan, min(r for _, r in sol), design)
+
+        for c in cands:
+            if c not in solved:
+                solve(heads if c in heads else rest)
+            if solved.get(c) is None:
+                continue
+            plan, r, design = solved[c]
+            height, scale, spread, cap, allow, stance = c
+            best_lp = max(best_lp, r)
+            if r < self.required_margin or (scale, allow) in too_fast:
+                continue            # the LP (sampled swing windows) already falls short: not worth verifying
+            # the servos must follow it: the joint rate grows with the speed, hardly with the stance, so one
+            # failure at a speed skips the other stances at that speed
+            plan.peak_joint_rate = self.peak_joint_rate(plan)
+            if plan.peak_joint_rate > self.max_joint_rate:
+                too_fast.add((scale, allow))
+                continue
+            # verify over the whole cycle, for the design command and the heading hold's correction range
+            plan.min_margin = float(min(self._margins(plan, mask, command=(design[0], design[1] + dvy,
+                                                                          design[2] + dw)).min()
+                                        for dvy, dw in self._trims(allow)))
+            if plan.min_margin >= self.required_margin:
+                return plan, best, best_lp
+            if best is None or plan.min_margin > best.min_margin:
+                best = plan
+        return None, best, best_lp
+
     def _candidates(self):
-        """(body height m, command scale, spread m) in order of preference: full speed and height first."""
+        """(body height m, command scale, spread m, LP target m, (yaw, vy) envelope, stance) in order of
+        preference: full speed and height first."""
         h0 = self.gait_kw["body_height"]
+        cap = self.required_margin + MARGIN_HEADROOM
+        allow = (self.yaw_allowance, self.vy_allowance)
+        return [(height, scale, spread, cap, allow, "spread") for scale in self.speed_scales
+                for height in (h0, h0 - 0.02) for spread in self.spreads]
+
+    def _candidates_balanced(self):
+        """Second stage (``plan``): the balanced stance, LP target ``required_margin + BALANCED_HEADROOM``, the
+        planner's envelope then ``NARROW_ENVELOPE`` of it, each at every speed and both heights."""
+        h0 = self.gait_kw["body_height"]
+        cap = self.required_margin + BALANCED_HEADROOM
         out = []
-        for scale in self.speed_scales:
-            for height in (h0, h0 - 0.02):
-                for spread in self.spreads:
-                    out.append((height, scale, spread))
+        for k in (1.0, NARROW_ENVELOPE):
+            allow = (self.yaw_allowance * k, self.vy_allowance * k)
+            out += [(height, scale, 0.0, cap, allow, "balanced") for scale in self.speed_scales
+                    for height in (h0, h0 - 0.02)]
         return out
 
-    def _crawl_skeleton(self, lpl, idx, folded, cmd, spread, height):
+    def _crawl_skeleton(self, lpl, idx, folded, cmd, spread, height, allow=None, stance="spread"):
         """A crawl for one candidate without its shifts: (plan, [(polygons, com_xy)] per slot, command)."""
         g_all = self.geometry
         names = [g_all.names[i] for i in idx]
@@ -665,7 +739,10 @@ class GaitPlanner:
                                          cycle_time=self.crawl_cycle_time, profile="linear", **kw)
         base = self._base_gaits[key]
         gait = copy.copy(base)
-        gait.neutral = self._spread_neutral(base.neutral, names, spread)
+        if stance == "balanced":
+            gait.neutral = self._balanced_neutral(base.neutral, idx, folded, lpl)
+        else:
+            gait.neutral = self._spread_neutral(base.neutral, names, spread)
         gait.stride = np.zeros_like(base.stride)
         gait.command = np.zeros(3)
         gait._check_stance()
@@ -675,7 +752,7 @@ class GaitPlanner:
         if not self._theta(idx, gait.neutral, folded, th):
             raise ValueError("stance unreachable")
         com = center_of_mass(self.robot, th, mask)[:2]
-        strides = self._design_strides(gait, cmd)
+        strides = self._design_strides(gait, cmd, allow)
         problems = []
         feet = np.empty_like(gait.neutral)
         T = gait.cycle_time
@@ -692,8 +769,10 @@ class GaitPlanner:
                     polys[q] = feet[keep, :2]
                     q += 1
             problems.append((polys, com))
+        allow = (self.yaw_allowance, self.vy_allowance) if allow is None else allow
         plan = GaitPlan(names, gait, "crawl", order, np.zeros((n, 2)), f, folded, -math.inf,
-                        self.required_margin, spread)
+                        self.required_margin, spread, yaw_allowance=float(allow[0]), vy_allowance=float(allow[1]),
+                        stance=stance)
         return plan, problems, cmd
 
     def interim_stance(self, links_per_leg: Sequence[int]) -> NoStableGait:

@@ -343,7 +343,8 @@ class WalkingGait:
 
     def set_trim(self, command: Sequence[float]) -> np.ndarray:
         """Recovery: the heading hold's corrected command for this tick (vx, vy, wz), clamped to the plan's
-        verified envelope (|wz - wz_cmd| <= yaw_allowance, |vy - vy_cmd| <= vy_allowance, |vx| <= |vx_cmd|).
+        verified envelope (|wz - wz_cmd| <= plan.yaw_allowance, |vy - vy_cmd| <= plan.vy_allowance,
+        |vx| <= |vx_cmd|).
         Returns what is applied."""
         if not self.recovery or self.gait is None:
             return self.applied
@@ -351,7 +352,7 @@ class WalkingGait:
         if not np.all(np.isfinite(c)):
             return self.applied
         base = self._design
-        lim, limv = self._planner.yaw_allowance, self._planner.vy_allowance
+        lim, limv = self.plan.yaw_allowance, self.plan.vy_allowance     # the envelope this plan is verified over
         vx = math.copysign(min(abs(c[0]), abs(base[0])), base[0]) if base[0] != 0.0 else 0.0
         vy = min(max(c[1], base[1] - limv), base[1] + limv)
         wz = min(max(c[2], base[2] - lim), base[2] + lim)
