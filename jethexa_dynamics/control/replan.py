@@ -52,8 +52,8 @@ REQUIRED_MARGIN = 0.01      # m: the planner's stated minimum static stability m
 FOLD = (0.0, 1.3, 1.6)      # rad: coxa radial, femur raised 75 deg, tibia folded (limits are +/-1.6)
 MARGIN_HEADROOM = 0.015    # m: the shift aims at required_margin + this, then spends no more shift
 MIN_FEET = 4                # a statically stable gait lifts one foot and keeps >= 3 down
-BALANCED_HEADROOM = 0.005   # m: the balanced stance's LP aims at required_margin + this (smaller shifts)
-NARROW_ENVELOPE = 0.3       # the balanced stance's second try: the heading hold's range x this
+BALANCED_HEADROOM = 0.01    # m: the balanced stance's LP aims at required_margin + this (smaller shifts)
+NARROW_ENVELOPE = 0.2       # the balanced stance's second try: the heading hold's range x this
 
 
 # ---------------------------------------------------------------------------------------------- geometry
@@ -340,6 +340,32 @@ def _peak_rate(prm, offsets, neutral, stride, shifts, shift_fraction, geom, limi
     return peak
 
 
+@njit(cache=True)
+def _swing_polygons(prm, offsets, neutral, strides, slots, shift_fraction, n_u):
+    """Support polygons (n_slots, n_u * n_strides, n - 1, 2) seen while slot k's leg ``slots[k]`` swings: the
+    other feet at ``n_u`` times evenly over the swing window of slot k, for each stride (n_strides, n, 2)."""
+    n = neutral.shape[0]
+    ns = slots.shape[0]
+    out = np.empty((ns, n_u * strides.shape[0], n - 1, 2))
+    feet = np.empty((n, 3))
+    T = prm[0]
+    for k in range(ns):
+        q = 0
+        for a in range(n_u):
+            u = a / (n_u - 1.0)
+            t = T * (k + shift_fraction + u * (1.0 - shift_fraction)) / ns
+            for s in range(strides.shape[0]):
+                gait_targets(prm, offsets, neutral, strides[s], t, feet)
+                m = 0
+                for j in range(n):
+                    if j != slots[k]:
+                        out[k, q, m, 0] = feet[j, 0]
+                        out[k, q, m, 1] = feet[j, 1]
+                        m += 1
+                q += 1
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- results
 @dataclass
 class GaitPlan:
@@ -482,6 +508,7 @@ class GaitPlanner:
         self.vy_allowance = float(vy_allowance)
         self.samples = int(samples)
         self._base_gaits = {}
+        self._masks = {}
         self.speed_scales = tuple(float(k) for k in speed_scales)
         # the servos' speed: the URDF's joint velocity limit unless given
         self.max_joint_rate = float(np.min(self.robot.joint_velocity) if max_joint_rate is None else max_joint_rate)
@@ -495,8 +522,13 @@ class GaitPlanner:
         return walk, folded
 
     def _mask(self, links_per_leg):
+        """Link existence (n_legs, max_links) of a morphology (cached: the planner asks for it per candidate)."""
         from jethexa_dynamics.model import Morphology
-        return Morphology.from_vector(self.robot, links_per_leg).link_mask
+
+        key = tuple(int(k) for k in links_per_leg)
+        if key not in self._masks:
+            self._masks[key] = Morphology.from_vector(self.robot, list(key)).link_mask
+        return self._masks[key]
 
     def _theta(self, idx, feet, folded, out):
         """Full joint vector for walking feet (base_link) + folded legs; False if a foot is unreachable."""
@@ -675,6 +707,8 @@ class GaitPlanner:
                 solved[c] = (plan, min(r for _, r in sol), design)
 
         for c in cands:
+            if (c[1], c[4]) in too_fast:
+                continue
             if c not in solved:
                 solve(heads if c in heads else rest)
             if solved.get(c) is None:
@@ -753,22 +787,10 @@ class GaitPlanner:
             raise ValueError("stance unreachable")
         com = center_of_mass(self.robot, th, mask)[:2]
         strides = self._design_strides(gait, cmd, allow)
-        problems = []
-        feet = np.empty_like(gait.neutral)
-        T = gait.cycle_time
-        us = np.linspace(0.0, 1.0, 4)
-        for k, leg in enumerate(order):
-            j = names.index(leg)
-            keep = [q for q in range(n) if q != j]
-            polys = np.empty((len(us) * len(strides), n - 1, 2))
-            q = 0
-            for u in us:
-                t = T * (k + f + u * (1.0 - f)) / n
-                for st in strides:
-                    gait_targets(gait.prm, gait.offsets, gait.neutral, st, t, feet)
-                    polys[q] = feet[keep, :2]
-                    q += 1
-            problems.append((polys, com))
+        slots = np.array([names.index(leg) for leg in order], dtype=np.int64)
+        polys = _swing_polygons(gait.prm, gait.offsets, gait.neutral, np.ascontiguousarray(np.array(strides)), slots,
+                                f, 4)
+        problems = [(polys[k], com) for k in range(n)]
         allow = (self.yaw_allowance, self.vy_allowance) if allow is None else allow
         plan = GaitPlan(names, gait, "crawl", order, np.zeros((n, 2)), f, folded, -math.inf,
                         self.required_margin, spread, yaw_allowance=float(allow[0]), vy_allowance=float(allow[1]),
