@@ -190,10 +190,11 @@ def chebyshev_shifts(problems, max_shift: float, margin_cap: float = 1.0,
     if not live:
         return out
     k = len(live)
+    # many small independent blocks: HiGHS's presolve costs more than it saves (same solution, ~30 % faster)
     res = linprog(c=np.tile([0.0, 0.0, -1.0, shift_weight, shift_weight], k), A_ub=block_diag(blocks, format="csr"),
                   b_ub=np.concatenate(rhs),
                   bounds=[(-max_shift, max_shift), (-max_shift, max_shift), (None, margin_cap), (0, None),
-                          (0, None)] * k, method="highs")
+                          (0, None)] * k, method="highs", options={"presolve": False})
     if res.status != 0:      # infeasible only if a block is; solve them one by one to find which
         if k == 1:
             return out

@@ -233,6 +233,7 @@ class WalkingGait:
             self._planner_settings = dict(st)     # a planner given by the caller: these are its settings
         if self.background and self._worker is None:
             self._worker = PlanWorker(self._planner)
+            self._planner.interim_stance(lpl)   # loads its kernels here, not in the first morphology callback
         self.settings, self.links_per_leg = st, lpl
         design = self.command if np.any(self.command) else self.design_command
         self._request_plan(lpl, design, morphology=True)
@@ -250,10 +251,11 @@ class WalkingGait:
             self._apply(hit.copy(), morphology)
             return
         morphology = morphology or (self._pending is not None and self._pending[1])
-        self._pending = (self._worker.request(lpl, command), morphology)
         if morphology and not (getattr(self.plan, "kind", "") == "planning" and self._interim_for == list(lpl)):
             self._switch(self._planner.interim_stance(lpl))
             self._interim_for = list(lpl)
+        # last: the worker competes for the GIL once it runs
+        self._pending = (self._worker.request(lpl, command), morphology)
 
     def _apply(self, new, morphology: bool) -> None:
         """Use a finished plan: always after a morphology change; after a command change only if it walks or
