@@ -81,6 +81,15 @@ class HeadingHold:
         self.corr = 0.0          # applied yaw-rate correction (rad/s), slew-limited
         self.corr_vy = 0.0       # applied lateral-speed correction (m/s), slew-limited
 
+    def new_gait(self) -> None:
+        """A gait switch (morphology change): clear the integrators and the applied corrections (they belong
+        to the old gait) but keep the reference heading and the line, so the robot is steered back to where
+        the user was walking before the damage (the yaw picked up until the damage was noticed included)."""
+        self.i_psi = 0.0
+        self.i_speed = 0.0
+        self.corr = 0.0
+        self.corr_vy = 0.0
+
     def imu_stale(self, t: float) -> bool:
         """True when no gyro sample came for ``imu_timeout`` s (or none yet)."""
         return self.last_imu_t is None or t - self.last_imu_t > self.imu_timeout

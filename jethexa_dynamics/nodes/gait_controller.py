@@ -114,7 +114,7 @@ class GaitController(ThinNode):
         label = msg.layout.dim[0].label if msg.layout.dim else ""
         lpl = morphology_from_wire(list(msg.data), label, self.leg_names)
         if self.walker.set_morphology(lpl):
-            self.hold.reset()
+            self.hold.new_gait()
             self._log_gait("morphology %s" % format_morphology(lpl, self.leg_names))
 
     def _log_gait(self, what: str) -> None:
