@@ -128,6 +128,27 @@ def test_background_replan_keeps_the_gait_ticking_and_the_newest_morphology_wins
         w.close()
 
 
+def test_a_planner_bug_in_the_worker_surfaces_in_the_tick_with_its_traceback(robot):
+    class Broken(GaitPlanner):
+        def plan(self, links_per_leg, command=(0.05, 0.0, 0.0)):
+            if list(links_per_leg) != [3] * 6:
+                raise ZeroDivisionError("planner bug")
+            return super().plan(links_per_leg, command)
+
+    w = WalkingGait(LegGeometry.from_robot(robot), robot.joint_names, recovery=True, robot=robot,
+                    step_height=0.012, background=True, planner=Broken(robot, step_height=0.012))
+    try:
+        w.set_command((0.05, 0.0, 0.0))
+        w.set_morphology([3, 0, 3, 3, 3, 3])
+        pause = threading.Event()
+        with pytest.raises(ZeroDivisionError, match="planner bug"):
+            for _ in range(12000):                    # a guard against a hang only
+                w.step(DT_CMD, True)
+                pause.wait(0.01)
+    finally:
+        w.close()
+
+
 def test_stopping_and_restarting_blend_the_targets(robot):
     w = _walker(robot)
     w.set_morphology([3, 0, 3, 3, 0, 3])
