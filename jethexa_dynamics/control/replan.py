@@ -655,40 +655,37 @@ class GaitPlanner:
             return self._no_gait("%d feet left (%s): a statically stable gait needs >= %d (one lifted, "
                                  "three down)" % (len(idx), ",".join(names) or "none", MIN_FEET), lpl, idx, folded)
         mask = self._mask(lpl)
-        found, best, best_lp = self._search(lpl, idx, folded, cmd, mask, self._candidates())
-        if found is None and len(idx) < self.geometry.n_legs:
-            # second stage: every foot moved around the CoM to even out the support (per-foot stance), a
-            # tighter LP target (smaller shifts keep the feet in reach), then a narrower heading-hold envelope
-            found, best2, lp2 = self._search(lpl, idx, folded, cmd, mask, self._candidates_balanced())
-            best_lp = max(best_lp, lp2)
-            if best2 is not None and (best is None or best2.min_margin > best.min_margin):
-                best = best2
+        # preference: the first stage's preferred stance (spread 0, full height) at each speed; then the second
+        # stage's (used only if all those fail): every foot moved around the CoM to even out the support
+        # (per-foot stance), a tighter LP target (smaller shifts keep the feet in reach), the planner's
+        # heading-hold envelope then a narrower one; then the other stances of both stages. One LP per group,
+        # solved only when the search reaches it.
+        first, second = self._candidates(), (self._candidates_balanced() if len(idx) < self.geometry.n_legs else [])
+        heads1 = [c for c in first if c[0] == self.gait_kw["body_height"] and c[2] == self.spreads[0]]
+        heads2 = [c for c in second if c[0] == self.gait_kw["body_height"]]
+        groups = [heads1, heads2, [c for c in first if c not in heads1], [c for c in second if c not in heads2]]
+        found, best, best_lp = self._search(lpl, idx, folded, cmd, mask, [gr for gr in groups if gr])
         if found is not None:
             return found
         got = best.min_margin if best is not None else best_lp
         return self._no_gait("no statically stable gait for legs %s: best margin %.4f m < required %.4f m"
                              % (",".join(names), got, self.required_margin), lpl, idx, folded)
 
-    def _search(self, lpl, idx, folded, cmd, mask, cands):
-        """Try ``cands`` in order: (first passing plan or None, best failing plan or None, best LP margin).
-
-        The LPs are batched: first the first candidate of each (speed, envelope), then all the others; a
-        candidate is verified only after every candidate before it was."""
+    def _search(self, lpl, idx, folded, cmd, mask, groups):
+        """Try the candidates of ``groups`` in order: (first passing plan or None, best failing plan or None,
+        best LP margin). The shifts of a group come from one LP, solved when the search first reaches the group;
+        a candidate is verified only after every candidate before it was."""
         best, best_lp = None, -math.inf
-        too_fast = set()                        # (speed, envelope) whose crawl the servos cannot follow
-        heads, seen = [], set()
-        for c in cands:
-            if (c[1], c[4]) not in seen:
-                seen.add((c[1], c[4]))
-                heads.append(c)
-        rest = [c for c in cands if c not in heads]
+        too_fast = set()                        # (speed, envelope, stance) whose crawl the servos cannot follow
+        cands = [c for gr in groups for c in gr]
+        group_of = {c: gr for gr in groups for c in gr}
         solved = {}
 
         def solve(group):
             skeletons = []
             for c in group:
                 height, scale, spread, cap, allow, stance = c
-                if (scale, allow) in too_fast:
+                if (scale, allow, stance) in too_fast:
                     solved[c] = None
                     continue
                 try:
@@ -708,22 +705,22 @@ class GaitPlanner:
                 solved[c] = (plan, min(r for _, r in sol), design)
 
         for c in cands:
-            if (c[1], c[4]) in too_fast:
+            if (c[1], c[4], c[5]) in too_fast:
                 continue
             if c not in solved:
-                solve(heads if c in heads else rest)
+                solve(group_of[c])
             if solved.get(c) is None:
                 continue
             plan, r, design = solved[c]
             height, scale, spread, cap, allow, stance = c
             best_lp = max(best_lp, r)
-            if r < self.required_margin or (scale, allow) in too_fast:
+            if r < self.required_margin:
                 continue            # the LP (sampled swing windows) already falls short: not worth verifying
             # the servos must follow it: the joint rate grows with the speed, hardly with the stance, so one
             # failure at a speed skips the other stances at that speed
             plan.peak_joint_rate = self.peak_joint_rate(plan)
             if plan.peak_joint_rate > self.max_joint_rate:
-                too_fast.add((scale, allow))
+                too_fast.add((scale, allow, stance))
                 continue
             # verify over the whole cycle, for the design command and the heading hold's correction range
             plan.min_margin = float(min(self._margins(plan, mask, command=(design[0], design[1] + dvy,
