@@ -17,10 +17,15 @@ foot, a periodic gait that keeps the robot statically stable at every phase of t
   ``scipy.optimize.linprog``): the shift that maximises the worst distance to their edges up to
   required_margin + ``MARGIN_HEADROOM``, then spends as little shift as it can, |b| <= max_shift.
   Foot targets in base_link are ``gait foot - b(phase)`` (the body moves by +b relative to the feet).
-* **Candidates** (``_candidates``, in order of preference): full speed before ``speed_scales`` fallbacks,
-  the configured body height before 2 cm lower, and the stance of each foot: the support lengthened along x
-  next to a missing leg by ``spreads``. The first candidate whose LP reaches ``required_margin`` and whose
-  verification passes and whose joint targets stay within the servos' speed (``max_joint_rate``) is used.
+* **Candidates** (``_candidates``): full speed before ``speed_scales`` fallbacks, the configured body height
+  before 2 cm lower, and the stance of each foot: the support lengthened along x next to a missing leg by
+  ``spreads``. **Second stage** (``_candidates_balanced``, four or five feet): the *balanced* stance
+  (``_balanced_neutral``: the feet spread evenly around the CoM), LP target ``required_margin +
+  BALANCED_HEADROOM``, with the planner's heading-hold envelope then ``NARROW_ENVELOPE`` times it (recorded
+  in ``GaitPlan.yaw_allowance`` / ``vy_allowance``). Order of preference: the first stage's preferred stance
+  at each speed, the balanced stance, then the other stances of both stages (one LP per group). The first
+  candidate whose LP reaches ``required_margin`` and whose verification passes and whose joint targets stay
+  within the servos' speed (``max_joint_rate``) is used.
 * **Folded legs**: legs keeping some links but no foot hold ``FOLD`` (femur raised), out of the ground.
 * **No statically stable gait** (fewer than four feet, or no candidate reaching ``required_margin``):
   ``NoStableGait`` names the reason and gives a safe stance: every remaining foot down, body shifted to the
