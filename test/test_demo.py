@@ -69,10 +69,10 @@ def test_demo_walks_detects_damage_and_exits_clean(tmp_path):
         assert not any("compiling the numba kernels" in ln for ln in kernels), kernels
     assert "damage in the emulated world: LM:0 RM:0" in out
     assert "damage_monitor publishes morphology LM:0 RM:0" in out
-    # recovery off by default (issue 12 still open for the live graph): the wave walks on the four corner legs
-    assert "for legs LF,LR,RF,RR (walking" in out
+    # recovery on by default: the re-planned crawl walks on the four corner legs
+    assert "gait crawl(RR,RF,LR,LF) for legs LF,LR,RF,RR (walking" in out
     assert "predictor reshaped to LM:0 RM:0 -- no restart" in out
-    assert "walking (mocap), per segment (recovery off)" in out
+    assert "walking (mocap), per segment (recovery on)" in out
     assert "Summary" in out and "clean run" in out
     assert "predictor boltzmann_hamel:" in out
     assert (bag / "metadata.yaml").exists() and "bag written to %s" % bag in out  # jethexa-validate input

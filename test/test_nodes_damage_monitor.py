@@ -200,3 +200,34 @@ def test_a_flood_of_rejections_is_counted_each_but_logged_once_per_topic(graph, 
     assert len(lines) == 2, lines
     kv = {v.key: v.value for v in mon.node_status().values}
     assert kv["rejected imu/data"] == "1000" and kv["rejected morphology"] == "1"
+
+
+def test_a_parameter_change_from_another_thread_waits_for_the_running_callback(graph):
+    """Seen in CI: the test thread switched the identifier off (``identifier = None``) while the executor ran
+    an imu/data callback that had just checked it, and the callback then failed on ``None``. Callbacks and
+    parameter changes share the node's lock: the change waits until the callback has returned."""
+    import threading
+
+    from rclpy.parameter import Parameter
+
+    mon = graph.add(DamageMonitor)
+    assert mon.identifier is not None
+    started, release, seen = threading.Event(), threading.Event(), []
+
+    def callback():
+        started.set()
+        release.wait(30.0)
+        seen.append(mon.identifier is not None)        # still the identifier the callback started with
+
+    a = threading.Thread(target=mon.guard("imu/data", callback))
+    b = threading.Thread(target=lambda: seen.append(
+        mon.set_parameters([Parameter("identify", value=False)])[0].successful))
+    a.start()
+    assert started.wait(30.0)
+    b.start()
+    b.join(0.5)
+    assert b.is_alive()                                 # held at the lock while the callback runs
+    release.set()
+    a.join(30.0)
+    b.join(30.0)
+    assert seen == [True, True] and mon.identifier is None
