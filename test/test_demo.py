@@ -95,8 +95,11 @@ def test_demo_silent_break_is_identified_by_the_model():
     whole graph; see docs/identification.md."""
     proc = run_demo("--duration", "13", "--damage-at", "4", "--period", "1.0", "--break", "LM:1")
     out = proc.stdout
-    assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
+    # what a failure needs to be understood: the events, the morphology changes and their evidence
+    story = "\n".join(ln for ln in (out + proc.stderr).splitlines()
+                      if ">>" in ln or "morphology" in ln or "NOT CLEAN" in ln or "damage:" in ln)
+    assert proc.returncode == 0, story + "\n" + out[-2000:] + proc.stderr[-2000:]
     assert "silent break in the emulated world: LM:1 (every servo keeps answering" in out
-    assert "damage_monitor publishes morphology LM:" in out and "(evidence: model)" in out
-    assert "for legs LF,LR,RF,RM,RR" in out and "predictor reshaped to" in out
+    assert "damage_monitor publishes morphology LM:" in out and "(evidence: model)" in out, story
+    assert "for legs LF,LR,RF,RM,RR" in out and "predictor reshaped to" in out, story
     assert "injected silent break LM:1 at" in out and "identified by the model" in out and "clean run" in out

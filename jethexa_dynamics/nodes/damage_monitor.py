@@ -107,7 +107,7 @@ class IdentifierWorker:
             self._ran_since = time.monotonic()
             try:
                 ok = getattr(self.identifier, method)(*args)
-                self._on_sample(ok, topic)
+                self._on_sample(self.identifier, ok, topic)
             except Exception:  # noqa: BLE001 - a bug: logged with its traceback, counted, the worker stops
                 self.failed = "%s: %s" % (topic, traceback.format_exc().strip().splitlines()[-1])
                 self._on_error(traceback.format_exc())
@@ -122,11 +122,13 @@ class IdentifierWorker:
         with self._cv:
             return self._cv.wait_for(lambda: self._stop or (not self._queue and not self._busy), timeout)
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 0.0) -> None:
+        """Stop after the sample being fed; wait for that up to ``timeout`` s (0 from a callback: the worker may
+        be waiting for the node's lock the caller holds; it then finds itself replaced and does nothing)."""
         with self._cv:
             self._stop = True
             self._cv.notify_all()
-        if self.thread is not threading.current_thread():
+        if timeout > 0.0 and self.thread is not threading.current_thread():
             self.thread.join(timeout)
 
 
@@ -153,7 +155,6 @@ class DamageMonitor(ThinNode):
         self._t0 = time.monotonic()
         self.identifier = None
         self.worker: Optional[IdentifierWorker] = None
-        self._lock = threading.RLock()  # the morphology decision: the executor and the identifier's worker
         self.last_source = "none"
         self._last_event = None        # the identifier's last event acted upon
         self.q_meas = np.full(len(self.joint_names), np.nan)
@@ -200,9 +201,9 @@ class DamageMonitor(ThinNode):
         self.worker = IdentifierWorker(idf, self._check_identifier, self._identifier_failed)
         self._feed_servo()
 
-    def _stop_identifier(self) -> None:
+    def _stop_identifier(self, timeout: float = 0.0) -> None:
         if self.worker is not None:
-            self.worker.stop()
+            self.worker.stop(timeout)
         self.identifier, self.worker = None, None
 
     def _identifier_failed(self, trace: str) -> None:
@@ -217,21 +218,22 @@ class DamageMonitor(ThinNode):
     def _feed_servo(self) -> None:
         self._feed("servo", "on_servo_morphology", self.t(), self.detector.morphology(None))
 
-    def _check_identifier(self, ok: bool, topic: str) -> None:
-        """After each sample the worker fed (worker thread): rejections counted, a model event published."""
-        idf = self.identifier
-        if idf is None:
-            return
-        if not ok:
-            self.reject(topic, idf.last_rejection)
-        if idf.events and idf.events[-1] is not self._last_event:
-            self._last_event = e = idf.events[-1]
-            if e["source"] == "model":
-                with self._lock:
-                    self.last_source = "model"
-                    self._decide(self.now_sec(), ["model: %s (p = %.3f)" % (
-                        format_morphology(e["morphology"], self.leg_names), e["probability"])])
-                    self._publish_status()
+    def _check_identifier(self, idf, ok: bool, topic: str) -> None:
+        """After each sample the worker fed ``idf`` (worker thread, under the node's lock like a callback):
+        rejections counted, a model event published; nothing if ``idf`` was replaced meanwhile."""
+        if not ok or (idf.events and idf.events[-1] is not self._last_event):
+            with self._lock:
+                if idf is not self.identifier:
+                    return
+                if not ok:
+                    self.reject(topic, idf.last_rejection)
+                if idf.events and idf.events[-1] is not self._last_event:
+                    self._last_event = e = idf.events[-1]
+                    if e["source"] == "model":
+                        self.last_source = "model"
+                        self._decide(self.now_sec(), ["model: %s (p = %.3f)" % (
+                            format_morphology(e["morphology"], self.leg_names), e["probability"])])
+                        self._publish_status()
 
     def _stamp(self, topic: str, header) -> None:
         """Absurd stamps are rejected like the predictor does (a foreign message must not reach the identifier)."""
@@ -336,9 +338,10 @@ class DamageMonitor(ThinNode):
             self._publish_status()
 
     def _on_reset(self, request, response):
-        self.detector.reset()
-        self._make_identifier()            # forget what the model found, too
-        self._decide(self.now_sec(), ["reset"])
+        with self._lock:                   # a service callback: not wrapped by guard()
+            self.detector.reset()
+            self._make_identifier()            # forget what the model found, too
+            self._decide(self.now_sec(), ["reset"])
         response.success = True
         response.message = "faults cleared; morphology %s" % format_morphology(self.current, self.leg_names)
         return response
@@ -378,7 +381,7 @@ class DamageMonitor(ThinNode):
 
 
     def close(self) -> None:
-        self._stop_identifier()
+        self._stop_identifier(timeout=5.0)
 
 
 NODE = DamageMonitor  # the class graph.node_class() finds
