@@ -36,6 +36,10 @@ snapshot taken at the window start, so screening adds no delay. Within such an e
 already ruled out (below ``prune`` times the most probable) are no longer simulated, until the confirmed
 model is surprised again.
 
+Data gaps: an IMU or joint-state stream silent longer than ``max_gap`` (a stalled executor, a dropped link)
+leaves its window, and those starting within ``gap_settle`` after the data resumes, unscored: the models are
+driven through them by the commands and re-anchored after them (``gaps``, ``skipped_windows``).
+
 Streams: times in seconds on any single clock; joint vectors in ``robot.joint_names`` order (rad);
 quaternions (w, x, y, z) world <- base_link; gyro rad/s in base_link axes. Bad samples (NaN/inf, wrong
 size, time going backwards) are rejected and counted (``rejections``), never raised: a live node keeps
