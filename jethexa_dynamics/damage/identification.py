@@ -184,6 +184,7 @@ class DamageIdentifier:
         self._scale_n = 0
         self._above = 0
         self._candidate = None
+        self._inconclusive = 0
         self._recentre(self.morphology, keep=None)
 
     # ---------------------------------------------------------------------------------------------- set-up
@@ -581,13 +582,22 @@ class DamageIdentifier:
         return out
 
     def _decide(self, t, probs):
-        """A swap needs the leg's probability above ``threshold`` in ``confirm`` consecutive windows; the
-        link count is then the most probable one on that leg (the coxa weighs 20 g: 0 and 1 link are close)."""
+        """A swap needs the leg's probability above ``threshold`` in ``confirm`` windows in a row; the link
+        count is then the most probable one on that leg (the coxa weighs 20 g: 0 and 1 link are close).
+        One inconclusive window in between (no leg above the threshold, the confirmed model not back
+        either: a window of weak signal, e.g. a starved IMU) neither confirms nor breaks the row; another
+        leg above the threshold, or the belief back on the confirmed morphology, does."""
         legs = self.leg_probabilities(probs)
         i = int(np.argmax(legs))
-        if legs[i] < self.threshold or t < self._quiet_until:
+        if t < self._quiet_until:
             self._above, self._candidate = 0, None
             return
+        if legs[i] < self.threshold:
+            self._inconclusive += 1
+            if probs[0] >= 0.5 or self._inconclusive > 1:
+                self._above, self._candidate = 0, None
+            return
+        self._inconclusive = 0
         if self._candidate == i:
             self._above += 1
         else:
