@@ -142,9 +142,14 @@ def start_flood(rate, node):
 
     proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), str(rate)], stdout=subprocess.PIPE,
                             text=True)
-    assert proc.stdout.readline().strip() == "flooding"
-    n0 = sum(node.rejected.values())
-    assert wait_for(lambda: sum(node.rejected.values()) > n0 + rate, 30.0), node.rejected
+    try:
+        assert proc.stdout.readline().strip() == "flooding"
+        n0 = sum(node.rejected.values())
+        assert wait_for(lambda: sum(node.rejected.values()) > n0 + rate, 30.0), node.rejected
+    except BaseException:
+        proc.kill()                 # never leave a flood behind on the domain: it would hit the next test
+        proc.wait()
+        raise
     return proc
 
 
