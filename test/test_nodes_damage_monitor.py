@@ -231,3 +231,35 @@ def test_a_parameter_change_from_another_thread_waits_for_the_running_callback(g
     a.join(30.0)
     b.join(30.0)
     assert seen == [True, True] and mon.identifier is None
+
+
+def test_identifier_worker_feeds_in_order_and_stops_on_a_bug_with_its_traceback():
+    """The identifier's worker thread (off the executor) feeds every queued sample in order; a bug inside the
+    identifier is reported once with its traceback and stops the worker (no silent swallowing, no loop)."""
+    from jethexa_dynamics.nodes.damage_monitor import IdentifierWorker
+
+    class Identifier:
+        def __init__(self):
+            self.seen = []
+
+        def on_imu(self, t):
+            if t < 0:
+                raise RuntimeError("a bug")
+            self.seen.append(t)
+            return True
+
+    results, errors = [], []
+    w = IdentifierWorker(Identifier(), lambda idf, ok, topic: results.append((ok, topic)), errors.append)
+    try:
+        for t in range(200):
+            w.put("imu/data", "on_imu", float(t))
+        assert w.wait_idle(30.0)
+        assert w.identifier.seen == [float(t) for t in range(200)] and results == [(True, "imu/data")] * 200
+        w.put("imu/data", "on_imu", -1.0)
+        w.put("imu/data", "on_imu", 500.0)
+        assert w.wait_idle(30.0)
+        assert "RuntimeError: a bug" in w.failed and len(errors) == 1 and "Traceback" in errors[0]
+        assert 500.0 not in w.identifier.seen
+    finally:
+        w.stop(5.0)
+    assert not w.thread.is_alive()
