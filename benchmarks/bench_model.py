@@ -122,11 +122,11 @@ def main(argv=None):
 
     # warm up (JIT, caches)
     robot.forward_dynamics(g, q, v, tau)
-    row("mass matrix  M(q)  vs crba", "kernels.mass_matrix(data_k, q, mask, Mout)", "pin.crba(model, data, qp)",
+    row("mass matrix  M(q)  vs crba", "kernels.mass_matrix(robot.kernel_buffers, q, mask, Mout)", "pin.crba(model, data, qp)",
         rel_err(robot.mass_matrix(q), oracle.M(g, q)), "preallocated output on both sides")
-    row("bias C v + N  vs nonLinearEffects", "kernels.bias_forces(data_k, R, q, v, mask, True, out)",
+    row("bias C v + N  vs nonLinearEffects", "kernels.bias_forces(robot.kernel_buffers, g, q, v, mask, True, out)",
         "pin.nonLinearEffects(model, data, qp, vp)", rel_err(robot.bias_forces(g, q, v), oracle.nle(g, q, v)))
-    row("forward dynamics (kernel)  vs aba", "kernels.forward_dynamics(data_k, R, q, v, tau, f0, mask, out)",
+    row("forward dynamics (kernel)  vs aba", "kernels.forward_dynamics(robot.kernel_buffers, g, q, v, tau, f0, mask, out)",
         "pin.aba(model, data, qp, vp, tp)", rel_err(robot.forward_dynamics(g, q, v, tau), oracle.aba(g, q, v, tau)))
     row("forward dynamics (Python API)  vs aba", "robot.forward_dynamics(g, q, v, tau)",
         "pin.aba(model, data, qp, vp, tp)", rel_err(robot.forward_dynamics(g, q, v, tau), oracle.aba(g, q, v, tau)),

@@ -4,7 +4,8 @@ Every function works on the FULL (healthy) robot's arrays, ``data = robot.full.k
 
     (n_joints, joint_offset, xi, mass, com0, Ic0, tip0, body_mass, body_com, body_Ic, gravity)
 
-(``gravity`` is the world-frame gravity vector g_s, (0, 0, -9.81) m/s^2 by default.)
+(``gravity`` is the world-frame gravity vector g_s, (0, 0, -9.81) m/s^2 by default; the public kernels also
+take the pair ``robot.full.kernel_buffers`` these arrays are views into, see :func:`pack`)
 
 and a link-existence mask ``mask[i, j]`` (the paper's link morphology vector 𝔛, eq. 22-24, reshaped per leg;
 a leg exists, 𝔵̄_i = 1, when its first link does, eq. 26). Joints of missing links keep their slots in the
@@ -12,22 +13,77 @@ full-size vectors and get zero acceleration: this is Algorithm 1's reshaping don
 change costs nothing here.
 
 Frames and units: X_b is the main body frame (base_link), twists are [v; w] in X_b, SI units. ``R_sb`` is
-the rotation of X_b in the world.
+the rotation of X_b in the world (3x3; the 4x4 pose g_sb works too: only its upper-left block is read).
 
 Names follow the paper: ``xi`` joint twists ξ_ij, ``xp`` instantaneous twists ξ'_ij (eq. 17), ``Mbb``
 M^bb_ij = Ad^-T I_ij Ad^-1 (eq. 8), ``Mbt``/``Mtt`` the leg blocks 𝓜^bθ/𝓜^θθ (eq. 19, 21, 27-28),
 ``P`` the momentum 𝒫 = M v (eq. 41), and the Coriolis matrix C = 𝒜 - ½[[ℬ,0],[𝒟,ℰ]] (eq. 36-43, with the
 corrected derivatives of the extraction's §1.13).
+
+Algorithms: the mass matrix by the composite-rigid-body algorithm (CRBA) and the bias forces C(θ, v) v + 𝒩
+by the recursive Newton-Euler algorithm (RNEA), both on the paper's per-leg structure in X_b
+(``_legs_crba_rnea``); forward dynamics solves the block-arrow M of eq. 27 by its Schur complement on the base
+(``_solve_arrowhead``); the matrix C(θ, v) itself comes from the paper's terms (``_leg_coriolis``).
 """
 import math
 
 import numpy as np
 
-from ._numba import njit
+from ._numba import HAVE_NUMBA, njit, overload
 
 # positions in the ``data`` tuple (module docstring); numba folds these globals to constants
 (D_N_JOINTS, D_JOINT_OFFSET, D_XI, D_MASS, D_COM0, D_IC0, D_TIP0, D_BODY_MASS, D_BODY_COM, D_BODY_IC,
  D_GRAVITY) = range(11)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the model arrays packed in two buffers
+#
+# numba unboxes every array argument of a call from Python on its own (~80 ns each; the 11-array ``data``
+# tuple cost ~0.9 µs per call, more than Pinocchio's whole crba, bench_model 2026-11-23). So the arrays live
+# in one int and one float buffer; ``data`` is the tuple of views into them, and the public kernels also take
+# the pair ``(ints, floats)`` itself (``LeggedRobot.kernel_buffers``), which unboxes in ~0.2 µs.
+
+def pack(n_joints, joint_offset, xi, mass, com0, Ic0, tip0, body_mass, body_com, body_Ic, gravity):
+    """The model arrays (``D_*`` order) copied into two buffers: returns ``(ints, floats)`` and the ``data``
+    tuple of views into them (one storage)."""
+    L, nmax = xi.shape[0], xi.shape[1]
+    ints = np.concatenate(([L, nmax], n_joints, joint_offset)).astype(np.int64)
+    floats = np.concatenate([np.ravel(np.asarray(a, dtype=np.float64)) for a in (
+        xi, mass, com0, Ic0, tip0, body_mass, body_com, body_Ic, gravity)])
+    return (ints, floats), getattr(unpack, "py_func", unpack)(ints, floats)
+
+
+@njit(cache=True, inline="always")
+def unpack(ints, floats):
+    """The ``data`` tuple of views into the buffers of :func:`pack` (no copies)."""
+    L, nmax = ints[0], ints[1]
+    n_joints, joint_offset = ints[2:2 + L], ints[2 + L:2 + 2 * L]
+    a, b = 0, L * nmax * 6
+    xi = floats[a:b].reshape((L, nmax, 6))
+    a, b = b, b + L * nmax
+    mass = floats[a:b].reshape((L, nmax))
+    a, b = b, b + L * nmax * 3
+    com0 = floats[a:b].reshape((L, nmax, 3))
+    a, b = b, b + L * nmax * 9
+    Ic0 = floats[a:b].reshape((L, nmax, 3, 3))
+    a, b = b, b + L * 16
+    tip0 = floats[a:b].reshape((L, 4, 4))
+    return (n_joints, joint_offset, xi, mass, com0, Ic0, tip0, floats[b:b + 1], floats[b + 1:b + 4],
+            floats[b + 4:b + 13].reshape((3, 3)), floats[b + 13:b + 16])
+
+
+def model(data):
+    """The ``data`` tuple of either form a public kernel takes: the tuple itself or the buffer pair."""
+    return unpack(data[0], data[1]) if len(data) == 2 else data
+
+
+if HAVE_NUMBA:
+    @overload(model, inline="always")
+    def _model_typed(data):
+        if len(data) == 2:
+            return lambda data: unpack(data[0], data[1])
+        return lambda data: data
 
 
 
@@ -285,7 +341,8 @@ def _base_B_term(P, Wb, out_b, wb):
 # CRBA and RNEA on the legs, in X_b: the mass-matrix blocks, bias forces and 𝒥^T F of eq. 6-11, 27-28
 
 @njit(cache=True, inline="always")
-def _legs_crba_rnea(data, counts, theta, v, gb, R_sb, f_world, with_rnea, with_tip, Mb_l, Mbt, Mtt, hb_l, h_l):
+def _legs_crba_rnea(data, counts, theta, v, gb, R_sb, f_world, with_crba, with_rnea, with_tip, Mb_l, Mbt, Mtt, hb_l,
+                    h_l):
     """Mass-matrix blocks (CRBA) and bias forces (RNEA) of every leg i with its first ``counts[i]`` links.
 
     Both run in the frame X_b frozen at this instant: there the base's body twist V_b is also its spatial
@@ -293,7 +350,7 @@ def _legs_crba_rnea(data, counts, theta, v, gb, R_sb, f_world, with_rnea, with_t
     acceleration). ``xp[k]`` = ξ'_k, the joint twists in X_b (eq. 17), M^bb_k the link's spatial inertia in
     X_b (eq. 8).
 
-    CRBA, eq. 27-28 summed from the foot: the composite inertia Ĩ_k = Σ_{j>=k} M^bb_j gives
+    CRBA (``with_crba``), eq. 27-28 summed from the foot: the composite inertia Ĩ_k = Σ_{j>=k} M^bb_j gives
     𝓜^bθ[:, k] = Ĩ_k ξ'_k and 𝓜^θθ[l, k] = 𝓜^θθ[k, l] = ξ'_l · Ĩ_k ξ'_k (l <= k); the leg's share of M_bb is
     Ĩ_0 (into ``Mb_l[i]``).
     RNEA (``with_rnea``): V_k = V_{k-1} + ξ'_k θ̇_k, A_k = A_{k-1} + V_k × ξ'_k θ̇_k, link wrench
@@ -345,6 +402,11 @@ def _legs_crba_rnea(data, counts, theta, v, gb, R_sb, f_world, with_rnea, with_t
         cm, h0, h1, h2 = 0.0, 0.0, 0.0, 0.0
         J00, J01, J02, J11, J12, J22 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
         for k in range(m_i - 1, -1, -1):
+            if with_rnea:
+                F = (F[0] + f[k, 0], F[1] + f[k, 1], F[2] + f[k, 2], F[3] + f[k, 3], F[4] + f[k, 4], F[5] + f[k, 5])
+                h_l[i, k] = _xp_dot(xp, k, F)
+            if not with_crba:
+                continue
             m = mass[i, k]
             c0, c1, c2 = c[k, 0], c[k, 1], c[k, 2]
             cc = c0 * c0 + c1 * c1 + c2 * c2
@@ -370,9 +432,10 @@ def _legs_crba_rnea(data, counts, theta, v, gb, R_sb, f_world, with_rnea, with_t
                 val = _xp_dot(xp, l, col)
                 Mtt[i, l, k] = val
                 Mtt[i, k, l] = val
-            if with_rnea:
-                F = (F[0] + f[k, 0], F[1] + f[k, 1], F[2] + f[k, 2], F[3] + f[k, 3], F[4] + f[k, 4], F[5] + f[k, 5])
-                h_l[i, k] = _xp_dot(xp, k, F)
+        for r in range(6):
+            hb_l[i, r] = F[r]
+        if not with_crba:
+            continue
         # the leg's share of M_bb: Ĩ_0 = [[m 1, -ĥ], [ĥ, J]]
         Mb = Mb_l[i]
         Mb[0, 0], Mb[0, 1], Mb[0, 2], Mb[0, 3], Mb[0, 4], Mb[0, 5] = cm, 0.0, 0.0, 0.0, h2, -h1
@@ -381,8 +444,6 @@ def _legs_crba_rnea(data, counts, theta, v, gb, R_sb, f_world, with_rnea, with_t
         Mb[3, 0], Mb[3, 1], Mb[3, 2], Mb[3, 3], Mb[3, 4], Mb[3, 5] = 0.0, -h2, h1, J00, J01, J02
         Mb[4, 0], Mb[4, 1], Mb[4, 2], Mb[4, 3], Mb[4, 4], Mb[4, 5] = h2, 0.0, -h0, J01, J11, J12
         Mb[5, 0], Mb[5, 1], Mb[5, 2], Mb[5, 3], Mb[5, 4], Mb[5, 5] = -h1, h0, 0.0, J02, J12, J22
-        for r in range(6):
-            hb_l[i, r] = F[r]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -572,6 +633,15 @@ def link_counts(data, mask):
 
 
 @njit(cache=True, inline="always")
+def _finite(x):
+    """No NaN or inf in the vector x."""
+    total = 0.0
+    for r in range(x.shape[0]):
+        total += x[r] * 0.0
+    return total == 0.0
+
+
+@njit(cache=True, inline="always")
 def _gravity_in_base(data, R_sb, gravity_on):
     """g_b = R_sb^T g_s as a 3-tuple (zeros without gravity)."""
     if not gravity_on:
@@ -601,7 +671,8 @@ def _body_crba_rnea(data, v, gb, with_rnea, Mbb, h_b):
 
 
 @njit(cache=True, inline="always")
-def _crba_rnea(data, R_sb, theta, v, f_world, mask, gravity_on, with_rnea, with_tip, Mbb, Mbt, Mtt, h_b, h_l):
+def _crba_rnea(data, R_sb, theta, v, f_world, mask, gravity_on, with_crba, with_rnea, with_tip, Mbb, Mbt, Mtt, h_b,
+               h_l):
     """Mass-matrix blocks (eq. 27) and h = C(θ, v) v + 𝒩 - 𝒥^T F_t of the whole robot: the main body's own
     terms plus every leg's share (``_legs_crba_rnea``). Returns the link counts of ``mask``."""
     L = data[D_N_JOINTS].shape[0]
@@ -610,14 +681,16 @@ def _crba_rnea(data, R_sb, theta, v, f_world, mask, gravity_on, with_rnea, with_
     _body_crba_rnea(data, v, gb, with_rnea, Mbb, h_b)
     Mb_l = np.empty((L, 6, 6))
     hb_l = np.empty((L, 6))
-    _legs_crba_rnea(data, counts, theta, v, gb, R_sb, f_world, with_rnea, with_tip, Mb_l, Mbt, Mtt, hb_l, h_l)
+    _legs_crba_rnea(data, counts, theta, v, gb, R_sb, f_world, with_crba, with_rnea, with_tip, Mb_l, Mbt, Mtt, hb_l,
+                    h_l)
     for i in range(L):
         if counts[i] == 0:
             continue
         for r in range(6):
             h_b[r] += hb_l[i, r]
-            for t in range(6):
-                Mbb[r, t] += Mb_l[i, r, t]
+            if with_crba:
+                for t in range(6):
+                    Mbb[r, t] += Mb_l[i, r, t]
     return counts
 
 
@@ -631,11 +704,12 @@ def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out, joint_d
     ``joint_diag`` (full joint order), if given, is added to M's joint diagonal: (M + diag) v̇ = ..., which is
     how a simulator treats joint damping implicitly (D-term at v_{n+1}, as MuJoCo's implicitfast).
     Returns False if M is not positive definite or the result is not finite (NaN/inf in the inputs)."""
+    data = model(data)
     L = data[D_N_JOINTS].shape[0]
     nmax = data[D_XI].shape[1]
     Mbb, Mbt, Mtt, h_b, h_l = np.empty((6, 6)), np.empty((L, 6, nmax)), np.empty((L, nmax, nmax)), np.empty(6), \
         np.empty((L, nmax))
-    counts = _crba_rnea(data, R_sb, theta, v, f_world, mask, True, True, True, Mbb, Mbt, Mtt, h_b, h_l)
+    counts = _crba_rnea(data, R_sb, theta, v, f_world, mask, True, True, True, True, Mbb, Mbt, Mtt, h_b, h_l)
     joint_offset = data[D_JOINT_OFFSET]
     # right-hand side τ - h in place
     for r in range(6):
@@ -647,24 +721,27 @@ def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out, joint_d
             if joint_diag is not None:
                 Mtt[i, a, a] += joint_diag[off - 6 + a]
     ok = _solve_arrowhead(data, counts, Mbb, Mbt, Mtt, h_b, h_l, vdot_out)
-    total = 0.0
-    for r in range(vdot_out.shape[0]):
-        total += vdot_out[r]
-    return ok and math.isfinite(total)
+    return ok and _finite(vdot_out)
 
 
 @njit(cache=True)
 def mass_matrix(data, theta, mask, out):
     """Dense M(θ) (eq. 27, by CRBA: ``_legs_crba_rnea``) of size nv_full; rows/columns of missing joints are
-    zero."""
+    zero. Returns False if ``theta`` is not finite."""
+    data = model(data)
     L = data[D_N_JOINTS].shape[0]
     nmax = data[D_XI].shape[1]
     Mbb, Mbt, Mtt, h_b, h_l = np.empty((6, 6)), np.empty((L, 6, nmax)), np.empty((L, nmax, nmax)), np.empty(6), \
         np.empty((L, nmax))
     # (R_sb and f_world are not read without gravity and tip forces)
-    counts = _crba_rnea(data, Mbb, theta, theta, h_l, mask, False, False, False, Mbb, Mbt, Mtt, h_b, h_l)
-    out[:, :] = 0.0
-    out[0:6, 0:6] = Mbb
+    counts = _crba_rnea(data, Mbb, theta, theta, h_l, mask, False, True, False, False, Mbb, Mbt, Mtt, h_b, h_l)
+    nvf = out.shape[0]
+    for r in range(nvf):
+        for t in range(nvf):
+            out[r, t] = 0.0
+    for r in range(6):
+        for t in range(6):
+            out[r, t] = Mbb[r, t]
     joint_offset = data[D_JOINT_OFFSET]
     for i in range(L):
         off = 6 + joint_offset[i]
@@ -675,18 +752,22 @@ def mass_matrix(data, theta, mask, out):
                 out[off + a, q] = Mbt[i, q, a]
             for b in range(m):
                 out[off + a, off + b] = Mtt[i, a, b]
+    return _finite(theta)
 
 
 @njit(cache=True)
 def bias_forces(data, R_sb, theta, v, mask, gravity_on, out):
     """out = C(θ, v) v + 𝒩(Q) (with gravity_on) — Pinocchio's nonLinearEffects — by RNEA
-    (``_legs_crba_rnea``)."""
+    (``_legs_crba_rnea``). Returns False if an input is not finite."""
+    data = model(data)
     L = data[D_N_JOINTS].shape[0]
     nmax = data[D_XI].shape[1]
     Mbb, Mbt, Mtt, h_b, h_l = np.empty((6, 6)), np.empty((L, 6, nmax)), np.empty((L, nmax, nmax)), np.empty(6), \
         np.empty((L, nmax))
-    counts = _crba_rnea(data, R_sb, theta, v, h_l, mask, gravity_on, True, False, Mbb, Mbt, Mtt, h_b, h_l)
+    counts = _crba_rnea(data, R_sb, theta, v, h_l, mask, gravity_on, False, True, False, Mbb, Mbt, Mtt, h_b, h_l)
     _scatter(data, counts, h_b, h_l, out)
+    return _finite(theta) and _finite(v) and math.isfinite(R_sb[0, 0] + R_sb[0, 1] + R_sb[0, 2] + R_sb[1, 0] + R_sb[1, 1]
+                                                           + R_sb[1, 2] + R_sb[2, 0] + R_sb[2, 1] + R_sb[2, 2])
 
 
 @njit(cache=True)
@@ -694,6 +775,7 @@ def coriolis_apply(data, theta, v, w, mask, out, wa=1.0, wb=1.0, wde=1.0):
     """out = C(θ, v) w = (wa 𝒜 - ½ [[wb ℬ, 0], [wde 𝒟, wde ℰ]]) w  (eq. 36-43), full size.
 
     With the default weights this is the paper's C; C(θ,v) v + 𝒩 are the bias forces."""
+    data = model(data)
     n_joints = data[D_N_JOINTS]
     L = n_joints.shape[0]
     nmax = data[D_XI].shape[1]
@@ -733,6 +815,7 @@ def coriolis_matrix(data, theta, v, mask, skew, out):
     v^T (Ṁ - 2C) v = 0, but Ṁ - 2C is not skew-symmetric as a matrix.
     ``skew=True``: C* = ½𝒜 - ½[[ℬ, 0], [0, 0]] + ½(K^T - K) with K = [[0, 0], [𝒟, ℰ]], built from the same
     paper terms. C* v = C v (because K^T v = 𝒜 v = Ṁ v) and Ṁ - 2C* is skew-symmetric (ℬ is skew)."""
+    data = model(data)
     nvf = out.shape[0]
     e = np.zeros(nvf)
     col = np.empty(nvf)
@@ -758,6 +841,7 @@ def coriolis_matrix(data, theta, v, mask, skew, out):
 @njit(cache=True)
 def tip_poses(data, theta, out):
     """out[i] = g_{b,it}(θ) = e^{ξ_i1 θ_i1} ... e^{ξ_in θ_in} g_{b,it}(0), 4x4, for every leg."""
+    data = model(data)
     n_joints, tip0 = data[D_N_JOINTS], data[D_TIP0]
     L = n_joints.shape[0]
     nmax = data[D_XI].shape[1]
@@ -781,6 +865,7 @@ def tip_poses(data, theta, out):
 def tip_jacobians(data, theta, out):
     """out[i] (6 x nv_full) = Ad^-1_{g_b,it} [1_6, J_it] (eq. 11): maps v to the body velocity of leg i's tip
     frame, in the tip frame (Pinocchio's LOCAL frame Jacobian)."""
+    data = model(data)
     n_joints, joint_offset, tip0 = data[D_N_JOINTS], data[D_JOINT_OFFSET], data[D_TIP0]
     L = n_joints.shape[0]
     nmax = data[D_XI].shape[1]
@@ -822,6 +907,7 @@ def tip_jacobians(data, theta, out):
 def tip_state(data, R_sb, p_sb, theta, v, pos_out, vel_out):
     """World-frame foot positions and velocities of every leg (L,3): p = p_sb + R_sb p_t,
     ṗ = R_sb (V_v + V_w x p_t + Σ_k (ξ'_k,v + ξ'_k,w x p_t) θ̇_k)."""
+    data = model(data)
     n_joints, joint_offset, tip0 = data[D_N_JOINTS], data[D_JOINT_OFFSET], data[D_TIP0]
     L = n_joints.shape[0]
     nmax = data[D_XI].shape[1]
@@ -918,6 +1004,7 @@ def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
     forces and 𝒥^T F) depend on that leg alone, so they are computed once for every prefix m = 0..n of every
     leg (the leg with its first m links) and each hypothesis only picks its legs' prefixes and solves one
     arrowhead system (6x6 Schur complement)."""
+    data = model(data)
     n_joints, joint_offset = data[D_N_JOINTS], data[D_JOINT_OFFSET]
     L = n_joints.shape[0]
     nmax = data[D_XI].shape[1]
@@ -932,7 +1019,7 @@ def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
     for m in range(nmax + 1):
         for i in range(L):
             prefix[i] = min(m, n_joints[i])
-        _legs_crba_rnea(data, prefix, theta, v, gb, R_sb, f_world, True, True, pMb[m], pMbt[m], pMtt[m], phb[m],
+        _legs_crba_rnea(data, prefix, theta, v, gb, R_sb, f_world, True, True, True, pMb[m], pMbt[m], pMtt[m], phb[m],
                         phl[m])
     Mb0 = np.empty((6, 6))
     hb0 = np.empty(6)
