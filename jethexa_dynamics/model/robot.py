@@ -278,7 +278,7 @@ class LeggedRobot:
         self._all_tip_idx = np.arange(len(desc.legs), dtype=np.int64)
         self._all_joint_names = [jn for leg in desc.legs for jn in leg.joint_names]
         self._nj_full = nj
-        self._q_shape, self._v_shape = (nj,), (6 + nj,)
+        self._q_shape, self._v_shape, self._M_shape = (nj,), (6 + nj,), (6 + nj, 6 + nj)
         self._zero_f = np.zeros((len(desc.legs), 3))
         self._zero_f.flags.writeable = False
         self._set_morphology(Morphology(self._all_leg_names, desc.n_joints, desc.n_joints))
@@ -368,7 +368,7 @@ class LeggedRobot:
             r._full = full
             r._cache = None
             r._nj_full = full._nj_full
-            r._q_shape, r._v_shape = full._q_shape, full._v_shape
+            r._q_shape, r._v_shape, r._M_shape = full._q_shape, full._v_shape, full._M_shape
             r._zero_f = full._zero_f
             r._set_morphology(m)
             full._cache[key] = r
@@ -444,31 +444,18 @@ class LeggedRobot:
         return x if self._healthy else x[self._vidx]
 
     # ---- the paper's structural matrices ------------------------------------------------------------------
-    # The public methods below check their inputs the cheap way on the healthy robot (one np.asarray and one
-    # shape comparison per argument; the kernel reports a non-finite result) and name the bad input only on
-    # the failure path: per call they cost about Pinocchio's own Python binding (bench_model.py).
-    def _fast_q(self, q):
-        """``q`` as the full float vector if this is the healthy robot and it has the right shape, else None."""
-        if self._healthy:
-            a = np.asarray(q, dtype=float)
-            if a.shape == self._q_shape:
-                return a
-        return None
-
-    def _fast_v(self, v):
-        if self._healthy:
-            a = np.asarray(v, dtype=float)
-            if a.shape == self._v_shape:
-                return a
-        return None
-
+    # mass_matrix, bias_forces and forward_dynamics have a hot path for the healthy robot, written out: one
+    # np.asarray and one shape comparison per argument, finiteness checked in the kernel (each Python call
+    # layer costs ~0.1 µs here, Pinocchio's whole crba ~2 µs). Anything else takes the checked path, which
+    # names the bad input.
     def mass_matrix(self, q):
         """M(θ) (eq. 7-8, 27-28), nv x nv, symmetric positive definite."""
-        n = 6 + self._nj_full
-        M = np.empty((n, n))
-        qf = self._fast_q(q)
-        if qf is None or not kernels.mass_matrix(self.kernel_buffers, qf, self._mask, M):
-            kernels.mass_matrix(self.kernel_buffers, self._q_full(q), self._mask, M)
+        M = np.empty(self._M_shape)
+        if self._healthy:
+            qf = np.asarray(q, dtype=float)
+            if qf.shape == self._q_shape and kernels.mass_matrix(self.kernel_buffers, qf, self._mask, M):
+                return M
+        kernels.mass_matrix(self.kernel_buffers, self._q_full(q), self._mask, M)
         return M if self._healthy else M[np.ix_(self._vidx, self._vidx)]
 
     def coriolis_matrix(self, q, v, factorization="paper"):
@@ -493,19 +480,19 @@ class LeggedRobot:
 
     def bias_forces(self, g_sb, q, v):
         """C(θ, v) v + 𝒩(Q) (Pinocchio's nonLinearEffects)."""
-        out = np.empty(6 + self._nj_full)
-        g, qf, vf = _pose(g_sb, False), self._fast_q(q), self._fast_v(v)
-        if qf is None or vf is None or not kernels.bias_forces(self.kernel_buffers, g, qf, vf, self._mask, True,
-                                                               out):
-            kernels.bias_forces(self.kernel_buffers, _pose(g_sb), self._q_full(q), self._v_full(v),
-                                self._mask, True, out)
+        out = np.empty(self._v_shape)
+        if self._healthy:
+            g, qf, vf = np.asarray(g_sb, dtype=float), np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+            if (g.shape == (4, 4) and qf.shape == self._q_shape and vf.shape == self._v_shape
+                    and kernels.bias_forces(self.kernel_buffers, g, qf, vf, self._mask, True, out)):
+                return out
+        kernels.bias_forces(self.kernel_buffers, _pose(g_sb), self._q_full(q), self._v_full(v), self._mask, True, out)
         return self._out(out)
 
     def forward_dynamics(self, g_sb, q, v, tau, tip_forces=None):
         """v̇ from M v̇ + C v + 𝒩 = τ + 𝒥^T F_t (eq. 6). ``tau`` has nv entries (base rows are normally 0)."""
         out = np.empty(self._v_shape)
         if self._healthy and tip_forces is None:
-            # the hot path written out (each Python call layer costs ~0.1 µs here; the kernel checks finiteness)
             g, qf, vf, tf = (np.asarray(g_sb, dtype=float), np.asarray(q, dtype=float), np.asarray(v, dtype=float),
                              np.asarray(tau, dtype=float))
             if (g.shape == (4, 4) and qf.shape == self._q_shape and vf.shape == self._v_shape
