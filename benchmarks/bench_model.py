@@ -234,7 +234,7 @@ def main(argv=None):
     lines += ["", "Jetson Nano: assume 4-6x these µs per core (Cortex-A57 at 1.43 GHz, against this machine's AMD EPYC "
               "core); the ratios are assumed to carry over (both sides are single-threaded scalar code), not "
               "measured there.", "",
-              PROFILE_NOTE, "", "| kernel (mass matrix: the Coriolis pass skipped; each later row adds to the one above) | best µs |", "|---|---:|"]
+              PROFILE_NOTE, "", "| stage (compiled loop over the kernel, healthy JetHexa, no Python in between) | best µs |", "|---|---:|"]
     lines += ["| %s | %.2f |" % (k, t) for k, t in stages.items()]
     text = "\n".join(lines) + "\n"
     if args.out:
