@@ -469,32 +469,17 @@ def _leg_coriolis(data, counts, theta, v, w, same, wa, wde, bias_b, bias_l, P):
         leg_kinematics(data, i, theta, R, p, xp, c, Ic)
         for j in range(m_i):
             m = mass[i, j]
-            # link velocity V + J^b θ̇ with prefix sums
-            u0, u1, u2, u3, u4, u5 = v[0], v[1], v[2], v[3], v[4], v[5]
-            z0, z1, z2, z3, z4, z5 = w[0], w[1], w[2], w[3], w[4], w[5]
+            # link velocities V + Σ_{β<=b} ξ'_β θ̇_β (prefix sums Sv[b]; Sw[b] the same for w)
             for b in range(j + 1):
-                tv = v[off + b]
-                tw = w[off + b]
-                u0 += xp[b, 0] * tv
-                u1 += xp[b, 1] * tv
-                u2 += xp[b, 2] * tv
-                u3 += xp[b, 3] * tv
-                u4 += xp[b, 4] * tv
-                u5 += xp[b, 5] * tv
-                z0 += xp[b, 0] * tw
-                z1 += xp[b, 1] * tw
-                z2 += xp[b, 2] * tw
-                z3 += xp[b, 3] * tw
-                z4 += xp[b, 4] * tw
-                z5 += xp[b, 5] * tw
-                Sv[b, 0], Sv[b, 1], Sv[b, 2], Sv[b, 3], Sv[b, 4], Sv[b, 5] = u0, u1, u2, u3, u4, u5
-                Sw[b, 0], Sw[b, 1], Sw[b, 2], Sw[b, 3], Sw[b, 4], Sw[b, 5] = z0, z1, z2, z3, z4, z5
-            hv = _M_link(m, c, Ic, j, u0, u1, u2, u3, u4, u5)
+                for r in range(6):
+                    Sv[b, r] = (Sv[b - 1, r] if b > 0 else v[r]) + xp[b, r] * v[off + b]
+                    Sw[b, r] = (Sw[b - 1, r] if b > 0 else w[r]) + xp[b, r] * w[off + b]
+            hv = _M_link(m, c, Ic, j, Sv[j, 0], Sv[j, 1], Sv[j, 2], Sv[j, 3], Sv[j, 4], Sv[j, 5])
             for r in range(6):
                 P[i, r] += hv[r]
             hw = hv
             if not same:
-                hw = _M_link(m, c, Ic, j, z0, z1, z2, z3, z4, z5)
+                hw = _M_link(m, c, Ic, j, Sw[j, 0], Sw[j, 1], Sw[j, 2], Sw[j, 3], Sw[j, 4], Sw[j, 5])
             for k in range(j + 1):
                 gv = _dM_apply(xp, k, j, m, c, Ic, (Sv[k, 0], Sv[k, 1], Sv[k, 2], Sv[k, 3], Sv[k, 4], Sv[k, 5]),
                                hv, lv)
@@ -671,6 +656,14 @@ def _body_crba_rnea(data, v, gb, with_rnea, Mbb, h_b):
 
 
 @njit(cache=True, inline="always")
+def _blocks(data):
+    """Arrays for ``_crba_rnea``'s outputs: M_bb, 𝓜^bθ and 𝓜^θθ per leg, h base and per leg."""
+    L = data[D_N_JOINTS].shape[0]
+    nmax = data[D_XI].shape[1]
+    return np.empty((6, 6)), np.empty((L, 6, nmax)), np.empty((L, nmax, nmax)), np.empty(6), np.empty((L, nmax))
+
+
+@njit(cache=True, inline="always")
 def _crba_rnea(data, R_sb, theta, v, f_world, mask, gravity_on, with_crba, with_rnea, with_tip, Mbb, Mbt, Mtt, h_b,
                h_l):
     """Mass-matrix blocks (eq. 27) and h = C(θ, v) v + 𝒩 - 𝒥^T F_t of the whole robot: the main body's own
@@ -706,9 +699,7 @@ def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out, joint_d
     Returns False if M is not positive definite or the result is not finite (NaN/inf in the inputs)."""
     data = model(data)
     L = data[D_N_JOINTS].shape[0]
-    nmax = data[D_XI].shape[1]
-    Mbb, Mbt, Mtt, h_b, h_l = np.empty((6, 6)), np.empty((L, 6, nmax)), np.empty((L, nmax, nmax)), np.empty(6), \
-        np.empty((L, nmax))
+    Mbb, Mbt, Mtt, h_b, h_l = _blocks(data)
     counts = _crba_rnea(data, R_sb, theta, v, f_world, mask, True, True, True, True, Mbb, Mbt, Mtt, h_b, h_l)
     joint_offset = data[D_JOINT_OFFSET]
     # right-hand side τ - h in place
@@ -730,9 +721,7 @@ def mass_matrix(data, theta, mask, out):
     zero. Returns False if ``theta`` is not finite."""
     data = model(data)
     L = data[D_N_JOINTS].shape[0]
-    nmax = data[D_XI].shape[1]
-    Mbb, Mbt, Mtt, h_b, h_l = np.empty((6, 6)), np.empty((L, 6, nmax)), np.empty((L, nmax, nmax)), np.empty(6), \
-        np.empty((L, nmax))
+    Mbb, Mbt, Mtt, h_b, h_l = _blocks(data)
     # (R_sb and f_world are not read without gravity and tip forces)
     counts = _crba_rnea(data, Mbb, theta, theta, h_l, mask, False, True, False, False, Mbb, Mbt, Mtt, h_b, h_l)
     nvf = out.shape[0]
@@ -761,9 +750,7 @@ def bias_forces(data, R_sb, theta, v, mask, gravity_on, out):
     (``_legs_crba_rnea``). Returns False if an input is not finite."""
     data = model(data)
     L = data[D_N_JOINTS].shape[0]
-    nmax = data[D_XI].shape[1]
-    Mbb, Mbt, Mtt, h_b, h_l = np.empty((6, 6)), np.empty((L, 6, nmax)), np.empty((L, nmax, nmax)), np.empty(6), \
-        np.empty((L, nmax))
+    Mbb, Mbt, Mtt, h_b, h_l = _blocks(data)
     counts = _crba_rnea(data, R_sb, theta, v, h_l, mask, gravity_on, False, True, False, Mbb, Mbt, Mtt, h_b, h_l)
     _scatter(data, counts, h_b, h_l, out)
     return _finite(theta) and _finite(v) and math.isfinite(R_sb[0, 0] + R_sb[0, 1] + R_sb[0, 2] + R_sb[1, 0] + R_sb[1, 1]
