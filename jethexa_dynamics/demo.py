@@ -45,11 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "e.g. LM:1, RR:0, scenario2; found by damage_monitor's model-based identifier")
     ap.add_argument("--speed", type=number(-vmax, vmax, unit="m/s"), default=0.05,
                     help="forward speed command [m/s] (default %(default)s)")
-    # off by default: in the one-process demo the live recovery (re-planning in the morphology callback, heading
-    # hold) still stalls the shared executor at the switch and can mislead the identifier (issue 12 open)
-    ap.add_argument("--recovery", default="off", choices=("on", "off"),
-                    help="damage recovery in the gait controller: re-planned gait + heading hold (default off; "
-                         "experimental in the live graph, see docs/sim.md for the engine results)")
+    ap.add_argument("--recovery", default="on", choices=("on", "off"),
+                    help="damage recovery in the gait controller: re-planned gait + heading hold (default on)")
     ap.add_argument("--predictor", default=PREDICTOR["predictor"].default, type=param(PREDICTOR["predictor"]),
                     help="predictor model: %s (default %%(default)s)" % ", ".join(PREDICTOR["predictor"].choices))
     ap.add_argument("--horizon", type=param(PREDICTOR["horizon"]), default=2.0,
@@ -285,7 +282,10 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                             say("  >> identifier: %s (evidence: %s)" % (", ".join(
                                 "%s p=%.3f" % (st.identifier.describe(h), p) for h, p in st.identifier.top(3)),
                                 st.last_source))
-                        wait_for(lambda: gc.walker.links_per_leg == found == list(pr.morphology), 2.0)
+                        # the re-plan runs in the gait controller's worker thread: wait for it (the graph keeps
+                        # running meanwhile; the gait holds an all-feet-down stance)
+                        wait_for(lambda: gc.walker.links_per_leg == found == list(pr.morphology)
+                                 and not gc.walker.planning, 5.0)
                         st = gc.walker.status()
                         say("  >> gait %s for legs %s (%s, planned margin %.1f mm); predictor reshaped to %s -- "
                             "no restart" % (st["gait"], ",".join(gc.walker.walking_legs), "walking" if

@@ -150,6 +150,31 @@ def test_damage1_walks_forward_on_four_legs_with_body_shift(planner):
     assert _recheck(planner, plan, lpl).min() < 0.3 * REQUIRED_MARGIN
 
 
+def test_damage2_walks_on_a_balanced_stance_within_a_narrower_heading_envelope(planner):
+    """Paper damage 2 (LM, RR keep only the coxa; feet LF, LR, RF, RM): the x-spread stances leave the CoM
+    outside the LF-RF-RM triangle while LR swings (docs/sim.md); the balanced stance (feet spread evenly
+    around the CoM) walks, verified over a narrower heading-hold envelope, at >= 50 % of the command."""
+    lpl = _lpl(LM=1, RR=1)
+    plan = planner.plan(lpl, (0.05, 0.0, 0.0))
+    assert isinstance(plan, GaitPlan) and sorted(plan.legs) == ["LF", "LR", "RF", "RM"]
+    assert plan.stance == "balanced" and set(plan.folded) == {"LM", "RR"}
+    assert plan.gait.command[0] >= 0.025 and plan.min_margin >= REQUIRED_MARGIN
+    assert 0.0 < plan.yaw_allowance < planner.yaw_allowance
+    m = _recheck(planner, plan, lpl)
+    assert m.min() > 0.8 * REQUIRED_MARGIN
+    # the same at the corners of the plan's (narrower) envelope, off the planner's samples
+    design = plan.gait.command.copy()
+    for dvy, dw in ((plan.vy_allowance, plan.yaw_allowance), (-plan.vy_allowance, -plan.yaw_allowance),
+                    (plan.vy_allowance, -plan.yaw_allowance), (-plan.vy_allowance, plan.yaw_allowance)):
+        plan.gait.set_command(design + (0.0, dvy, dw))
+        assert _recheck(planner, plan, lpl, n=61).min() > 0.8 * REQUIRED_MARGIN
+    plan.gait.set_command(design)
+    assert _joint_rate(planner, plan) <= planner.robot.joint_velocity.min() * 1.02
+    # with the first stage's stance (feet where the healthy gait puts them) no shift keeps the CoM inside
+    feet = planner.healthy.neutral[[0, 3, 4]][:, :2]           # LF, RF, RM: the support while LR swings
+    assert support_margin(feet, (0.0, 0.0)) < -0.05
+
+
 def test_healthy_robot_keeps_its_tripod(planner):
     plan = planner.plan([3] * 6)
     assert plan.kind == "tripod" and not np.any(plan.shifts) and plan.min_margin > 0.05

@@ -179,3 +179,53 @@ def test_a_failing_confirmed_model_costs_one_window_not_the_identifier(monkeypat
     monkeypatch.setattr(Engine, "advance", failing)
     feed(idf, [s for s in streams if 1.5 < s[0]])
     assert idf.sim_failures == 1 and idf.windows >= n + 1 and idf.events == [] and not idf.rejections
+
+
+@pytest.mark.timeout(120)      # a guard: before the fix a gap longer than ~0.5 s looped forever
+def test_a_data_gap_is_skipped_not_scored_and_not_looped_on():
+    """IMU and joint states drop out for 1.2 s (longer than two windows) while the commands go on: the
+    identifier goes on after the gap, the windows it falls in are driven through but not scored."""
+    streams, _ = walk_streams(WalkConfig(duration=5.0, gaps=[(2.0, 1.2, "sensors")]))
+    assert not any(2.0 < t < 3.2 for t, kind, _ in streams if kind != "cmd")
+    idf = DamageIdentifier()
+    feed(idf, streams)
+    assert idf.gaps == 2 and idf.skipped_windows >= 2          # one gap seen on each stream
+    assert 5 <= idf.windows <= (5.0 - 0.5 - 1.2) / idf.window   # scored windows: none across the gap
+    assert idf.events == [] and not idf.rejections
+
+
+GAIT_DAY = [Segment(0.0, "walk", (0.04, 0.0, 0.0)), Segment(5.0, "walk", (0.04, 0.0, 0.0), gait="wave"),
+            Segment(11.0, "walk", (0.03, 0.0, 0.2), gait="ripple"), Segment(16.0, "walk", (0.04, 0.0, 0.0), gait="tripod")]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_gait_switches_and_data_gaps_are_not_read_as_damage():
+    """The robot's own controller switches gait three times (tripod, wave, ripple while turning, tripod: each
+    re-phases) and the data stops twice for an executor stall (no command, no sample) and twice for a sensor
+    dropout, up to 1 s: no identification."""
+    streams, plant = walk_streams(WalkConfig(duration=22.0, segments=GAIT_DAY, seed=0, mass_scale=0.9,
+                                             gyro_bias=(0.01, -0.01, 0.02),
+                                             gaps=[(3.0, 1.0, "stall"), (9.0, 0.6, "sensors"),
+                                                   (13.7, 0.3, "stall"), (17.2, 1.0, "sensors")]))
+    idf = DamageIdentifier()
+    feed(idf, streams)
+    assert idf.events == [] and idf.morphology == (3,) * 6, idf.events
+    assert idf.gaps == 8 and idf.skipped_windows >= 8 and idf.windows >= 25
+    assert plant.morphology.is_healthy and plant.breaks.is_healthy
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("spec", ["LM:1", "RF:2"])
+def test_break_found_after_a_stall_and_nothing_more_after_the_replanned_gait(spec):
+    """With recovery on, each identified morphology re-plans the gait, and the executor stalls 0.8 s doing it
+    (as the re-plan in the morphology callback did in the one-process graph); a stall just before the break
+    too: the broken leg is named within 3 cycles, nothing else after the gait switch."""
+    idf = DamageIdentifier()
+    walk_streams(WalkConfig(duration=T_BREAK + 3 * CYCLE + 3.0, breaks=[(T_BREAK, spec)], recovery=True,
+                            stall_on_switch=0.8, gaps=[(T_BREAK - 1.0, 0.7, "stall")], mass_scale=1.05, seed=1,
+                            gyro_bias=(0.0, 0.0, 0.02)), identifier=idf)
+    assert idf.events and all([LEGS[i] for i, n in enumerate(e["morphology"]) if n < 3] == [spec[:2]]
+                              for e in idf.events), idf.events
+    assert 0.0 < idf.events[0]["t"] - T_BREAK <= 3 * CYCLE and idf.gaps >= 4

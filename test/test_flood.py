@@ -11,6 +11,7 @@ import os
 import sys
 import time
 
+import numpy as np
 import pytest
 
 pytest.importorskip("rclpy")
@@ -28,6 +29,49 @@ from flood import measure, start_flood, walking_graph  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(400)]
 WINDOW = 8.0  # s of each phase
+INPUTS = ("on_command", "on_joints", "on_imu", "on_ground_truth", "on_morphology")
+
+
+def spy_on_model_inputs(node):
+    """Record (method, args) of every input the predictor node passes to its models from now on."""
+    seen = []
+    for model in node.models.values():
+        for name in INPUTS:
+            fn = getattr(model, name)
+
+            def spy(*args, _fn=fn, _name=name):
+                seen.append((_name, args))
+                return _fn(*args)
+            setattr(model, name, spy)
+    return seen
+
+
+def check_model_inputs(seen, node):
+    """The flood's values are recognisable: NaN/inf, 34 deg of roll, non-unit quaternions, positions of 1 m or
+    1e9 m, every joint at 0.3 rad or at 0, morphologies other than healthy. None may be among the inputs."""
+    from jethexa_dynamics.model.se3 import QUAT_NORM_TOL
+    from transforms3d.euler import quat2euler
+
+    kinds = {name: [a for n, a in seen if n == name] for name in INPUTS}
+    assert len(kinds["on_command"]) > 100 and len(kinds["on_imu"]) > 100 and len(kinds["on_joints"]) > 50, \
+        {k: len(v) for k, v in kinds.items()}
+    now = node.t()
+    for name, calls in kinds.items():
+        for args in calls:
+            assert 0.0 <= args[0] <= now + 1.0, (name, args[0], now)          # node time, never absurd
+    for _, q, _ in kinds["on_command"]:
+        assert np.all(np.isfinite(q)) and not np.allclose(q, 0.3) and not np.allclose(q, 0.0), q
+        assert np.all(q >= node.lower - 1e-9) and np.all(q <= node.upper + 1e-9), q
+    for _, q in kinds["on_joints"]:
+        read = q[np.isfinite(q)]
+        assert np.isnan(q).sum() + read.size == q.size and read.size and not np.allclose(read, 0.3), q
+    for quat in [a[1] for a in kinds["on_imu"]] + [a[2] for a in kinds["on_ground_truth"]]:
+        assert abs(np.linalg.norm(quat) - 1.0) <= QUAT_NORM_TOL, quat
+        roll, pitch, _ = quat2euler(quat)
+        assert abs(roll) < 0.2 and abs(pitch) < 0.2, (roll, pitch)           # a walking body, not 34 deg
+    for _, pos, _ in kinds["on_ground_truth"]:
+        assert np.all(np.isfinite(pos)) and abs(pos[2]) < 0.3 and np.linalg.norm(pos[:2]) < 5.0, pos
+    assert all(list(links) == [3] * 6 for _, links in kinds["on_morphology"])
 
 
 def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
@@ -44,6 +88,8 @@ def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
         time.sleep(WINDOW)
         rate_quiet, att_quiet = measure(w, t0, time.monotonic())
 
+        # every input the predictor hands its models from here on: what the flood must never reach
+        seen = spy_on_model_inputs(pr)
         flood = start_flood(100, pr)
         t1 = time.monotonic()
         time.sleep(WINDOW)
@@ -83,14 +129,13 @@ def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
         assert nodes["damage_monitor"].current == [3] * 6 and not nodes["damage_monitor"].changes
         assert pr.morphology == [3] * 6 and nodes["gait_controller"].walker.links_per_leg == [3] * 6
         assert nodes["gait_controller"].state == "walking"
-        # nothing reaches a model, so the attitude error should stay what it was (issue 14: 0.02 -> 0.27 deg;
-        # the code before the fix went 0.45 -> 116 deg under this flood). Known open since the merge of the
-        # identifier and recovery work: in 2 of 3 runs it rises ~2-5x (e.g. 0.08 -> 0.42 deg) with no morphology
-        # change and no node error (asserted above); a gross leak still fails hard here.
-        assert att_flood <= 10.0 * att_quiet + 1.0, (att_quiet, att_flood)
-        if not att_flood <= 2.0 * att_quiet + 0.05:
-            pytest.xfail("issue 14 open: attitude error under the flood %.3f deg vs %.3f deg quiet"
-                         % (att_flood, att_quiet))
+        # nothing of the flood reached a model: every input the models got is the graph's own, plausible data
+        check_model_inputs(seen, pr)
+        # ... so the attitude error stays what it was (issue 14: 0.02 -> 0.27 deg; the code before the fix went
+        # 0.45 -> 116 deg under this flood). Over 8 s the predictor re-anchors only 4 times (horizon 2 s), and
+        # the same run's quiet error spreads over 0.05-0.27 deg from run to run on this shared 2-core machine
+        # with no flood at all; the bound allows that spread.
+        assert att_flood <= 2.0 * att_quiet + 0.2, (att_quiet, att_flood)
     finally:
         if flood is not None and flood.poll() is None:
             flood.kill()

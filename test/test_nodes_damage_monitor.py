@@ -200,3 +200,66 @@ def test_a_flood_of_rejections_is_counted_each_but_logged_once_per_topic(graph, 
     assert len(lines) == 2, lines
     kv = {v.key: v.value for v in mon.node_status().values}
     assert kv["rejected imu/data"] == "1000" and kv["rejected morphology"] == "1"
+
+
+def test_a_parameter_change_from_another_thread_waits_for_the_running_callback(graph):
+    """Seen in CI: the test thread switched the identifier off (``identifier = None``) while the executor ran
+    an imu/data callback that had just checked it, and the callback then failed on ``None``. Callbacks and
+    parameter changes share the node's lock: the change waits until the callback has returned."""
+    import threading
+
+    from rclpy.parameter import Parameter
+
+    mon = graph.add(DamageMonitor)
+    assert mon.identifier is not None
+    started, release, seen = threading.Event(), threading.Event(), []
+
+    def callback():
+        started.set()
+        release.wait(30.0)
+        seen.append(mon.identifier is not None)        # still the identifier the callback started with
+
+    a = threading.Thread(target=mon.guard("imu/data", callback))
+    b = threading.Thread(target=lambda: seen.append(
+        mon.set_parameters([Parameter("identify", value=False)])[0].successful))
+    a.start()
+    assert started.wait(30.0)
+    b.start()
+    b.join(0.5)
+    assert b.is_alive()                                 # held at the lock while the callback runs
+    release.set()
+    a.join(30.0)
+    b.join(30.0)
+    assert seen == [True, True] and mon.identifier is None
+
+
+def test_identifier_worker_feeds_in_order_and_stops_on_a_bug_with_its_traceback():
+    """The identifier's worker thread (off the executor) feeds every queued sample in order; a bug inside the
+    identifier is reported once with its traceback and stops the worker (no silent swallowing, no loop)."""
+    from jethexa_dynamics.nodes.damage_monitor import IdentifierWorker
+
+    class Identifier:
+        def __init__(self):
+            self.seen = []
+
+        def on_imu(self, t):
+            if t < 0:
+                raise RuntimeError("a bug")
+            self.seen.append(t)
+            return True
+
+    results, errors = [], []
+    w = IdentifierWorker(Identifier(), lambda idf, ok, topic: results.append((ok, topic)), errors.append)
+    try:
+        for t in range(200):
+            w.put("imu/data", "on_imu", float(t))
+        assert w.wait_idle(30.0)
+        assert w.identifier.seen == [float(t) for t in range(200)] and results == [(True, "imu/data")] * 200
+        w.put("imu/data", "on_imu", -1.0)
+        w.put("imu/data", "on_imu", 500.0)
+        assert w.wait_idle(30.0)
+        assert "RuntimeError: a bug" in w.failed and len(errors) == 1 and "Traceback" in errors[0]
+        assert 500.0 not in w.identifier.seen
+    finally:
+        w.stop(5.0)
+    assert not w.thread.is_alive()

@@ -176,3 +176,58 @@ def test_recovery_replans_reports_on_diagnostics_and_stops_when_the_imu_goes_sil
         assert np.allclose(a, b)                                    # standing: targets no longer move
     finally:
         g.close()
+
+
+def test_recovery_plans_off_the_executor_and_switches_when_the_plan_is_ready(monkeypatch):
+    """The real planner behind a gate: while it is blocked the node keeps publishing joint_commands (the
+    interim stance, diagnostics say ``planning``); once the gate opens the crawl comes."""
+    import threading
+
+    from sensor_msgs.msg import Imu
+
+    from jethexa_dynamics.control.replan import GaitPlanner
+
+    gate = threading.Event()
+    real = GaitPlanner.plan
+
+    def gated(self, links_per_leg, command=(0.05, 0.0, 0.0)):
+        if list(links_per_leg) != [3] * 6:
+            assert gate.wait(60.0), "test gate never opened"     # a guard against a hang only
+        return real(self, links_per_leg, command)
+
+    monkeypatch.setattr(GaitPlanner, "plan", gated)
+    g = Graph()
+    try:
+        gc = g.add(GaitController, {"recovery": True})
+        w = g.add(Watcher)
+        w.watch(JointTrajectory, "joint_commands")
+        cmd = w.create_publisher(Twist, "cmd_vel", 10)
+        imu = w.create_publisher(Imu, "imu/data", 10)
+        morph = w.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
+        g.start()
+
+        def drive(seconds, until=lambda: False):
+            """cmd_vel and a live IMU for ``seconds`` s or until ``until()`` (a guard, not a time bound)."""
+            end = time.monotonic() + seconds
+            while not until() and time.monotonic() < end:
+                cmd.publish(twist(0.05))
+                imu.publish(Imu())
+                time.sleep(0.05)
+
+        drive(10.0, lambda: gc.state == "walking")
+        assert gc.state == "walking"
+        morph.publish(morphology_msg([3, 0, 3, 3, 0, 3], LEGS))          # damage 1, its plan blocked
+        assert wait_for(lambda: gc.walker.planning, 10.0)
+        n = w.count("joint_commands")
+        drive(60.0, lambda: w.count("joint_commands") > n + 10)       # the executor keeps ticking ...
+        assert w.count("joint_commands") > n + 10
+        assert gc.walker.planning and gc.walker.status()["gait"] == "planning"   # ... while the plan is blocked
+        names = w.last("joint_commands").joint_names
+        assert not any(j.endswith(("_LM", "_RM")) for j in names) and len(names) == 12
+        gate.set()
+        drive(30.0, lambda: not gc.walker.planning and gc.state == "walking")
+        assert gc.walker.status()["gait"] == "crawl(RR,RF,LR,LF)" and gc.state == "walking"
+        assert g.spin_error is None and not gc.errors
+    finally:
+        gate.set()
+        g.close()

@@ -59,6 +59,9 @@ def test_silent_break_identified_over_dds():
         assert not bad.successful and "identify_threshold" in bad.reason and "[0.5, 0.999]" in bad.reason
         assert mon.set_parameters([Parameter("identify_window", value=1.0)])[0].successful
         assert mon.identifier.window == 1.0
+        assert mon.set_parameters([Parameter("identify_max_gap", value=0.5)])[0].successful
+        assert mon.identifier.max_gap == 0.5 and st["identifier_gaps"].isdigit()
+        assert mon.worker.thread.is_alive() and not mon.worker.failed     # off the executor, still feeding
         # identifier off: servo evidence only, so the morphology the model found is withdrawn
         assert mon.set_parameters([Parameter("identify", value=False)])[0].successful
         assert mon.identifier is None

@@ -156,6 +156,7 @@ def test_led_alarm_setting_is_written_reported_and_never_a_fault(rig):
     node = [s for a in [m for _, m in w.since("/diagnostics", 0.0)] for s in a.status
             if s.name.startswith("servo_driver") and "servo " not in s.name]
     assert node and {k.key: k.value for k in node[-1].values}["led_alarm"] == "7"
+    assert wait_for(lambda: w.last("morphology") is not None, 10.0)   # latched: may land after the statuses
     assert list(w.last("morphology").data) == [3] * 6 and not mon.detector.faults
 
 

@@ -112,6 +112,32 @@ def gait_joint_targets(prm, offsets, neutral, stride, geom, limits, legs_on, t, 
     return bad
 
 
+@njit(cache=True)
+def first_unreachable(prm, offsets, neutral, stride, geom, limits, samples, foot):
+    """Index of the first leg whose foot target is unreachable over a cycle (``samples`` times k T / samples,
+    then the stance extremes neutral +/- stride/2, where reach fails first), or -1; the foot (m, base_link)
+    into ``foot`` (3,). Returns (leg index, IK status)."""
+    n = neutral.shape[0]
+    feet = np.empty_like(neutral)
+    th = np.empty(3)
+    for k in range(samples):
+        gait_targets(prm, offsets, neutral, stride, prm[P_T] * k / samples, feet)
+        for i in range(n):
+            st = leg_ik(geom[i], limits[i], feet[i], th)
+            if st != IK_OK:
+                foot[:] = feet[i]
+                return i, st
+    for sgn in (-0.5, 0.5):
+        for i in range(n):
+            foot[0] = neutral[i, 0] + sgn * stride[i, 0]
+            foot[1] = neutral[i, 1] + sgn * stride[i, 1]
+            foot[2] = neutral[i, 2]
+            st = leg_ik(geom[i], limits[i], foot, th)
+            if st != IK_OK:
+                return i, st
+    return -1, IK_OK
+
+
 def _check_range(name, value, lo, hi, unit, lo_open=False):
     v = float(value)
     ok = math.isfinite(v) and (v > lo if lo_open else v >= lo) and v <= hi
@@ -212,23 +238,10 @@ class Gait:
     def _first_failure(self, stride, prm=None, samples=48):
         """(leg index, foot, status) of the first unreachable target over a cycle, or None."""
         prm = self.prm if prm is None else prm
-        feet = np.empty_like(self.neutral)
-        th = np.empty(3)
-        for k in range(samples):
-            gait_targets(prm, self.offsets, self.neutral, stride, self.cycle_time * k / samples, feet)
-            for i in range(self.geometry.n_legs):
-                st = leg_ik(self.geometry.geom[i], self.geometry.limits[i], feet[i], th)
-                if st != IK_OK:
-                    return i, feet[i].copy(), st
-        # the stance extremes are where reach fails first; check them exactly
-        for sgn in (-0.5, 0.5):
-            for i in range(self.geometry.n_legs):
-                p = self.neutral[i].copy()
-                p[:2] += sgn * stride[i]
-                st = leg_ik(self.geometry.geom[i], self.geometry.limits[i], p, th)
-                if st != IK_OK:
-                    return i, p, st
-        return None
+        foot = np.empty(3)
+        i, st = first_unreachable(prm, self.offsets, self.neutral, np.ascontiguousarray(stride, dtype=np.float64),
+                                  self.geometry.geom, self.geometry.limits, samples, foot)
+        return None if i < 0 else (int(i), foot, st)
 
     @staticmethod
     def _bisect(ok, hi, n=30):

@@ -64,21 +64,31 @@ class HeadingHold:
                 raise ValueError("heading hold: %s=%r outside the allowed range [%g, %g] %s"
                                  % (name, gains.get(name), lo, hi, unit))
             setattr(self, name, v)
+        self.last_imu_t = None   # time of the last gyro sample (s); kept by reset: the IMU did not go silent
         self.reset()
 
     def reset(self) -> None:
-        """Forget the reference heading, the line and the integrators (new segment, stance, morphology)."""
+        """Forget the reference heading, the line and the integrators (new segment, stance, morphology); the
+        IMU's freshness is kept (a morphology change must not read as a silent IMU)."""
         self.psi = None          # estimated yaw (rad)
         self.psi_ref = None      # reference yaw (rad)
         self.line = None         # (origin xy, direction unit xy) of the straight path
         self.i_psi = 0.0
         self.i_speed = 0.0
-        self.last_imu_t = None
         self.last_odom = None    # (t, xy)
         self.e_psi = 0.0
         self.e_lat = 0.0
         self.corr = 0.0          # applied yaw-rate correction (rad/s), slew-limited
         self.corr_vy = 0.0       # applied lateral-speed correction (m/s), slew-limited
+
+    def new_gait(self) -> None:
+        """A gait switch (morphology change): clear the integrators and the applied corrections (they belong
+        to the old gait) but keep the reference heading and the line, so the robot is steered back to where
+        the user was walking before the damage (the yaw picked up until the damage was noticed included)."""
+        self.i_psi = 0.0
+        self.i_speed = 0.0
+        self.corr = 0.0
+        self.corr_vy = 0.0
 
     def imu_stale(self, t: float) -> bool:
         """True when no gyro sample came for ``imu_timeout`` s (or none yet)."""

@@ -17,10 +17,15 @@ foot, a periodic gait that keeps the robot statically stable at every phase of t
   ``scipy.optimize.linprog``): the shift that maximises the worst distance to their edges up to
   required_margin + ``MARGIN_HEADROOM``, then spends as little shift as it can, |b| <= max_shift.
   Foot targets in base_link are ``gait foot - b(phase)`` (the body moves by +b relative to the feet).
-* **Candidates** (``_candidates``, in order of preference): full speed before ``speed_scales`` fallbacks,
-  the configured body height before 2 cm lower, and the stance of each foot: the support lengthened along x
-  next to a missing leg by ``spreads``. The first candidate whose LP reaches ``required_margin`` and whose
-  verification passes and whose joint targets stay within the servos' speed (``max_joint_rate``) is used.
+* **Candidates** (``_candidates``): full speed before ``speed_scales`` fallbacks, the configured body height
+  before 2 cm lower, and the stance of each foot: the support lengthened along x next to a missing leg by
+  ``spreads``. **Second stage** (``_candidates_balanced``, four or five feet): the *balanced* stance
+  (``_balanced_neutral``: the feet spread evenly around the CoM), LP target ``required_margin +
+  BALANCED_HEADROOM``, with the planner's heading-hold envelope then ``NARROW_ENVELOPE`` times it (recorded
+  in ``GaitPlan.yaw_allowance`` / ``vy_allowance``). Order of preference: the first stage's preferred stance
+  at each speed, the balanced stance, then the other stances of both stages (one LP per group). The first
+  candidate whose LP reaches ``required_margin`` and whose verification passes and whose joint targets stay
+  within the servos' speed (``max_joint_rate``) is used.
 * **Folded legs**: legs keeping some links but no foot hold ``FOLD`` (femur raised), out of the ground.
 * **No statically stable gait** (fewer than four feet, or no candidate reaching ``required_margin``):
   ``NoStableGait`` names the reason and gives a safe stance: every remaining foot down, body shifted to the
@@ -35,6 +40,7 @@ Required margin default: ``REQUIRED_MARGIN`` = 0.01 m.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -51,6 +57,8 @@ REQUIRED_MARGIN = 0.01      # m: the planner's stated minimum static stability m
 FOLD = (0.0, 1.3, 1.6)      # rad: coxa radial, femur raised 75 deg, tibia folded (limits are +/-1.6)
 MARGIN_HEADROOM = 0.015    # m: the shift aims at required_margin + this, then spends no more shift
 MIN_FEET = 4                # a statically stable gait lifts one foot and keeps >= 3 down
+BALANCED_HEADROOM = 0.01    # m: the balanced stance's LP aims at required_margin + this (smaller shifts)
+NARROW_ENVELOPE = 0.2       # the balanced stance's second try: the heading hold's range x this
 
 
 # ---------------------------------------------------------------------------------------------- geometry
@@ -136,6 +144,27 @@ def _halfplanes(feet_xy):
     return hull, rows
 
 
+@njit(cache=True)
+def _lp_rows(polys, cx, cy):
+    """Rows [n_x, n_y, 1, 0, 0] and right-hand sides h - n . c of the LP constraints n . (c + b) + r <= h of
+    every polygon's hull (polys (P, k, 2)); ok False if a polygon has fewer than three hull vertices."""
+    P = polys.shape[0]
+    A = np.zeros((P * polys.shape[1], 5))
+    rhs = np.empty(P * polys.shape[1])
+    m = 0
+    for q in range(P):
+        hull, rows = _halfplanes(polys[q].copy())
+        if hull.shape[0] < 3:
+            return A[:0], rhs[:0], False
+        for e in range(rows.shape[0]):
+            A[m, 0] = rows[e, 0]
+            A[m, 1] = rows[e, 1]
+            A[m, 2] = 1.0
+            rhs[m] = rows[e, 2] - rows[e, 0] * cx - rows[e, 1] * cy
+            m += 1
+    return A[:m], rhs[:m], True
+
+
 def chebyshev_shifts(problems, max_shift: float, margin_cap: float = 1.0,
                      shift_weight: float = 0.1) -> List[Tuple[np.ndarray, float]]:
     """For each problem (polygons, com_xy), the shift b (m, xy) that maximises the smallest distance r from
@@ -151,27 +180,26 @@ def chebyshev_shifts(problems, max_shift: float, margin_cap: float = 1.0,
     blocks, rhs, live = [], [], []
     absrows = np.array([[1, 0, 0, -1, 0], [-1, 0, 0, -1, 0], [0, 1, 0, 0, -1], [0, -1, 0, 0, -1]], dtype=float)
     for p, (polygons, com_xy) in enumerate(problems):
-        A, h = [absrows], [np.zeros(4)]
-        ok = True
-        for feet in polygons:
-            hull, rows = _halfplanes(np.ascontiguousarray(feet, dtype=np.float64))
-            if len(hull) < 3:
-                ok = False
-                break
-            nrm, off = rows[:, :2], rows[:, 2]
-            A.append(np.column_stack([nrm, np.ones(len(nrm)), np.zeros((len(nrm), 2))]))
-            h.append(off - nrm @ np.asarray(com_xy, dtype=float)[:2])
+        polys = np.asarray(polygons, dtype=np.float64) if not isinstance(polygons, np.ndarray) else polygons
+        if polys.ndim != 3:      # polygons of different sizes: one at a time
+            parts = [_lp_rows(np.ascontiguousarray(np.asarray(f, dtype=np.float64)[None, :, :2]),
+                              float(com_xy[0]), float(com_xy[1])) for f in polygons]
+            A, h, ok = (np.vstack([a for a, _, _ in parts]), np.concatenate([b for _, b, _ in parts]),
+                        all(o for _, _, o in parts))
+        else:
+            A, h, ok = _lp_rows(np.ascontiguousarray(polys[:, :, :2]), float(com_xy[0]), float(com_xy[1]))
         if ok:
-            blocks.append(np.vstack(A))
-            rhs.append(np.concatenate(h))
+            blocks.append(np.vstack([absrows, A]))
+            rhs.append(np.concatenate([np.zeros(4), h]))
             live.append(p)
     if not live:
         return out
     k = len(live)
+    # many small independent blocks: HiGHS's presolve costs more than it saves (same solution, ~30 % faster)
     res = linprog(c=np.tile([0.0, 0.0, -1.0, shift_weight, shift_weight], k), A_ub=block_diag(blocks, format="csr"),
                   b_ub=np.concatenate(rhs),
                   bounds=[(-max_shift, max_shift), (-max_shift, max_shift), (None, margin_cap), (0, None),
-                          (0, None)] * k, method="highs")
+                          (0, None)] * k, method="highs", options={"presolve": False})
     if res.status != 0:      # infeasible only if a block is; solve them one by one to find which
         if k == 1:
             return out
@@ -228,6 +256,122 @@ def center_of_mass(robot, theta, mask=None) -> np.ndarray:
     return out
 
 
+# ---------------------------------------------------------------------------------------------- cycle kernels
+@njit(cache=True)
+def _body_shift(shifts, shift_fraction, phase, out):
+    """Body shift b (m, xy) at cycle phase ``phase`` into out (2,): slot k = floor(frac(phase) n) holds
+    shifts[k] after a cosine move from shifts[k-1] over the first ``shift_fraction`` of the slot."""
+    n = shifts.shape[0]
+    out[0] = 0.0
+    out[1] = 0.0
+    if n == 0:
+        return
+    s = (phase - math.floor(phase)) * n
+    k = min(int(s), n - 1)
+    u = (s - k) / shift_fraction if shift_fraction > 0.0 else 1.0
+    if u >= 1.0:
+        out[0] = shifts[k, 0]
+        out[1] = shifts[k, 1]
+        return
+    w = 0.5 - 0.5 * math.cos(math.pi * u)
+    km = k - 1 if k > 0 else n - 1
+    out[0] = (1.0 - w) * shifts[km, 0] + w * shifts[k, 0]
+    out[1] = (1.0 - w) * shifts[km, 1] + w * shifts[k, 1]
+
+
+@njit(cache=True)
+def _plan_feet(prm, offsets, neutral, stride, shifts, shift_fraction, t, b, out):
+    """Foot targets (n_walking, 3) m, base_link, of a plan at gait time t (s): gait feet minus the body shift."""
+    gait_targets(prm, offsets, neutral, stride, t, out)
+    _body_shift(shifts, shift_fraction, t / prm[0], b)
+    for j in range(out.shape[0]):
+        out[j, 0] -= b[0]
+        out[j, 1] -= b[1]
+
+
+@njit(cache=True, nogil=True)
+def _cycle_margins(prm, offsets, neutral, stride, shifts, shift_fraction, geom, limits, idx, theta, mask, data,
+                   n, out):
+    """Static margin (m) at the n phases (k + 1/2)/n of one cycle into out (n,): feet of the plan, leg IK
+    into the full joint vector ``theta`` (folded legs preset), CoM of the existing links, hull of the stance
+    feet; -inf where a foot is unreachable. Releases the GIL (the gait controller plans in a thread)."""
+    nw = neutral.shape[0]
+    nmax = data[kernels.D_XI].shape[1]
+    R, p, xp = np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6))
+    c, Ic, com = np.empty((nmax, 3)), np.empty((nmax, 3, 3)), np.empty(3)
+    feet, b, down = np.empty((nw, 3)), np.empty(2), np.empty((nw, 2))
+    T = prm[0]
+    for k in range(n):
+        t = T * (k + 0.5) / n
+        _plan_feet(prm, offsets, neutral, stride, shifts, shift_fraction, t, b, feet)
+        ok = True
+        for j in range(nw):
+            i = idx[j]
+            if leg_ik(geom[i], limits[i], feet[j], theta[3 * i:3 * i + 3]) != IK_OK:
+                ok = False
+                break
+        if not ok:
+            out[k] = -np.inf
+            continue
+        _com_kernel(data, theta, mask, R, p, xp, c, Ic, com)
+        m = 0
+        for j in range(nw):
+            if not in_swing(prm, offsets, t, j):
+                down[m, 0] = feet[j, 0]
+                down[m, 1] = feet[j, 1]
+                m += 1
+        out[k] = _margin(down[:m].copy(), com[0], com[1])
+
+
+@njit(cache=True, nogil=True)
+def _peak_rate(prm, offsets, neutral, stride, shifts, shift_fraction, geom, limits, idx, samples):
+    """Largest |d theta/dt| (rad/s) of the plan's joint targets: finite differences of the leg IK at
+    ``samples`` + 1 equally spaced times over one cycle; inf if a target is unreachable."""
+    nw = neutral.shape[0]
+    feet, b = np.empty((nw, 3)), np.empty(2)
+    prev, cur = np.empty(3 * nw), np.empty(3 * nw)
+    dt = prm[0] / samples
+    peak = 0.0
+    for k in range(samples + 1):
+        _plan_feet(prm, offsets, neutral, stride, shifts, shift_fraction, k * dt, b, feet)
+        for j in range(nw):
+            if leg_ik(geom[idx[j]], limits[idx[j]], feet[j], cur[3 * j:3 * j + 3]) != IK_OK:
+                return np.inf
+        if k > 0:
+            for q in range(3 * nw):
+                r = abs(cur[q] - prev[q]) / dt
+                if r > peak:
+                    peak = r
+        prev[:] = cur
+    return peak
+
+
+@njit(cache=True)
+def _swing_polygons(prm, offsets, neutral, strides, slots, shift_fraction, n_u):
+    """Support polygons (n_slots, n_u * n_strides, n - 1, 2) seen while slot k's leg ``slots[k]`` swings: the
+    other feet at ``n_u`` times evenly over the swing window of slot k, for each stride (n_strides, n, 2)."""
+    n = neutral.shape[0]
+    ns = slots.shape[0]
+    out = np.empty((ns, n_u * strides.shape[0], n - 1, 2))
+    feet = np.empty((n, 3))
+    T = prm[0]
+    for k in range(ns):
+        q = 0
+        for a in range(n_u):
+            u = a / (n_u - 1.0)
+            t = T * (k + shift_fraction + u * (1.0 - shift_fraction)) / ns
+            for s in range(strides.shape[0]):
+                gait_targets(prm, offsets, neutral, strides[s], t, feet)
+                m = 0
+                for j in range(n):
+                    if j != slots[k]:
+                        out[k, q, m, 0] = feet[j, 0]
+                        out[k, q, m, 1] = feet[j, 1]
+                        m += 1
+                q += 1
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- results
 @dataclass
 class GaitPlan:
@@ -251,31 +395,37 @@ class GaitPlan:
     spread: float = 0.0
     stable: bool = True
     peak_joint_rate: float = float("nan")
+    yaw_allowance: float = 0.1     # rad/s: yaw-rate trim range the margin is verified over
+    vy_allowance: float = 0.01     # m/s: lateral-speed trim range the margin is verified over
+    stance: str = "spread"         # "spread" (feet moved along x next to a missing leg) or "balanced"
 
     def body_shift(self, phase: float) -> np.ndarray:
         """Body shift b (m, xy) at cycle phase ``phase`` (cycles)."""
-        n = len(self.shifts)
-        if n == 0 or not np.any(self.shifts):
-            return np.zeros(2)
-        s = (phase % 1.0) * n
-        k = min(int(s), n - 1)
-        u = (s - k) / self.shift_fraction if self.shift_fraction > 0 else 1.0
-        if u >= 1.0:
-            return self.shifts[k].copy()
-        w = 0.5 - 0.5 * math.cos(math.pi * u)
-        return (1.0 - w) * self.shifts[k - 1] + w * self.shifts[k]
+        out = np.zeros(2)
+        _body_shift(self.shifts, float(self.shift_fraction), float(phase), out)
+        return out
 
     def foot_targets(self, t: float, out: Optional[np.ndarray] = None) -> np.ndarray:
         """Foot targets (n_walking, 3) m, base_link, at gait time t (s): gait feet minus the body shift."""
         g = self.gait
         out = np.empty_like(g.neutral) if out is None else out
-        gait_targets(g.prm, g.offsets, g.neutral, g.stride, float(t), out)
-        out[:, :2] -= self.body_shift(float(t) / g.cycle_time)
+        _plan_feet(g.prm, g.offsets, g.neutral, g.stride, self._shifts(), float(self.shift_fraction), float(t),
+                   np.empty(2), out)
         return out
+
+    def _shifts(self) -> np.ndarray:
+        return np.ascontiguousarray(self.shifts, dtype=np.float64).reshape(-1, 2)
 
     @property
     def label(self) -> str:
         return "%s(%s)" % (self.kind, ",".join(self.order))
+
+    def copy(self) -> "GaitPlan":
+        """An independent copy (the gait controller trims the stride of the plan it runs; a cached plan stays
+        as planned)."""
+        g = copy.copy(self.gait)
+        g.neutral, g.stride, g.command = self.gait.neutral.copy(), self.gait.stride.copy(), self.gait.command.copy()
+        return dataclasses.replace(self, gait=g, shifts=self.shifts.copy(), folded=dict(self.folded))
 
 
 @dataclass
@@ -289,13 +439,34 @@ class NoStableGait:
     margin: float
     folded: Dict[str, Tuple[float, float, float]] = field(default_factory=dict)
     stable: bool = False
+    kind: str = "stance"      # "planning": the stance held while a plan is being computed
 
     @property
     def label(self) -> str:
-        return "stance"
+        return self.kind
+
+    def copy(self) -> "NoStableGait":
+        return dataclasses.replace(self, stance=self.stance.copy(), shift=self.shift.copy(), folded=dict(self.folded))
 
 
 PlanResult = Union[GaitPlan, NoStableGait]
+
+
+def common_morphologies(n_joints: Sequence[int], leg_names: Sequence[str]) -> List[List[int]]:
+    """Links per leg of the morphologies worth planning ahead: every single-leg loss (0 .. n-1 links kept)
+    and the paper's scenarios (``sim.scenarios.SCENARIOS``)."""
+    from jethexa_dynamics.sim.scenarios import SCENARIOS
+
+    out = []
+    for i, n in enumerate(n_joints):
+        for k in range(int(n)):
+            v = [int(m) for m in n_joints]
+            v[i] = k
+            out.append(v)
+    for lost, _ in SCENARIOS.values():
+        if lost:
+            out.append([int(lost.get(leg, n)) for leg, n in zip(leg_names, n_joints)])
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- planner
@@ -343,6 +514,7 @@ class GaitPlanner:
         self.vy_allowance = float(vy_allowance)
         self.samples = int(samples)
         self._base_gaits = {}
+        self._masks = {}
         self.speed_scales = tuple(float(k) for k in speed_scales)
         # the servos' speed: the URDF's joint velocity limit unless given
         self.max_joint_rate = float(np.min(self.robot.joint_velocity) if max_joint_rate is None else max_joint_rate)
@@ -356,8 +528,13 @@ class GaitPlanner:
         return walk, folded
 
     def _mask(self, links_per_leg):
+        """Link existence (n_legs, max_links) of a morphology (cached: the planner asks for it per candidate)."""
         from jethexa_dynamics.model import Morphology
-        return Morphology.from_vector(self.robot, links_per_leg).link_mask
+
+        key = tuple(int(k) for k in links_per_leg)
+        if key not in self._masks:
+            self._masks[key] = Morphology.from_vector(self.robot, list(key)).link_mask
+        return self._masks[key]
 
     def _theta(self, idx, feet, folded, out):
         """Full joint vector for walking feet (base_link) + folded legs; False if a foot is unreachable."""
@@ -386,15 +563,39 @@ class GaitPlanner:
                 neutral[j, 0] += spread if side + "F" not in present else -spread
         return neutral
 
-    def _trims(self):
-        """(dvy m/s, dwz rad/s) corners of the heading hold's correction range the plan must tolerate."""
-        a, v = self.yaw_allowance, self.vy_allowance
+    def _balanced_neutral(self, neutral, idx, folded, lpl):
+        """Neutral feet spread evenly around the centre of mass: seen from the CoM c (model, at the given
+        stance), the n feet at angles a_i (sorted) move to c + |f_i - c| (cos a_i', sin a_i') with
+        a_i' = a0 + 2 pi i / n and a0 the least-squares fit (mean of a_i - 2 pi i / n): the support polygon
+        loses its wide gaps where legs are missing, so no swing leaves the CoM near an edge."""
+        th = np.zeros(len(self.robot.joint_names))
+        if not self._theta(idx, neutral, folded, th):
+            raise ValueError("stance unreachable")
+        c = center_of_mass(self.robot, th, self._mask(lpl))[:2]
+        rel = neutral[:, :2] - c
+        a = np.arctan2(rel[:, 1], rel[:, 0])
+        n = len(a)
+        order = np.argsort(a)
+        even = 2.0 * np.pi * np.arange(n) / n
+        target = np.empty(n)
+        target[order] = np.mean(a[order] - even) + even
+        d = np.hypot(rel[:, 0], rel[:, 1])
+        out = neutral.copy()
+        out[:, 0] = c[0] + d * np.cos(target)
+        out[:, 1] = c[1] + d * np.sin(target)
+        return out
+
+    def _trims(self, allow=None):
+        """(dvy m/s, dwz rad/s) corners of the heading hold's correction range the plan must tolerate;
+        ``allow`` = (yaw rad/s, vy m/s), default the planner's."""
+        a, v = (self.yaw_allowance, self.vy_allowance) if allow is None else allow
         return [(0.0, 0.0), (0.0, a), (0.0, -a), (v, a), (-v, -a), (v, -a), (-v, a)]
 
-    def _design_strides(self, gait, command):
+    def _design_strides(self, gait, command, allow=None):
         vx, vy, wz = command
         out = []
-        for dvy, dw in [self._trims()[0]] + self._trims()[3:]:   # nominal + the four corners
+        trims = self._trims(allow)
+        for dvy, dw in [trims[0]] + trims[3:]:   # nominal + the four corners
             s = np.zeros((len(gait.neutral), 2))
             stride_vectors(gait.neutral, gait.duty, gait.cycle_time, vx, vy + dvy, wz + dw, s)
             out.append(s)
@@ -404,45 +605,31 @@ class GaitPlanner:
         """Largest |d theta / dt| (rad/s) of the plan's joint targets over one cycle (finite differences of the
         IK at ``samples`` phases, design command); inf if a target is unreachable."""
         g = plan.gait
-        idx = [self.geometry.names.index(leg) for leg in plan.legs]
-        th = np.zeros(len(self.robot.joint_names))
-        feet = np.empty_like(g.neutral)
-        dt = g.cycle_time / samples
-        prev, peak = None, 0.0
-        for k in range(samples + 1):
-            plan.foot_targets(k * dt, feet)
-            if not self._theta(idx, feet, {}, th):
-                return math.inf
-            if prev is not None:
-                peak = max(peak, float(np.max(np.abs(th - prev))) / dt)
-            prev = th.copy()
-        return peak
+        idx = np.array([self.geometry.names.index(leg) for leg in plan.legs], dtype=np.int64)
+        return float(_peak_rate(g.prm, g.offsets, g.neutral, g.stride, plan._shifts(), float(plan.shift_fraction),
+                                self.geometry.geom, self.geometry.limits, idx, int(samples)))
 
     def evaluate(self, plan: GaitPlan, links_per_leg, command=None, samples: Optional[int] = None) -> np.ndarray:
         """Static margin (m) at ``samples`` phases of one cycle of ``plan`` for ``command`` (default: the
         plan's design command), CoM from the model at the commanded joint angles; -inf where unreachable."""
+        return self._margins(plan, self._mask(links_per_leg), command, samples)
+
+    def _margins(self, plan: GaitPlan, mask, command=None, samples: Optional[int] = None) -> np.ndarray:
         g = plan.gait
-        idx = [self.geometry.names.index(leg) for leg in plan.legs]
-        saved = g.stride.copy()
+        idx = np.array([self.geometry.names.index(leg) for leg in plan.legs], dtype=np.int64)
+        stride = g.stride
         if command is not None:
-            stride_vectors(g.neutral, g.duty, g.cycle_time, command[0], command[1], command[2], g.stride)
-        mask = self._mask(links_per_leg)
-        n = samples or self.samples
-        out = np.empty(n)
+            stride = np.empty_like(g.stride)
+            stride_vectors(g.neutral, g.duty, g.cycle_time, command[0], command[1], command[2], stride)
         th = np.zeros(len(self.robot.joint_names))
-        feet = np.empty_like(g.neutral)
-        try:
-            for k in range(n):
-                t = g.cycle_time * (k + 0.5) / n
-                plan.foot_targets(t, feet)
-                if not self._theta(idx, feet, plan.folded, th):
-                    out[k] = -math.inf
-                    continue
-                c = center_of_mass(self.robot, th, mask)
-                down = [j for j in range(len(idx)) if not in_swing(g.prm, g.offsets, t, j)]
-                out[k] = support_margin(feet[down, :2], c[:2])
-        finally:
-            g.stride[:] = saved
+        for leg, ang in plan.folded.items():
+            i = self.geometry.names.index(leg)
+            th[3 * i:3 * i + 3] = ang
+        n = int(samples or self.samples)
+        out = np.empty(n)
+        _cycle_margins(g.prm, g.offsets, g.neutral, stride, plan._shifts(), float(plan.shift_fraction),
+                       self.geometry.geom, self.geometry.limits, idx, th,
+                       np.ascontiguousarray(mask, dtype=np.float64), self.robot.full.kernel_data, n, out)
         return out
 
     # -- planning ---------------------------------------------------------------------------------------
@@ -462,7 +649,7 @@ class GaitPlanner:
             g = Gait(self.geometry, kind=self.kind, cycle_time=self.cycle_time, **self.gait_kw)
             g.set_command(cmd)
             plan = GaitPlan(names, g, self.kind, list(names), np.zeros((0, 2)), 0.0, folded, 0.0,
-                            self.required_margin)
+                            self.required_margin, yaw_allowance=self.yaw_allowance, vy_allowance=self.vy_allowance)
             plan.min_margin = float(self.evaluate(plan, lpl).min())
             if plan.min_margin >= self.required_margin:
                 return plan
@@ -472,61 +659,106 @@ class GaitPlanner:
         if len(idx_try) < MIN_FEET:
             return self._no_gait("%d feet left (%s): a statically stable gait needs >= %d (one lifted, "
                                  "three down)" % (len(idx), ",".join(names) or "none", MIN_FEET), lpl, idx, folded)
-        best, best_lp = None, -math.inf
-        too_fast = set()                        # speed scales whose crawl the servos cannot follow
-        cands = self._candidates()
-        groups = []
-        for s in self.speed_scales:             # per speed, the preferred stance alone first: usually it passes
-            same = [c for c in cands if c[1] == s]
-            groups += [same[:1], same[1:]]
-        for group in groups:
-            skeletons = []
-            for height, scale, spread in group:
-                if scale in too_fast:
-                    continue
-                try:
-                    skeletons.append(self._crawl_skeleton(lpl, idx, folded, cmd * scale, spread, height) + (scale,))
-                except ValueError:
-                    continue            # a stance or stride the legs cannot reach
-            problems = [pr for sk in skeletons for pr in sk[1]]
-            solved = chebyshev_shifts(problems, self.max_shift, self.required_margin + MARGIN_HEADROOM)
-            k0 = 0
-            for plan, probs, c, scale in skeletons:
-                sol = solved[k0:k0 + len(probs)]
-                k0 += len(probs)
-                plan.shifts = np.array([b for b, _ in sol])
-                r = min(r for _, r in sol)
-                best_lp = max(best_lp, r)
-                if r < self.required_margin or scale in too_fast:
-                    continue            # the LP (sampled swing windows) already falls short: not worth verifying
-                # the servos must follow it: the joint rate grows with the speed, hardly with the stance, so
-                # one failure at a speed skips the other stances at that speed
-                plan.peak_joint_rate = self.peak_joint_rate(plan)
-                if plan.peak_joint_rate > self.max_joint_rate:
-                    too_fast.add(scale)
-                    continue
-                # verify over the whole cycle, for the design command and the heading hold's correction range
-                plan.min_margin = float(min(self.evaluate(plan, lpl, command=(c[0], c[1] + dvy, c[2] + dw)).min()
-                                            for dvy, dw in self._trims()))
-                if plan.min_margin >= self.required_margin:
-                    return plan
-                if best is None or plan.min_margin > best.min_margin:
-                    best = plan
+        mask = self._mask(lpl)
+        # preference: the first stage's preferred stance (spread 0, full height) at each speed; then the second
+        # stage's (used only if all those fail): every foot moved around the CoM to even out the support
+        # (per-foot stance), a tighter LP target (smaller shifts keep the feet in reach), the planner's
+        # heading-hold envelope then a narrower one; then the other stances of both stages. One LP per group,
+        # solved only when the search reaches it.
+        first, second = self._candidates(), (self._candidates_balanced() if len(idx) < self.geometry.n_legs else [])
+        heads1 = [c for c in first if c[0] == self.gait_kw["body_height"] and c[2] == self.spreads[0]]
+        heads2 = [c for c in second if c[0] == self.gait_kw["body_height"]]
+        groups = [heads1, heads2, [c for c in first if c not in heads1], [c for c in second if c not in heads2]]
+        found, best, best_lp = self._search(lpl, idx, folded, cmd, mask, [gr for gr in groups if gr])
+        if found is not None:
+            return found
         got = best.min_margin if best is not None else best_lp
         return self._no_gait("no statically stable gait for legs %s: best margin %.4f m < required %.4f m"
                              % (",".join(names), got, self.required_margin), lpl, idx, folded)
 
+    def _search(self, lpl, idx, folded, cmd, mask, groups):
+        """Try the candidates of ``groups`` in order: (first passing plan or None, best failing plan or None,
+        best LP margin). The shifts of a group come from one LP, solved when the search first reaches the group;
+        a candidate is verified only after every candidate before it was."""
+        best, best_lp = None, -math.inf
+        too_fast = set()                        # (speed, envelope, stance) whose crawl the servos cannot follow
+        cands = [c for gr in groups for c in gr]
+        group_of = {c: gr for gr in groups for c in gr}
+        solved = {}
+
+        def solve(group):
+            skeletons = []
+            for c in group:
+                height, scale, spread, cap, allow, stance = c
+                if (scale, allow, stance) in too_fast:
+                    solved[c] = None
+                    continue
+                try:
+                    skeletons.append((c,) + self._crawl_skeleton(lpl, idx, folded, cmd * scale, spread, height,
+                                                                 allow, stance))
+                except ValueError:
+                    solved[c] = None        # a stance or stride the legs cannot reach
+            problems = [(pr, c[3]) for sk in skeletons for pr in sk[2]]
+            caps = sorted({cap for _, cap in problems})
+            sols = {}
+            for cap in caps:                # one LP per target margin
+                sub = [pr for pr, cp in problems if cp == cap]
+                sols[cap] = iter(chebyshev_shifts(sub, self.max_shift, cap))
+            for c, plan, probs, design in skeletons:
+                sol = [next(sols[c[3]]) for _ in probs]
+                plan.shifts = np.array([b for b, _ in sol])
+                solved[c] = (plan, min(r for _, r in sol), design)
+
+        for c in cands:
+            if (c[1], c[4], c[5]) in too_fast:
+                continue
+            if c not in solved:
+                solve(group_of[c])
+            if solved.get(c) is None:
+                continue
+            plan, r, design = solved[c]
+            height, scale, spread, cap, allow, stance = c
+            best_lp = max(best_lp, r)
+            if r < self.required_margin:
+                continue            # the LP (sampled swing windows) already falls short: not worth verifying
+            # the servos must follow it: the joint rate grows with the speed, hardly with the stance, so one
+            # failure at a speed skips the other stances at that speed
+            plan.peak_joint_rate = self.peak_joint_rate(plan)
+            if plan.peak_joint_rate > self.max_joint_rate:
+                too_fast.add((scale, allow, stance))
+                continue
+            # verify over the whole cycle, for the design command and the heading hold's correction range
+            plan.min_margin = float(min(self._margins(plan, mask, command=(design[0], design[1] + dvy,
+                                                                          design[2] + dw)).min()
+                                        for dvy, dw in self._trims(allow)))
+            if plan.min_margin >= self.required_margin:
+                return plan, best, best_lp
+            if best is None or plan.min_margin > best.min_margin:
+                best = plan
+        return None, best, best_lp
+
     def _candidates(self):
-        """(body height m, command scale, spread m) in order of preference: full speed and height first."""
+        """(body height m, command scale, spread m, LP target m, (yaw, vy) envelope, stance) in order of
+        preference: full speed and height first."""
         h0 = self.gait_kw["body_height"]
+        cap = self.required_margin + MARGIN_HEADROOM
+        allow = (self.yaw_allowance, self.vy_allowance)
+        return [(height, scale, spread, cap, allow, "spread") for scale in self.speed_scales
+                for height in (h0, h0 - 0.02) for spread in self.spreads]
+
+    def _candidates_balanced(self):
+        """Second stage (``plan``): the balanced stance, LP target ``required_margin + BALANCED_HEADROOM``, the
+        planner's envelope then ``NARROW_ENVELOPE`` of it, each at every speed and both heights."""
+        h0 = self.gait_kw["body_height"]
+        cap = self.required_margin + BALANCED_HEADROOM
         out = []
-        for scale in self.speed_scales:
-            for height in (h0, h0 - 0.02):
-                for spread in self.spreads:
-                    out.append((height, scale, spread))
+        for k in (1.0, NARROW_ENVELOPE):
+            allow = (self.yaw_allowance * k, self.vy_allowance * k)
+            out += [(height, scale, 0.0, cap, allow, "balanced") for scale in self.speed_scales
+                    for height in (h0, h0 - 0.02)]
         return out
 
-    def _crawl_skeleton(self, lpl, idx, folded, cmd, spread, height):
+    def _crawl_skeleton(self, lpl, idx, folded, cmd, spread, height, allow=None, stance="spread"):
         """A crawl for one candidate without its shifts: (plan, [(polygons, com_xy)] per slot, command)."""
         g_all = self.geometry
         names = [g_all.names[i] for i in idx]
@@ -544,7 +776,10 @@ class GaitPlanner:
                                          cycle_time=self.crawl_cycle_time, profile="linear", **kw)
         base = self._base_gaits[key]
         gait = copy.copy(base)
-        gait.neutral = self._spread_neutral(base.neutral, names, spread)
+        if stance == "balanced":
+            gait.neutral = self._balanced_neutral(base.neutral, idx, folded, lpl)
+        else:
+            gait.neutral = self._spread_neutral(base.neutral, names, spread)
         gait.stride = np.zeros_like(base.stride)
         gait.command = np.zeros(3)
         gait._check_stance()
@@ -554,22 +789,32 @@ class GaitPlanner:
         if not self._theta(idx, gait.neutral, folded, th):
             raise ValueError("stance unreachable")
         com = center_of_mass(self.robot, th, mask)[:2]
-        strides = self._design_strides(gait, cmd)
-        problems = []
-        feet = np.empty_like(gait.neutral)
-        T = gait.cycle_time
-        for k, leg in enumerate(order):
-            j = names.index(leg)
-            polys = []
-            for u in np.linspace(0.0, 1.0, 4):
-                t = T * (k + f + u * (1.0 - f)) / n
-                for s in strides:
-                    gait_targets(gait.prm, gait.offsets, gait.neutral, s, t, feet)
-                    polys.append(np.delete(feet[:, :2], j, axis=0))
-            problems.append((polys, com))
+        strides = self._design_strides(gait, cmd, allow)
+        slots = np.array([names.index(leg) for leg in order], dtype=np.int64)
+        polys = _swing_polygons(gait.prm, gait.offsets, gait.neutral, np.ascontiguousarray(np.array(strides)), slots,
+                                f, 4)
+        problems = [(polys[k], com) for k in range(n)]
+        allow = (self.yaw_allowance, self.vy_allowance) if allow is None else allow
         plan = GaitPlan(names, gait, "crawl", order, np.zeros((n, 2)), f, folded, -math.inf,
-                        self.required_margin, spread)
+                        self.required_margin, spread, yaw_allowance=float(allow[0]), vy_allowance=float(allow[1]),
+                        stance=stance)
         return plan, problems, cmd
+
+    def interim_stance(self, links_per_leg: Sequence[int]) -> NoStableGait:
+        """The stance held while a plan for ``links_per_leg`` is being computed (cheap: no LP, no search):
+        every walking foot down at the healthy gait's neutral position, no body shift, footless legs folded;
+        ``margin`` is its static margin (m) with the model's CoM (with four or more feet spread around the
+        body it is positive; the plan's blend then moves the body)."""
+        lpl = [int(k) for k in links_per_leg]
+        idx, folded = self._split(lpl)
+        names = [self.geometry.names[i] for i in idx]
+        feet = self.healthy.neutral[idx].copy()
+        margin = -math.inf
+        th = np.zeros(len(self.robot.joint_names))
+        if idx and self._theta(idx, feet, folded, th):
+            margin = support_margin(feet[:, :2], center_of_mass(self.robot, th, self._mask(lpl))[:2])
+        return NoStableGait("re-planning the gait for this morphology", names, feet, np.zeros(2), float(margin),
+                            folded, kind="planning")
 
     def _no_gait(self, reason, lpl, idx, folded) -> NoStableGait:
         names = [self.geometry.names[i] for i in idx]

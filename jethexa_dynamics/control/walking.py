@@ -14,10 +14,17 @@
   ``set_trim`` applies the heading hold's per-tick correction without re-validating (the plan is verified
   over the planner's ``yaw_allowance`` / ``vy_allowance``; the trim is clamped to them and may only slow
   the walk down).
+* ``background=True`` (the gait controller node): the re-planning runs in a ``PlanWorker`` thread, never in
+  the caller's callback. On a morphology change the targets blend at once to the planner's interim stance
+  (every walking foot down, footless legs folded; status gait ``planning``); ``step`` switches (with a
+  blend) to the plan when it is ready. A newer morphology supersedes a plan still being computed; plans
+  are cached per (morphology, command), and ``prefetch`` computes likely ones ahead.
 """
 from __future__ import annotations
 
 import math
+import threading
+from collections import deque
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -37,6 +44,101 @@ def remaining_leg_offsets(legs: Sequence[str]) -> Tuple[List[float], float]:
     return [(-start[leg]) % 1.0 for leg in legs], 1.0 - 1.0 / n
 
 
+class PlanWorker:
+    """``planner.plan`` off the caller's thread (issue 12: a re-plan must never stall the node's executor).
+
+    One daemon thread. ``request(lpl, command)`` returns a request id and replaces any request not yet
+    started; ``take(rid)`` returns the result of request ``rid`` once it is ready (else None) and only while
+    ``rid`` is the newest request, so a newer morphology always wins over a plan still being computed.
+    Results are cached per (morphology, command) (``cached``); ``prefetch`` queues morphologies to plan while
+    nothing is requested. An exception raised by the planner (a bug) is re-raised, with its traceback, by the
+    next ``take``/``cached`` call in the caller's thread. Cached results are shared: copy before mutating.
+    """
+
+    def __init__(self, planner):
+        self.planner = planner
+        self._cv = threading.Condition()
+        self._newest = 0              # id of the newest request
+        self._next = None             # (id, key) not started yet
+        self._done = None             # (id, result) of the newest request, once finished
+        self._queue = deque()         # prefetch keys
+        self._cache = {}
+        self._error = None
+        self._closed = False
+        self.busy = False             # the thread is planning (tests/diagnostics)
+        self.computed = 0             # plans computed (not cache hits)
+        self._thread = threading.Thread(target=self._run, name="gait-replan", daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def key(lpl, command):
+        return tuple(int(k) for k in lpl), tuple(float(c) for c in command)
+
+    def _raise_error(self):
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
+
+    def cached(self, lpl, command):
+        with self._cv:
+            self._raise_error()
+            return self._cache.get(self.key(lpl, command))
+
+    def request(self, lpl, command) -> int:
+        with self._cv:
+            self._newest += 1
+            self._next = (self._newest, self.key(lpl, command))
+            self._done = None
+            self._cv.notify()
+            return self._newest
+
+    def prefetch(self, morphologies, command) -> None:
+        with self._cv:
+            self._queue.extend(self.key(m, command) for m in morphologies)
+            self._cv.notify()
+
+    def take(self, rid: int):
+        with self._cv:
+            self._raise_error()
+            if self._done is not None and self._done[0] == rid == self._newest:
+                res, self._done = self._done[1], None
+                return res
+            return None
+
+    def close(self) -> None:
+        with self._cv:
+            self._closed = True
+            self._cv.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while self._next is None and not self._queue and not self._closed:
+                    self._cv.wait()
+                if self._closed:
+                    return
+                if self._next is not None:
+                    (rid, key), self._next = self._next, None
+                else:
+                    rid, key = None, self._queue.popleft()
+                res = self._cache.get(key)
+                self.busy = res is None
+            if res is None:
+                try:
+                    res = self.planner.plan(list(key[0]), key[1])
+                except BaseException as exc:    # handed to the caller's thread, not swallowed
+                    with self._cv:
+                        self._error, self.busy = exc, False
+                    continue
+            with self._cv:
+                self.busy = False
+                if key not in self._cache:
+                    self.computed += 1
+                    self._cache[key] = res
+                if rid is not None and rid == self._newest:
+                    self._done = (rid, res)
+
+
 class WalkingGait:
     """Joint targets of the walking legs for a velocity command, following the morphology.
 
@@ -47,13 +149,20 @@ class WalkingGait:
     def __init__(self, geometry: LegGeometry, joint_names: Sequence[str], kind: str = "tripod",
                  cycle_time: float = 1.3, step_height: float = 0.02, body_height: float = 0.12,
                  stance_radius: float = 0.13, n_joints: Optional[Sequence[int]] = None, recovery: bool = False,
-                 robot=None, design_command: Sequence[float] = (0.05, 0.0, 0.0)):
+                 robot=None, design_command: Sequence[float] = (0.05, 0.0, 0.0), background: bool = False,
+                 planner=None):
         self.full = geometry
         self.recovery = bool(recovery)
         self.robot = robot
         self.design_command = np.asarray(design_command, dtype=float)
         self.plan = None          # recovery: the GaitPlan / NoStableGait in use
-        self._planner = None
+        self._planner = planner   # recovery: a GaitPlanner (built from the settings unless given)
+        self._planner_settings = None
+        self.background = bool(background)
+        self._worker = None       # background: the PlanWorker
+        self._pending = None      # background: (request id, morphology change?) of the plan awaited
+        self._interim_for = None  # background: the morphology of the interim stance held
+        self.switches = 0         # recovery: gait switches so far (a node logs each new gait)
         self._blend = None        # (elapsed s, duration s, {joint name: start target})
         self._last = {}           # last targets sent, by joint name
         self.joint_names = list(joint_names)
@@ -111,21 +220,84 @@ class WalkingGait:
         from jethexa_dynamics.control.replan import GaitPlanner
         from jethexa_dynamics.model import LeggedRobot
 
-        if self._planner is None or self._planner_settings != st:
+        if self._planner is None or (self._planner_settings is not None and self._planner_settings != st):
             self.robot = self.robot or LeggedRobot.jethexa()
             self._planner = GaitPlanner(self.robot, self.full, kind=st["kind"], cycle_time=st["cycle_time"],
                                         step_height=st["step_height"], body_height=st["body_height"],
                                         stance_radius=st["stance_radius"])
             self._planner_settings = dict(st)
+            if self._worker is not None:
+                self._worker.close()
+                self._worker = None
+        elif self._planner_settings is None:
+            self._planner_settings = dict(st)     # a planner given by the caller: these are its settings
+        if self.background and self._worker is None:
+            self._worker = PlanWorker(self._planner)
+            self._planner.interim_stance(lpl)   # loads its kernels here, not in the first morphology callback
         self.settings, self.links_per_leg = st, lpl
         design = self.command if np.any(self.command) else self.design_command
-        self._switch(self._planner.plan(lpl, design))
+        self._request_plan(lpl, design, morphology=True)
+
+    def _request_plan(self, lpl: List[int], command, morphology: bool) -> None:
+        """Plan for (lpl, command): at once (no worker, or a cached plan), else ask the worker and, for a
+        morphology change, blend to the interim stance until the plan is ready (``_poll``)."""
+        if self._worker is None or self.plan is None:     # the first plan (construction) is made here
+            self._pending = None
+            self._apply(self._planner.plan(lpl, command), morphology)
+            return
+        hit = self._worker.cached(lpl, command)
+        if hit is not None:
+            self._pending = None
+            self._apply(hit.copy(), morphology)
+            return
+        morphology = morphology or (self._pending is not None and self._pending[1])
+        if morphology and not (getattr(self.plan, "kind", "") == "planning" and self._interim_for == list(lpl)):
+            self._switch(self._planner.interim_stance(lpl))
+            self._interim_for = list(lpl)
+        # last: the worker competes for the GIL once it runs
+        self._pending = (self._worker.request(lpl, command), morphology)
+
+    def _apply(self, new, morphology: bool) -> None:
+        """Use a finished plan: always after a morphology change; after a command change only if it walks or
+        the current one does not (a command no stable gait carries keeps the gait that walks)."""
+        from jethexa_dynamics.control.replan import GaitPlan
+
+        if morphology or isinstance(new, GaitPlan) or not isinstance(self.plan, GaitPlan):
+            self._switch(new)
+
+    def _poll(self) -> None:
+        """Background: switch to the awaited plan if the worker has finished it."""
+        if self._pending is None:
+            return
+        res = self._worker.take(self._pending[0])
+        if res is not None:
+            morphology = self._pending[1]
+            self._pending = None
+            self._apply(res.copy(), morphology)
+
+    @property
+    def planning(self) -> bool:
+        """Background: a plan is being computed (the interim stance or the previous gait is held)."""
+        return self._pending is not None
+
+    def prefetch(self, morphologies: Sequence[Sequence[int]]) -> None:
+        """Background: plan these morphologies (links per leg) ahead for the design command, in the worker,
+        while nothing else is asked of it; a later change to one of them then switches at once."""
+        if self._worker is not None:
+            design = self.command if np.any(self.command) else self.design_command
+            self._worker.prefetch(morphologies, design)
+
+    def close(self) -> None:
+        """Stop the background worker (if any)."""
+        if self._worker is not None:
+            self._worker.close()
 
     def _switch(self, plan) -> None:
         """Use ``plan`` (GaitPlan or NoStableGait); blend from the last targets sent."""
         from jethexa_dynamics.control.replan import GaitPlan
 
         self.plan = plan
+        self.switches += 1
         names = self.full.names
         walking = [names.index(leg) for leg in plan.legs]
         folded = [names.index(leg) for leg in plan.folded]
@@ -173,7 +345,8 @@ class WalkingGait:
 
     def set_trim(self, command: Sequence[float]) -> np.ndarray:
         """Recovery: the heading hold's corrected command for this tick (vx, vy, wz), clamped to the plan's
-        verified envelope (|wz - wz_cmd| <= yaw_allowance, |vy - vy_cmd| <= vy_allowance, |vx| <= |vx_cmd|).
+        verified envelope (|wz - wz_cmd| <= plan.yaw_allowance, |vy - vy_cmd| <= plan.vy_allowance,
+        |vx| <= |vx_cmd|).
         Returns what is applied."""
         if not self.recovery or self.gait is None:
             return self.applied
@@ -181,7 +354,7 @@ class WalkingGait:
         if not np.all(np.isfinite(c)):
             return self.applied
         base = self._design
-        lim, limv = self._planner.yaw_allowance, self._planner.vy_allowance
+        lim, limv = self.plan.yaw_allowance, self.plan.vy_allowance     # the envelope this plan is verified over
         vx = math.copysign(min(abs(c[0]), abs(base[0])), base[0]) if base[0] != 0.0 else 0.0
         vy = min(max(c[1], base[1] - limv), base[1] + limv)
         wz = min(max(c[2], base[2] - lim), base[2] + lim)
@@ -210,6 +383,8 @@ class WalkingGait:
         if len(lpl) != self.full.n_legs:
             raise ValueError("morphology: %d entries, expected %d" % (len(lpl), self.full.n_legs))
         before = list(self.leg_index)
+        if self.recovery and lpl == self.links_per_leg and self.plan is not None:
+            return False            # the same morphology again (latched topic, repeats): nothing to re-plan
         self._build(links_per_leg=lpl)
         return before != self.leg_index
 
@@ -261,7 +436,7 @@ class WalkingGait:
             return self.applied
         plan = self.plan
         if isinstance(plan, GaitPlan):
-            saved = plan.gait.stride.copy()
+            saved, saved_cmd = plan.gait.stride.copy(), plan.gait.command.copy()
             try:
                 plan.gait.set_command(cmd)
                 ok = self._planner.evaluate(plan, self.links_per_leg, command=cmd, samples=24).min() \
@@ -272,10 +447,8 @@ class WalkingGait:
                 self._design = cmd.copy()
                 self.applied = cmd.copy()
                 return self.applied
-            plan.gait.stride[:] = saved
-        new = self._planner.plan(self.links_per_leg, cmd)
-        if isinstance(new, GaitPlan) or not isinstance(plan, GaitPlan):
-            self._switch(new)
+            plan.gait.stride[:], plan.gait.command = saved, saved_cmd
+        self._request_plan(self.links_per_leg, cmd, morphology=False)
         return self.applied
 
     def step(self, dt: float, walking: bool) -> Tuple[List[str], np.ndarray]:
@@ -296,6 +469,7 @@ class WalkingGait:
         self._blend = [0.0, self.blend_time, prev.copy()] if dq > 0.0 else None
 
     def _step_recovery(self, dt: float, walking: bool) -> np.ndarray:
+        self._poll()
         moving = walking and self.gait is not None
         prev = getattr(self, "_prev_targets", None)
         if moving != getattr(self, "_moving", moving) and prev is not None and len(prev) == len(self.names):

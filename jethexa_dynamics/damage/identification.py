@@ -36,6 +36,10 @@ snapshot taken at the window start, so screening adds no delay. Within such an e
 already ruled out (below ``prune`` times the most probable) are no longer simulated, until the confirmed
 model is surprised again.
 
+Data gaps: an IMU or joint-state stream silent longer than ``max_gap`` (a stalled executor, a dropped link)
+leaves its window, and those starting within ``gap_settle`` after the data resumes, unscored: the models are
+driven through them by the commands and re-anchored after them (``gaps``, ``skipped_windows``).
+
 Streams: times in seconds on any single clock; joint vectors in ``robot.joint_names`` order (rad);
 quaternions (w, x, y, z) world <- base_link; gyro rad/s in base_link axes. Bad samples (NaN/inf, wrong
 size, time going backwards) are rejected and counted (``rejections``), never raised: a live node keeps
@@ -112,18 +116,22 @@ class DamageIdentifier:
     accumulating meanwhile); ``min_gain`` how many times smaller the winner's recent mean square residual
     must be than the confirmed model's (an effect size: a real break gives ~100x, see the module
     docstring); ``prune`` during a bank episode, hypotheses below this fraction of the most probable one are
-    no longer simulated (0: never); ``morphology`` initial links per leg.
+    no longer simulated (0: never); ``max_gap`` s: an IMU or joint-state stream silent longer than this (an
+    executor stall, a dropped link) is a data gap -- the window it falls in, and those starting within
+    ``gap_settle`` s after the data resumes, are driven through by the commands but not scored (a stalled
+    plant or a stale anchor is not evidence of damage); ``morphology`` initial links per leg.
     """
 
     def __init__(self, robot=None, window=0.5, threshold=0.9, confirm=2, stay_prior=0.95, forget=0.85,
                  sigma_rp=math.radians(0.25), sigma_yaw=math.radians(0.25), samples=5, dt=2e-3, screen=True,
-                 screen_z=1.2, quiet=2.0, min_gain=3.0, prune=1e-6, morphology=None):
+                 screen_z=1.2, quiet=2.0, min_gain=3.0, prune=1e-6, max_gap=0.2, gap_settle=0.3, morphology=None):
         checks = (("window", window, 0.2, 3.0), ("threshold", threshold, 0.5, 0.999),
                   ("confirm", confirm, 1, 10), ("stay_prior", stay_prior, 0.5, 0.999),
                   ("forget", forget, 0.0, 1.0), ("sigma_rp", sigma_rp, 1e-4, 0.2),
                   ("sigma_yaw", sigma_yaw, 1e-4, 0.2), ("samples", samples, 1, 50), ("dt", dt, 2e-4, 5e-3),
                   ("screen_z", screen_z, 0.5, 100.0), ("quiet", quiet, 0.0, 10.0),
-                  ("min_gain", min_gain, 1.0, 100.0), ("prune", prune, 0.0, 0.1))
+                  ("min_gain", min_gain, 1.0, 100.0), ("prune", prune, 0.0, 0.1), ("max_gap", max_gap, 0.02, 5.0),
+                  ("gap_settle", gap_settle, 0.0, 5.0))
         for name, val, lo, hi in checks:
             if not (isinstance(val, (int, float)) and math.isfinite(val) and lo <= val <= hi):
                 raise ValueError("%s=%r outside the allowed range [%g, %g]" % (name, val, lo, hi))
@@ -136,10 +144,18 @@ class DamageIdentifier:
         self.sigma_floor = np.array([sigma_rp, sigma_rp, sigma_yaw], dtype=float)
         self.samples, self.dt, self.screen, self.screen_z = int(samples), float(dt), bool(screen), float(screen_z)
         self.huber_c = 3.0
+        self.learn_z = 3.0        # windows above this z are not learnt into the residual level
+        # called before each further model of a bank window: a live node on a thread of its own pauses there so
+        # the other threads of its process (a servo bus, the executor) get the interpreter between models
+        self.between_models = None
         self.quiet = float(quiet)
         self.min_gain = float(min_gain)
         self.prune = float(prune)
+        self.max_gap, self.gap_settle = float(max_gap), float(gap_settle)
         self._quiet_until = -math.inf
+        self._skip_until = -math.inf       # windows starting before this are driven through, not scored
+        self.gaps = 0                      # data gaps seen (IMU or joints silent longer than max_gap)
+        self.skipped_windows = 0
         n_joints = self.robot.description.n_joints
         healthy = tuple(int(n) for n in n_joints)
         self.max_links = healthy
@@ -168,6 +184,7 @@ class DamageIdentifier:
         self._scale_n = 0
         self._above = 0
         self._candidate = None
+        self._inconclusive = 0
         self._recentre(self.morphology, keep=None)
 
     # ---------------------------------------------------------------------------------------------- set-up
@@ -265,9 +282,16 @@ class DamageIdentifier:
         a = np.asarray(q, dtype=np.float64).reshape(-1)
         if a.shape != (self.nj,) or np.any(np.isinf(a)) or np.all(np.isnan(a)):
             return self._reject("joints", "joints must be %d angles (rad), finite or NaN (unmeasured)" % self.nj)
+        if t - self._t_joint > self.max_gap and math.isfinite(self._t_joint):
+            self._gap(t)
         self._t_joint = t
         self._joints = (t, a.copy())
         return True
+
+    def _gap(self, t):
+        """Data resumed at ``t`` after a gap: the windows until ``t + gap_settle`` are not scored."""
+        self.gaps += 1
+        self._skip_until = max(self._skip_until, t + self.gap_settle)
 
     def on_imu(self, t, quat, gyro, accel=None) -> bool:
         """IMU sample: orientation (w, x, y, z), body rates (rad/s); the acceleration is not used yet.
@@ -284,6 +308,8 @@ class DamageIdentifier:
         R = quat2mat(qv / np.linalg.norm(qv))
         roll, pitch, _ = mat2euler(R, "sxyz")
         yaw_rate = float(R[2] @ w)              # world z component of the body rate
+        if t - self._t_imu > self.max_gap and math.isfinite(self._t_imu):
+            self._gap(t)
         self._t_imu = t
         if self._t_origin is None:
             self._t_origin = t
@@ -382,19 +408,14 @@ class DamageIdentifier:
         yaw change at the times t_s."""
         e = h.engine
         out = np.empty((len(t_s), 3))
-        cmds = [c for c in self._cmds]
+        cmds = list(self._cmds)
         ci = 0
         # the command in force at t0 (issued earlier) is already applied; apply those after t0 in order
         while ci < len(cmds) and cmds[ci][0] <= t0:
             ci += 1
         yaw_prev, unwrap = h.yaw0, 0.0
         for k, ts in enumerate(t_s):
-            while ci < len(cmds) and cmds[ci][0] <= ts:
-                tc, q, mt, idx = cmds[ci]
-                e.advance(tc - self._t_origin)
-                e.set_joint_targets(q, move_time=mt, joints=idx)
-                ci += 1
-            e.advance(ts - self._t_origin)
+            ci = self._drive(e, cmds, ci, ts)
             r, p, y = mat2euler(e.R, "sxyz")
             d = y - yaw_prev
             unwrap += d - 2 * math.pi * round(d / (2 * math.pi))
@@ -402,11 +423,51 @@ class DamageIdentifier:
             out[k] = (r, p, unwrap)
         return out
 
+    def _drive(self, e, cmds, ci, t):
+        """Advance engine ``e`` to ``t``, applying the commands ``cmds[ci:]`` issued up to ``t`` at their
+        times; returns the index of the first command not applied."""
+        while ci < len(cmds) and cmds[ci][0] <= t:
+            tc, q, mt, idx = cmds[ci]
+            e.advance(tc - self._t_origin)
+            e.set_joint_targets(q, move_time=mt, joints=idx)
+            ci += 1
+        e.advance(t - self._t_origin)
+        return ci
+
+    def _skip_window(self, t0, t1):
+        """A window not scored (a data gap, or the settling after one): every running model is driven through
+        it by the commands and re-anchored at the next start -- the first IMU sample after the window when
+        the window holds none after ``t0`` (the gap), else the last one in it."""
+        from jethexa_dynamics.sim.engine import SimulationError
+        after = [x[0] for x in self._imu if x[0] > t0 + 1e-9]
+        inside = [t for t in after if t <= t1 + 1e-9]
+        t_next = inside[-1] if inside else after[0]
+        cmds = list(self._cmds)
+        ci = 0
+        while ci < len(cmds) and cmds[ci][0] <= t0:
+            ci += 1
+        for h in self.hyps:
+            if not h.active or h.pruned:
+                continue
+            try:
+                self._drive(h.engine, cmds, ci, t_next)
+            except SimulationError:
+                self.sim_failures += 1
+                if h is self.hyps[0]:
+                    h.engine.reset_standing()
+                else:
+                    h.active = False
+        self.skipped_windows += 1
+        self._above, self._candidate = 0, None      # a gap adds no confidence to a candidate
+        self._start_window(t_next)
+
     def _simulate_safe(self, h, t0, t_s, meas):
         """Residuals of hypothesis h; a model that fails (falls over, diverges) explains nothing: infinite
         residual this window, and it restarts from the confirmed model at the next bank run."""
         from jethexa_dynamics.sim.engine import SimulationError
         try:
+            if self.between_models is not None:
+                self.between_models()
             return self._simulate(h, t0, t_s) - meas
         except SimulationError:
             self.sim_failures += 1
@@ -418,8 +479,9 @@ class DamageIdentifier:
         t1 = t0 + self.window
         idx = self._sample_times(t0)
         in_win = [x for x in self._imu if x[0] <= t1 + 1e-9]
-        if not idx:
-            self._start_window(in_win[-1][0] if in_win else t1)
+        stale = self._joints is None or t1 - self._joints[0] > self.max_gap     # the joints went silent
+        if not idx or stale or t0 < self._skip_until - 1e-9 or not any(t0 < x[0] <= t1 + 1e-9 for x in self._imu):
+            self._skip_window(t0, t1)
             return
         meas, t_s = self._measured(t0, idx)
         cur = self.hyps[0]
@@ -476,31 +538,35 @@ class DamageIdentifier:
         probs = self.probabilities()
         self.windows += 1
         self.history.append((t1, [(h.links, p) for h, p in zip(self.hyps, probs)]))
-        if z_cur < 0.75 * self.screen_z:       # a damage's residual must not be learnt as model error
-            self._update_scale(e_cur, probs[0])
+        settled = min(0.9, self.stay_prior - 1e-9)
+        if z_cur < self.learn_z and p_prev[0] >= settled:
+            # the residual level of the confirmed model is learnt from every window the belief was settled
+            # before, unless it is gross (a damage's residual must not be learnt as model error); a level learnt
+            # only from the quiet windows (z < 0.9) never reached the live graph's (IMU filter, timing jitter:
+            # healthy windows at z 2-2.6 there, each of which flipped the belief)
+            self._update_scale(e_cur, bias=z_cur < 0.75 * self.screen_z and probs[0] >= settled)
         self._decide(t1, probs)
         self._start_window(in_win[-1][0] if in_win else t1)
 
-    def probabilities(self) -> np.ndarray:
-        """Posterior over ``self.hyps`` (the first is the confirmed morphology); inactive ones count as
-        equal to the confirmed one (no evidence against it)."""
-        n = len(self.hyps)
+    def probabilities(self, hyps=None) -> np.ndarray:
+        """Posterior over ``hyps`` (default ``self.hyps``; the first is the confirmed morphology); inactive
+        ones count as equal to the confirmed one (no evidence against it)."""
+        hyps = self.hyps if hyps is None else hyps
+        n = len(hyps)
         prior = np.full(n, (1.0 - self.stay_prior) / max(n - 1, 1))
         prior[0] = self.stay_prior if n > 1 else 1.0
-        ll = np.array([h.ll if h.active else self.hyps[0].ll for h in self.hyps])
+        ll = np.array([h.ll if h.active else hyps[0].ll for h in hyps])
         a = np.log(prior) + ll - ll.max()
         p = np.exp(a - a.max())
         return p / p.sum()
 
-    def _update_scale(self, e_cur, p_cur):
-        """Slow estimates of the confirmed model's residual level and of the gyro's yaw-rate bias, only
-        while the belief is settled on it (a damage must not be learnt away)."""
-        if p_cur < min(0.9, self.stay_prior - 1e-9):
-            return
+    def _update_scale(self, e_cur, bias):
+        """Slow estimates of the confirmed model's residual level and (``bias``: a quiet window) of the gyro's
+        yaw-rate bias; the caller asks only while the belief is settled (a damage must not be learnt away)."""
         self._scale_n = min(self._scale_n + 1, 40)
         a = 1.0 / self._scale_n
-        # the yaw change at the last sample over the window duration is the bias seen in this window
-        self.gyro_bias += 0.5 * a * float(-e_cur[-1, 2]) / self.window
+        if bias:    # the yaw change at the last sample over the window duration is the bias seen in this window
+            self.gyro_bias += 0.5 * a * float(-e_cur[-1, 2]) / self.window
         ms = np.mean(e_cur ** 2, axis=0)
         ms[2] = np.mean((e_cur[:, 2] - e_cur[-1, 2] * np.arange(1, len(e_cur) + 1) / len(e_cur)) ** 2)
         self._scale2 += a * (ms - self._scale2)
@@ -516,13 +582,22 @@ class DamageIdentifier:
         return out
 
     def _decide(self, t, probs):
-        """A swap needs the leg's probability above ``threshold`` in ``confirm`` consecutive windows; the
-        link count is then the most probable one on that leg (the coxa weighs 20 g: 0 and 1 link are close)."""
+        """A swap needs the leg's probability above ``threshold`` in ``confirm`` windows in a row; the link
+        count is then the most probable one on that leg (the coxa weighs 20 g: 0 and 1 link are close).
+        One inconclusive window in between (no leg above the threshold, the confirmed model not back
+        either: a window of weak signal, e.g. a starved IMU) neither confirms nor breaks the row; another
+        leg above the threshold, or the belief back on the confirmed morphology, does."""
         legs = self.leg_probabilities(probs)
         i = int(np.argmax(legs))
-        if legs[i] < self.threshold or t < self._quiet_until:
+        if t < self._quiet_until:
             self._above, self._candidate = 0, None
             return
+        if legs[i] < self.threshold:
+            self._inconclusive += 1
+            if probs[0] >= 0.5 or self._inconclusive > 1:
+                self._above, self._candidate = 0, None
+            return
+        self._inconclusive = 0
         if self._candidate == i:
             self._above += 1
         else:
@@ -542,10 +617,12 @@ class DamageIdentifier:
 
     # ---------------------------------------------------------------------------------------------- outputs
     def top(self, n=3) -> List[Tuple[Tuple[int, ...], float]]:
-        """The ``n`` most probable hypotheses as (links per leg, probability)."""
-        probs = self.probabilities()
+        """The ``n`` most probable hypotheses as (links per leg, probability). Safe to call from another
+        thread than the one feeding the identifier (it reads one list of hypotheses)."""
+        hyps = self.hyps
+        probs = self.probabilities(hyps)
         order = np.argsort(-probs)[:n]
-        return [(self.hyps[i].links, float(probs[i])) for i in order]
+        return [(hyps[i].links, float(probs[i])) for i in order]
 
     def describe(self, links) -> str:
         """``healthy`` or e.g. ``LM:1`` (the legs short of links)."""

@@ -12,7 +12,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -47,10 +47,12 @@ def scaled_body_robot(scale: float) -> LeggedRobot:
 @dataclass
 class Segment:
     """From ``t`` (s, after the settle time) on: ``walk`` with body command (vx, vy, yaw rate), or ``stand``
-    (the walking legs go to their neutral stance, like the gait controller on a stale command)."""
+    (the walking legs go to their neutral stance, like the gait controller on a stale command); ``gait``
+    (tripod, wave, ripple) switches the controller's gait there (``WalkingGait.configure``: it re-phases)."""
     t: float
     mode: str = "walk"
     command: Tuple[float, float, float] = (0.0, 0.0, 0.0)
+    gait: Optional[str] = None
 
 
 @dataclass
@@ -68,6 +70,12 @@ class WalkConfig:
     joint_rate: float = 50.0
     imu_rate: float = 100.0
     settle: float = 0.5                                             # s standing before the first command
+    # (t s, duration s, "stall" | "sensors"): "stall" = the controller's executor stalls (no command, no
+    # joint state, no IMU sample; the plant holds its last targets), "sensors" = only joints and IMU drop out
+    gaps: List[Tuple[float, float, str]] = field(default_factory=list)
+    recovery: bool = False           # the gait controller's damage recovery: a re-planned gait per morphology
+    stall_on_switch: float = 0.0     # s the executor stalls when the gait follows a new morphology (a re-plan
+    #                                  in the callback, as it was in the one-process graph): a "stall" gap
 
 
 STANCE_MOVE_TIME = 0.3    # s, the gait controller's move time to the stance (nodes/gait_controller.py)
@@ -88,7 +96,7 @@ def walk_streams(cfg: WalkConfig, identifier=None):
     eng = Engine(robot, gait=None, dt=1e-3, record_every=0)
     names = list(eng.robot.joint_names)
     index = {n: k for k, n in enumerate(names)}
-    walker = WalkingGait(eng.geometry, names)
+    walker = WalkingGait(eng.geometry, names, recovery=cfg.recovery, robot=LeggedRobot.jethexa() if cfg.recovery else None)
     rng = np.random.default_rng(cfg.seed)
     dt_c, dt_j, dt_i = 1.0 / cfg.command_rate, 1.0 / cfg.joint_rate, 1.0 / cfg.imu_rate
     out = []
@@ -107,6 +115,11 @@ def walk_streams(cfg: WalkConfig, identifier=None):
         if identifier is not None:
             feed(identifier, out[-1:])
 
+    gaps = list(cfg.gaps)
+
+    def silent(t, kinds):
+        return any(g[0] <= t < g[0] + g[1] and g[2] in kinds for g in gaps)
+
     k = 0
     while k < n:
         t = eng.time
@@ -115,11 +128,17 @@ def walk_streams(cfg: WalkConfig, identifier=None):
         if identifier is not None and tuple(identifier.morphology) != links:
             links = tuple(identifier.morphology)
             walker.set_morphology(links)          # what gait_controller does on `morphology`
+            if cfg.stall_on_switch > 0.0:
+                gaps.append((t, cfg.stall_on_switch, "stall"))
+        if t >= t_next["cmd"] - 1e-9 and silent(t, ("stall",)):
+            t_next["cmd"] += dt_c                 # the gait controller's timer does not run
         if t >= t_next["cmd"] - 1e-9:
             tw = t - cfg.settle
             while seg_i + 1 < len(segs) and segs[seg_i + 1].t <= tw + 1e-9:
                 seg_i += 1
                 walking = segs[seg_i].mode == "walk"
+                if segs[seg_i].gait is not None:
+                    walker.configure(kind=segs[seg_i].gait)
                 if walking:
                     walker.set_command(segs[seg_i].command)
             cmd_names, q = walker.step(dt_c, walking)
@@ -129,6 +148,9 @@ def walk_streams(cfg: WalkConfig, identifier=None):
                 eng.set_joint_targets(q, move_time=mt, joints=idx)
                 emit(t, "cmd", (q, mt, idx))
             t_next["cmd"] += dt_c
+        for kind in ("joints", "imu"):
+            if t >= t_next[kind] - 1e-9 and silent(t, ("stall", "sensors")):
+                t_next[kind] += dt_j if kind == "joints" else dt_i
         if t >= t_next["joints"] - 1e-9:
             emit(t, "joints", eng.joint_angles + rng.normal(0.0, cfg.joint_noise, eng.nj))
             t_next["joints"] += dt_j

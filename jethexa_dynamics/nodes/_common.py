@@ -73,6 +73,9 @@ class ThinNode(Node):
 
     def __init__(self, params: ParamSet, node_name: Optional[str] = None, **kwargs):
         super().__init__(node_name or params.node_name, **kwargs)
+        # Callbacks and run-time parameter changes hold this lock: set_parameters may come from another thread
+        # (a multi-threaded executor, an in-process caller) and must not change the state a callback is using.
+        self._lock = threading.RLock()
         self.params = params
         self.p: Dict[str, Any] = {}
         self.rejected: Dict[str, int] = {}
@@ -104,6 +107,10 @@ class ThinNode(Node):
             return spec.default
 
     def _on_set_parameters(self, params: List[Parameter]) -> SetParametersResult:
+        with self._lock:
+            return self._set_parameters_locked(params)
+
+    def _set_parameters_locked(self, params: List[Parameter]) -> SetParametersResult:
         changed = {}
         try:
             for prm in params:
@@ -149,12 +156,14 @@ class ThinNode(Node):
 
     def guard(self, topic: str, fn: Callable) -> Callable:
         """Wrap a callback: bad input (``INPUT_ERRORS``) is rejected with a log line; anything else is a bug:
-        counted in ``errors``, logged with the topic, and re-raised with its traceback."""
+        counted in ``errors``, logged with the topic, and re-raised with its traceback. The callback runs
+        under the node's lock, so a parameter change never lands in the middle of it."""
 
         @functools.wraps(fn)
         def wrapped(*args, **kwargs):
             try:
-                return fn(*args, **kwargs)
+                with self._lock:
+                    return fn(*args, **kwargs)
             except INPUT_ERRORS as exc:
                 self.reject(topic, str(exc))
             except Exception as exc:

@@ -15,9 +15,11 @@ clears latched faults. Detection rules: ``jethexa_dynamics.damage.detection.Dama
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
-
+import threading
 import time
+import traceback
+from collections import deque
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
@@ -37,6 +39,97 @@ from jethexa_dynamics.nodes._robot import jethexa, robot_names
 
 _CONFIG_KEYS = ("no_reply_timeout", "min_missed_reads", "position_error_threshold",
                 "position_error_hold", "latch")
+_IDENTIFIER_ATTRS = (("identify_window", "window"), ("identify_threshold", "threshold"),
+                     ("identify_confirm", "confirm"), ("identify_max_gap", "max_gap"))
+
+
+#: the worker's share of the interpreter during a bank window at most (it pauses between models for as long as
+#: the last one ran, bounded by PAUSE_RANGE s)
+PAUSE_RANGE = (0.002, 0.05)
+
+
+class IdentifierWorker:
+    """Feeds a ``DamageIdentifier`` on a thread of its own.
+
+    The node's callbacks only validate a message and queue its sample with its time (the identifier works
+    on those times, not on when it gets to them), so a window of the model bank -- tens of ms, several times
+    that on a loaded machine -- never holds up the executor. In the one-process graph (the demo, the tests)
+    that executor also runs the emulated world, the IMU and the gait: a held-up executor is a data gap for
+    every node, and the identifier's own windows made such gaps (measured: 100-290 ms per bank window with
+    the machine loaded). ``on_sample(ok, topic)`` runs on the worker thread after each sample is fed.
+    A bug inside the identifier is logged with its traceback, counted by ``on_error`` and stops the worker
+    (the node keeps serving the servo evidence)."""
+
+    def __init__(self, identifier, on_sample: Callable[[bool, str], None], on_error: Callable[[str], None],
+                 max_queue: int = 5000):
+        self.identifier = identifier
+        # a bank window runs ~19 models back to back: pause between them as long as the last one ran, so that
+        # the other Python threads of the process -- the executor, the servo bus's reply and poll threads in the
+        # one-process graph -- get the interpreter lock at least half the time (without the pause, bus reads
+        # timed out behind the bank on a loaded machine: false "no reply" servo faults)
+        identifier.between_models = self._pause
+        self._ran_since = time.monotonic()
+        self._on_sample, self._on_error = on_sample, on_error
+        self._queue: deque = deque()
+        self._cv = threading.Condition()
+        self._stop = False
+        self._busy = False
+        self.max_queue = max_queue
+        self.dropped = 0          # samples dropped because the worker fell max_queue behind (a gap to it)
+        self.failed = ""
+        self.thread = threading.Thread(target=self._run, name="damage_identifier", daemon=True)
+        self.thread.start()
+
+    def _pause(self) -> None:
+        lo, hi = PAUSE_RANGE
+        time.sleep(min(hi, max(lo, time.monotonic() - self._ran_since)))
+        self._ran_since = time.monotonic()
+
+    def put(self, topic: str, method: str, *args) -> None:
+        with self._cv:
+            if len(self._queue) >= self.max_queue:
+                self._queue.popleft()
+                self.dropped += 1
+            self._queue.append((topic, method, args))
+            self._cv.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._queue and not self._stop:
+                    self._busy = False
+                    self._cv.notify_all()
+                    self._cv.wait()
+                if self._stop:
+                    return
+                topic, method, args = self._queue.popleft()
+                self._busy = True
+            self._ran_since = time.monotonic()
+            try:
+                ok = getattr(self.identifier, method)(*args)
+                self._on_sample(self.identifier, ok, topic)
+            except Exception:  # noqa: BLE001 - a bug: logged with its traceback, counted, the worker stops
+                self.failed = "%s: %s" % (topic, traceback.format_exc().strip().splitlines()[-1])
+                self._on_error(traceback.format_exc())
+                with self._cv:
+                    self._stop, self._busy = True, False
+                    self._queue.clear()
+                    self._cv.notify_all()
+                return
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until every queued sample is fed (tests); False on time-out."""
+        with self._cv:
+            return self._cv.wait_for(lambda: self._stop or (not self._queue and not self._busy), timeout)
+
+    def stop(self, timeout: float = 0.0) -> None:
+        """Stop after the sample being fed; wait for that up to ``timeout`` s (0 from a callback: the worker may
+        be waiting for the node's lock the caller holds; it then finds itself replaced and does nothing)."""
+        with self._cv:
+            self._stop = True
+            self._cv.notify_all()
+        if timeout > 0.0 and self.thread is not threading.current_thread():
+            self.thread.join(timeout)
 
 
 def morphology_msg(links_per_leg, leg_names) -> UInt8MultiArray:
@@ -61,6 +154,7 @@ class DamageMonitor(ThinNode):
         self.pub = self.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
         self._t0 = time.monotonic()
         self.identifier = None
+        self.worker: Optional[IdentifierWorker] = None
         self.last_source = "none"
         self._last_event = None        # the identifier's last event acted upon
         self.q_meas = np.full(len(self.joint_names), np.nan)
@@ -81,35 +175,65 @@ class DamageMonitor(ThinNode):
         """Identifier time: seconds since the node started (monotonic)."""
         return time.monotonic() - self._t0
 
+    def stamp_time(self, stamp) -> float:
+        """Identifier time of a measurement's header stamp (validated within ``stamp_tolerance``): now minus
+        its age on the ROS clock, so a sample that waited in a queue is still placed when it was measured;
+        the receipt time if the stamp is unset or in the future. Commands are taken at receipt, as the servo
+        driver acts on them (the predictor does the same)."""
+        now = self.t()
+        if stamp.sec == 0 and stamp.nanosec == 0:
+            return now
+        age = self.now_sec() - stamp_to_sec(stamp)
+        return now - age if age >= 0.0 else now
+
     def _make_identifier(self) -> None:
-        """A fresh identifier from the parameters (None when ``identify`` is off); its first window compiles
-        or loads the model code, so it is built here, not in a callback."""
+        """A fresh identifier from the parameters (None when ``identify`` is off) on a worker thread of its own
+        (``IdentifierWorker``); its first step loads the model code, so it is built here, not in a callback."""
+        self._stop_identifier()
         if not self.p["identify"]:
-            self.identifier = None
             return
         from jethexa_dynamics.damage.identification import DamageIdentifier
 
-        self.identifier = DamageIdentifier(jethexa(), window=self.p["identify_window"],
-                                           threshold=self.p["identify_threshold"],
-                                           confirm=self.p["identify_confirm"])
-        self.identifier.hyps[0].engine.step(0)
+        idf = DamageIdentifier(jethexa(), **{attr: self.p[key] for key, attr in _IDENTIFIER_ATTRS})
+        idf.hyps[0].engine.step(0)
+        self._stream_t: Dict[str, float] = {}
+        self.identifier = idf
+        self.worker = IdentifierWorker(idf, self._check_identifier, self._identifier_failed)
         self._feed_servo()
 
-    def _feed_servo(self) -> None:
-        if self.identifier is not None:
-            self.identifier.on_servo_morphology(self.t(), self.detector.morphology(None))
+    def _stop_identifier(self, timeout: float = 0.0) -> None:
+        if self.worker is not None:
+            self.worker.stop(timeout)
+        self.identifier, self.worker = None, None
 
-    def _check_identifier(self, ok: bool, topic: str) -> None:
-        idf = self.identifier
-        if not ok:
-            self.reject(topic, idf.last_rejection)
-        if idf.events and idf.events[-1] is not self._last_event:
-            self._last_event = e = idf.events[-1]
-            if e["source"] == "model":
-                self.last_source = "model"
-                self._decide(self.now_sec(), ["model: %s (p = %.3f)" % (
-                    format_morphology(e["morphology"], self.leg_names), e["probability"])])
-                self._publish_status()
+    def _identifier_failed(self, trace: str) -> None:
+        self.errors += 1
+        self.get_logger().error("identifier: unexpected error (a bug, not bad input); the identifier stops, the "
+                                "servo evidence goes on:\n%s" % trace)
+
+    def _feed(self, topic: str, method: str, *args) -> None:
+        if self.worker is not None:
+            self.worker.put(topic, method, *args)
+
+    def _feed_servo(self) -> None:
+        self._feed("servo", "on_servo_morphology", self.t(), self.detector.morphology(None))
+
+    def _check_identifier(self, idf, ok: bool, topic: str) -> None:
+        """After each sample the worker fed ``idf`` (worker thread, under the node's lock like a callback):
+        rejections counted, a model event published; nothing if ``idf`` was replaced meanwhile."""
+        if not ok or (idf.events and idf.events[-1] is not self._last_event):
+            with self._lock:
+                if idf is not self.identifier:
+                    return
+                if not ok:
+                    self.reject(topic, idf.last_rejection)
+                if idf.events and idf.events[-1] is not self._last_event:
+                    self._last_event = e = idf.events[-1]
+                    if e["source"] == "model":
+                        self.last_source = "model"
+                        self._decide(self.now_sec(), ["model: %s (p = %.3f)" % (
+                            format_morphology(e["morphology"], self.leg_names), e["probability"])])
+                        self._publish_status()
 
     def _stamp(self, topic: str, header) -> None:
         """Absurd stamps are rejected like the predictor does (a foreign message must not reach the identifier)."""
@@ -117,23 +241,22 @@ class DamageMonitor(ThinNode):
                        self.p["stamp_tolerance"])
 
     def _on_commands(self, msg: JointTrajectory) -> None:
-        if self.identifier is None:
+        if self.worker is None:
             return
         self._stamp("joint_commands", msg.header)
         points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
         idx, pos, t_from_start = messages.trajectory(msg.joint_names, points, self.joint_names)
-        self._check_identifier(self.identifier.on_command(self.t(), pos, t_from_start, joints=idx),
-                               "joint_commands")
+        self._feed("joint_commands", "on_command", self.t(), pos, t_from_start, idx)
 
     def _on_imu(self, msg: Imu) -> None:
-        if self.identifier is None:
+        if self.worker is None:
             return
         self._stamp("imu/data", msg.header)
         o = msg.orientation
         x, y, z, w = messages.imu_orientation((o.x, o.y, o.z, o.w), msg.orientation_covariance)
         gyro = messages.finite_vector("imu/data.angular_velocity", (
             msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z))
-        self._check_identifier(self.identifier.on_imu(self.t(), (w, x, y, z), gyro), "imu/data")
+        self._feed("imu/data", "on_imu", self.stamp_time(msg.header.stamp), (w, x, y, z), gyro)
 
     # ------------------------------------------------------------------ parameters and decisions
     def apply_params(self, changed: Dict[str, Any]) -> None:
@@ -141,8 +264,7 @@ class DamageMonitor(ThinNode):
             self._make_identifier()
             self._decide(self.now_sec(), ["identifier %s" % ("on" if self.p["identify"] else "off")])
         elif self.identifier is not None:
-            for key, attr in (("identify_window", "window"), ("identify_threshold", "threshold"),
-                              ("identify_confirm", "confirm")):
+            for key, attr in _IDENTIFIER_ATTRS:
                 if key in changed:
                     setattr(self.identifier, attr, changed[key])   # takes effect from the next window
         if any(k in changed for k in _CONFIG_KEYS):
@@ -155,6 +277,10 @@ class DamageMonitor(ThinNode):
         return o if any(v >= 0 for v in o) else None
 
     def _decide(self, now: float, reasons: List[str]) -> None:
+        with self._lock:
+            self._decide_locked(now, reasons)
+
+    def _decide_locked(self, now: float, reasons: List[str]) -> None:
         override = self._override()
         new = self.detector.morphology(override)
         if self.identifier is not None:      # fused: per leg the fewer links, unless the leg is overridden
@@ -200,9 +326,9 @@ class DamageMonitor(ThinNode):
         now = self.now_sec()
         self.presence.observe(now, list(msg.name))
         self._apply(now, self.detector.update_presence(now, self.presence))
-        if self.identifier is not None:
+        if self.worker is not None:
             self.q_meas[idx] = pos
-            self._check_identifier(self.identifier.on_joints(self.t(), self.q_meas.copy()), "joint_states")
+            self._feed("joint_states", "on_joints", self.stamp_time(msg.header.stamp), self.q_meas.copy())
 
     def _apply(self, now: float, new) -> None:
         if new:
@@ -212,9 +338,10 @@ class DamageMonitor(ThinNode):
             self._publish_status()
 
     def _on_reset(self, request, response):
-        self.detector.reset()
-        self._make_identifier()            # forget what the model found, too
-        self._decide(self.now_sec(), ["reset"])
+        with self._lock:                   # a service callback: not wrapped by guard()
+            self.detector.reset()
+            self._make_identifier()            # forget what the model found, too
+            self._decide(self.now_sec(), ["reset"])
         response.success = True
         response.message = "faults cleared; morphology %s" % format_morphology(self.current, self.leg_names)
         return response
@@ -223,6 +350,10 @@ class DamageMonitor(ThinNode):
         self._publish_status()
 
     def _publish_status(self) -> None:
+        with self._lock:
+            self._publish_status_locked()
+
+    def _publish_status_locked(self) -> None:
         now = self.now_sec()
         level, message = 0, "morphology %s" % format_morphology(self.current, self.leg_names)
         if self.last_servo_diag is None or now - self.last_servo_diag > self.p["servo_diagnostics_timeout"]:
@@ -231,17 +362,26 @@ class DamageMonitor(ThinNode):
                   ("override", list(self.p["morphology"]))]
         values += [("fault " + j, f.reason) for j, f in sorted(self.detector.faults.items())]
         values.append(("evidence", self.last_source))
-        idf = self.identifier
-        values.append(("identifier", "off" if idf is None else "on"))
+        idf, worker = self.identifier, self.worker
+        values.append(("identifier", "off" if idf is None else ("failed: " + worker.failed if worker.failed
+                                                                  else "on")))
         if idf is not None:
             for k, (links, p) in enumerate(idf.top(3)):
                 values.append(("hypothesis %d" % (k + 1), "%s p=%.3f" % (idf.describe(links), p)))
             values += [("identifier_windows", idf.windows), ("identifier_bank_windows", idf.bank_windows),
+                       ("identifier_skipped_windows", idf.skipped_windows), ("identifier_gaps", idf.gaps),
                        ("identifier_gyro_bias_z", "%.5f" % idf.gyro_bias),
-                       ("identifier_rejected", sum(idf.rejections.values()))]
+                       ("identifier_rejected", sum(idf.rejections.values())),
+                       ("identifier_queue", len(worker._queue)), ("identifier_dropped", worker.dropped)]
+            if worker.failed and level == 0:
+                level = 1
         if self.detector.faults and level == 0:
             level = 1
         self.publish_diagnostics([self.node_status(message, level, values)])
+
+
+    def close(self) -> None:
+        self._stop_identifier(timeout=5.0)
 
 
 NODE = DamageMonitor  # the class graph.node_class() finds

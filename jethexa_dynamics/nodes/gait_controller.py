@@ -5,7 +5,10 @@ Holds the neutral stance when ``cmd_vel`` is older than ``cmd_vel_timeout`` (or 
 (``jethexa_dynamics.control.walking.WalkingGait``), without a restart.
 
 With ``recovery`` (issue 12) the gait is re-planned from the model for each morphology (statically stable
-crawl with body shift, folded footless legs, blended switch; no stable gait -> safe stance), and the heading
+crawl with body shift, folded footless legs, blended switch; no stable gait -> safe stance). The planning
+runs in a worker thread (``WalkingGait(background=True)``): the morphology callback returns at once, the
+targets blend to an all-feet-down stance until the plan is ready, then to the new gait; the single-leg
+losses and the paper's scenarios are planned ahead at start. The heading
 hold (``control.heading``) trims the yaw rate from ``imu/data`` (gyro z) and ``predicted/odom`` (position);
 a silent IMU -> the stance. /diagnostics carries ``active_gait`` and ``stability_margin`` (m, planned).
 """
@@ -23,6 +26,7 @@ from std_msgs.msg import UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from jethexa_dynamics.control.heading import HeadingHold
+from jethexa_dynamics.control.replan import common_morphologies
 from jethexa_dynamics.control.walking import WalkingGait
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages as validate, params as node_params
@@ -46,8 +50,11 @@ class GaitController(ThinNode):
         robot = jethexa()
         self.leg_names = list(robot.leg_names)
         self.walker = WalkingGait(leg_geometry(), robot.joint_names, recovery=self.p["recovery"],
-                                  robot=robot if self.p["recovery"] else None,
+                                  robot=robot if self.p["recovery"] else None, background=True,
                                   **{v: self.p[k] for k, v in _GAIT_KEYS.items()})
+        if self.p["recovery"]:   # plan the likely morphologies ahead, off the executor's thread
+            self.walker.prefetch(common_morphologies(robot.description.n_joints, robot.leg_names))
+        self._switches = self.walker.switches
         self.hold = self._make_hold()
         self._gyro = None
         self._yaw = None
@@ -107,12 +114,19 @@ class GaitController(ThinNode):
         label = msg.layout.dim[0].label if msg.layout.dim else ""
         lpl = morphology_from_wire(list(msg.data), label, self.leg_names)
         if self.walker.set_morphology(lpl):
-            st = self.walker.status()
-            self.hold.reset()
-            self.get_logger().warning("morphology %s: walking legs %s, gait %s%s%s" % (
-                format_morphology(lpl, self.leg_names), ",".join(self.walker.walking_legs), st["gait"],
-                "" if self.walker.can_walk else " (holding the stance)",
-                (": " + st["reason"]) if st["reason"] else ""))
+            self.hold.new_gait()
+            self._log_gait("morphology %s" % format_morphology(lpl, self.leg_names))
+
+    def _log_gait(self, what: str) -> None:
+        st = self.walker.status()
+        self._switches = self.walker.switches
+        self.get_logger().warning("%s: walking legs %s, gait %s%s%s" % (
+            what, ",".join(self.walker.walking_legs), st["gait"],
+            "" if self.walker.can_walk else " (holding the stance)", (": " + st["reason"]) if st["reason"] else ""))
+
+    def close(self) -> None:
+        """Stop the re-planning worker thread (called on shutdown)."""
+        self.walker.close()
 
     def _on_tick(self) -> None:
         now = time.monotonic()
@@ -129,6 +143,8 @@ class GaitController(ThinNode):
         if imu_stale and state == "walking":
             state = "imu_stale"
         names, targets = self.walker.step(min(dt, 0.1), state == "walking")
+        if self.walker.switches != self._switches and not self.walker.planning:   # a plan finished in the worker
+            self._log_gait("re-planned for %s" % format_morphology(self.walker.links_per_leg, self.leg_names))
         move_time = 1.0 / self.p["control_rate"]
         if state != "walking" and self.state == "walking":
             move_time = STANCE_MOVE_TIME

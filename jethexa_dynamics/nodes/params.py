@@ -150,8 +150,10 @@ DAMAGE_MONITOR = ParamSet("damage_monitor", [
       "per window)", lo=0.2, hi=3.0, unit="s"),
     P("identify_threshold", "double", 0.9, "identifier: posterior probability a leg change needs", lo=0.5,
       hi=0.999),
-    P("identify_confirm", "int", 2, "identifier: consecutive windows above the threshold before the morphology "
+    P("identify_confirm", "int", 3, "identifier: consecutive windows above the threshold before the morphology "
       "changes (hysteresis)", lo=1, hi=10),
+    P("identify_max_gap", "double", 0.2, "identifier: imu/data or joint_states silent this long is a data gap "
+      "(a stall, a dropped link): the windows it touches are not scored", lo=0.02, hi=5.0, unit="s"),
     P("stamp_tolerance", "double", 2.0, "a stamped input of the identifier (joint_commands, joint_states, "
       "imu/data) more than this far from the node's clock is rejected (all-zero stamps pass as 'not stamped')",
       lo=0.01, hi=1.0e9, unit="s"),

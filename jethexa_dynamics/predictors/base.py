@@ -21,12 +21,16 @@ from collections import deque
 from typing import List, Optional, Protocol, Sequence, Tuple, runtime_checkable
 
 import numpy as np
+from transforms3d.axangles import mat2axangle
 from transforms3d.quaternions import quat2mat
 
-from jethexa_dynamics.model.se3 import unit_quat
+from jethexa_dynamics.model.se3 import rot_exp, unit_quat
 
 #: the longest move a command may ask for (s): what a Hiwonder MOVE_TIME_WRITE accepts
 MAX_MOVE_TIME = 30.0
+#: the longest a measurement is carried forward to an anchor time (s); an older one is used as it is. A
+#: first-order carry beats holding the sample for a swaying body up to ~1/3 of its sway period (1.3 s here)
+MAX_CARRY = 0.25
 
 
 @runtime_checkable
@@ -332,6 +336,47 @@ class PredictorBase(Predictor):
     def cycle_stats(self):
         """Wall time per ``predict`` call (s): {'n', 'p50', 'p99', 'mean', 'max'} (NaN before any call)."""
         return self.wall.stats()
+
+    # ---- anchoring ----------------------------------------------------------------------------------------
+    # An anchor due at t finds the newest sample stamped t_m <= t; t - t_m is up to one sample period (20 ms
+    # of motion capture, 10 ms of IMU) plus the transport delay, which grows with the machine's load. The
+    # body rolls and pitches at several deg/s while it walks, so the sample is carried forward to t at the
+    # rates measured with it (first order), not used as if it had been taken at t.
+    def mocap_pose_at(self, t):
+        """Motion-capture pose ``(p (3,) m, R (3, 3))`` of base_link in the world at ``t``, or None.
+
+        The newest sample at or before ``t`` (stamp t_m) moved on by the constant twist of the last two samples
+        (t_p < t_m, both in the buffer): ``p = p_m + v (t - t_m)`` with ``v = (p_m - p_p)/(t_m - t_p)``, and
+        ``R = exp([w] (t - t_m)) R_m`` with ``w`` (world frame) the rotation ``R_m R_p^T`` over ``t_m - t_p``.
+        Not carried when the step or the gap exceeds :data:`MAX_CARRY`.
+
+        Example: samples at 0.00 s and 0.02 s of a body turning at 1 rad/s about z give, at t = 0.03 s, the
+        yaw 0.03 rad.
+        """
+        last = self.mocap.at_or_before(t)
+        if last is None:
+            return None
+        t_m, (p_m, R_m) = last
+        prev = self.mocap.at_or_before(t_m - 1e-6)
+        if prev is None or not (0.0 < t_m - prev[0] <= MAX_CARRY) or t - t_m > MAX_CARRY:
+            return p_m.copy(), R_m.copy()
+        t_p, (p_p, R_p) = prev
+        dt, h = t_m - t_p, t - t_m
+        axis, angle = mat2axangle(R_m @ R_p.T, unit_thresh=1e-5)
+        return p_m + (p_m - p_p) * (h / dt), rot_exp(np.asarray(axis), angle * h / dt) @ R_m
+
+    def imu_attitude_at(self, t):
+        """IMU orientation ``R`` (3, 3) of base_link in the world at ``t``, or None: the newest sample at or
+        before ``t`` (stamp t_m) turned on by its gyro rates ``w`` (body frame, rad/s): ``R = R_m exp([w] (t -
+        t_m))``; not carried beyond :data:`MAX_CARRY`."""
+        last = self.imu.at_or_before(t)
+        if last is None:
+            return None
+        t_m, (R_m, gyro) = last
+        h = t - t_m
+        if h > MAX_CARRY or not np.any(gyro):
+            return R_m.copy()
+        return R_m @ rot_exp(gyro * h)
 
     # ---- the Predictor protocol ---------------------------------------------------------------------------
     def on_command(self, t, q, t_target):

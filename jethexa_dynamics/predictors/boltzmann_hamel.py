@@ -116,16 +116,17 @@ class BoltzmannHamelPredictor(PredictorBase):
         return e.pose
 
     def _anchor(self, t):
-        """Re-anchor at ``t`` on the newest measurements stamped no later than ``t``."""
+        """Re-anchor at ``t`` on the newest measurements stamped no later than ``t``, carried forward to ``t``
+        (``mocap_pose_at``, ``imu_attitude_at``)."""
         e = self.engine
         used = False
-        mocap = self.mocap.at_or_before(t)
-        imu = None if mocap is not None else self.imu.at_or_before(t)
+        mocap = self.mocap_pose_at(t)
+        imu = None if mocap is not None else self.imu_attitude_at(t)
         if mocap is not None:
-            e.p[:], e.R[:] = mocap[1]
+            e.p[:], e.R[:] = mocap
             used = True
         elif imu is not None:
-            r_m, p_m, y_m = mat2euler(imu[1][0], "sxyz")
+            r_m, p_m, y_m = mat2euler(imu, "sxyz")
             yaw = y_m if self.imu_yaw else mat2euler(e.R, "sxyz")[2]
             e.R[:] = euler2mat(r_m, p_m, yaw, "sxyz")
             used = True

@@ -176,15 +176,15 @@ class SlipPredictor(PredictorBase):
 
     def _anchor_on_measurements(self, t):
         """Re-anchor at ``t`` on the newest motion capture (or, with ``imu_yaw``, IMU yaw) stamped at or before
-        ``t``; with neither, the next measurement restarts the anchor clock."""
-        mocap = self.mocap.at_or_before(t)
-        imu = self.imu.at_or_before(t) if self.imu_yaw and mocap is None else None
+        ``t``, carried forward to ``t``; with neither, the next measurement restarts the anchor clock."""
+        mocap = self.mocap_pose_at(t)
+        imu = self.imu_attitude_at(t) if self.imu_yaw and mocap is None else None
         if mocap is not None:
             g = np.eye(4)
-            g[:3, 3], g[:3, :3] = mocap[1]
+            g[:3, 3], g[:3, :3] = mocap
         elif imu is not None:
             g = self.pose_matrix
-            R = imu[1][0]
+            R = imu
             g[:3, :3] = _rot(0.0, 0.0, math.atan2(R[1, 0], R[0, 0]))
         else:
             self.clock.disarm()

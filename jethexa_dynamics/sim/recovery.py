@@ -135,7 +135,7 @@ def run_recovery(damage, recovery: bool = True, command: Sequence[float] = (0.05
         if not damaged and damage is not None and t >= before - 1e-9:
             eng.set_morphology(damage)
             walker.set_morphology(list(eng.morphology.links_per_leg))
-            hold.reset()
+            hold.new_gait()
             damaged = True
             st = walker.status()
             events.append((t, "morphology %s: gait %s, planned margin %.4f m%s" % (
