@@ -2,6 +2,7 @@
 same single implementation still runs (slowly) where numba cannot be installed."""
 try:  # pragma: no cover - exercised implicitly
     from numba import njit
+    from numba.extending import overload
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover
     HAVE_NUMBA = False
@@ -9,4 +10,7 @@ except ImportError:  # pragma: no cover
     def njit(*args, **kwargs):
         if len(args) == 1 and callable(args[0]) and not kwargs:
             return args[0]
+        return lambda f: f
+
+    def overload(*args, **kwargs):
         return lambda f: f

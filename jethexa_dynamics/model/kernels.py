@@ -4,7 +4,8 @@ Every function works on the FULL (healthy) robot's arrays, ``data = robot.full.k
 
     (n_joints, joint_offset, xi, mass, com0, Ic0, tip0, body_mass, body_com, body_Ic, gravity)
 
-(``gravity`` is the world-frame gravity vector g_s, (0, 0, -9.81) m/s^2 by default.)
+(``gravity`` is the world-frame gravity vector g_s, (0, 0, -9.81) m/s^2 by default; the public kernels also
+take the pair ``robot.full.kernel_buffers`` these arrays are views into, see :func:`pack`)
 
 and a link-existence mask ``mask[i, j]`` (the paper's link morphology vector 𝔛, eq. 22-24, reshaped per leg;
 a leg exists, 𝔵̄_i = 1, when its first link does, eq. 26). Joints of missing links keep their slots in the
@@ -12,22 +13,77 @@ full-size vectors and get zero acceleration: this is Algorithm 1's reshaping don
 change costs nothing here.
 
 Frames and units: X_b is the main body frame (base_link), twists are [v; w] in X_b, SI units. ``R_sb`` is
-the rotation of X_b in the world.
+the rotation of X_b in the world (3x3; the 4x4 pose g_sb works too: only its upper-left block is read).
 
 Names follow the paper: ``xi`` joint twists ξ_ij, ``xp`` instantaneous twists ξ'_ij (eq. 17), ``Mbb``
 M^bb_ij = Ad^-T I_ij Ad^-1 (eq. 8), ``Mbt``/``Mtt`` the leg blocks 𝓜^bθ/𝓜^θθ (eq. 19, 21, 27-28),
 ``P`` the momentum 𝒫 = M v (eq. 41), and the Coriolis matrix C = 𝒜 - ½[[ℬ,0],[𝒟,ℰ]] (eq. 36-43, with the
 corrected derivatives of the extraction's §1.13).
+
+Algorithms: the mass matrix by the composite-rigid-body algorithm (CRBA) and the bias forces C(θ, v) v + 𝒩
+by the recursive Newton-Euler algorithm (RNEA), both on the paper's per-leg structure in X_b
+(``_legs_crba_rnea``); forward dynamics solves the block-arrow M of eq. 27 by its Schur complement on the base
+(``_solve_arrowhead``); the matrix C(θ, v) itself comes from the paper's terms (``_leg_coriolis``).
 """
 import math
 
 import numpy as np
 
-from ._numba import njit
+from ._numba import HAVE_NUMBA, njit, overload
 
 # positions in the ``data`` tuple (module docstring); numba folds these globals to constants
 (D_N_JOINTS, D_JOINT_OFFSET, D_XI, D_MASS, D_COM0, D_IC0, D_TIP0, D_BODY_MASS, D_BODY_COM, D_BODY_IC,
  D_GRAVITY) = range(11)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the model arrays packed in two buffers
+#
+# numba unboxes every array argument of a call from Python on its own (~80 ns each; the 11-array ``data``
+# tuple cost ~0.9 µs per call, more than Pinocchio's whole crba, bench_model 2026-11-23). So the arrays live
+# in one int and one float buffer; ``data`` is the tuple of views into them, and the public kernels also take
+# the pair ``(ints, floats)`` itself (``LeggedRobot.kernel_buffers``), which unboxes in ~0.2 µs.
+
+def pack(n_joints, joint_offset, xi, mass, com0, Ic0, tip0, body_mass, body_com, body_Ic, gravity):
+    """The model arrays (``D_*`` order) copied into two buffers: returns ``(ints, floats)`` and the ``data``
+    tuple of views into them (one storage)."""
+    L, nmax = xi.shape[0], xi.shape[1]
+    ints = np.concatenate(([L, nmax], n_joints, joint_offset)).astype(np.int64)
+    floats = np.concatenate([np.ravel(np.asarray(a, dtype=np.float64)) for a in (
+        xi, mass, com0, Ic0, tip0, body_mass, body_com, body_Ic, gravity)])
+    return (ints, floats), getattr(unpack, "py_func", unpack)(ints, floats)
+
+
+@njit(cache=True, inline="always")
+def unpack(ints, floats):
+    """The ``data`` tuple of views into the buffers of :func:`pack` (no copies)."""
+    L, nmax = ints[0], ints[1]
+    n_joints, joint_offset = ints[2:2 + L], ints[2 + L:2 + 2 * L]
+    a, b = 0, L * nmax * 6
+    xi = floats[a:b].reshape((L, nmax, 6))
+    a, b = b, b + L * nmax
+    mass = floats[a:b].reshape((L, nmax))
+    a, b = b, b + L * nmax * 3
+    com0 = floats[a:b].reshape((L, nmax, 3))
+    a, b = b, b + L * nmax * 9
+    Ic0 = floats[a:b].reshape((L, nmax, 3, 3))
+    a, b = b, b + L * 16
+    tip0 = floats[a:b].reshape((L, 4, 4))
+    return (n_joints, joint_offset, xi, mass, com0, Ic0, tip0, floats[b:b + 1], floats[b + 1:b + 4],
+            floats[b + 4:b + 13].reshape((3, 3)), floats[b + 13:b + 16])
+
+
+def model(data):
+    """The ``data`` tuple of either form a public kernel takes: the tuple itself or the buffer pair."""
+    return unpack(data[0], data[1]) if len(data) == 2 else data
+
+
+if HAVE_NUMBA:
+    @overload(model, inline="always")
+    def _model_typed(data):
+        if len(data) == 2:
+            return lambda data: unpack(data[0], data[1])
+        return lambda data: data
 
 
 
@@ -118,7 +174,7 @@ def _mm3(A, B, out):
 # ----------------------------------------------------------------------------------------------------------
 # per-leg forward kinematics: product of exponentials (eq. 12) and instantaneous twists (eq. 16-17)
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def leg_kinematics(data, i, theta, R, p, xp, c, Ic):
     """Forward kinematics of leg i for all its links.
 
@@ -197,28 +253,39 @@ def leg_kinematics(data, i, theta, R, p, xp, c, Ic):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# per-link contributions, accumulated per leg (Algorithm 1, steps 2.2.x)
-#
-# The hot path works on scalars and 6-tuples (no array views: each view costs a reference-count round trip
+# per-link algebra on scalars and 6-tuples (no array views: each view costs a reference-count round trip
 # in numba). ``xp[k]`` rows are ξ'_k, ``c[j]``/``Ic[j]`` the CoM/inertia of link j, all in X_b.
 
 @njit(cache=True, inline="always")
-def _ad_xp(xp, k, a0, a1, a2, b0, b1, b2):
-    """ad_{ξ'_k} x = [w x x_v + v x x_w; w x x_w] (eq. 4) as a 6-tuple."""
-    v0, v1, v2, w0, w1, w2 = xp[k, 0], xp[k, 1], xp[k, 2], xp[k, 3], xp[k, 4], xp[k, 5]
+def _ad6(V, x):
+    """ad_V x = V × x = [w × x_v + v × x_w; w × x_w] for twists V = [v; w], x (6-tuples, eq. 4)."""
+    v0, v1, v2, w0, w1, w2 = V
+    a0, a1, a2, b0, b1, b2 = x
     return (w1 * a2 - w2 * a1 + v1 * b2 - v2 * b1, w2 * a0 - w0 * a2 + v2 * b0 - v0 * b2,
             w0 * a1 - w1 * a0 + v0 * b1 - v1 * b0, w1 * b2 - w2 * b1, w2 * b0 - w0 * b2, w0 * b1 - w1 * b0)
 
 
 @njit(cache=True, inline="always")
+def _ad6T(V, h):
+    """-ad_V^T h = V ×* h = [w × h_v; v × h_v + w × h_w] for a twist V = [v; w] and a wrench h (6-tuples)."""
+    v0, v1, v2, w0, w1, w2 = V
+    a0, a1, a2, b0, b1, b2 = h
+    return (w1 * a2 - w2 * a1, w2 * a0 - w0 * a2, w0 * a1 - w1 * a0,
+            v1 * a2 - v2 * a1 + w1 * b2 - w2 * b1, v2 * a0 - v0 * a2 + w2 * b0 - w0 * b2,
+            v0 * a1 - v1 * a0 + w0 * b1 - w1 * b0)
+
+
+@njit(cache=True, inline="always")
+def _ad_xp(xp, k, a0, a1, a2, b0, b1, b2):
+    """ad_{ξ'_k} x (eq. 4) as a 6-tuple."""
+    return _ad6((xp[k, 0], xp[k, 1], xp[k, 2], xp[k, 3], xp[k, 4], xp[k, 5]), (a0, a1, a2, b0, b1, b2))
+
+
+@njit(cache=True, inline="always")
 def _adT_xp(xp, k, a0, a1, a2, b0, b1, b2):
     """ad_{ξ'_k}^T h = [-w x h_v; -v x h_v - w x h_w] as a 6-tuple."""
-    v0, v1, v2, w0, w1, w2 = xp[k, 0], xp[k, 1], xp[k, 2], xp[k, 3], xp[k, 4], xp[k, 5]
-    return (-(w1 * a2 - w2 * a1), -(w2 * a0 - w0 * a2), -(w0 * a1 - w1 * a0),
-            -(v1 * a2 - v2 * a1) - (w1 * b2 - w2 * b1), -(v2 * a0 - v0 * a2) - (w2 * b0 - w0 * b2),
-            -(v0 * a1 - v1 * a0) - (w0 * b1 - w1 * b0))
-
-
+    t = _ad6T((xp[k, 0], xp[k, 1], xp[k, 2], xp[k, 3], xp[k, 4], xp[k, 5]), (a0, a1, a2, b0, b1, b2))
+    return (-t[0], -t[1], -t[2], -t[3], -t[4], -t[5])
 @njit(cache=True, inline="always")
 def _M_link(m, c, Ic, j, x0, x1, x2, x3, x4, x5):
     """M^bb_ij x (eq. 8 in closed form) for link j: f = m (x_v + x_w x c), [f; c x f + Ic x_w]."""
@@ -270,29 +337,33 @@ def _base_B_term(P, Wb, out_b, wb):
     out_b[5] -= wb * ((p0 * a1 - p1 * a0) + (p3 * b1 - p4 * b0))
 
 
+# ----------------------------------------------------------------------------------------------------------
+# CRBA and RNEA on the legs, in X_b: the mass-matrix blocks, bias forces and 𝒥^T F of eq. 6-11, 27-28
+
 @njit(cache=True, inline="always")
-def _leg_work(nmax):
-    """Scratch arrays of ``_leg_terms`` (allocated once per kernel call, not once per leg)."""
-    return (np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6)), np.empty((nmax, 3)),
-            np.empty((nmax, 3, 3)), np.empty((nmax, 6)), np.empty((nmax, 6)), np.empty(nmax), np.empty(nmax))
+def _legs_crba_rnea(data, counts, theta, v, gb, R_sb, f_world, with_crba, with_rnea, with_tip, Mb_l, Mbt, Mtt, hb_l,
+                    h_l):
+    """Mass-matrix blocks (CRBA) and bias forces (RNEA) of every leg i with its first ``counts[i]`` links.
 
+    Both run in the frame X_b frozen at this instant: there the base's body twist V_b is also its spatial
+    twist, and at v̇_b = 0 its acceleration is [-g_b; 0] with g_b = R_sb^T g_s (gravity as a base
+    acceleration). ``xp[k]`` = ξ'_k, the joint twists in X_b (eq. 17), M^bb_k the link's spatial inertia in
+    X_b (eq. 8).
 
-@njit(cache=True)
-def _leg_terms(data, counts, theta, v, w, same, wa, wde, coriolis_on, gb, f_b, with_tip,
-               Mbb, Mbt, Mtt, bias_b, bias_l, P, gen_b, gen_l,
-               snap, pMbb, pMbt, pMtt, pbias_b, pbias_l, pP, pgen_b, pgen_l):
-    """Accumulate, for every leg i, the contributions of its links 0..counts[i]-1 (Algorithm 1, steps
-    2.2.1-2.2.5) into that leg's slot [i] of each accumulator:
-    mass blocks M^bb_ij, 𝓜^bθ_ij = M^bb J^b, 𝓜^θθ_ij = J^bT M^bb J^b (eq. 8, 19, 21, 27-28);
-    C(θ,v) w without the ℬ term, i.e. wa·𝒜 w - ½ wde·(𝒟 w_b + ℰ w_θ) (eq. 36-43) plus gravity 𝒩 (eq. 9)
-    into bias_*; the momentum 𝒫 (eq. 41); and, when the tip link is present and ``with_tip``, the generalized
-    force 𝒥^T F (eq. 11) of the foot force ``f_b[i]`` (X_b axes) into gen_*. ``same`` means w is v.
-    With ``snap`` the accumulators are copied after each link into the prefix arrays p*[i, j+1] (used by the
-    morphology bank: prefix j+1 = the leg with only its first j+1 links).
-    All legs in one call: each array argument of a compiled call costs a reference-count round trip, and
-    one call per leg spent ~40 % of the forward dynamics on them (perf, see benchmarks/results/model.md)."""
+    CRBA (``with_crba``), eq. 27-28 summed from the foot: the composite inertia Ĩ_k = Σ_{j>=k} M^bb_j gives
+    𝓜^bθ[:, k] = Ĩ_k ξ'_k and 𝓜^θθ[l, k] = 𝓜^θθ[k, l] = ξ'_l · Ĩ_k ξ'_k (l <= k); the leg's share of M_bb is
+    Ĩ_0 (into ``Mb_l[i]``).
+    RNEA (``with_rnea``): V_k = V_{k-1} + ξ'_k θ̇_k, A_k = A_{k-1} + V_k × ξ'_k θ̇_k, link wrench
+    f_k = M^bb_k A_k + V_k ×* M^bb_k V_k; the wrench through joint k, F_k = Σ_{j>=k} f_j - W_t, gives
+    ``h_l[i, k]`` = ξ'_k · F_k and the leg's share of the base rows F_0 (into ``hb_l[i]``). So
+    h = C(θ, v) v + 𝒩 - 𝒥^T F_t (eq. 6, 9, 11), W_t = [f; p_t × f] being the foot force ``f_world[i]`` (world
+    axes, rotated to X_b) at the foot point, when the tip link is present and ``with_tip``.
+    Only the slots of present links are written. All legs in one call: each array argument of a compiled
+    call costs a reference-count round trip (see benchmarks/results/model.md)."""
     n_joints, joint_offset, mass, tip0 = data[D_N_JOINTS], data[D_JOINT_OFFSET], data[D_MASS], data[D_TIP0]
-    R, p, xp, c, Ic, Sv, Sw, lv, lw = _leg_work(data[D_XI].shape[1])
+    nmax = data[D_XI].shape[1]
+    R, p, xp, c, Ic, f = (np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6)), np.empty((nmax, 3)),
+                          np.empty((nmax, 3, 3)), np.empty((nmax, 6)))
     for i in range(counts.shape[0]):
         m_i = counts[i]
         if m_i == 0:
@@ -300,126 +371,136 @@ def _leg_terms(data, counts, theta, v, w, same, wa, wde, coriolis_on, gb, f_b, w
         n = n_joints[i]
         off = 6 + joint_offset[i]
         leg_kinematics(data, i, theta, R, p, xp, c, Ic)
-        for j in range(m_i):
-            m = mass[i, j]
-            c0, c1, c2 = c[j, 0], c[j, 1], c[j, 2]
-            # ---- mass matrix blocks (eq. 8, 19, 21, 28): M^bb = [[m 1, -m ĉ], [m ĉ, Ic - m ĉ ĉ]]
-            cc = c0 * c0 + c1 * c1 + c2 * c2
-            Mbb[i, 0, 0] += m
-            Mbb[i, 1, 1] += m
-            Mbb[i, 2, 2] += m
-            Mbb[i, 4, 0] += m * c2
-            Mbb[i, 0, 4] += m * c2
-            Mbb[i, 5, 0] -= m * c1
-            Mbb[i, 0, 5] -= m * c1
-            Mbb[i, 3, 1] -= m * c2
-            Mbb[i, 1, 3] -= m * c2
-            Mbb[i, 5, 1] += m * c0
-            Mbb[i, 1, 5] += m * c0
-            Mbb[i, 3, 2] += m * c1
-            Mbb[i, 2, 3] += m * c1
-            Mbb[i, 4, 2] -= m * c0
-            Mbb[i, 2, 4] -= m * c0
-            for r in range(3):
-                for t in range(3):
-                    Mbb[i, 3 + r, 3 + t] += Ic[j, r, t] - m * (c[j, r] * c[j, t]) + (m * cc if r == t else 0.0)
-            for k in range(j + 1):
-                f = _M_link(m, c, Ic, j, xp[k, 0], xp[k, 1], xp[k, 2], xp[k, 3], xp[k, 4], xp[k, 5])
-                Mbt[i, 0, k] += f[0]
-                Mbt[i, 1, k] += f[1]
-                Mbt[i, 2, k] += f[2]
-                Mbt[i, 3, k] += f[3]
-                Mbt[i, 4, k] += f[4]
-                Mbt[i, 5, k] += f[5]
-                for l in range(k + 1):     # symmetric by construction: one dot product for both entries
-                    val = _xp_dot(xp, l, f)
-                    Mtt[i, l, k] += val
-                    if l != k:
-                        Mtt[i, k, l] += val
-            # ---- Coriolis (eq. 36-43) and momentum (eq. 41); link velocity V + J^b θ̇ with prefix sums
-            if coriolis_on:
-                u0, u1, u2, u3, u4, u5 = v[0], v[1], v[2], v[3], v[4], v[5]
-                z0, z1, z2, z3, z4, z5 = w[0], w[1], w[2], w[3], w[4], w[5]
-                for b in range(j + 1):
-                    tv = v[off + b]
-                    tw = w[off + b]
-                    u0 += xp[b, 0] * tv
-                    u1 += xp[b, 1] * tv
-                    u2 += xp[b, 2] * tv
-                    u3 += xp[b, 3] * tv
-                    u4 += xp[b, 4] * tv
-                    u5 += xp[b, 5] * tv
-                    z0 += xp[b, 0] * tw
-                    z1 += xp[b, 1] * tw
-                    z2 += xp[b, 2] * tw
-                    z3 += xp[b, 3] * tw
-                    z4 += xp[b, 4] * tw
-                    z5 += xp[b, 5] * tw
-                    Sv[b, 0], Sv[b, 1], Sv[b, 2], Sv[b, 3], Sv[b, 4], Sv[b, 5] = u0, u1, u2, u3, u4, u5
-                    Sw[b, 0], Sw[b, 1], Sw[b, 2], Sw[b, 3], Sw[b, 4], Sw[b, 5] = z0, z1, z2, z3, z4, z5
-                hv = _M_link(m, c, Ic, j, u0, u1, u2, u3, u4, u5)
-                P[i, 0] += hv[0]
-                P[i, 1] += hv[1]
-                P[i, 2] += hv[2]
-                P[i, 3] += hv[3]
-                P[i, 4] += hv[4]
-                P[i, 5] += hv[5]
-                hw = hv
-                if not same:
-                    hw = _M_link(m, c, Ic, j, z0, z1, z2, z3, z4, z5)
-                for k in range(j + 1):
-                    gv = _dM_apply(xp, k, j, m, c, Ic, (Sv[k, 0], Sv[k, 1], Sv[k, 2], Sv[k, 3], Sv[k, 4], Sv[k, 5]),
-                                   hv, lv)
-                    tk = v[off + k] * wa
-                    if same:
-                        gw = gv
-                        for beta in range(j + 1):
-                            bias_l[i, beta] += lv[beta] * tk
-                    else:
-                        gw = _dM_apply(xp, k, j, m, c, Ic, (Sw[k, 0], Sw[k, 1], Sw[k, 2], Sw[k, 3], Sw[k, 4], Sw[k, 5]),
-                                       hw, lw)
-                        for beta in range(j + 1):
-                            bias_l[i, beta] += lw[beta] * tk
-                    # 𝒜 w = Σ_k (∂M_ij/∂θ_k w) θ̇_k      (eq. 37)
-                    bias_b[i, 0] += gw[0] * tk
-                    bias_b[i, 1] += gw[1] * tk
-                    bias_b[i, 2] += gw[2] * tk
-                    bias_b[i, 3] += gw[3] * tk
-                    bias_b[i, 4] += gw[4] * tk
-                    bias_b[i, 5] += gw[5] * tk
-                    # -½ (𝒟 w_b + ℰ w_θ)_k = -½ w^T (∂M_ij/∂θ_k) v      (eq. 39-40, 42-43)
-                    sdot = w[0] * gv[0] + w[1] * gv[1] + w[2] * gv[2] + w[3] * gv[3] + w[4] * gv[4] + w[5] * gv[5]
-                    for beta in range(j + 1):
-                        sdot += w[off + beta] * lv[beta]
-                    bias_l[i, k] -= 0.5 * wde * sdot
-            # ---- gravity: 𝒩 = -[W; J^T W], W = [f; c x f], f = m R_sb^T g_s   (eq. 9 for uniform gravity)
-            f0, f1, f2 = m * gb[0], m * gb[1], m * gb[2]
-            W = (f0, f1, f2, c1 * f2 - c2 * f1, c2 * f0 - c0 * f2, c0 * f1 - c1 * f0)
-            for r in range(6):
-                bias_b[i, r] -= W[r]
-            for beta in range(j + 1):
-                bias_l[i, beta] -= _xp_dot(xp, beta, W)
-            if with_tip and j == n - 1:
-                # 𝒥_i^T F_i (eq. 11) for a pure force at the foot: [W_t; J^T W_t], W_t = [f; p_t x f]
+        F = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        if with_rnea:
+            # ---- RNEA, outward: link twists, bias accelerations and wrenches
+            V = (v[0], v[1], v[2], v[3], v[4], v[5])
+            A = (-gb[0], -gb[1], -gb[2], 0.0, 0.0, 0.0)
+            for k in range(m_i):
+                qd = v[off + k]
+                s = (xp[k, 0] * qd, xp[k, 1] * qd, xp[k, 2] * qd, xp[k, 3] * qd, xp[k, 4] * qd, xp[k, 5] * qd)
+                V = (V[0] + s[0], V[1] + s[1], V[2] + s[2], V[3] + s[3], V[4] + s[4], V[5] + s[5])
+                a = _ad6(V, s)
+                A = (A[0] + a[0], A[1] + a[1], A[2] + a[2], A[3] + a[3], A[4] + a[4], A[5] + a[5])
+                m = mass[i, k]
+                IA = _M_link(m, c, Ic, k, A[0], A[1], A[2], A[3], A[4], A[5])
+                IV = _M_link(m, c, Ic, k, V[0], V[1], V[2], V[3], V[4], V[5])
+                e = _ad6T(V, IV)
+                for r in range(6):
+                    f[k, r] = IA[r] + e[r]
+            if with_tip and m_i == n:
+                # -𝒥_i^T F_i (eq. 11) for a pure force at the foot: W_t = [f; p_t × f], f in X_b axes
                 q = n - 1
                 pt0 = R[q, 0, 0] * tip0[i, 0, 3] + R[q, 0, 1] * tip0[i, 1, 3] + R[q, 0, 2] * tip0[i, 2, 3] + p[q, 0]
                 pt1 = R[q, 1, 0] * tip0[i, 0, 3] + R[q, 1, 1] * tip0[i, 1, 3] + R[q, 1, 2] * tip0[i, 2, 3] + p[q, 1]
                 pt2 = R[q, 2, 0] * tip0[i, 0, 3] + R[q, 2, 1] * tip0[i, 1, 3] + R[q, 2, 2] * tip0[i, 2, 3] + p[q, 2]
-                g0, g1, g2 = f_b[i, 0], f_b[i, 1], f_b[i, 2]
-                Wt = (g0, g1, g2, pt1 * g2 - pt2 * g1, pt2 * g0 - pt0 * g2, pt0 * g1 - pt1 * g0)
+                g0 = R_sb[0, 0] * f_world[i, 0] + R_sb[1, 0] * f_world[i, 1] + R_sb[2, 0] * f_world[i, 2]
+                g1 = R_sb[0, 1] * f_world[i, 0] + R_sb[1, 1] * f_world[i, 1] + R_sb[2, 1] * f_world[i, 2]
+                g2 = R_sb[0, 2] * f_world[i, 0] + R_sb[1, 2] * f_world[i, 1] + R_sb[2, 2] * f_world[i, 2]
+                F = (-g0, -g1, -g2, -(pt1 * g2 - pt2 * g1), -(pt2 * g0 - pt0 * g2), -(pt0 * g1 - pt1 * g0))
+        # ---- inward: composite inertia Ĩ_k as mass, first moment h = Σ m c and inertia J about X_b's origin
+        cm, h0, h1, h2 = 0.0, 0.0, 0.0, 0.0
+        J00, J01, J02, J11, J12, J22 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        for k in range(m_i - 1, -1, -1):
+            if with_rnea:
+                F = (F[0] + f[k, 0], F[1] + f[k, 1], F[2] + f[k, 2], F[3] + f[k, 3], F[4] + f[k, 4], F[5] + f[k, 5])
+                h_l[i, k] = _xp_dot(xp, k, F)
+            if not with_crba:
+                continue
+            m = mass[i, k]
+            c0, c1, c2 = c[k, 0], c[k, 1], c[k, 2]
+            cc = c0 * c0 + c1 * c1 + c2 * c2
+            cm += m
+            h0 += m * c0
+            h1 += m * c1
+            h2 += m * c2
+            J00 += Ic[k, 0, 0] + m * (cc - c0 * c0)      # J = Ic + m (|c|^2 1 - c c^T)
+            J01 += Ic[k, 0, 1] - m * c0 * c1
+            J02 += Ic[k, 0, 2] - m * c0 * c2
+            J11 += Ic[k, 1, 1] + m * (cc - c1 * c1)
+            J12 += Ic[k, 1, 2] - m * c1 * c2
+            J22 += Ic[k, 2, 2] + m * (cc - c2 * c2)
+            # Ĩ_k ξ'_k = [m x_v + x_w × h; h × x_v + J x_w]
+            x0, x1, x2, x3, x4, x5 = xp[k, 0], xp[k, 1], xp[k, 2], xp[k, 3], xp[k, 4], xp[k, 5]
+            col = (cm * x0 + x4 * h2 - x5 * h1, cm * x1 + x5 * h0 - x3 * h2, cm * x2 + x3 * h1 - x4 * h0,
+                   h1 * x2 - h2 * x1 + J00 * x3 + J01 * x4 + J02 * x5,
+                   h2 * x0 - h0 * x2 + J01 * x3 + J11 * x4 + J12 * x5,
+                   h0 * x1 - h1 * x0 + J02 * x3 + J12 * x4 + J22 * x5)
+            for r in range(6):
+                Mbt[i, r, k] = col[r]
+            for l in range(k + 1):
+                val = _xp_dot(xp, l, col)
+                Mtt[i, l, k] = val
+                Mtt[i, k, l] = val
+        for r in range(6):
+            hb_l[i, r] = F[r]
+        if not with_crba:
+            continue
+        # the leg's share of M_bb: Ĩ_0 = [[m 1, -ĥ], [ĥ, J]]
+        Mb = Mb_l[i]
+        Mb[0, 0], Mb[0, 1], Mb[0, 2], Mb[0, 3], Mb[0, 4], Mb[0, 5] = cm, 0.0, 0.0, 0.0, h2, -h1
+        Mb[1, 0], Mb[1, 1], Mb[1, 2], Mb[1, 3], Mb[1, 4], Mb[1, 5] = 0.0, cm, 0.0, -h2, 0.0, h0
+        Mb[2, 0], Mb[2, 1], Mb[2, 2], Mb[2, 3], Mb[2, 4], Mb[2, 5] = 0.0, 0.0, cm, h1, -h0, 0.0
+        Mb[3, 0], Mb[3, 1], Mb[3, 2], Mb[3, 3], Mb[3, 4], Mb[3, 5] = 0.0, -h2, h1, J00, J01, J02
+        Mb[4, 0], Mb[4, 1], Mb[4, 2], Mb[4, 3], Mb[4, 4], Mb[4, 5] = h2, 0.0, -h0, J01, J11, J12
+        Mb[5, 0], Mb[5, 1], Mb[5, 2], Mb[5, 3], Mb[5, 4], Mb[5, 5] = -h1, h0, 0.0, J02, J12, J22
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the paper's Coriolis terms (eq. 36-43), for the matrix C(θ, v)
+
+@njit(cache=True)
+def _leg_coriolis(data, counts, theta, v, w, same, wa, wde, bias_b, bias_l, P):
+    """The paper's Coriolis terms without the ℬ term, wa·𝒜 w - ½ wde·(𝒟 w_b + ℰ w_θ) (eq. 36-43), and the
+    momentum 𝒫 (eq. 41) of every leg i with its first ``counts[i]`` links, into that leg's slot [i]
+    (``bias_b``, ``P``: (L, 6), zeroed by the caller). ``same`` means w is v.
+    (Used for the matrix C(θ, v) itself; the bias forces C v + 𝒩 come from the RNEA, ``_legs_crba_rnea``,
+    which gives the same vector: test_model_physics checks C v + 𝒩 against it.)"""
+    n_joints, joint_offset, mass = data[D_N_JOINTS], data[D_JOINT_OFFSET], data[D_MASS]
+    nmax = data[D_XI].shape[1]
+    R, p, xp, c, Ic = (np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6)), np.empty((nmax, 3)),
+                       np.empty((nmax, 3, 3)))
+    Sv, Sw, lv, lw = np.empty((nmax, 6)), np.empty((nmax, 6)), np.empty(nmax), np.empty(nmax)
+    for i in range(counts.shape[0]):
+        m_i = counts[i]
+        if m_i == 0:
+            continue
+        off = 6 + joint_offset[i]
+        leg_kinematics(data, i, theta, R, p, xp, c, Ic)
+        for j in range(m_i):
+            m = mass[i, j]
+            # link velocities V + Σ_{β<=b} ξ'_β θ̇_β (prefix sums Sv[b]; Sw[b] the same for w)
+            for b in range(j + 1):
                 for r in range(6):
-                    gen_b[i, r] += Wt[r]
-                for beta in range(n):
-                    gen_l[i, beta] += _xp_dot(xp, beta, Wt)
-            if snap:
-                pMbb[i, j + 1] = Mbb[i]
-                pMbt[i, j + 1] = Mbt[i]
-                pMtt[i, j + 1] = Mtt[i]
-                pbias_b[i, j + 1] = bias_b[i]
-                pbias_l[i, j + 1] = bias_l[i]
-                pP[i, j + 1] = P[i]
-                pgen_b[i, j + 1] = gen_b[i]
-                pgen_l[i, j + 1] = gen_l[i]
+                    Sv[b, r] = (Sv[b - 1, r] if b > 0 else v[r]) + xp[b, r] * v[off + b]
+                    Sw[b, r] = (Sw[b - 1, r] if b > 0 else w[r]) + xp[b, r] * w[off + b]
+            hv = _M_link(m, c, Ic, j, Sv[j, 0], Sv[j, 1], Sv[j, 2], Sv[j, 3], Sv[j, 4], Sv[j, 5])
+            for r in range(6):
+                P[i, r] += hv[r]
+            hw = hv
+            if not same:
+                hw = _M_link(m, c, Ic, j, Sw[j, 0], Sw[j, 1], Sw[j, 2], Sw[j, 3], Sw[j, 4], Sw[j, 5])
+            for k in range(j + 1):
+                gv = _dM_apply(xp, k, j, m, c, Ic, (Sv[k, 0], Sv[k, 1], Sv[k, 2], Sv[k, 3], Sv[k, 4], Sv[k, 5]),
+                               hv, lv)
+                tk = v[off + k] * wa
+                if same:
+                    gw = gv
+                    for beta in range(j + 1):
+                        bias_l[i, beta] += lv[beta] * tk
+                else:
+                    gw = _dM_apply(xp, k, j, m, c, Ic, (Sw[k, 0], Sw[k, 1], Sw[k, 2], Sw[k, 3], Sw[k, 4], Sw[k, 5]),
+                                   hw, lw)
+                    for beta in range(j + 1):
+                        bias_l[i, beta] += lw[beta] * tk
+                # 𝒜 w = Σ_k (∂M_ij/∂θ_k w) θ̇_k      (eq. 37)
+                for r in range(6):
+                    bias_b[i, r] += gw[r] * tk
+                # -½ (𝒟 w_b + ℰ w_θ)_k = -½ w^T (∂M_ij/∂θ_k) v      (eq. 39-40, 42-43)
+                sdot = w[0] * gv[0] + w[1] * gv[1] + w[2] * gv[2] + w[3] * gv[3] + w[4] * gv[4] + w[5] * gv[5]
+                for beta in range(j + 1):
+                    sdot += w[off + beta] * lv[beta]
+                bias_l[i, k] -= 0.5 * wde * sdot
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -459,79 +540,70 @@ def _chol_solve(Lm, i, n, b, bi):
         b[bi, r] = s / Lm[i, r, r]
 
 
-@njit(cache=True)
-def _solve_arrowhead(counts, Mbb, Mbt, Mtt, rb, rl, out_b, out_l):
+@njit(cache=True, inline="always")
+def _solve_arrowhead(data, counts, Mbb, Mbt, Mtt, rb, rl, out):
     """Solve the block-arrow system of eq. 27 (θθ block-diagonal per leg) by the Schur complement on the
-    6x6 base block. Per leg A_i = 𝓜^θθ = L_i L_i^T, B_i = 𝓜^bθ, Z_i = L_i^-1 B_i^T, z_i = L_i^-1 r_i:
-    S = M_bb - Σ Z_i^T Z_i, S v̇_b = r_b - Σ Z_i^T z_i, then v̇_i = L_i^-T (z_i - Z_i v̇_b)
-    (forward substitutions only for the 6 columns; S built on its lower triangle).
-    Returns False if a block is not positive definite."""
+    6x6 base block; write the full-size v̇ into ``out``. Per leg A_i = 𝓜^θθ = L_i L_i^T, B_i = 𝓜^bθ,
+    Z_i = L_i^-1 B_i^T, z_i = L_i^-1 r_i: S = M_bb - Σ Z_i^T Z_i, S v̇_b = r_b - Σ Z_i^T z_i, then
+    v̇_i = L_i^-T (z_i - Z_i v̇_b) (forward substitutions only for the 6 columns; S built on its lower triangle).
+    In place, no scratch arrays: Mtt's lower triangles become L_i, Mbt[i] becomes Z_i^T, rl[i] z_i, Mbb S's
+    Cholesky factor and rb v̇_b. Returns False if a block is not positive definite."""
     L = counts.shape[0]
-    nmax = Mtt.shape[1]
-    S = np.empty((1, 6, 6))
-    r = np.empty((1, 6))
-    for a in range(6):
-        r[0, a] = rb[a]
-        for b in range(a + 1):
-            S[0, a, b] = Mbb[a, b]
-    Lfac = np.empty((L, nmax, nmax))
-    Z = np.empty((L, nmax, 6))
-    z = np.empty((L, nmax))
+    joint_offset = data[D_JOINT_OFFSET]
+    S = Mbb.reshape((1, 6, 6))
+    r = rb.reshape((1, 6))
     for i in range(L):
         m = counts[i]
         if m == 0:
             continue
-        for a in range(m):
-            for b in range(a + 1):
-                Lfac[i, a, b] = Mtt[i, a, b]
-        if not _chol(Lfac, i, m):
+        if not _chol(Mtt, i, m):
             return False
         # forward substitution L_i [Z_i | z_i] = [B_i^T | r_i]
         for a in range(m):
-            d = Lfac[i, a, a]
+            d = Mtt[i, a, a]
             for q in range(6):
                 t = Mbt[i, q, a]
                 for k in range(a):
-                    t -= Lfac[i, a, k] * Z[i, k, q]
-                Z[i, a, q] = t / d
+                    t -= Mtt[i, a, k] * Mbt[i, q, k]
+                Mbt[i, q, a] = t / d
             t = rl[i, a]
             for k in range(a):
-                t -= Lfac[i, a, k] * z[i, k]
-            z[i, a] = t / d
+                t -= Mtt[i, a, k] * rl[i, k]
+            rl[i, a] = t / d
         for q in range(6):
             t = 0.0
             for a in range(m):
-                t += Z[i, a, q] * z[i, a]
+                t += Mbt[i, q, a] * rl[i, a]
             r[0, q] -= t
             for q2 in range(q + 1):
                 t = 0.0
                 for a in range(m):
-                    t += Z[i, a, q] * Z[i, a, q2]
+                    t += Mbt[i, q, a] * Mbt[i, q2, a]
                 S[0, q, q2] -= t
     if not _chol(S, 0, 6):
         return False
     _chol_solve(S, 0, 6, r, 0)
+    out[:] = 0.0
     for q in range(6):
-        out_b[q] = r[0, q]
+        out[q] = rb[q]
     for i in range(L):
         m = counts[i]
-        for a in range(nmax):
-            out_l[i, a] = 0.0
+        off = 6 + joint_offset[i]
         # back substitution L_i^T v̇_i = z_i - Z_i v̇_b
         for a in range(m - 1, -1, -1):
-            t = z[i, a]
+            t = rl[i, a]
             for q in range(6):
-                t -= Z[i, a, q] * r[0, q]
+                t -= Mbt[i, q, a] * rb[q]
             for k in range(a + 1, m):
-                t -= Lfac[i, k, a] * out_l[i, k]
-            out_l[i, a] = t / Lfac[i, a, a]
+                t -= Mtt[i, k, a] * out[off + k]
+            out[off + a] = t / Mtt[i, a, a]
     return True
 
 
 # ----------------------------------------------------------------------------------------------------------
 # public kernels (full-size vectors + mask)
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def link_counts(data, mask):
     """Number of present links per leg (the morphology is valid: present links form a prefix)."""
     n_joints = data[D_N_JOINTS]
@@ -545,127 +617,120 @@ def link_counts(data, mask):
     return out
 
 
-@njit(cache=True)
-def _body_terms(data, Vb, Wb, gb, bias_b, P):
-    """Main-body parts: momentum I_b V (eq. 41) and gravity (eq. 9)."""
-    body_mass, body_com, body_Ic = data[D_BODY_MASS][0], data[D_BODY_COM], data[D_BODY_IC]
-    _inertia_apply(body_mass, body_com, body_Ic, Vb, P)
-    t = np.empty(3)
-    f = body_mass * gb
-    _cross(body_com, f, t)
-    for r in range(3):
-        bias_b[r] -= f[r]
-        bias_b[3 + r] -= t[r]
+@njit(cache=True, inline="always")
+def _finite(x):
+    """No NaN or inf in the vector x."""
+    total = 0.0
+    for r in range(x.shape[0]):
+        total += x[r] * 0.0
+    return total == 0.0
 
 
 @njit(cache=True, inline="always")
-def _terms_buffers(data):
-    """Output arrays of ``_dynamics_terms``: M blocks (eq. 27), bias forces and 𝒥^T F, base and per leg."""
+def _gravity_in_base(data, R_sb, gravity_on):
+    """g_b = R_sb^T g_s as a 3-tuple (zeros without gravity)."""
+    if not gravity_on:
+        return (0.0, 0.0, 0.0)
+    g = data[D_GRAVITY]
+    return (R_sb[0, 0] * g[0] + R_sb[1, 0] * g[1] + R_sb[2, 0] * g[2],
+            R_sb[0, 1] * g[0] + R_sb[1, 1] * g[1] + R_sb[2, 1] * g[2],
+            R_sb[0, 2] * g[0] + R_sb[1, 2] * g[1] + R_sb[2, 2] * g[2])
+
+
+@njit(cache=True, inline="always")
+def _body_crba_rnea(data, v, gb, with_rnea, Mbb, h_b):
+    """The main body's own terms: Mbb = M^bb_b (eq. 8) and h_b = M^bb_b A_b + V_b ×* M^bb_b V_b with
+    A_b = [-g_b; 0] (its RNEA wrench: gravity, eq. 9, and the Euler-Poincaré term -ad_V^T 𝒫, eq. 38)."""
+    body_mass, body_com, body_Ic = data[D_BODY_MASS][0], data[D_BODY_COM].reshape((1, 3)), data[D_BODY_IC]
+    _inertia_matrix(body_mass, body_com[0], body_Ic, Mbb)
+    if not with_rnea:
+        h_b[:] = 0.0
+        return
+    Ic = body_Ic.reshape((1, 3, 3))
+    V = (v[0], v[1], v[2], v[3], v[4], v[5])
+    IA = _M_link(body_mass, body_com, Ic, 0, -gb[0], -gb[1], -gb[2], 0.0, 0.0, 0.0)
+    IV = _M_link(body_mass, body_com, Ic, 0, V[0], V[1], V[2], V[3], V[4], V[5])
+    e = _ad6T(V, IV)
+    for r in range(6):
+        h_b[r] = IA[r] + e[r]
+
+
+@njit(cache=True, inline="always")
+def _blocks(data):
+    """Arrays for ``_crba_rnea``'s outputs: M_bb, 𝓜^bθ and 𝓜^θθ per leg, h base and per leg."""
     L = data[D_N_JOINTS].shape[0]
     nmax = data[D_XI].shape[1]
-    return (np.empty((6, 6)), np.empty((L, 6, nmax)), np.empty((L, nmax, nmax)), np.empty(6), np.empty((L, nmax)),
-            np.empty(6), np.empty((L, nmax)))
+    return np.empty((6, 6)), np.empty((L, 6, nmax)), np.empty((L, nmax, nmax)), np.empty(6), np.empty((L, nmax))
 
 
-@njit(cache=True)
-def _dynamics_terms(data, R_sb, theta, v, w, same, gravity_on, f_world, mask,
-                    Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l, wa=1.0, wb=1.0, wde=1.0, coriolis_on=True):
-    """Everything for one state: mass blocks, C(θ,v) w + 𝒩 (bias), 𝒥^T F (gen)."""
-    n_joints = data[D_N_JOINTS]
-    L = n_joints.shape[0]
+@njit(cache=True, inline="always")
+def _crba_rnea(data, R_sb, theta, v, f_world, mask, gravity_on, with_crba, with_rnea, with_tip, Mbb, Mbt, Mtt, h_b,
+               h_l):
+    """Mass-matrix blocks (eq. 27) and h = C(θ, v) v + 𝒩 - 𝒥^T F_t of the whole robot: the main body's own
+    terms plus every leg's share (``_legs_crba_rnea``). Returns the link counts of ``mask``."""
+    L = data[D_N_JOINTS].shape[0]
     counts = link_counts(data, mask)
-    gb = np.zeros(3)
-    if gravity_on:
-        _mtv3(R_sb, data[D_GRAVITY], gb)            # gravity in X_b: R_sb^T g_s
-    Mbb[:, :] = 0.0
-    body_mass, body_com, body_Ic = data[D_BODY_MASS][0], data[D_BODY_COM], data[D_BODY_IC]
-    _inertia_matrix(body_mass, body_com, body_Ic, Mbb)
-    Mbt[:, :, :] = 0.0
-    Mtt[:, :, :] = 0.0
-    bias_b[:] = 0.0
-    bias_l[:, :] = 0.0
-    gen_b[:] = 0.0
-    gen_l[:, :] = 0.0
-    P = np.zeros(6)
-    _body_terms(data, v[0:6], w[0:6], gb, bias_b, P)
-    fb = np.empty((L, 3))
+    gb = _gravity_in_base(data, R_sb, gravity_on)
+    _body_crba_rnea(data, v, gb, with_rnea, Mbb, h_b)
+    Mb_l = np.empty((L, 6, 6))
+    hb_l = np.empty((L, 6))
+    _legs_crba_rnea(data, counts, theta, v, gb, R_sb, f_world, with_crba, with_rnea, with_tip, Mb_l, Mbt, Mtt, hb_l,
+                    h_l)
     for i in range(L):
-        for r in range(3):
-            fb[i, r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
-    # per-leg slots of the base-row accumulators (one leg loop inside _leg_terms), summed below
-    Mbb_l = np.zeros((L, 6, 6))
-    base_l = np.zeros((3, L, 6))        # bias_b, P, gen_b per leg
-    d4 = np.zeros((1, 1, 1, 1))
-    d3 = np.zeros((1, 1, 1))
-    _leg_terms(data, counts, theta, v, w, same, wa, wde, coriolis_on, gb, fb, True,
-               Mbb_l, Mbt, Mtt, base_l[0], bias_l, base_l[1], base_l[2], gen_l,
-               False, d4, d4, d4, d3, d3, d3, d3, d3)
-    for i in range(L):
+        if counts[i] == 0:
+            continue
         for r in range(6):
-            bias_b[r] += base_l[0, i, r]
-            P[r] += base_l[1, i, r]
-            gen_b[r] += base_l[2, i, r]
-            for t in range(6):
-                Mbb[r, t] += Mbb_l[i, r, t]
-    _base_B_term(P, w[0:6], bias_b, wb)
+            h_b[r] += hb_l[i, r]
+            if with_crba:
+                for t in range(6):
+                    Mbb[r, t] += Mb_l[i, r, t]
     return counts
 
 
 @njit(cache=True)
 def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out, joint_diag=None):
-    """v̇ = M^-1 (τ + 𝒥^T F - C v - 𝒩)   (eq. 6), full-size vectors, morphology by ``mask``.
+    """v̇ = M^-1 (τ + 𝒥^T F - C v - 𝒩)   (eq. 6), full-size vectors, morphology by ``mask``: M by CRBA, the
+    rest by RNEA (``_legs_crba_rnea``), then the block-arrow solve of eq. 27 (``_solve_arrowhead``).
 
     ``f_world[i]`` is the world-frame force at leg i's foot (ignored when the tip link is missing);
     ``tau`` base rows are applied as given (0 for an unactuated base).
     ``joint_diag`` (full joint order), if given, is added to M's joint diagonal: (M + diag) v̇ = ..., which is
     how a simulator treats joint damping implicitly (D-term at v_{n+1}, as MuJoCo's implicitfast).
     Returns False if M is not positive definite or the result is not finite (NaN/inf in the inputs)."""
+    data = model(data)
     L = data[D_N_JOINTS].shape[0]
-    nmax = data[D_XI].shape[1]
-    Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l = _terms_buffers(data)
-    counts = _dynamics_terms(data, R_sb, theta, v, v, True, True, f_world, mask,
-                             Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l)
+    Mbb, Mbt, Mtt, h_b, h_l = _blocks(data)
+    counts = _crba_rnea(data, R_sb, theta, v, f_world, mask, True, True, True, True, Mbb, Mbt, Mtt, h_b, h_l)
     joint_offset = data[D_JOINT_OFFSET]
-    rb = np.empty(6)
+    # right-hand side τ - h in place
     for r in range(6):
-        rb[r] = tau[r] + gen_b[r] - bias_b[r]
-    rl = np.zeros((L, nmax))
+        h_b[r] = tau[r] - h_b[r]
     for i in range(L):
         off = 6 + joint_offset[i]
         for a in range(counts[i]):
-            rl[i, a] = tau[off + a] + gen_l[i, a] - bias_l[i, a]
+            h_l[i, a] = tau[off + a] - h_l[i, a]
             if joint_diag is not None:
                 Mtt[i, a, a] += joint_diag[off - 6 + a]
-    ab = np.empty(6)
-    al = np.empty((L, nmax))
-    ok = _solve_arrowhead(counts, Mbb, Mbt, Mtt, rb, rl, ab, al)
-    _scatter(data, counts, ab, al, vdot_out)
-    total = 0.0
-    for r in range(vdot_out.shape[0]):
-        total += vdot_out[r]
-    return ok and math.isfinite(total)
+    ok = _solve_arrowhead(data, counts, Mbb, Mbt, Mtt, h_b, h_l, vdot_out)
+    return ok and _finite(vdot_out)
 
 
 @njit(cache=True)
 def mass_matrix(data, theta, mask, out):
-    """Dense M(θ) (eq. 27) of size nv_full; rows/columns of missing joints are zero."""
+    """Dense M(θ) (eq. 27, by CRBA: ``_legs_crba_rnea``) of size nv_full; rows/columns of missing joints are
+    zero. Returns False if ``theta`` is not finite."""
+    data = model(data)
     L = data[D_N_JOINTS].shape[0]
-    nmax = data[D_XI].shape[1]
+    Mbb, Mbt, Mtt, h_b, h_l = _blocks(data)
+    # (R_sb and f_world are not read without gravity and tip forces)
+    counts = _crba_rnea(data, Mbb, theta, theta, h_l, mask, False, True, False, False, Mbb, Mbt, Mtt, h_b, h_l)
     nvf = out.shape[0]
-    Mbb = np.empty((6, 6))
-    Mbt = np.empty((L, 6, nmax))
-    Mtt = np.empty((L, nmax, nmax))
-    bias_b = np.empty(6)
-    bias_l = np.empty((L, nmax))
-    gen_b = np.empty(6)
-    gen_l = np.empty((L, nmax))
-    z = np.zeros(nvf)
-    R = np.eye(3)
-    f = np.zeros((L, 3))
-    counts = _dynamics_terms(data, R, theta, z, z, True, False, f, mask,
-                             Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l, 1.0, 1.0, 1.0, False)
-    out[:, :] = 0.0
-    out[0:6, 0:6] = Mbb
+    for r in range(nvf):
+        for t in range(nvf):
+            out[r, t] = 0.0
+    for r in range(6):
+        for t in range(6):
+            out[r, t] = Mbb[r, t]
     joint_offset = data[D_JOINT_OFFSET]
     for i in range(L):
         off = 6 + joint_offset[i]
@@ -676,6 +741,20 @@ def mass_matrix(data, theta, mask, out):
                 out[off + a, q] = Mbt[i, q, a]
             for b in range(m):
                 out[off + a, off + b] = Mtt[i, a, b]
+    return _finite(theta)
+
+
+@njit(cache=True)
+def bias_forces(data, R_sb, theta, v, mask, gravity_on, out):
+    """out = C(θ, v) v + 𝒩(Q) (with gravity_on) — Pinocchio's nonLinearEffects — by RNEA
+    (``_legs_crba_rnea``). Returns False if an input is not finite."""
+    data = model(data)
+    L = data[D_N_JOINTS].shape[0]
+    Mbb, Mbt, Mtt, h_b, h_l = _blocks(data)
+    counts = _crba_rnea(data, R_sb, theta, v, h_l, mask, gravity_on, False, True, False, Mbb, Mbt, Mtt, h_b, h_l)
+    _scatter(data, counts, h_b, h_l, out)
+    return _finite(theta) and _finite(v) and math.isfinite(R_sb[0, 0] + R_sb[0, 1] + R_sb[0, 2] + R_sb[1, 0] + R_sb[1, 1]
+                                                           + R_sb[1, 2] + R_sb[2, 0] + R_sb[2, 1] + R_sb[2, 2])
 
 
 @njit(cache=True)
@@ -683,12 +762,24 @@ def coriolis_apply(data, theta, v, w, mask, out, wa=1.0, wb=1.0, wde=1.0):
     """out = C(θ, v) w = (wa 𝒜 - ½ [[wb ℬ, 0], [wde 𝒟, wde ℰ]]) w  (eq. 36-43), full size.
 
     With the default weights this is the paper's C; C(θ,v) v + 𝒩 are the bias forces."""
-    L = data[D_N_JOINTS].shape[0]
-    Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l = _terms_buffers(data)
-    R = np.eye(3)
-    f = np.zeros((L, 3))
-    counts = _dynamics_terms(data, R, theta, v, w, False, False, f, mask,
-                             Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l, wa, wb, wde)
+    data = model(data)
+    n_joints = data[D_N_JOINTS]
+    L = n_joints.shape[0]
+    nmax = data[D_XI].shape[1]
+    counts = link_counts(data, mask)
+    same = False
+    base_l = np.zeros((2, L, 6))       # per-leg slots of the base rows and of 𝒫, summed below
+    bias_l = np.zeros((L, nmax))
+    _leg_coriolis(data, counts, theta, v, w, same, wa, wde, base_l[0], bias_l, base_l[1])
+    body_mass, body_com, body_Ic = data[D_BODY_MASS][0], data[D_BODY_COM], data[D_BODY_IC]
+    P = np.empty(6)
+    _inertia_apply(body_mass, body_com, body_Ic, v[0:6], P)      # 𝒫 of the main body (eq. 41)
+    bias_b = np.zeros(6)
+    for i in range(L):
+        for r in range(6):
+            bias_b[r] += base_l[0, i, r]
+            P[r] += base_l[1, i, r]
+    _base_B_term(P, w[0:6], bias_b, wb)
     _scatter(data, counts, bias_b, bias_l, out)
 
 
@@ -711,6 +802,7 @@ def coriolis_matrix(data, theta, v, mask, skew, out):
     v^T (Ṁ - 2C) v = 0, but Ṁ - 2C is not skew-symmetric as a matrix.
     ``skew=True``: C* = ½𝒜 - ½[[ℬ, 0], [0, 0]] + ½(K^T - K) with K = [[0, 0], [𝒟, ℰ]], built from the same
     paper terms. C* v = C v (because K^T v = 𝒜 v = Ṁ v) and Ṁ - 2C* is skew-symmetric (ℬ is skew)."""
+    data = model(data)
     nvf = out.shape[0]
     e = np.zeros(nvf)
     col = np.empty(nvf)
@@ -732,21 +824,11 @@ def coriolis_matrix(data, theta, v, mask, skew, out):
                 out[r, c] += 0.5 * (K[c, r] - K[r, c])
 
 
-@njit(cache=True)
-def bias_forces(data, R_sb, theta, v, mask, gravity_on, out):
-    """out = C(θ, v) v + 𝒩(Q) (with gravity_on) — Pinocchio's nonLinearEffects."""
-    L = data[D_N_JOINTS].shape[0]
-    Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l = _terms_buffers(data)
-    f = np.zeros((L, 3))
-    counts = _dynamics_terms(data, R_sb, theta, v, v, True, gravity_on, f, mask,
-                             Mbb, Mbt, Mtt, bias_b, bias_l, gen_b, gen_l)
-    _scatter(data, counts, bias_b, bias_l, out)
-
-
 
 @njit(cache=True)
 def tip_poses(data, theta, out):
     """out[i] = g_{b,it}(θ) = e^{ξ_i1 θ_i1} ... e^{ξ_in θ_in} g_{b,it}(0), 4x4, for every leg."""
+    data = model(data)
     n_joints, tip0 = data[D_N_JOINTS], data[D_TIP0]
     L = n_joints.shape[0]
     nmax = data[D_XI].shape[1]
@@ -770,6 +852,7 @@ def tip_poses(data, theta, out):
 def tip_jacobians(data, theta, out):
     """out[i] (6 x nv_full) = Ad^-1_{g_b,it} [1_6, J_it] (eq. 11): maps v to the body velocity of leg i's tip
     frame, in the tip frame (Pinocchio's LOCAL frame Jacobian)."""
+    data = model(data)
     n_joints, joint_offset, tip0 = data[D_N_JOINTS], data[D_JOINT_OFFSET], data[D_TIP0]
     L = n_joints.shape[0]
     nmax = data[D_XI].shape[1]
@@ -811,6 +894,7 @@ def tip_jacobians(data, theta, out):
 def tip_state(data, R_sb, p_sb, theta, v, pos_out, vel_out):
     """World-frame foot positions and velocities of every leg (L,3): p = p_sb + R_sb p_t,
     ṗ = R_sb (V_v + V_w x p_t + Σ_k (ξ'_k,v + ξ'_k,w x p_t) θ̇_k)."""
+    data = model(data)
     n_joints, joint_offset, tip0 = data[D_N_JOINTS], data[D_JOINT_OFFSET], data[D_TIP0]
     L = n_joints.shape[0]
     nmax = data[D_XI].shape[1]
@@ -903,69 +987,52 @@ def se3_step(R, p, V, dt):
 def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
     """Forward dynamics for K morphology hypotheses at one state (``masks`` (K,L,nmax), ``out`` (K,nv)).
 
-    The paper's modularity makes this cheap: every link's contribution (mass blocks, Coriolis, gravity,
-    momentum, tip force) is computed once, prefix-summed along each leg, and each hypothesis only adds the
-    prefixes of its legs and solves one arrowhead system (6x6 Schur complement)."""
+    The paper's modularity makes this cheap: a leg's blocks (its share of M_bb, 𝓜^bθ, 𝓜^θθ, its bias
+    forces and 𝒥^T F) depend on that leg alone, so they are computed once for every prefix m = 0..n of every
+    leg (the leg with its first m links) and each hypothesis only picks its legs' prefixes and solves one
+    arrowhead system (6x6 Schur complement)."""
+    data = model(data)
     n_joints, joint_offset = data[D_N_JOINTS], data[D_JOINT_OFFSET]
     L = n_joints.shape[0]
     nmax = data[D_XI].shape[1]
     K = masks.shape[0]
-    gb = np.empty(3)
-    _mtv3(R_sb, data[D_GRAVITY], gb)
-    pMbb = np.zeros((L, nmax + 1, 6, 6))
-    pMbt = np.zeros((L, nmax + 1, 6, nmax))
-    pMtt = np.zeros((L, nmax + 1, nmax, nmax))
-    pbias_b = np.zeros((L, nmax + 1, 6))
-    pbias_l = np.zeros((L, nmax + 1, nmax))
-    pP = np.zeros((L, nmax + 1, 6))
-    pgen_b = np.zeros((L, nmax + 1, 6))
-    pgen_l = np.zeros((L, nmax + 1, nmax))
-    fb = np.empty((L, 3))
-    for i in range(L):
-        for r in range(3):
-            fb[i, r] = R_sb[0, r] * f_world[i, 0] + R_sb[1, r] * f_world[i, 1] + R_sb[2, r] * f_world[i, 2]
-    _leg_terms(data, n_joints, theta, v, v, True, 1.0, 1.0, True, gb, fb, True,
-               np.zeros((L, 6, 6)), np.zeros((L, 6, nmax)), np.zeros((L, nmax, nmax)), np.zeros((L, 6)),
-               np.zeros((L, nmax)), np.zeros((L, 6)), np.zeros((L, 6)), np.zeros((L, nmax)),
-               True, pMbb, pMbt, pMtt, pbias_b, pbias_l, pP, pgen_b, pgen_l)
-    Mbb = np.empty((6, 6))
-    bb = np.empty(6)
-    P = np.empty(6)
-    gnb = np.empty(6)
-    # main body, shared by all hypotheses
-    body_mass, body_com, body_Ic = data[D_BODY_MASS][0], data[D_BODY_COM], data[D_BODY_IC]
+    gb = _gravity_in_base(data, R_sb, True)
+    pMb = np.empty((nmax + 1, L, 6, 6))
+    pMbt = np.empty((nmax + 1, L, 6, nmax))
+    pMtt = np.empty((nmax + 1, L, nmax, nmax))
+    phb = np.empty((nmax + 1, L, 6))
+    phl = np.empty((nmax + 1, L, nmax))
+    prefix = np.empty(L, dtype=np.int64)
+    for m in range(nmax + 1):
+        for i in range(L):
+            prefix[i] = min(m, n_joints[i])
+        _legs_crba_rnea(data, prefix, theta, v, gb, R_sb, f_world, True, True, True, pMb[m], pMbt[m], pMtt[m], phb[m],
+                        phl[m])
     Mb0 = np.empty((6, 6))
-    _inertia_matrix(body_mass, body_com, body_Ic, Mb0)
-    bias_b0 = np.zeros(6)
-    P0 = np.zeros(6)
-    _body_terms(data, v[0:6], v[0:6], gb, bias_b0, P0)
+    hb0 = np.empty(6)
+    _body_crba_rnea(data, v, gb, True, Mb0, hb0)
+    Mbb = np.empty((6, 6))
+    rb = np.empty(6)
     hMbt = np.empty((L, 6, nmax))
     hMtt = np.empty((L, nmax, nmax))
     rl = np.empty((L, nmax))
-    ab = np.empty(6)
-    al = np.empty((L, nmax))
-    rb = np.empty(6)
     for kk in range(K):
         counts = link_counts(data, masks[kk])
-        Mbb[:, :] = Mb0
-        bb[:] = bias_b0
-        P[:] = P0
-        gnb[:] = 0.0
+        for r in range(6):
+            rb[r] = tau[r] - hb0[r]
+            for t in range(6):
+                Mbb[r, t] = Mb0[r, t]
         for i in range(L):
             m = counts[i]
-            Mbb += pMbb[i, m]
-            bb += pbias_b[i, m]
-            P += pP[i, m]
-            hMbt[i] = pMbt[i, m]
-            hMtt[i] = pMtt[i, m]
-            tip = m == n_joints[i]
-            if tip:
-                gnb += pgen_b[i, m]
+            if m == 0:
+                continue
+            for r in range(6):
+                rb[r] -= phb[m, i, r]
+                for t in range(6):
+                    Mbb[r, t] += pMb[m, i, r, t]
+            hMbt[i] = pMbt[m, i]
+            hMtt[i] = pMtt[m, i]
             off = 6 + joint_offset[i]
             for a in range(m):
-                rl[i, a] = tau[off + a] - pbias_l[i, m, a] + (pgen_l[i, m, a] if tip else 0.0)
-        _base_B_term(P, v[0:6], bb, 1.0)
-        for r in range(6):
-            rb[r] = tau[r] + gnb[r] - bb[r]
-        _solve_arrowhead(counts, Mbb, hMbt, hMtt, rb, rl, ab, al)
-        _scatter(data, counts, ab, al, out[kk])
+                rl[i, a] = tau[off + a] - phl[m, i, a]
+        _solve_arrowhead(data, counts, Mbb, hMbt, hMtt, rb, rl, out[kk])

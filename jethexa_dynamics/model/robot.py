@@ -263,7 +263,9 @@ class LeggedRobot:
         self.urdf_path = path
         self._all_leg_names = tuple(leg.name for leg in desc.legs)
         off = np.concatenate([[0], np.cumsum(desc.n_joints)[:-1]]).astype(np.int64)
-        self.kernel_data = (
+        # ``kernel_data``: the model arrays of :mod:`.kernels`, views into the two ``kernel_buffers`` that the
+        # Python API passes to the compiled kernels (fewer arrays to unbox per call)
+        self.kernel_buffers, self.kernel_data = kernels.pack(
             desc.n_joints, off, desc.xi, desc.mass, desc.com0, desc.Ic0, desc.tip0,
             np.array([desc.body_mass]), desc.body_com, desc.body_Ic, np.array([0.0, 0.0, -9.81]))
         self._full = self
@@ -276,6 +278,7 @@ class LeggedRobot:
         self._all_tip_idx = np.arange(len(desc.legs), dtype=np.int64)
         self._all_joint_names = [jn for leg in desc.legs for jn in leg.joint_names]
         self._nj_full = nj
+        self._q_shape, self._v_shape, self._M_shape = (nj,), (6 + nj,), (6 + nj, 6 + nj)
         self._zero_f = np.zeros((len(desc.legs), 3))
         self._zero_f.flags.writeable = False
         self._set_morphology(Morphology(self._all_leg_names, desc.n_joints, desc.n_joints))
@@ -361,9 +364,11 @@ class LeggedRobot:
             r.urdf_path = full.urdf_path
             r._all_leg_names = full._all_leg_names
             r.kernel_data = full.kernel_data
+            r.kernel_buffers = full.kernel_buffers
             r._full = full
             r._cache = None
             r._nj_full = full._nj_full
+            r._q_shape, r._v_shape, r._M_shape = full._q_shape, full._v_shape, full._M_shape
             r._zero_f = full._zero_f
             r._set_morphology(m)
             full._cache[key] = r
@@ -379,7 +384,7 @@ class LeggedRobot:
         g = _vec(g_s, 3, "gravity")
         full = self._full
         r = LeggedRobot._from_description(full._desc, full.urdf_path)
-        r.kernel_data = full.kernel_data[:kernels.D_GRAVITY] + (g.copy(),)
+        r.kernel_buffers, r.kernel_data = kernels.pack(*full.kernel_data[:kernels.D_GRAVITY], g)
         return r.with_morphology(self.morphology)
 
     # ---- helpers ------------------------------------------------------------------------------------------
@@ -439,11 +444,18 @@ class LeggedRobot:
         return x if self._healthy else x[self._vidx]
 
     # ---- the paper's structural matrices ------------------------------------------------------------------
+    # mass_matrix, bias_forces and forward_dynamics have a hot path for the healthy robot, written out: one
+    # np.asarray and one shape comparison per argument, finiteness checked in the kernel (each Python call
+    # layer costs ~0.1 µs here, Pinocchio's whole crba ~2 µs). Anything else takes the checked path, which
+    # names the bad input.
     def mass_matrix(self, q):
         """M(θ) (eq. 7-8, 27-28), nv x nv, symmetric positive definite."""
-        n = 6 + self._nj_full
-        M = np.empty((n, n))
-        kernels.mass_matrix(self.kernel_data, self._q_full(q), self._mask, M)
+        M = np.empty(self._M_shape)
+        if self._healthy:
+            qf = np.asarray(q, dtype=float)
+            if qf.shape == self._q_shape and kernels.mass_matrix(self.kernel_buffers, qf, self._mask, M):
+                return M
+        kernels.mass_matrix(self.kernel_buffers, self._q_full(q), self._mask, M)
         return M if self._healthy else M[np.ix_(self._vidx, self._vidx)]
 
     def coriolis_matrix(self, q, v, factorization="paper"):
@@ -458,30 +470,38 @@ class LeggedRobot:
             raise ValueError(f"factorization must be 'paper' or 'skew', got {factorization!r}")
         n = 6 + self._nj_full
         C = np.empty((n, n))
-        kernels.coriolis_matrix(self.kernel_data, self._q_full(q), self._v_full(v), self._mask,
+        kernels.coriolis_matrix(self.kernel_buffers, self._q_full(q), self._v_full(v), self._mask,
                                 factorization == "skew", C)
         return C if self._healthy else C[np.ix_(self._vidx, self._vidx)]
 
     def gravity_forces(self, g_sb, q):
         """𝒩(Q) (eq. 9) for uniform gravity -9.81 m/s^2 along world z."""
-        out = np.empty(6 + self._nj_full)
-        z = np.zeros(6 + self._nj_full)
-        kernels.bias_forces(self.kernel_data, _pose(g_sb)[:3, :3], self._q_full(q), z, self._mask, True, out)
-        return self._out(out)
+        return self.bias_forces(g_sb, q, np.zeros(self.nv))
 
     def bias_forces(self, g_sb, q, v):
         """C(θ, v) v + 𝒩(Q) (Pinocchio's nonLinearEffects)."""
-        out = np.empty(6 + self._nj_full)
-        kernels.bias_forces(self.kernel_data, _pose(g_sb)[:3, :3], self._q_full(q), self._v_full(v),
-                            self._mask, True, out)
+        out = np.empty(self._v_shape)
+        if self._healthy:
+            g, qf, vf = np.asarray(g_sb, dtype=float), np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+            if (g.shape == (4, 4) and qf.shape == self._q_shape and vf.shape == self._v_shape
+                    and kernels.bias_forces(self.kernel_buffers, g, qf, vf, self._mask, True, out)):
+                return out
+        kernels.bias_forces(self.kernel_buffers, _pose(g_sb), self._q_full(q), self._v_full(v), self._mask, True, out)
         return self._out(out)
 
     def forward_dynamics(self, g_sb, q, v, tau, tip_forces=None):
         """v̇ from M v̇ + C v + 𝒩 = τ + 𝒥^T F_t (eq. 6). ``tau`` has nv entries (base rows are normally 0)."""
-        out = np.empty(6 + self._nj_full)
-        g = _pose(g_sb, check_finite=False)
-        ok = kernels.forward_dynamics(self.kernel_data, g[:3, :3], self._q_full(q, False), self._v_full(v, "v", False),
-                                      self._v_full(tau, "tau", False), self._f_full(tip_forces, False), self._mask, out)
+        out = np.empty(self._v_shape)
+        if self._healthy and tip_forces is None:
+            g, qf, vf, tf = (np.asarray(g_sb, dtype=float), np.asarray(q, dtype=float), np.asarray(v, dtype=float),
+                             np.asarray(tau, dtype=float))
+            if (g.shape == (4, 4) and qf.shape == self._q_shape and vf.shape == self._v_shape
+                    and tf.shape == self._v_shape
+                    and kernels.forward_dynamics(self.kernel_buffers, g, qf, vf, tf, self._zero_f, self._mask, out)):
+                return out
+        ok = kernels.forward_dynamics(self.kernel_buffers, _pose(g_sb, check_finite=False), self._q_full(q, False),
+                                      self._v_full(v, "v", False), self._v_full(tau, "tau", False),
+                                      self._f_full(tip_forces, False), self._mask, out)
         if not ok:
             # find the bad input only on the failure path, so the good path pays one check
             _pose(g_sb)
@@ -503,21 +523,21 @@ class LeggedRobot:
         masks = np.array([m.link_mask if isinstance(m, Morphology) else
                           Morphology.from_vector(self, m).link_mask for m in morphologies])
         out = np.empty((len(masks), self.nv))
-        kernels.forward_dynamics_bank(self.kernel_data, _pose(g_sb)[:3, :3], self._q_full(q), self._v_full(v),
+        kernels.forward_dynamics_bank(self.kernel_buffers, _pose(g_sb), self._q_full(q), self._v_full(v),
                                       self._v_full(tau, "tau"), self._f_full(tip_forces), masks, out)
         return out
 
     def tip_poses(self, q):
         """(n_tips, 4, 4) poses g_{b,it} of the present foot frames in base_link."""
         out = np.empty((len(self._all_leg_names), 4, 4))
-        kernels.tip_poses(self.kernel_data, self._q_full(q), out)
+        kernels.tip_poses(self.kernel_buffers, self._q_full(q), out)
         return out[self._tip_idx]
 
     def tip_jacobian(self, q):
         """𝒥 (eq. 11), (6 n_tips, nv): rows of tip i map v to its body twist in its own (LOCAL) frame."""
         L = len(self._all_leg_names)
         out = np.empty((L, 6, 6 + self._nj_full))
-        kernels.tip_jacobians(self.kernel_data, self._q_full(q), out)
+        kernels.tip_jacobians(self.kernel_buffers, self._q_full(q), out)
         J = out[self._tip_idx][:, :, self._vidx]
         return J.reshape(6 * len(self._tip_idx), self.nv)
 
