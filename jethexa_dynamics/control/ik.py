@@ -150,12 +150,8 @@ class LegGeometry:
     @classmethod
     def from_robot(cls, robot):
         """Hip poses, link lengths, tibia bend and joint limits of a ``LeggedRobot`` (its healthy form)."""
-        from jethexa_dynamics.model.urdf import parse_urdf
-
         full = getattr(robot, "full", robot)
-        urdf = getattr(full, "urdf", None)
-        if urdf is None or isinstance(urdf, str):
-            urdf = parse_urdf(urdf or full.urdf_path)
+        urdf = full.urdf_model
         names = list(full.leg_names)
         triples = [[full.joint_names[k] for k in np.asarray(full.leg_joint_index(leg))] for leg in names]
         hips = full.hip_poses()

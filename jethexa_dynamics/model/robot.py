@@ -244,12 +244,18 @@ class LeggedRobot:
     def from_urdf(cls, path):
         """Load any URDF of one floating root body with serial chains of revolute joints (fixed joints are
         merged into their parent; meshes are ignored)."""
-        return cls._from_description(describe(parse_urdf(path)), os.path.abspath(path))
+        urdf = parse_urdf(path)
+        self = cls._from_description(describe(urdf), os.path.abspath(path))
+        self._urdf_model = urdf
+        return self
 
     @classmethod
     def from_urdf_string(cls, text):
         from .urdf import parse_urdf_string
-        return cls._from_description(describe(parse_urdf_string(text)), None)
+        urdf = parse_urdf_string(text)
+        self = cls._from_description(describe(urdf), None)
+        self._urdf_model = urdf
+        return self
 
     @classmethod
     def jethexa(cls):
@@ -261,6 +267,7 @@ class LeggedRobot:
         self = cls.__new__(cls)
         self._desc = desc
         self.urdf_path = path
+        self._urdf_model = None
         self._all_leg_names = tuple(leg.name for leg in desc.legs)
         off = np.concatenate([[0], np.cumsum(desc.n_joints)[:-1]]).astype(np.int64)
         # ``kernel_data``: the model arrays of :mod:`.kernels`, views into the two ``kernel_buffers`` that the
@@ -362,6 +369,7 @@ class LeggedRobot:
             r = LeggedRobot.__new__(LeggedRobot)
             r._desc = full._desc
             r.urdf_path = full.urdf_path
+            r._urdf_model = full._urdf_model
             r._all_leg_names = full._all_leg_names
             r.kernel_data = full.kernel_data
             r.kernel_buffers = full.kernel_buffers
@@ -375,6 +383,14 @@ class LeggedRobot:
         return r
 
     @property
+    def urdf_model(self):
+        """The parsed URDF (``model.urdf.UrdfModel``) of ``urdf_path``, parsed once and shared by the
+        robot's morphologies (read it, do not modify it); the parsed text for a robot built from a string."""
+        if self._urdf_model is None and self.urdf_path:
+            self._urdf_model = parse_urdf(self.urdf_path)
+        return self._urdf_model
+
+    @property
     def gravity(self):
         """World-frame gravity vector g_s (m/s^2)."""
         return self.kernel_data[kernels.D_GRAVITY].copy()
@@ -384,6 +400,7 @@ class LeggedRobot:
         g = _vec(g_s, 3, "gravity")
         full = self._full
         r = LeggedRobot._from_description(full._desc, full.urdf_path)
+        r._urdf_model = full._urdf_model
         r.kernel_buffers, r.kernel_data = kernels.pack(*full.kernel_data[:kernels.D_GRAVITY], g)
         return r.with_morphology(self.morphology)
 

@@ -300,9 +300,8 @@ class Engine:
         self.gravity = np.asarray(r.kernel_data[kernels.D_GRAVITY], dtype=np.float64)
         # IMU mount (base_link -> imu_link), for the accelerometer's lever arm
         self.imu_offset = np.zeros(3)
-        if r.urdf_path:
-            from jethexa_dynamics.model.urdf import parse_urdf
-            for j in parse_urdf(r.urdf_path).joints:
+        if r.urdf_model is not None:
+            for j in r.urdf_model.joints:
                 if j.child == "imu_link" and j.parent == "base_link":
                     self.imu_offset = np.asarray(j.origin_xyz, dtype=np.float64)
         # state
