@@ -76,6 +76,7 @@ class ThinNode(Node):
         # Callbacks and run-time parameter changes hold this lock: set_parameters may come from another thread
         # (a multi-threaded executor, an in-process caller) and must not change the state a callback is using.
         self._lock = threading.RLock()
+        self._t0 = time.monotonic()
         self.params = params
         self.p: Dict[str, Any] = {}
         self.rejected: Dict[str, int] = {}
@@ -208,6 +209,20 @@ class ThinNode(Node):
 
     def now_sec(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
+
+    def t(self) -> float:
+        """Node time [s]: seconds since the node started (monotonic), the clock of the models the node feeds."""
+        return time.monotonic() - self._t0
+
+    def stamp_time(self, stamp, max_age: float = math.inf) -> float:
+        """Node time of a measurement's header stamp: now minus its age on the ROS clock, so a sample that
+        waited in a queue is placed when it was measured; the receipt time if the stamp is unset, in the
+        future or older than ``max_age`` [s]."""
+        now = self.t()
+        if stamp.sec == 0 and stamp.nanosec == 0:
+            return now
+        age = self.now_sec() - stamp_to_sec(stamp)
+        return now - age if 0.0 <= age <= max_age else now
 
 
 def status(name: str, message: str, level: int, values: Sequence[Tuple[str, Any]],

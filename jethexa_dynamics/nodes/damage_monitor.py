@@ -152,7 +152,6 @@ class DamageMonitor(ThinNode):
         self.servo_diag_messages = 0   # /diagnostics messages that carried servo statuses
         self.presence = JointPresenceTracker(self.joint_names)
         self.pub = self.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
-        self._t0 = time.monotonic()
         self.identifier = None
         self.worker: Optional[IdentifierWorker] = None
         self.last_source = "none"
@@ -171,21 +170,6 @@ class DamageMonitor(ThinNode):
         return DetectorConfig(**{k: self.p[k] for k in _CONFIG_KEYS})
 
     # ------------------------------------------------------------------ identifier
-    def t(self) -> float:
-        """Identifier time: seconds since the node started (monotonic)."""
-        return time.monotonic() - self._t0
-
-    def stamp_time(self, stamp) -> float:
-        """Identifier time of a measurement's header stamp (validated within ``stamp_tolerance``): now minus
-        its age on the ROS clock, so a sample that waited in a queue is still placed when it was measured;
-        the receipt time if the stamp is unset or in the future. Commands are taken at receipt, as the servo
-        driver acts on them (the predictor does the same)."""
-        now = self.t()
-        if stamp.sec == 0 and stamp.nanosec == 0:
-            return now
-        age = self.now_sec() - stamp_to_sec(stamp)
-        return now - age if age >= 0.0 else now
-
     def _make_identifier(self) -> None:
         """A fresh identifier from the parameters (None when ``identify`` is off) on a worker thread of its own
         (``IdentifierWorker``); its first step loads the model code, so it is built here, not in a callback."""
@@ -196,7 +180,6 @@ class DamageMonitor(ThinNode):
 
         idf = DamageIdentifier(jethexa(), **{attr: self.p[key] for key, attr in _IDENTIFIER_ATTRS})
         idf.hyps[0].engine.step(0)
-        self._stream_t: Dict[str, float] = {}
         self.identifier = idf
         self.worker = IdentifierWorker(idf, self._check_identifier, self._identifier_failed)
         self._feed_servo()
@@ -246,6 +229,7 @@ class DamageMonitor(ThinNode):
         self._stamp("joint_commands", msg.header)
         points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
         idx, pos, t_from_start = messages.trajectory(msg.joint_names, points, self.joint_names)
+        # commands at receipt: the servo driver acts on them when they arrive (the predictor does the same)
         self._feed("joint_commands", "on_command", self.t(), pos, t_from_start, idx)
 
     def _on_imu(self, msg: Imu) -> None:

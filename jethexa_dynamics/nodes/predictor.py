@@ -54,7 +54,6 @@ class PredictorNode(ThinNode):
         self.leg_names = list(robot.leg_names)
         self.joint_names = list(robot.joint_names)
         self.lower, self.upper = np.asarray(robot.joint_lower), np.asarray(robot.joint_upper)
-        self._t0 = time.monotonic()
         self.q_cmd = np.zeros(len(self.joint_names))
         self.morphology = [3] * len(self.leg_names)
         self.measured = MeasuredPose(self.p["mocap_timeout"])
@@ -113,17 +112,6 @@ class PredictorNode(ThinNode):
         if "stats_window" in changed:
             self.stats = CycleStats(changed["stats_window"])
 
-    def t(self) -> float:
-        """Predictor time: seconds since the node started (monotonic)."""
-        return time.monotonic() - self._t0
-
-    def stamp_time(self, stamp) -> float:
-        """Node time of a measurement's header stamp: now minus its age on the ROS clock (the receipt time if
-        the stamp is unset, in the future or older than ``MAX_STAMP_AGE``)."""
-        now = self.t()
-        age = self.now_sec() - stamp_to_sec(stamp)
-        return now - age if 0.0 <= age <= MAX_STAMP_AGE else now
-
     def _each(self, method: str, *args) -> None:
         for m in self.models.values():
             getattr(m, method)(*args)
@@ -150,7 +138,7 @@ class PredictorNode(ThinNode):
         self._stamp("joint_states", msg.header)
         idx, pos, _ = validate.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names,
                                            lower=self.lower, upper=self.upper)
-        t = self.stamp_time(msg.header.stamp)
+        t = self.stamp_time(msg.header.stamp, MAX_STAMP_AGE)
         if self.p["joint_source"] == "joint_states":
             self.q_cmd[idx] = pos
             self._each("on_command", self.t(), self.q_cmd.copy(), self.t())
@@ -166,7 +154,7 @@ class PredictorNode(ThinNode):
             msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z))
         acc = validate.finite_vector("imu/data.linear_acceleration", (
             msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z))
-        t = self.stamp_time(msg.header.stamp)
+        t = self.stamp_time(msg.header.stamp, MAX_STAMP_AGE)
         quat = np.array([w, x, y, z])
         self.measured.on_imu(t, quat)
         self._each("on_imu", t, quat, gyro, acc)
@@ -175,7 +163,7 @@ class PredictorNode(ThinNode):
         self._stamp("mocap/pose", msg.header)
         p, o = msg.pose.position, msg.pose.orientation
         pos, (x, y, z, w) = validate.pose((p.x, p.y, p.z), (o.x, o.y, o.z, o.w), "mocap/pose.pose")
-        t = self.stamp_time(msg.header.stamp)
+        t = self.stamp_time(msg.header.stamp, MAX_STAMP_AGE)
         quat = np.array([w, x, y, z])
         self.measured.on_mocap(t, pos)
         self._each("on_ground_truth", t, pos, quat)
