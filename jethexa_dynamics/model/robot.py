@@ -384,10 +384,8 @@ class LeggedRobot:
 
     @property
     def urdf_model(self):
-        """The parsed URDF (``model.urdf.UrdfModel``) of ``urdf_path``, parsed once and shared by the
-        robot's morphologies (read it, do not modify it); the parsed text for a robot built from a string."""
-        if self._urdf_model is None and self.urdf_path:
-            self._urdf_model = parse_urdf(self.urdf_path)
+        """The parsed URDF (``model.urdf.UrdfModel``) the robot was built from (file or string), parsed once
+        and shared by its morphologies and gravity variants (read it, do not modify it)."""
         return self._urdf_model
 
     @property
