@@ -57,6 +57,8 @@ def test_silent_break_identified_over_dds():
         assert not bad.successful and "unknown leg" in bad.reason
         bad = mon.set_parameters([Parameter("identify_threshold", value=1.5)])[0]
         assert not bad.successful and "identify_threshold" in bad.reason and "[0.5, 0.999]" in bad.reason
+        bad = mon.set_parameters([Parameter("identify_max_gap", value=0.0)])[0]
+        assert not bad.successful and "identify_max_gap" in bad.reason and "[0.02, 5] s" in bad.reason
         assert mon.set_parameters([Parameter("identify_window", value=1.0)])[0].successful
         assert mon.identifier.window == 1.0
         assert mon.set_parameters([Parameter("identify_max_gap", value=0.5)])[0].successful
