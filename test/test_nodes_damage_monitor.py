@@ -238,23 +238,46 @@ def test_identifier_worker_feeds_in_order_and_stops_on_a_bug_with_its_traceback(
     identifier is reported once with its traceback and stops the worker (no silent swallowing, no loop)."""
     from jethexa_dynamics.nodes.damage_monitor import IdentifierWorker
 
+    import threading
+
+    import numpy as np
+
+    from jethexa_dynamics.nodes._common import CpuLoad
+
     class Identifier:
+        """Closes a window every 10th sample, which costs CPU (like a bank window)."""
+
         def __init__(self):
             self.seen = []
+            self.windows = 0
+            self.window_cpu = []
 
         def on_imu(self, t):
             if t < 0:
                 raise RuntimeError("a bug")
             self.seen.append(t)
+            if len(self.seen) % 10 == 0:
+                c0 = time.thread_time()
+                sum(k * k for k in range(20000))
+                self.window_cpu.append(time.thread_time() - c0)
+                self.windows += 1
             return True
 
     results, errors = [], []
-    w = IdentifierWorker(Identifier(), lambda idf, ok, topic: results.append((ok, topic)), errors.append)
+    cpu = CpuLoad()
+    w = IdentifierWorker(Identifier(), lambda idf, ok, topic: results.append((ok, topic)), errors.append, cpu=cpu,
+                         lock=threading.RLock())
     try:
         for t in range(200):
             w.put("imu/data", "on_imu", float(t))
         assert w.wait_idle(30.0)
         assert w.identifier.seen == [float(t) for t in range(200)] and results == [(True, "imu/data")] * 200
+        # its cost is accounted per sample, and apart for the samples that closed a window (the window's work,
+        # timed inside by the fake, is within the worker's figure for that sample)
+        assert cpu.calls["identifier"] == 200 and w.window_cpu.count == w.window_wall.count == 20
+        inner = np.sort(w.identifier.window_cpu)
+        assert np.all(np.sort(np.asarray(w.window_cpu.samples)) >= inner)
+        assert cpu.total["identifier"] >= inner.sum()
         w.put("imu/data", "on_imu", -1.0)
         w.put("imu/data", "on_imu", 500.0)
         assert w.wait_idle(30.0)

@@ -34,8 +34,10 @@ from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, J
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages
 from jethexa_dynamics.nodes.messages import InvalidMessage, morphology_to_wire
-from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec
+from jethexa_dynamics.nodes._common import (LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, CpuLoad, ThinNode, run,
+                                            stamp_to_sec)
 from jethexa_dynamics.nodes._robot import jethexa, robot_names
+from jethexa_dynamics.predictors.base import CycleStats
 
 _CONFIG_KEYS = ("no_reply_timeout", "min_missed_reads", "position_error_threshold",
                 "position_error_hold", "latch")
@@ -61,8 +63,13 @@ class IdentifierWorker:
     (the node keeps serving the servo evidence)."""
 
     def __init__(self, identifier, on_sample: Callable[[bool, str], None], on_error: Callable[[str], None],
-                 max_queue: int = 5000):
+                 max_queue: int = 5000, cpu: Optional[CpuLoad] = None, lock=None):
         self.identifier = identifier
+        # cost accounting: every sample's CPU time goes to ``cpu`` (the node's CpuLoad, under ``lock``) as stage
+        # "identifier"; a sample that closes a window carries the window's work (a bank window runs its models),
+        # timed apart in CPU time and in wall time (the pauses between models included: the decision delay)
+        self.cpu, self._cpu_lock = cpu, lock
+        self.window_cpu, self.window_wall = CycleStats(1000), CycleStats(1000)
         # a bank window runs ~19 models back to back: pause between them as long as the last one ran, so that
         # the other Python threads of the process -- the executor, the servo bus's reply and poll threads in the
         # one-process graph -- get the interpreter lock at least half the time (without the pause, bus reads
@@ -104,9 +111,11 @@ class IdentifierWorker:
                     return
                 topic, method, args = self._queue.popleft()
                 self._busy = True
-            self._ran_since = time.monotonic()
+            self._ran_since = wall0 = time.monotonic()
             try:
+                windows, cpu0 = self.identifier.windows, time.thread_time()
                 ok = getattr(self.identifier, method)(*args)
+                self._count(time.thread_time() - cpu0, time.monotonic() - wall0, self.identifier.windows != windows)
                 self._on_sample(self.identifier, ok, topic)
             except Exception:  # noqa: BLE001 - a bug: logged with its traceback, counted, the worker stops
                 self.failed = "%s: %s" % (topic, traceback.format_exc().strip().splitlines()[-1])
@@ -116,6 +125,14 @@ class IdentifierWorker:
                     self._queue.clear()
                     self._cv.notify_all()
                 return
+
+    def _count(self, cpu: float, wall: float, window: bool) -> None:
+        if window:
+            self.window_cpu.add(cpu)
+            self.window_wall.add(wall)
+        if self.cpu is not None:
+            with self._cpu_lock:
+                self.cpu.add("identifier", cpu)
 
     def wait_idle(self, timeout: float) -> bool:
         """Block until every queued sample is fed (tests); False on time-out."""
@@ -181,7 +198,8 @@ class DamageMonitor(ThinNode):
         idf = DamageIdentifier(jethexa(), **{attr: self.p[key] for key, attr in _IDENTIFIER_ATTRS})
         idf.hyps[0].engine.step(0)
         self.identifier = idf
-        self.worker = IdentifierWorker(idf, self._check_identifier, self._identifier_failed)
+        self.worker = IdentifierWorker(idf, self._check_identifier, self._identifier_failed, cpu=self.cpu,
+                                       lock=self._lock)
         self._feed_servo()
 
     def _stop_identifier(self, timeout: float = 0.0) -> None:
@@ -357,6 +375,9 @@ class DamageMonitor(ThinNode):
                        ("identifier_gyro_bias_z", "%.5f" % idf.gyro_bias),
                        ("identifier_rejected", sum(idf.rejections.values())),
                        ("identifier_queue", len(worker._queue)), ("identifier_dropped", worker.dropped)]
+            for what, stats in (("cpu", worker.window_cpu), ("wall", worker.window_wall)):
+                st = stats.summary()
+                values += [("identifier_window_%s_%s" % (what, k), st[k]) for k in ("p50_ms", "p99_ms", "max_ms")]
             if worker.failed and level == 0:
                 level = 1
         if self.detector.faults and level == 0:
