@@ -153,6 +153,98 @@ def test_bad_input_on_every_subscription(rig):
     assert node.set_parameters([Parameter("horizon", value=0.5)])[0].successful
 
 
+def test_diagnostics_break_the_cycle_into_stages_and_count_every_callback(rig):
+    """/diagnostics of the predictor: the cycle split into dynamics (the models' pose(t)) and publishing, and the
+    CPU time of every callback by topic. Oracles: a callback's own CPU time measured inside it is within what the
+    guard counts; the calls counted on imu/data are the IMU samples the models received; the stages add up to
+    the cycle; the load rate is the CPU time over the interval."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    from jethexa_dynamics.nodes._common import CpuLoad
+
+    g, node, w, pubs = rig
+    w.watch(DiagnosticArray, "/diagnostics")
+    seen = []
+    each = node._each
+    node._each = lambda method, *args: (seen.append(method), each(method, *args))
+    for _ in range(30):
+        pubs["imu/data"].publish(imu_msg())
+        pubs["joint_commands"].publish(traj(JOINTS, np.zeros(18)))
+        time.sleep(0.02)
+    assert wait_for(lambda: node.cpu.calls.get("joint_commands", 0) == seen.count("on_command") == 30, 5.0)
+    assert wait_for(lambda: node.cpu.calls.get("imu/data", 0) == seen.count("on_imu") > 10, 5.0)
+    node._each = each
+    with node._lock:
+        assert node.cpu.calls["predict"] == node.stats.count
+        cycle = node.stats.summary()["mean_ms"]
+        dyn, pub = (node.stage_stats[k].summary()["mean_ms"] for k in ("dynamics", "publishing"))
+        assert dyn > 0.0 and pub > 0.0 and dyn + pub == pytest.approx(cycle, rel=1e-9)
+    inner = []
+
+    def burn():
+        c0 = time.thread_time()
+        sum(k * k for k in range(50000))
+        inner.append(time.thread_time() - c0)
+
+    before = node.cpu.total.get("test stage", 0.0)
+    node.guard("test stage", burn)()
+    assert node.cpu.total["test stage"] - before >= inner[0] > 0.0
+    # what /diagnostics says: the stages and a rate per callback
+    assert wait_for(lambda: any(any(kv.key == "cpu_ms_per_s test stage" for kv in st.values)
+                                for _, arr in w.since("/diagnostics", 0.0) for st in arr.status
+                                if st.name.endswith(": node")), 5.0)
+    keys = {kv.key for _, arr in w.since("/diagnostics", 0.0) for st in arr.status for kv in st.values}
+    for key in ("dynamics_p99_ms", "publishing_p99_ms", "cpu_ms_per_s imu/data", "cpu_ms_per_s predict",
+                "cpu_s joint_commands", "calls imu/data"):
+        assert key in keys, key
+    load = CpuLoad(10.0)
+    load.add("a", 0.002)
+    load.add("a", 0.003)
+    assert dict(load.values(12.0)) == {"cpu_ms_per_s a": pytest.approx(2.5), "cpu_s a": 0.005, "calls a": 2}
+    load.add("a", 0.001)
+    assert dict(load.values(13.0))["cpu_ms_per_s a"] == pytest.approx(1.0)
+
+
+def test_outputs_without_subscribers_are_not_built_and_come_back_with_one(rig):
+    """Lazy outputs: with nobody on predicted/odom, measured/pose and prediction/error the node neither builds
+    nor publishes them (nor computes the error each cycle), the error on /diagnostics is still computed there,
+    and a new subscriber gets the messages again."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    g, node, w, pubs = rig
+    lazy = ("predicted/odom", "measured/pose", "prediction/error")
+    for sub in [s for s in w.subscriptions if s.topic_name.lstrip("/") in lazy]:
+        w.destroy_subscription(sub)
+    assert wait_for(lambda: all(node.pubs[k].get_subscription_count() == 0 for k in ("odom", "measured", "error")),
+                    10.0)
+    built = []
+    for key in ("_odom_msg", "_error_msg"):
+        orig = getattr(node, key)
+        setattr(node, key, lambda *a, orig=orig, key=key: (built.append(key), orig(*a))[1])
+    n = node.stats.count
+    w.watch(DiagnosticArray, "/diagnostics")
+
+    def diag_error():
+        for _, arr in w.since("/diagnostics", 0.0):
+            for st in arr.status:
+                vals = {kv.key: kv.value for kv in st.values}
+                if "error_rpy_xyz" in vals and "nan" not in vals["error_rpy_xyz"]:
+                    return vals["error_rpy_xyz"]
+        return None
+
+    end = time.monotonic() + 10.0
+    while time.monotonic() < end and not (diag_error() and node.stats.count > n + 10):
+        pubs["imu/data"].publish(imu_msg(w=math.cos(0.05), x=math.sin(0.05)))  # roll 0.1 rad
+        pubs["mocap/pose"].publish(mocap(x=0.3))
+        time.sleep(0.02)
+    assert node.stats.count > n + 10 and built == []
+    err = diag_error()
+    assert err is not None and float(err.strip("[]").split(",")[0]) == pytest.approx(-0.1, abs=0.05)
+    w.watch(Float64MultiArray, "prediction/error")
+    assert wait_for(lambda: "_error_msg" in built, 10.0)
+    assert "_odom_msg" not in built
+
+
 def test_odom_twist_is_the_models_twist_in_base_link(rig):
     """predicted/odom carries the model's base twist in base_link, linear and angular (before: angular unset,
     linear differenced). Oracle: over a turning walk its mean equals the motion of the published poses --

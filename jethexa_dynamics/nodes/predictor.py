@@ -12,7 +12,10 @@ Outputs at ``rate``: ``predicted/pose`` (geometry_msgs/PoseStamped) and ``predic
 ``measured/pose`` (orientation from the IMU filter, position from mocap when
 fresh); ``prediction/error`` (std_msgs/Float64MultiArray: predicted - measured roll, pitch, yaw [rad] and
 x, y, z [m], NaN when not measured); with ``publish_slip`` the slip model's ``slip/pose`` and
-``slip/odom``. Cycle time p50/p99 on ``/diagnostics``.
+``slip/odom``. An output without subscribers is not built nor published (its cost is the publish); the
+error on ``/diagnostics`` is computed there then. On ``/diagnostics``: the cycle time p50/p99 [ms] (wall) with its stages ``dynamics_*`` and
+``publishing_*``, and the CPU time of every callback (``cpu_ms_per_s <topic>``: message handling per input
+topic, ``predict`` = the cycles).
 """
 from __future__ import annotations
 
@@ -58,7 +61,9 @@ class PredictorNode(ThinNode):
         self.morphology = [3] * len(self.leg_names)
         self.measured = MeasuredPose(self.p["mocap_timeout"])
         self.stats = CycleStats(self.p["stats_window"])
+        self.stage_stats = self._stage_stats()
         self.last_error = np.full(6, np.nan)
+        self.last_prediction = None    # (t, position, quaternion) of the newest cycle's main model
         self.models: Dict[str, Predictor] = {}
         self.model_error = ""
         try:
@@ -81,6 +86,9 @@ class PredictorNode(ThinNode):
             "slip_pose": self.create_publisher(PoseStamped, "slip/pose", RELIABLE_QOS),
             "slip_odom": self.create_publisher(Odometry, "slip/odom", RELIABLE_QOS),
         }
+        self.out_msgs = {"pose": PoseStamped(), "odom": Odometry(), "measured": PoseStamped(),
+                         "slip_pose": PoseStamped(), "slip_odom": Odometry(), "error": Float64MultiArray()}
+        self.out_msgs["error"].layout.dim = [MultiArrayDimension(label=",".join(ERROR_FIELDS), size=6, stride=6)]
         self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS)
         self.sub(JointState, "joint_states", self._on_joint_states, SENSOR_QOS)
         self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS)
@@ -111,6 +119,12 @@ class PredictorNode(ThinNode):
             self.measured.mocap_timeout = changed["mocap_timeout"]
         if "stats_window" in changed:
             self.stats = CycleStats(changed["stats_window"])
+            self.stage_stats = self._stage_stats()
+
+    def _stage_stats(self) -> Dict[str, CycleStats]:
+        """The cycle's stages: ``dynamics`` (every model's ``pose(t)``) and ``publishing`` (the rest of the cycle:
+        building and publishing the messages, the measured pose and the error)."""
+        return {k: CycleStats(self.p["stats_window"]) for k in ("dynamics", "publishing")}
 
     def _each(self, method: str, *args) -> None:
         for m in self.models.values():
@@ -182,27 +196,44 @@ class PredictorNode(ThinNode):
         tic = time.perf_counter()
         t = self.t()
         stamp = self.get_clock().now().to_msg()
+        dynamics = 0.0
         for name, model in self.models.items():
+            t_model = time.perf_counter()
             pos, quat = model.pose(t)
+            dynamics += time.perf_counter() - t_model
             prefix = "slip_" if name == SLIP and name != self.p["predictor"] else ""
+            self._publish(prefix + "pose", self._pose_msg, stamp, pos, quat)
+            if self._listened(prefix + "odom"):   # checked first: the twist is computed for it only
+                self.pubs[prefix + "odom"].publish(self._odom_msg(prefix + "odom", stamp, pos, quat, model.twist))
             if not prefix:
-                self.pubs["pose"].publish(self._pose_msg(stamp, pos, quat))
-                self.pubs["odom"].publish(self._odom_msg(stamp, pos, quat, model.twist))
-                self._publish_measured_and_error(stamp, t, pos, quat)
-            else:
-                self.pubs["slip_pose"].publish(self._pose_msg(stamp, pos, quat))
-                self.pubs["slip_odom"].publish(self._odom_msg(stamp, pos, quat, model.twist))
-        self.stats.add(time.perf_counter() - tic, 1.0 / self.p["rate"])
+                self.last_prediction = (t, pos, quat)
+                if self._listened("measured") or self._listened("error"):
+                    self._publish_measured_and_error(stamp, t, pos, quat)
+        cycle = time.perf_counter() - tic
+        self.stats.add(cycle, 1.0 / self.p["rate"])
+        self.stage_stats["dynamics"].add(dynamics)
+        self.stage_stats["publishing"].add(cycle - dynamics)
 
-    def _pose_msg(self, stamp, pos, quat) -> PoseStamped:
-        msg = PoseStamped()
+    # An output nobody subscribes to is neither built nor published: a publish costs 50-200 us of CPU at a 10 ms
+    # cadence (caches cold; DDS serialization and send), more than the dynamics (bench_predictor_node.py).
+    def _listened(self, key: str) -> bool:
+        return self.pubs[key].get_subscription_count() > 0
+
+    def _publish(self, key: str, build, *args) -> None:
+        if self._listened(key):
+            self.pubs[key].publish(build(key, *args))
+
+    # The output messages are built once and refilled each cycle: rclpy's publish() serializes at once, and
+    # constructing a PoseStamped / Odometry (nested messages, covariance arrays) costs more than publishing it.
+    def _pose_msg(self, key: str, stamp, pos, quat) -> PoseStamped:
+        msg = self.out_msgs[key]
         msg.header.stamp, msg.header.frame_id = stamp, self.p["odom_frame"]
         _set_pose(msg.pose, pos, quat)
         return msg
 
-    def _odom_msg(self, stamp, pos, quat, twist) -> Odometry:
+    def _odom_msg(self, key: str, stamp, pos, quat, twist) -> Odometry:
         """Pose in ``odom_frame``; twist [v; w] (m/s, rad/s) of base_link in ``base_frame`` (REP-105), the model's."""
-        msg = Odometry()
+        msg = self.out_msgs[key]
         msg.header.stamp, msg.header.frame_id = stamp, self.p["odom_frame"]
         msg.child_frame_id = self.p["base_frame"]
         _set_pose(msg.pose.pose, pos, quat)
@@ -215,17 +246,22 @@ class PredictorNode(ThinNode):
         mpos, mquat = self.measured.current(t)
         if mquat is None:
             return
-        msg = PoseStamped()
-        msg.header.stamp, msg.header.frame_id = stamp, self.p["odom_frame"]
-        _set_pose(msg.pose, mpos if mpos is not None else (np.nan, np.nan, np.nan), mquat)
-        self.pubs["measured"].publish(msg)
+        self._publish("measured", self._pose_msg, stamp, mpos if mpos is not None else (np.nan, np.nan, np.nan),
+                      mquat)
         self.last_error = pose_error(pos, quat, mpos, mquat)
-        err = Float64MultiArray()
-        err.layout.dim = [MultiArrayDimension(label=",".join(ERROR_FIELDS), size=6, stride=6)]
-        err.data = [float(v) for v in self.last_error]
-        self.pubs["error"].publish(err)
+        self._publish("error", self._error_msg)
+
+    def _error_msg(self, key: str) -> Float64MultiArray:
+        msg = self.out_msgs[key]
+        msg.data = [float(v) for v in self.last_error]
+        return msg
 
     def _on_diag(self) -> None:
+        if self.last_prediction is not None and not (self._listened("measured") or self._listened("error")):
+            t, pos, quat = self.last_prediction      # the error was not computed in the cycles: nobody listens
+            mpos, mquat = self.measured.current(t)
+            if mquat is not None:
+                self.last_error = pose_error(pos, quat, mpos, mquat)
         s = self.stats.summary()
         period_ms = 1e3 / self.p["rate"]
         level = 1 if s["cycles"] and s["p99_ms"] > period_ms else 0
@@ -235,6 +271,9 @@ class PredictorNode(ThinNode):
         model = self.models.get(self.p["predictor"])
         values = [("predictor", self.p["predictor"]), ("horizon_s", self.p["horizon"])]
         values += [(k, v) for k, v in s.items()]
+        for stage, stats in self.stage_stats.items():
+            st = stats.summary()
+            values += [("%s_%s" % (stage, k), st[k]) for k in ("p50_ms", "p99_ms", "mean_ms")]
         values += [("morphology", format_morphology(self.morphology, self.leg_names)),
                    ("anchors", len(getattr(model, "anchors", []))),
                    ("mocap", "fresh" if self.measured.mocap_fresh(self.t()) else "none"),

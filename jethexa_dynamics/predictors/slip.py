@@ -260,9 +260,10 @@ class SlipPredictor(PredictorBase):
     @property
     def twist(self):
         """Base twist [v (3) m/s, w (3) rad/s] of base_link in base_link (quasi-static: planar only)."""
-        v = np.array([self._twist[0], self._twist[1], 0.0])
-        w = np.array([0.0, 0.0, self._twist[2]])
-        return np.concatenate([v - np.cross(w, self._com), w])
+        vx, vy, wz = self._twist
+        cx, cy = self._com[0], self._com[1]
+        # v_base = v_com - w x r_com with w = (0, 0, wz): w x r = (-wz cy, wz cx, 0)
+        return np.array([vx + wz * cy, vy - wz * cx, 0.0, 0.0, 0.0, wz])
 
     @property
     def position(self):
