@@ -316,7 +316,8 @@ def main(argv=None):
     ap.add_argument("--seconds", type=float, default=15.0, help="measured seconds per case")
     ap.add_argument("--smoke", action="store_true", help="one short own-process case each, to check the script")
     ap.add_argument("--floor-node", action="store_true", help=argparse.SUPPRESS)  # the peer's process
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "nodes.md"))
+    ap.add_argument("--out", default=None, help="results file (default benchmarks/results/nodes.md; with --smoke "
+                    "nothing is written unless given)")
     args = ap.parse_args(argv)
     if args.floor_node:
         floor_node()
@@ -375,6 +376,10 @@ def main(argv=None):
             rows.append((feed, label, r))
             print("%-10s %-50s p50 %6.2f ms  p99 %6.2f ms  rate %5.1f Hz  model p50 %.2f / p99 %.2f ms" % (
                 feed, label, r["p50"], r["p99"], r["rate"], r["model_p50"], r["model_p99"]), flush=True)
+    if args.smoke and args.out is None:
+        print("smoke run: every case ran; results not written")
+        return 0
+    args.out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "nodes.md")
     write(args, info, own, floor, ident, rows)
     return 0
 
