@@ -15,6 +15,7 @@ import os
 import tempfile
 import statistics
 import sys
+import threading
 import time
 
 import numpy as np
@@ -28,6 +29,15 @@ from jethexa_dynamics.sim.contact import contact_forces
 from jethexa_dynamics.sim.engine import Engine, world_foot_states
 
 DURATION, DT = 5.0, 1e-3
+# Profiles of earlier states of ``jethexa-sim`` (same invocation, this script's stage profile), kept for the record
+PROFILE_HISTORY = [
+    "Before the changes of this profile (commit 4668242, 2026-11-23 14:41, same machine, load ~2, median of 9 "
+    "runs, ms): options 0.74, parse_urdf 0.96, describe 1.41, LegGeometry.from_robot 1.60 (built twice: once "
+    "for the CLI's Gait, once by the Engine; 48 `np.allclose` on 3-vectors each), Gait 0.15, Engine 0.27, "
+    "stepping 24.63, Python between chunks 0.45, Euler angles 1.01, trajectory.csv (`np.savetxt`, one `%` per "
+    "row) 4.78, rest 0.61; `main` 37.2. Overhead over the stepping 12.6 ms, of which the CSV + Euler angles "
+    "5.8 ms and the model/geometry construction 4.1 ms.",
+]
 
 
 @njit(cache=True)
@@ -138,6 +148,84 @@ def sim_command(outdir):
     return time.perf_counter() - t0
 
 
+# The stages of ``jethexa-sim``'s ``main``: (label, module, owner attribute path, function name). Each wrapped
+# function's time is counted exclusive of the wrapped functions it calls (a per-thread stack), so the rows add
+# up to ``main``; functions a thread other than the caller's runs are reported in their own rows.
+CLI_STAGES = [
+    ("options: build_parser + parse_args (incl. --out probe)", "jethexa_dynamics.sim.cli", None, "build_parser"),
+    ("options: build_parser + parse_args (incl. --out probe)", "argparse", "ArgumentParser", "parse_args"),
+    ("model: LeggedRobot.jethexa (Python part)", "jethexa_dynamics.model", "LeggedRobot", "jethexa"),
+    ("model: parse_urdf", "jethexa_dynamics.model.robot", None, "parse_urdf"),
+    ("model: describe (URDF -> modules)", "jethexa_dynamics.model.robot", None, "describe"),
+    ("LegGeometry.from_robot (all calls)", "jethexa_dynamics.control.ik", "LegGeometry", "from_robot"),
+    ("Gait(...)", "jethexa_dynamics.control.gait", "Gait", "__init__"),
+    ("Engine(...) (Python part)", "jethexa_dynamics.sim.engine", "Engine", "__init__"),
+    ("Engine.run: Python between chunks", "jethexa_dynamics.sim.engine", "Engine", "run"),
+    ("Engine.run: stepping (compiled `_run`, 1 ms steps)", "jethexa_dynamics.sim.engine", None, "_run"),
+    ("summarize (incl. Euler angles)", "jethexa_dynamics.sim.cli", None, "summarize"),
+    ("Trajectory.euler (ZYX angles per row)", "jethexa_dynamics.sim.engine", "Trajectory", "euler"),
+    ("trajectory.csv: Trajectory.to_csv", "jethexa_dynamics.sim.engine", "Trajectory", "to_csv"),
+]
+
+
+def cli_stage_profile(outdir, repeats):
+    """Median ms per ``jethexa-sim`` run (the bench's invocation) of each stage in ``CLI_STAGES``, and of the
+    rest of ``main``. Wrappers cost ~1 µs per call (a few hundred calls per run)."""
+    import importlib
+
+    acc, local = {}, threading.local()
+    restore = []
+
+    def wrap(label, owner, name):
+        raw = owner.__dict__[name]
+        kind = type(raw) if isinstance(raw, (classmethod, property)) else None
+        fn = raw.fget if kind is property else raw.__func__ if kind is classmethod else raw
+        thread_label = label
+
+        def timed(*a, **k):
+            stack = getattr(local, "stack", None)
+            if stack is None:
+                stack = local.stack = []
+            key = thread_label if threading.current_thread() is threading.main_thread() else \
+                thread_label + " [writer thread, overlaps the stepping]"
+            stack.append(0.0)
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                el = time.perf_counter() - t0
+                inner = stack.pop()
+                acc[key] = acc.get(key, 0.0) + el - inner
+                if stack:
+                    stack[-1] += el
+        new = property(timed) if kind is property else classmethod(timed) if kind is classmethod else timed
+        setattr(owner, name, new)
+        restore.append((owner, name, raw))
+
+    for label, mod, attr, name in CLI_STAGES:
+        owner = importlib.import_module(mod)
+        if attr is not None:
+            owner = getattr(owner, attr)
+        if name in getattr(owner, "__dict__", {}):
+            wrap(label, owner, name)
+    per_run, totals = [], []
+    try:
+        sim_command(outdir)
+        for _ in range(repeats):
+            acc.clear()
+            totals.append(sim_command(outdir))
+            per_run.append(dict(acc))
+    finally:
+        for owner, name, raw in reversed(restore):
+            setattr(owner, name, raw)
+    labels = list(dict.fromkeys(k for r in per_run for k in r))
+    out = {k: statistics.median(r.get(k, 0.0) for r in per_run) * 1e3 for k in labels}
+    main_ms = [t * 1e3 for t in totals]
+    rest = [1e3 * (t - sum(v for k, v in r.items() if "writer thread" not in k)) for t, r in zip(totals, per_run)]
+    out["rest of main (summary.txt, paragraph, imports, file opens)"] = statistics.median(rest)
+    return out, statistics.median(main_ms)
+
+
 def predictor_walk(robot, targets):
     """The predictor fed the walk as 50 Hz servo commands (move time 20 ms), one predict per command."""
     from jethexa_dynamics.predictors.boltzmann_hamel import BoltzmannHamelPredictor
@@ -221,6 +309,7 @@ def main(argv=None):
               % (rows["ours"][0], rows["cli"][0], rows["mj"][0], rows["mj1"][0]))
         return 0
     part = parts(e)
+    stages, stage_main = cli_stage_profile(tmp, args.repeats)
     pst = predictor_walk(robot, targets)
     # MuJoCo standing statics next to ours
     mj.reset(p0, R0, th0)
@@ -297,7 +386,18 @@ def main(argv=None):
         "",
         "| stage | median µs | best µs |",
         "|---|---:|---:|",
-    ] + ["| %s | %.2f | %.2f |" % (k, a, b) for k, (a, b) in part.items()] + [""]
+    ] + ["| %s | %.2f | %.2f |" % (k, a, b) for k, (a, b) in part.items()] + [
+        "",
+        "## `jethexa-sim` by stage (the invocation above; median ms per run over %d runs after the table's)"
+        % args.repeats,
+        "",
+        "Each stage's own time (exclusive of the other listed stages it calls), wall clock; the rows of the main "
+        "thread add up to `main` (%.2f ms median in these runs, timing wrappers included). Engine in-process "
+        "median above: %.2f ms." % (stage_main, 1e3 * statistics.median(rows["ours"])),
+        "",
+        "| stage | ms / run |",
+        "|---|---:|",
+    ] + ["| %s | %.2f |" % (k, v) for k, v in stages.items()] + [""] + PROFILE_HISTORY + [""]
     text = "\n".join(txt)
     print(text)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
