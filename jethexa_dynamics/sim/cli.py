@@ -143,14 +143,15 @@ def build_parser():
     return ap
 
 
-def run(args):
-    """Run one experiment from parsed arguments; returns (trajectory, summary dict, paragraph)."""
+def run(args, csv_path=None):
+    """Run one experiment from parsed arguments; returns (trajectory, summary dict, paragraph). ``csv_path``:
+    write the trajectory CSV there while simulating (``TrajectoryCsvWriter``; its directory is created)."""
     from jethexa_dynamics.control.gait import GAIT_KINDS, Gait
     from jethexa_dynamics.control.ik import LegGeometry
     from jethexa_dynamics.model import LeggedRobot
 
     from .contact import ContactModel
-    from .engine import Engine
+    from .engine import Engine, TrajectoryCsvWriter
     from .scenarios import scenario_morphology
 
     scenario = canonical_scenario(args.scenario)
@@ -162,6 +163,11 @@ def run(args):
         raise ValueError("--gait must be one of %s, got %r" % ("|".join(GAIT_KINDS), args.gait))
     if not (math.isfinite(args.duration) and 0.0 < args.duration <= 3600.0):
         raise ValueError("--duration=%r outside the allowed range (0, 3600] s" % (args.duration,))
+    rate = args.record_rate
+    if rate is None:
+        rate = min(100.0, 1.0 / args.dt) if args.dt > 0.0 else 100.0    # a bad --dt is reported by the engine
+    elif not (math.isfinite(rate) and 0.0 < rate * args.dt <= 1.0 + 1e-9):
+        raise ValueError("--record-rate=%r outside the allowed range (0, 1/dt = %g] Hz" % (rate, 1.0 / args.dt))
     robot = LeggedRobot.jethexa()
     breaks = None
     if args.breaks is not None:
@@ -176,11 +182,6 @@ def run(args):
         if not (math.isfinite(args.damage_at) and 0.0 <= args.damage_at <= args.duration):
             raise ValueError("--damage-at=%r outside the allowed range [0, %g] s (the duration)"
                              % (args.damage_at, args.duration))
-    rate = args.record_rate
-    if rate is None:
-        rate = min(100.0, 1.0 / args.dt) if args.dt > 0.0 else 100.0    # a bad --dt is reported by the engine
-    elif not (math.isfinite(rate) and 0.0 < rate * args.dt <= 1.0 + 1e-9):
-        raise ValueError("--record-rate=%r outside the allowed range (0, 1/dt = %g] Hz" % (rate, 1.0 / args.dt))
     contact = ContactModel(friction=args.friction, mu=args.mu)
     gait = Gait(LegGeometry.from_robot(robot), kind=args.gait, cycle_time=args.cycle_time, step_height=args.step_height,
                 body_height=args.body_height, step_length=args.step_length)
@@ -199,10 +200,23 @@ def run(args):
             breaks_at = (args.damage_at, breaks)
     engine.step(0)                      # compile (or load the numba cache) outside the timing
     progress = Progress(args.duration, enabled=not args.quiet)
+    writer = None
+    if csv_path is not None:
+        os.makedirs(os.path.dirname(csv_path) or ".", exist_ok=True)
+        writer = TrajectoryCsvWriter(csv_path, engine)
     w0 = time.perf_counter()
-    # 0.1 s chunks: one compiled call each (per-call Python cost stays ~1 % of the stepping)
-    traj = engine.run(args.duration, chunk=0.1, callback=progress, morphology_at=switch, breaks_at=breaks_at)
+    # 0.1 s chunks: one compiled call each (per-call Python cost stays ~1 % of the stepping); each chunk's rows
+    # go to the CSV writer's thread, which formats them while the next chunk steps
+    try:
+        traj = engine.run(args.duration, chunk=0.1, callback=progress, morphology_at=switch, breaks_at=breaks_at,
+                          on_rows=None if writer is None else writer.add)
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
     wall = time.perf_counter() - w0
+    if writer is not None:
+        traj.use_euler(writer.close())
     s = summarize(traj, wall)
     text = summary_paragraph(args.scenario, args.gait, s, args.dt, args.damage_at)
     if breaks is not None:
@@ -268,14 +282,12 @@ def main(argv=None):
             print("jethexa-sim: error: %s" % e, file=sys.stderr)
             return 2
     try:
-        traj, s, text = run(args)
+        traj, s, text = run(args, csv_path=os.path.join(args.out, "trajectory.csv") if args.out else None)
     except ValueError as e:
         print("jethexa-sim: error: %s" % e, file=sys.stderr)
         return 2
     print(text)
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        traj.to_csv(os.path.join(args.out, "trajectory.csv"))
         with open(os.path.join(args.out, "summary.txt"), "w") as f:
             f.write(text + "\n")
             for k, v in s.items():
