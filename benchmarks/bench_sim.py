@@ -165,6 +165,13 @@ CLI_STAGES = [
     ("summarize (incl. Euler angles)", "jethexa_dynamics.sim.cli", None, "summarize"),
     ("Trajectory.euler (ZYX angles per row)", "jethexa_dynamics.sim.engine", "Trajectory", "euler"),
     ("trajectory.csv: Trajectory.to_csv", "jethexa_dynamics.sim.engine", "Trajectory", "to_csv"),
+    ("trajectory.csv: TrajectoryCsvWriter (start)", "jethexa_dynamics.sim.engine", "TrajectoryCsvWriter", "__init__"),
+    ("trajectory.csv: TrajectoryCsvWriter.add", "jethexa_dynamics.sim.engine", "TrajectoryCsvWriter", "add"),
+    ("trajectory.csv: TrajectoryCsvWriter.close (wait for the thread)", "jethexa_dynamics.sim.engine",
+     "TrajectoryCsvWriter", "close"),
+    ("trajectory.csv: Euler angles of the rows", "jethexa_dynamics.sim.engine", None, "_euler_angles"),
+    ("trajectory.csv: Trajectory.csv_rows (format)", "jethexa_dynamics.sim.engine", "Trajectory", "csv_rows"),
+    ("summary.txt, paragraph", "jethexa_dynamics.sim.cli", None, "summary_paragraph"),
 ]
 
 
