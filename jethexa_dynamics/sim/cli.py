@@ -205,10 +205,11 @@ def run(args, csv_path=None):
         os.makedirs(os.path.dirname(csv_path) or ".", exist_ok=True)
         writer = TrajectoryCsvWriter(csv_path, engine)
     w0 = time.perf_counter()
-    # 0.1 s chunks: one compiled call each (per-call Python cost stays ~1 % of the stepping); each chunk's rows
-    # go to the CSV writer's thread, which formats them while the next chunk steps
+    # 0.25 s chunks: one compiled call each (~2 % less wall time than 0.1 s chunks: fewer Python round trips; at
+    # ~150x real time the progress bar still updates every few ms); the rows go to the CSV writer's thread, which
+    # formats them while the next chunks step
     try:
-        traj = engine.run(args.duration, chunk=0.1, callback=progress, morphology_at=switch, breaks_at=breaks_at,
+        traj = engine.run(args.duration, chunk=0.25, callback=progress, morphology_at=switch, breaks_at=breaks_at,
                           on_rows=None if writer is None else writer.add)
     except BaseException:
         if writer is not None:
