@@ -83,25 +83,41 @@ class Progress:
         self.stream.flush()
 
 
-def _break_spec(text):
-    """A --break spec must parse and break something."""
+def _break_spec(text, robot=None):
+    """A --break spec must parse (against ``robot()``, default the bundled JetHexa) and break something."""
     from jethexa_dynamics.model import LeggedRobot, Morphology
-    links = Morphology.parse(LeggedRobot.jethexa(), text).links_per_leg
+    links = Morphology.parse(robot() if robot is not None else LeggedRobot.jethexa(), text).links_per_leg
     if all(n == 3 for n in links):
         raise ValueError("%r breaks nothing (give a leg and its intact links, e.g. LM:1)" % text)
     return links
 
 
-def build_parser():
+def _once(make):
+    """``make()`` called on first use only: the robot model that --break is checked against and run() simulates."""
+    made = []
+
+    def get():
+        if not made:
+            made.append(make())
+        return made[0]
+    return get
+
+
+def build_parser(robot=None):
     """The options, each checked while parsing (one line naming the option, exit status 2, before any work).
 
     The numeric ranges are those the engine, gait and contact model accept (``Engine``, ``Gait``,
     ``ContactModel``); the --out directory is created/probed here, so a bad path fails before simulating.
+    ``robot``: a callable returning the ``LeggedRobot`` that --break specs are parsed against (``main`` passes
+    the one ``run`` then simulates, so the URDF is parsed once); default the bundled JetHexa.
     """
     from jethexa_dynamics.cli_args import ArgumentParser, checked, number, output_dir
     from jethexa_dynamics.control.gait import GAIT_KINDS
 
     from .contact import FRICTION_MODELS
+
+    def break_spec(text):
+        return _break_spec(text, robot)
 
     ap = ArgumentParser(prog="jethexa-sim", description="Simulate the JetHexa (paper 003 Sec. VI): "
                         "gait, IK, PID, contact and the modular whole-body dynamics.")
@@ -111,7 +127,7 @@ def build_parser():
     ap.add_argument("--duration", type=number(0.0, 3600.0, lo_open=True, unit="s"), default=5.0,
                     help="simulated time [s] (default 5)")
     ap.add_argument("--dt", type=number(1e-5, 0.005, unit="s"), default=1e-3, help="time step [s] (default 0.001)")
-    ap.add_argument("--break", dest="breaks", default=None, metavar="SPEC", type=checked(_break_spec),
+    ap.add_argument("--break", dest="breaks", default=None, metavar="SPEC", type=checked(break_spec),
                     help="silent break (links lost, servos keep answering): LM:1, RR:0, 'LM:1 RR:1', scenario2; "
                          "from --damage-at on (default from the start)")
     ap.add_argument("--damage-at", type=number(0.0, 3600.0, unit="s"), default=None, metavar="SECONDS",
@@ -143,9 +159,11 @@ def build_parser():
     return ap
 
 
-def run(args, csv_path=None):
+def run(args, csv_path=None, make_robot=None):
     """Run one experiment from parsed arguments; returns (trajectory, summary dict, paragraph). ``csv_path``:
-    write the trajectory CSV there while simulating (``TrajectoryCsvWriter``; its directory is created)."""
+    write the trajectory CSV there while simulating (``TrajectoryCsvWriter``; its directory is created);
+    ``make_robot``: a callable returning the healthy ``LeggedRobot`` to simulate, called once the arguments are
+    checked (default ``LeggedRobot.jethexa``)."""
     from jethexa_dynamics.control.gait import GAIT_KINDS, Gait
     from jethexa_dynamics.control.ik import LegGeometry
     from jethexa_dynamics.model import LeggedRobot
@@ -168,7 +186,7 @@ def run(args, csv_path=None):
         rate = min(100.0, 1.0 / args.dt) if args.dt > 0.0 else 100.0    # a bad --dt is reported by the engine
     elif not (math.isfinite(rate) and 0.0 < rate * args.dt <= 1.0 + 1e-9):
         raise ValueError("--record-rate=%r outside the allowed range (0, 1/dt = %g] Hz" % (rate, 1.0 / args.dt))
-    robot = LeggedRobot.jethexa()
+    robot = (make_robot or LeggedRobot.jethexa)()
     breaks = None
     if args.breaks is not None:
         from jethexa_dynamics.model import Morphology
@@ -272,8 +290,10 @@ def run_recovery_cli(args):
 
 
 def main(argv=None):
+    from jethexa_dynamics.model import LeggedRobot
+    robot = _once(LeggedRobot.jethexa)
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(robot).parse_args(argv)
     except SystemExit as exc:  # a bad option (one line already printed) or --help
         return exc.code
     if args.recovery is not None:
@@ -283,7 +303,8 @@ def main(argv=None):
             print("jethexa-sim: error: %s" % e, file=sys.stderr)
             return 2
     try:
-        traj, s, text = run(args, csv_path=os.path.join(args.out, "trajectory.csv") if args.out else None)
+        traj, s, text = run(args, csv_path=os.path.join(args.out, "trajectory.csv") if args.out else None,
+                            make_robot=robot)
     except ValueError as e:
         print("jethexa-sim: error: %s" % e, file=sys.stderr)
         return 2
