@@ -289,9 +289,10 @@ def _euler_angles(rot, yaw_before=None):
 class TrajectoryCsvWriter:
     """Write ``Trajectory.to_csv``'s file while the engine runs.
 
-    ``add(rows)`` takes each block of record rows as the engine records it (``Engine.run(on_rows=...)``); a
-    thread converts it (Euler angles, columns, text) and appends it to ``path`` while the next chunk steps
-    (the compiled chunk releases the GIL, so the CSV costs little wall time). ``close()`` waits for the thread
+    ``add(rows)`` takes each block of record rows as the engine records it (``Engine.run(on_rows=...)``); every
+    ``batch_rows`` rows a thread converts them (Euler angles, columns, text) and appends them to ``path`` while
+    the next chunks step (a compiled chunk releases the GIL: with a free core the CSV costs little wall time,
+    its CPU time stays the same). ``close()`` waits for the thread
     and returns the (n, 3) Euler angles it computed (``Trajectory.euler`` of the same rows, to the rounding of
     an unwrapped yaw); ``abort()`` stops it and removes the file. Same header, columns and ``%.9g`` digits.
     """
@@ -319,19 +320,21 @@ class TrajectoryCsvWriter:
 
     def _flush(self):
         if self._pending:
-            self._queue.put(self._pending[0] if len(self._pending) == 1 else np.vstack(self._pending))
+            self._queue.put(self._pending)       # a list of blocks: the thread stacks them
             self._pending, self._n_pending = [], 0
 
     def _work(self):
         yaw = None
         while True:
-            rows = self._queue.get()
-            if rows is None:
+            blocks = self._queue.get()
+            if blocks is None:
                 return
-            if self._error is not None or not len(rows):
+            if self._error is not None:
                 continue
             try:
-                part = Trajectory(rows, *self._meta)
+                part = Trajectory(blocks[0] if len(blocks) == 1 else np.vstack(blocks), *self._meta)
+                if not len(part):
+                    continue
                 e = _euler_angles(part.rot, yaw)
                 yaw = e[-1, 2]
                 self._file.write(part.csv_rows(e))
