@@ -289,9 +289,13 @@ def run_recovery_cli(args):
     return 0
 
 
-def main(argv=None):
+def _jethexa():
     from jethexa_dynamics.model import LeggedRobot
-    robot = _once(LeggedRobot.jethexa)
+    return LeggedRobot.jethexa()
+
+
+def main(argv=None):
+    robot = _once(_jethexa)       # imported and built only when needed (not for --help or a bad option)
     try:
         args = build_parser(robot).parse_args(argv)
     except SystemExit as exc:  # a bad option (one line already printed) or --help
