@@ -364,7 +364,8 @@ def main(argv=None):
         "MuJoCo is driven as its users drive it: the joint goals at the command rate (50 Hz, the goal at the end "
         "of each 20 ms interval) and `mujoco.mj_step(m, d, 20)` in between. Runs interleaved, %d repeats; wall "
         "time of the whole 5 s walk." % args.repeats,
-        "- Jetson Nano: assume 4-6x these times per core (Cortex-A57 at 1.43 GHz); the ratios carry over.",
+        "- Jetson Nano: assume 4-6x these times per core (Cortex-A57 at 1.43 GHz); the ratios carry over (the "
+        "Nano's 4 cores leave `jethexa-sim`'s CSV thread a core of its own unless other jobs run).",
         "",
         "| simulator | median wall [s] | best [s] | real-time factor (median) | (best) | µs / step (best) | notes |",
         "|---|---:|---:|---:|---:|---:|---|",
