@@ -37,6 +37,8 @@ PROFILE_HISTORY = [
     "stepping 24.63, Python between chunks 0.45, Euler angles 1.01, trajectory.csv (`np.savetxt`, one `%` per "
     "row) 4.78, rest 0.61; `main` 37.2. Overhead over the stepping 12.6 ms, of which the CSV + Euler angles "
     "5.8 ms and the model/geometry construction 4.1 ms.",
+    "",
+    'Same conditions, old against new (2026-11-23 15:00, load 1.4 with one core held by another job; the tree at 4668242 and this one run alternately, 3 x 10 interleaved repeats of engine / `jethexa-sim` / engine with construction): `jethexa-sim` / engine 1.50-1.53 before, 1.44-1.48 after; / engine with construction 1.30-1.31 before, 1.28-1.31 after. With the second core busy the CSV thread only takes turns with the stepping; the gain is the CPU saved (geometry check, one %-format, 0.25 s chunks).',
 ]
 
 
