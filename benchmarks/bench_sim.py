@@ -15,6 +15,7 @@ import os
 import tempfile
 import statistics
 import sys
+import threading
 import time
 
 import numpy as np
@@ -28,6 +29,17 @@ from jethexa_dynamics.sim.contact import contact_forces
 from jethexa_dynamics.sim.engine import Engine, world_foot_states
 
 DURATION, DT = 5.0, 1e-3
+# Profiles of earlier states of ``jethexa-sim`` (same invocation, this script's stage profile), kept for the record
+PROFILE_HISTORY = [
+    "Before the changes of this profile (commit 4668242, 2026-11-23 14:41, same machine, load ~2, median of 9 "
+    "runs, ms): options 0.74, parse_urdf 0.96, describe 1.41, LegGeometry.from_robot 1.60 (built twice: once "
+    "for the CLI's Gait, once by the Engine; 48 `np.allclose` on 3-vectors each), Gait 0.15, Engine 0.27, "
+    "stepping 24.63, Python between chunks 0.45, Euler angles 1.01, trajectory.csv (`np.savetxt`, one `%` per "
+    "row) 4.78, rest 0.61; `main` 37.2. Overhead over the stepping 12.6 ms, of which the CSV + Euler angles "
+    "5.8 ms and the model/geometry construction 4.1 ms.",
+    "",
+    'Same conditions, old against new (2026-11-23 15:00, load 1.4 with one core held by another job; the tree at 4668242 and this one run alternately, 3 x 10 interleaved repeats of engine / `jethexa-sim` / engine with construction): `jethexa-sim` / engine 1.50-1.53 before, 1.44-1.48 after; / engine with construction 1.30-1.31 before, 1.28-1.31 after. With the second core busy the CSV thread only takes turns with the stepping; the gain is the CPU saved (geometry check, one %-format, 0.25 s chunks).',
+]
 
 
 @njit(cache=True)
@@ -113,29 +125,121 @@ def parts(engine):
     }
 
 
-def our_walk(robot, build=False):
+def our_walk(robot, build=False, cpu=None):
     """The engine in-process, no recording, 0.1 s compiled chunks; ``build``: the time includes building the
-    robot model and the engine (what a user's own script pays for the same experiment)."""
-    t0 = time.perf_counter()
+    robot model and the engine (what a user's own script pays for the same experiment). ``cpu``: a list to
+    append the process CPU time (all threads) to."""
+    t0, c0 = time.perf_counter(), time.process_time()
     if build:
         robot = LeggedRobot.jethexa()
     e = Engine(robot, dt=DT, record_every=0)
     if not build:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(int(round(DURATION / 0.1))):
         e.step(100)
+    if cpu is not None:
+        cpu.append(time.process_time() - c0)
     return time.perf_counter() - t0, e.p.copy()
 
 
-def sim_command(outdir):
+def sim_command(outdir, cpu=None):
     """``jethexa-sim`` as a user runs it (default record rate, trajectory.csv + summary written, no plots),
-    in-process: wall time of ``main`` after the numba cache is warm (start-up is measured elsewhere)."""
+    in-process: wall time of ``main`` after the numba cache is warm (start-up is measured elsewhere). ``cpu``: a
+    list to append the process CPU time (all threads: the CSV writer's too) to."""
     from jethexa_dynamics.sim.cli import main as sim_main
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with contextlib.redirect_stdout(io.StringIO()):
         assert sim_main(["--duration", str(DURATION), "--quiet", "--no-plots", "--out", outdir]) == 0
+    if cpu is not None:
+        cpu.append(time.process_time() - c0)
     return time.perf_counter() - t0
+
+
+STEPPING = "Engine.run: stepping (compiled `_run`, 1 ms steps)"
+# The stages of ``jethexa-sim``'s ``main``: (label, module, owner attribute path, function name). Each wrapped
+# function's time is counted exclusive of the wrapped functions it calls (a per-thread stack), so the rows add
+# up to ``main``; functions a thread other than the caller's runs are reported in their own rows.
+CLI_STAGES = [
+    ("options: build_parser + parse_args (incl. --out probe)", "jethexa_dynamics.sim.cli", None, "build_parser"),
+    ("options: build_parser + parse_args (incl. --out probe)", "argparse", "ArgumentParser", "parse_args"),
+    ("model: LeggedRobot.jethexa (Python part)", "jethexa_dynamics.model", "LeggedRobot", "jethexa"),
+    ("model: parse_urdf", "jethexa_dynamics.model.robot", None, "parse_urdf"),
+    ("model: describe (URDF -> modules)", "jethexa_dynamics.model.robot", None, "describe"),
+    ("LegGeometry.from_robot (all calls)", "jethexa_dynamics.control.ik", "LegGeometry", "from_robot"),
+    ("Gait(...)", "jethexa_dynamics.control.gait", "Gait", "__init__"),
+    ("Engine(...) (Python part)", "jethexa_dynamics.sim.engine", "Engine", "__init__"),
+    ("Engine.run: Python between chunks", "jethexa_dynamics.sim.engine", "Engine", "run"),
+    (STEPPING, "jethexa_dynamics.sim.engine", None, "_run"),
+    ("summarize (incl. Euler angles)", "jethexa_dynamics.sim.cli", None, "summarize"),
+    ("Trajectory.euler (ZYX angles per row)", "jethexa_dynamics.sim.engine", "Trajectory", "euler"),
+    ("trajectory.csv: Trajectory.to_csv", "jethexa_dynamics.sim.engine", "Trajectory", "to_csv"),
+    ("trajectory.csv: TrajectoryCsvWriter (start)", "jethexa_dynamics.sim.engine", "TrajectoryCsvWriter", "__init__"),
+    ("trajectory.csv: TrajectoryCsvWriter.add", "jethexa_dynamics.sim.engine", "TrajectoryCsvWriter", "add"),
+    ("trajectory.csv: TrajectoryCsvWriter.close (wait for the thread)", "jethexa_dynamics.sim.engine",
+     "TrajectoryCsvWriter", "close"),
+    ("trajectory.csv: Euler angles of the rows", "jethexa_dynamics.sim.engine", None, "_euler_angles"),
+    ("trajectory.csv: Trajectory.csv_rows (format)", "jethexa_dynamics.sim.engine", "Trajectory", "csv_rows"),
+    ("summary.txt, paragraph", "jethexa_dynamics.sim.cli", None, "summary_paragraph"),
+]
+
+
+def cli_stage_profile(outdir, repeats):
+    """Median ms per ``jethexa-sim`` run (the bench's invocation) of each stage in ``CLI_STAGES``, and of the
+    rest of ``main``. Wrappers cost ~1 µs per call (a few hundred calls per run)."""
+    import importlib
+
+    acc, local = {}, threading.local()
+    restore = []
+
+    def wrap(label, owner, name):
+        raw = owner.__dict__[name]
+        kind = type(raw) if isinstance(raw, (classmethod, property)) else None
+        fn = raw.fget if kind is property else raw.__func__ if kind is classmethod else raw
+        thread_label = label
+
+        def timed(*a, **k):
+            stack = getattr(local, "stack", None)
+            if stack is None:
+                stack = local.stack = []
+            key = thread_label if threading.current_thread() is threading.main_thread() else \
+                thread_label + " [writer thread, overlaps the stepping]"
+            stack.append(0.0)
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                el = time.perf_counter() - t0
+                inner = stack.pop()
+                acc[key] = acc.get(key, 0.0) + el - inner
+                if stack:
+                    stack[-1] += el
+        new = property(timed) if kind is property else classmethod(timed) if kind is classmethod else timed
+        setattr(owner, name, new)
+        restore.append((owner, name, raw))
+
+    for label, mod, attr, name in CLI_STAGES:
+        owner = importlib.import_module(mod)
+        if attr is not None:
+            owner = getattr(owner, attr)
+        if name in getattr(owner, "__dict__", {}):
+            wrap(label, owner, name)
+    per_run, totals = [], []
+    try:
+        sim_command(outdir)
+        for _ in range(repeats):
+            acc.clear()
+            totals.append(sim_command(outdir))
+            per_run.append(dict(acc))
+    finally:
+        for owner, name, raw in reversed(restore):
+            setattr(owner, name, raw)
+    labels = list(dict.fromkeys(k for r in per_run for k in r))
+    out = {k: statistics.median(r.get(k, 0.0) for r in per_run) * 1e3 for k in labels}
+    main_ms = [t * 1e3 for t in totals]
+    rest = [1e3 * (t - sum(v for k, v in r.items() if "writer thread" not in k)) for t, r in zip(totals, per_run)]
+    out["rest of main (summary.txt, paragraph, imports, file opens)"] = statistics.median(rest)
+    return out, statistics.median(main_ms)
 
 
 def predictor_walk(robot, targets):
@@ -206,14 +310,15 @@ def main(argv=None):
     mujoco_walk(mj, targets[:100], p0, R0, th0)
     mujoco_walk_per_step(mj, targets[:100], p0, R0, th0)
     rows = {"ours": [], "ours_b": [], "cli": [], "mj": [], "mj1": []}
+    cpu = {"ours": [], "ours_b": [], "cli": []}
     ends = {}
     for _ in range(args.repeats):        # interleaved: the VM's speed drifts between runs
-        w, ends["ours"] = our_walk(robot)
+        w, ends["ours"] = our_walk(robot, cpu=cpu["ours"])
         rows["ours"].append(w)
         w, ends["mj"] = mujoco_walk(mj, targets, p0, R0, th0)
         rows["mj"].append(w)
-        rows["cli"].append(sim_command(tmp))
-        rows["ours_b"].append(our_walk(robot, build=True)[0])
+        rows["cli"].append(sim_command(tmp, cpu=cpu["cli"]))
+        rows["ours_b"].append(our_walk(robot, build=True, cpu=cpu["ours_b"])[0])
         w, ends["mj1"] = mujoco_walk_per_step(mj, targets, p0, R0, th0)
         rows["mj1"].append(w)
     if args.smoke:
@@ -221,6 +326,7 @@ def main(argv=None):
               % (rows["ours"][0], rows["cli"][0], rows["mj"][0], rows["mj1"][0]))
         return 0
     part = parts(e)
+    stages, stage_main = cli_stage_profile(tmp, args.repeats)
     pst = predictor_walk(robot, targets)
     # MuJoCo standing statics next to ours
     mj.reset(p0, R0, th0)
@@ -238,6 +344,9 @@ def main(argv=None):
         med, best = statistics.median(ws), min(ws)
         return "| %s | %.3f | %.3f | %.1fx | %.1fx | %.1f | %s |" % (
             name, med, best, DURATION / med, DURATION / best, best / n * 1e6, note)
+
+    def cpu_ratio(a, b):
+        return statistics.median(x / y for x, y in zip(cpu[a], cpu[b]))
 
     rtf = ratios("mj", "ours")
     cli = ratios("cli", "ours")
@@ -257,7 +366,8 @@ def main(argv=None):
         "MuJoCo is driven as its users drive it: the joint goals at the command rate (50 Hz, the goal at the end "
         "of each 20 ms interval) and `mujoco.mj_step(m, d, 20)` in between. Runs interleaved, %d repeats; wall "
         "time of the whole 5 s walk." % args.repeats,
-        "- Jetson Nano: assume 4-6x these times per core (Cortex-A57 at 1.43 GHz); the ratios carry over.",
+        "- Jetson Nano: assume 4-6x these times per core (Cortex-A57 at 1.43 GHz); the ratios carry over (the "
+        "Nano's 4 cores leave `jethexa-sim`'s CSV thread a core of its own unless other jobs run).",
         "",
         "| simulator | median wall [s] | best [s] | real-time factor (median) | (best) | µs / step (best) | notes |",
         "|---|---:|---:|---:|---:|---:|---|",
@@ -266,7 +376,8 @@ def main(argv=None):
         line("jethexa_dynamics engine, in-process, model + engine built in the timing", "ours_b",
              "as above plus `LeggedRobot.jethexa()` and `Engine(...)` (URDF parsing)"),
         line("`jethexa-sim` command (in-process `main`)", "cli",
-             "default 100 Hz recording, trajectory.csv + summary.txt written, no plots; warm numba cache"),
+             "default 100 Hz recording, trajectory.csv (written by a thread while the engine steps) + summary.txt, "
+             "no plots; warm numba cache"),
         line("MuJoCo, controls at 50 Hz + `mj_step(m, d, 20)`", "mj",
              "position actuators kp 50, kv 1 (the fair peer)"),
         "| paper (MATLAB?, i7-6700HQ) | 1.93 | | 2.6x | | 386 | Farghdani et al. Sec. VI |",
@@ -274,7 +385,10 @@ def main(argv=None):
         "**Engine real-time factor / MuJoCo's = %.2f** (median of the per-repeat ratios MuJoCo wall / engine wall; "
         "range %.2f-%.2f; interleaved, so load drift cancels; target >= 1.5). **`jethexa-sim` / engine wall = "
         "%.2f** (median; range %.2f-%.2f; target <= 1.25); against the engine with its construction timed too: %.2f "
-        "(range %.2f-%.2f)." % (rtf + cli + cli_b),
+        "(range %.2f-%.2f). `jethexa-sim` writes trajectory.csv on a second thread while the engine steps (the "
+        "compiled chunk releases the GIL), so its wall time hides the CSV when a core is free; its CPU time (all "
+        "threads) / the engine's CPU time = %.2f, / the engine's with its construction = %.2f (medians; what a "
+        "fully loaded machine would see)." % (rtf + cli + cli_b + (cpu_ratio("cli", "ours"), cpu_ratio("cli", "ours_b"))),
         "",
         "Aside (not how MuJoCo is used): a Python iteration per 1 ms step setting `ctrl` then `mj_step(m, d)`: "
         "median %.3f s (best %.3f s), MuJoCo-per-step wall / engine wall = %.2f." % (
@@ -297,7 +411,29 @@ def main(argv=None):
         "",
         "| stage | median µs | best µs |",
         "|---|---:|---:|",
-    ] + ["| %s | %.2f | %.2f |" % (k, a, b) for k, (a, b) in part.items()] + [""]
+    ] + ["| %s | %.2f | %.2f |" % (k, a, b) for k, (a, b) in part.items()] + [
+        "",
+        "## `jethexa-sim` by stage (the invocation above; median ms per run over %d runs after the table's)"
+        % args.repeats,
+        "",
+        "Each stage's own time (exclusive of the other listed stages it calls), wall clock; the rows of the main "
+        "thread add up to `main` (%.2f ms median in these runs, timing wrappers included). Engine in-process "
+        "median above: %.2f ms." % (stage_main, 1e3 * statistics.median(rows["ours"])),
+        "",
+        "| stage | ms / run |",
+        "|---|---:|",
+    ] + ["| %s | %.2f |" % (k, v) for k, v in stages.items()] + [
+        "",
+        "Main thread beyond the stepping (sum of the medians above): %.2f ms per run, of which building the model, leg geometry, gait and "
+        "engine %.2f ms and handing rows to / waiting for the CSV writer %.2f ms; the writer thread's own work "
+        "(Euler angles + formatting, %.2f ms) overlaps the stepping when a second core is free, otherwise it "
+        "takes turns with it (then the wall-time ratio approaches the CPU-time ratio above)." % (
+            sum(v for k, v in stages.items() if k != STEPPING and "writer thread" not in k),
+            sum(v for k, v in stages.items() if k.startswith(("model:", "LegGeometry", "Gait(", "Engine(..."))),
+            sum(v for k, v in stages.items() if k.startswith("trajectory.csv: TrajectoryCsvWriter")),
+            sum(v for k, v in stages.items() if "writer thread" in k)),
+        "",
+    ] + PROFILE_HISTORY + [""]
     text = "\n".join(txt)
     print(text)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)

@@ -95,3 +95,25 @@ def test_unreachable_targets_raise_clear_errors(geo):
         geo.ik("LF", [np.nan, 0, 0])
     with pytest.raises(ValueError, match="leg must be one of"):
         geo.ik("XX", [0.2, 0.2, -0.1])
+
+
+@pytest.mark.parametrize("old,new", [
+    ('<origin xyz="0.093205 0.05098 0" rpy="0 0 0.785398163"/>\n    <axis xyz="0 0 1"/>',   # coxa about x
+     '<origin xyz="0.093205 0.05098 0" rpy="0 0 0.785398163"/>\n    <axis xyz="1 0 0"/>'),
+    ('<origin xyz="0.04505032 0 0" rpy="0 0 0"/>\n    <axis xyz="0 -1 0"/>',               # femur about +y
+     '<origin xyz="0.04505032 0 0" rpy="0 0 0"/>\n    <axis xyz="0 1 0"/>'),
+    ('<origin xyz="0.04505032 0 0" rpy="0 0 0"/>', '<origin xyz="0.04505032 0 0.01" rpy="0 0 0"/>'),  # offset
+    ('<origin xyz="0.04505032 0 0" rpy="0 0 0"/>', '<origin xyz="0.04505032 0 0" rpy="0.1 0 0"/>'),   # femur roll
+    ('<origin xyz="0.07703 0 0" rpy="0 1.48352986 0"/>', '<origin xyz="0.07703 0 0" rpy="0 1.48352986 0.2"/>'),
+    ('<origin xyz="0.123 0 0" rpy="0 0 0"/>', '<origin xyz="0.123 0.01 0" rpy="0 0 0"/>'),            # foot off-axis
+])
+def test_leg_layout_outside_the_closed_form_is_refused(old, new):
+    """Each assumption of the closed form (URDF layout documented in DEV_NOTES) is checked: changing one of
+    them on the first leg (LF) is refused with the leg named; the bundled URDF is accepted (fixture ``geo``)."""
+    from jethexa_dynamics.model.urdf import parse_urdf_string
+    with open(URDF) as f:
+        text = f.read()
+    assert old in text
+    triples = [["%s_joint_%s" % (k, leg) for k in ("coxa", "femur", "tibia")] for leg in LEGS]
+    with pytest.raises(ValueError, match="leg LF: the closed-form IK needs"):
+        LegGeometry.from_urdf(parse_urdf_string(text.replace(old, new, 1)), LEGS, triples)

@@ -78,3 +78,99 @@ def test_recovery_run_accepts_the_scenario_aliases(capsys):
     assert sim_main(["--scenario", "scenario1", "--recovery", "off", "--duration", "3", "--damage-at", "1",
                      "--quiet"]) == 0
     assert "scenario1, recovery off" in capsys.readouterr().out   # reported under the name the user gave
+
+
+def _csv_oracle(traj):
+    """The documented CSV columns computed here from the recorded rows: t, position, ZYX Euler angles
+    (transforms3d per row, yaw unwrapped over the whole run), twist, joint angles, foot normal forces, contact."""
+    from transforms3d.euler import mat2euler
+    e = np.array([mat2euler(R, "sxyz") for R in traj.data[:, 4:13].reshape(-1, 3, 3)])
+    e[:, 2] = np.unwrap(e[:, 2])
+    return np.hstack([traj.data[:, :4], e, traj.data[:, 13:19], traj.col("theta"),
+                      traj.col("force").reshape(len(traj), -1, 3)[:, :, 2], (traj.col("depth") > 0).astype(float)])
+
+
+def test_csv_reads_back_the_recorded_rows_to_nine_digits(tmp_path):
+    """trajectory.csv, written by a thread while the engine runs (a morphology switch mid-chunk, a rate that is
+    not the default), holds every recorded row, each value equal to the recorded one rounded to 9 significant
+    digits (%.9g), and is byte for byte what ``Trajectory.to_csv`` writes of the same rows after the run."""
+    from jethexa_dynamics.sim.cli import build_parser, run
+    from jethexa_dynamics.sim.engine import Trajectory
+    args = build_parser().parse_args(["--scenario", "damage1", "--damage-at", "0.35", "--duration", "1.0",
+                                      "--record-rate", "200", "--quiet"])
+    path = tmp_path / "new" / "trajectory.csv"
+    traj, s, _ = run(args, csv_path=str(path))
+    assert len(traj) == 201 and np.allclose(np.diff(traj.t), 5e-3)
+    expected = _csv_oracle(traj)
+    data = np.loadtxt(path, delimiter=",", skiprows=1)
+    assert data.shape == expected.shape
+    rounded = np.array([float("%.9g" % x) for x in expected.ravel()]).reshape(expected.shape)
+    np.testing.assert_array_equal(data, rounded)
+    with open(path) as f:
+        header = f.readline().strip().split(",")
+    assert header == (["t", "x", "y", "z", "roll", "pitch", "yaw", "vx", "vy", "vz", "wx", "wy", "wz"]
+                      + traj.joint_names + ["fz_" + n for n in traj.leg_names]
+                      + ["contact_" + n for n in traj.leg_names])
+    np.testing.assert_allclose(traj.euler, expected[:, 4:7], rtol=0, atol=1e-12)   # the summary's angles
+    again = tmp_path / "again.csv"
+    Trajectory(traj.data, traj.layout, traj.joint_names, traj.leg_names).to_csv(str(again))
+    assert again.read_bytes() == path.read_bytes()
+
+
+def test_csv_writer_unwraps_yaw_across_blocks(tmp_path):
+    """Yaw turning 2.5 times, handed to the writer in uneven blocks: the written yaw is the unwrapped yaw of
+    the whole run (oracle: np.unwrap over all rows), continuous across the blocks."""
+    from transforms3d.euler import euler2mat
+    from jethexa_dynamics.sim.engine import Engine, TrajectoryCsvWriter, Trajectory
+    e = Engine(record_every=0)
+    n = 400
+    yaw = np.linspace(0.0, 5 * np.pi, n)
+    data = np.zeros((n, e._ncols))
+    data[:, 0] = np.arange(n) * 0.01
+    data[:, 4:13] = np.array([euler2mat(0.01, -0.02, y, "sxyz").ravel() for y in yaw])
+    w = TrajectoryCsvWriter(str(tmp_path / "t.csv"), e, batch_rows=7)
+    for a, b in zip([0, 1, 40, 41, 200], [1, 40, 41, 200, n]):
+        w.add(data[a:b])
+    euler = w.close()
+    ref = Trajectory(data, e._layout, e.robot.joint_names, e.robot.leg_names).euler
+    np.testing.assert_allclose(euler, ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ref[:, 2], yaw, atol=1e-9)
+    written = np.loadtxt(tmp_path / "t.csv", delimiter=",", skiprows=1)
+    np.testing.assert_allclose(written[:, 4:7], ref, rtol=1e-8, atol=1e-9)
+
+
+def test_csv_writer_errors_reach_the_caller_and_abort_removes_the_file(tmp_path):
+    from jethexa_dynamics.sim.engine import Engine, TrajectoryCsvWriter
+    e = Engine(record_every=0)
+    w = TrajectoryCsvWriter(str(tmp_path / "bad.csv"), e, batch_rows=1)
+    w.add(np.zeros((3, 5)))                  # not record rows: the thread fails, close() raises it here
+    with pytest.raises(ValueError):
+        w.close()
+    w = TrajectoryCsvWriter(str(tmp_path / "part.csv"), e)
+    w.add(np.zeros((2, e._ncols)))
+    w.abort()
+    assert not (tmp_path / "part.csv").exists()
+
+
+def test_bad_record_rate_is_refused_before_any_work(tmp_path, capsys):
+    """One line naming --record-rate and its range, exit 2, and the output directory is not created."""
+    out = tmp_path / "never"
+    assert main(["--record-rate", "1500", "--dt", "0.001", "--duration", "0.1", "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--record-rate=1500.0 outside the allowed range (0, 1/dt = 1000] Hz" in err
+    assert not out.exists()
+    assert main(["--record-rate", "nan", "--duration", "0.1", "--quiet"]) == 2
+    assert "--record-rate" in capsys.readouterr().err
+
+
+def test_break_run_parses_the_urdf_once(tmp_path, monkeypatch, capsys):
+    """--break is checked while parsing the options against the same robot model the run simulates: one URDF
+    parse per command (count of ``parse_urdf`` calls)."""
+    from jethexa_dynamics.model import robot as robot_module
+    calls = []
+    real = robot_module.parse_urdf
+    monkeypatch.setattr(robot_module, "parse_urdf", lambda path: calls.append(path) or real(path))
+    assert main(["--break", "LM:1", "--duration", "0.2", "--quiet", "--no-plots", "--out", str(tmp_path)]) == 0
+    assert len(calls) == 1 and "Silent break LM:1" in capsys.readouterr().out
+    assert main(["--duration", "0.1", "--quiet"]) == 0
+    assert len(calls) == 2

@@ -20,6 +20,9 @@ any two steps: the mask changes, rates of removed joints are zeroed, their PID i
 that are gone leave the contact set.
 """
 import math
+import os
+import queue
+import threading
 import time
 
 import numpy as np
@@ -219,11 +222,15 @@ class Trajectory:
     @property
     def euler(self):
         if self._euler is None:     # computed once: the summary and the CSV both need it (one call per row)
-            e = np.array([mat2euler(R, "sxyz") for R in self.rot]).reshape(-1, 3)  # R = Rz(yaw) Ry(pitch) Rx(roll)
-            if len(e):
-                e[:, 2] = np.unwrap(e[:, 2])
-            self._euler = e
+            self._euler = _euler_angles(self.rot)
         return self._euler.copy()
+
+    def use_euler(self, euler):
+        """Adopt Euler angles (n, 3) already computed for these rows (``TrajectoryCsvWriter.close()``)."""
+        euler = np.asarray(euler, dtype=np.float64)
+        if euler.shape != (len(self), 3):
+            raise ValueError("euler must be (%d, 3), got %s" % (len(self), euler.shape))
+        self._euler = euler
 
     @property
     def foot_forces(self):
@@ -238,15 +245,124 @@ class Trajectory:
         """(n, n_legs) bool: foot below the ground."""
         return self.col("depth") > 0.0
 
+    def csv_header(self):
+        """The CSV's header line (no newline): ``t, x, y, z, roll, pitch, yaw, vx..wz``, the joint names,
+        ``fz_<leg>``, ``contact_<leg>``."""
+        return ",".join(["t", "x", "y", "z", "roll", "pitch", "yaw", "vx", "vy", "vz", "wx", "wy", "wz"]
+                        + self.joint_names + ["fz_" + n for n in self.leg_names]
+                        + ["contact_" + n for n in self.leg_names])
+
+    def csv_rows(self, euler=None):
+        """The CSV's data lines (each ending in a newline): time (s), base position (m, world), ZYX Euler angles
+        (rad; ``euler`` if given, else ``self.euler``), base twist in base_link (m/s, rad/s), joint angles (rad),
+        foot normal forces (N, world z) and contact flags (0/1), ``%.9g`` each (9 significant digits)."""
+        e = self.euler if euler is None else euler
+        n = len(self)
+        if n == 0:
+            return ""
+        block = np.hstack([self.t[:, None], self.pos, e, self.twist, self.col("theta"),
+                           self.foot_forces[:, :, 2], self.contact.astype(float)])
+        # one %-format over the whole block (np.savetxt formats row by row: ~1.5x the time)
+        return (",".join(["%.9g"] * block.shape[1]) + "\n") * n % tuple(block.ravel().tolist())
+
     def to_csv(self, path):
         """Write ``t, x, y, z, roll, pitch, yaw`` (SI, world frame, ZYX Euler angles), the base twist, joint
-        angles, foot normal forces and contact flags."""
-        e = self.euler
-        fz = self.foot_forces[:, :, 2]
-        cols = [self.t[:, None], self.pos, e, self.twist, self.col("theta"), fz, self.contact.astype(float)]
-        header = (["t", "x", "y", "z", "roll", "pitch", "yaw", "vx", "vy", "vz", "wx", "wy", "wz"]
-                  + self.joint_names + ["fz_" + n for n in self.leg_names] + ["contact_" + n for n in self.leg_names])
-        np.savetxt(path, np.hstack(cols), delimiter=",", header=",".join(header), comments="", fmt="%.9g")
+        angles, foot normal forces and contact flags (``csv_header``, ``csv_rows``)."""
+        with open(path, "w") as f:
+            f.write(self.csv_header() + "\n")
+            f.write(self.csv_rows())
+
+
+def _euler_angles(rot, yaw_before=None):
+    """(n, 3) ZYX Euler angles (roll, pitch, yaw) in rad of rotation matrices ``rot`` (n, 3, 3), R = Rz(yaw)
+    Ry(pitch) Rx(roll), yaw unwrapped (continuing from ``yaw_before``, the unwrapped yaw of the row before,
+    when the rows continue a trajectory)."""
+    e = np.array([mat2euler(R, "sxyz") for R in rot]).reshape(-1, 3)
+    if len(e):
+        if yaw_before is None:
+            e[:, 2] = np.unwrap(e[:, 2])
+        else:
+            e[:, 2] = np.unwrap(np.concatenate([[yaw_before], e[:, 2]]))[1:]
+    return e
+
+
+class TrajectoryCsvWriter:
+    """Write ``Trajectory.to_csv``'s file while the engine runs.
+
+    ``add(rows)`` takes each block of record rows as the engine records it (``Engine.run(on_rows=...)``); every
+    ``batch_rows`` rows a thread converts them (Euler angles, columns, text) and appends them to ``path`` while
+    the next chunks step (a compiled chunk releases the GIL: with a free core the CSV costs little wall time,
+    its CPU time stays the same). ``close()`` waits for the thread
+    and returns the (n, 3) Euler angles it computed (``Trajectory.euler`` of the same rows, to the rounding of
+    an unwrapped yaw); ``abort()`` stops it and removes the file. Same header, columns and ``%.9g`` digits.
+    """
+
+    def __init__(self, path, engine, batch_rows=50):
+        self.path = path
+        self._meta = (engine._layout, list(engine.robot.joint_names), list(engine.robot.leg_names))
+        self._file = open(path, "w")
+        self._file.write(Trajectory(np.zeros((0, 1)), *self._meta).csv_header() + "\n")
+        # blocks are handed over in batches of >= batch_rows rows: fewer thread wake-ups and per-batch costs
+        self._batch_rows = int(batch_rows)
+        self._pending, self._n_pending = [], 0
+        self._queue = queue.SimpleQueue()
+        self._euler = []
+        self._error = None
+        self._thread = threading.Thread(target=self._work, name="trajectory-csv", daemon=True)
+        self._thread.start()
+
+    def add(self, rows):
+        """Queue a block of record rows (n, ncols) for writing (rows in time order, after those before)."""
+        self._pending.append(rows)
+        self._n_pending += len(rows)
+        if self._n_pending >= self._batch_rows:
+            self._flush()
+
+    def _flush(self):
+        if self._pending:
+            self._queue.put(self._pending)       # a list of blocks: the thread stacks them
+            self._pending, self._n_pending = [], 0
+
+    def _work(self):
+        yaw = None
+        while True:
+            blocks = self._queue.get()
+            if blocks is None:
+                return
+            if self._error is not None:
+                continue
+            try:
+                part = Trajectory(blocks[0] if len(blocks) == 1 else np.vstack(blocks), *self._meta)
+                if not len(part):
+                    continue
+                e = _euler_angles(part.rot, yaw)
+                yaw = e[-1, 2]
+                self._file.write(part.csv_rows(e))
+                self._euler.append(e)
+            except BaseException as exc:        # re-raised in the caller's thread by close()
+                self._error = exc
+
+    def close(self):
+        """Wait until every queued block is written, close the file; returns the Euler angles (n, 3) of all
+        rows written. Re-raises an error the writing thread met (e.g. a full disk)."""
+        self._flush()
+        self._queue.put(None)
+        self._thread.join()
+        self._file.close()
+        if self._error is not None:
+            raise self._error
+        return np.vstack(self._euler) if self._euler else np.zeros((0, 3))
+
+    def abort(self):
+        """Stop writing and remove the partial file (the run failed)."""
+        self._error = self._error or RuntimeError("aborted")
+        self._queue.put(None)
+        self._thread.join()
+        self._file.close()
+        try:
+            os.remove(self.path)
+        except FileNotFoundError:
+            pass
 
 
 def _finite_vec(x, n, name):
@@ -479,17 +595,20 @@ class Engine:
         n = int(round((float(t) - self.time) / self.dt))
         return self.step(max(n, 0), record=record)
 
-    def run(self, duration, chunk=0.02, callback=None, morphology_at=None, breaks_at=None):
+    def run(self, duration, chunk=0.02, callback=None, morphology_at=None, breaks_at=None, on_rows=None):
         """Simulate ``duration`` s in chunks of ``chunk`` s; ``callback(engine)`` after each chunk (progress
         bars); ``morphology_at`` = (time s, morphology) switches morphology at that time, ``breaks_at`` =
-        (time s, breaks) breaks links silently (``set_breaks``). Returns a Trajectory that starts with the
-        current state."""
+        (time s, breaks) breaks links silently (``set_breaks``); ``on_rows(rows)`` with each block of record
+        rows as it is recorded, the current state's row first (``TrajectoryCsvWriter.add``). Returns a
+        Trajectory that starts with the current state."""
         if not (math.isfinite(duration) and duration >= 0.0):
             raise ValueError("duration must be >= 0 s, got %r" % (duration,))
         if not (math.isfinite(chunk) and chunk >= self.dt):
             raise ValueError("chunk must be >= dt = %g s, got %r" % (self.dt, chunk))
         t_end = self.time + duration
         rows = [self._current_row()[None, :]]
+        if on_rows is not None:
+            on_rows(rows[0])
         switches = [(float(at[0]), apply, at[1]) for at, apply in ((morphology_at, self.set_morphology),
                                                                     (breaks_at, self.set_breaks)) if at is not None]
         switches.sort(key=lambda s: s[0])
@@ -499,9 +618,13 @@ class Engine:
                 t_sw, apply, what = switches.pop(0)
                 if t_sw > self.time + 0.5 * self.dt:
                     rows.append(self.advance(t_sw))
+                    if on_rows is not None:
+                        on_rows(rows[-1])
                 apply(what)
                 continue
             rows.append(self.advance(t_next))
+            if on_rows is not None:
+                on_rows(rows[-1])
             if callback is not None:
                 callback(self)
         return Trajectory(np.vstack(rows), self._layout, self.robot.joint_names, self.robot.leg_names,
