@@ -172,6 +172,29 @@ def _thread_cpu_seconds(pid):
     return main, other
 
 
+def _cpu_snapshot(pid):
+    """(monotonic time, process CPU s, (main thread, other threads) CPU s) of process ``pid`` now."""
+    return time.monotonic(), _cpu_seconds(pid), _thread_cpu_seconds(pid)
+
+
+def _cpu_rates(a, b):
+    """CPU ms per s between two ``_cpu_snapshot``: whole process, main thread, other threads."""
+    (t0, c0, th0), (t1, c1, th1) = a, b
+    return {"cpu_ms_per_s": 1e3 * (c1 - c0) / (t1 - t0), "main_ms_per_s": 1e3 * (th1[0] - th0[0]) / (t1 - t0),
+            "other_ms_per_s": 1e3 * (th1[1] - th0[1]) / (t1 - t0)}
+
+
+def _interrupt(proc):
+    """Ctrl-C a node's process, as ros2 launch does; kill it if it has not ended 20 s later."""
+    import subprocess
+
+    proc.send_signal(2)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def _node_values(arr, node):
     for st in arr.status:
         if st.name == node + ": node":
@@ -225,27 +248,19 @@ def measure_own_process(module, node, params, seconds, streams, mocap_rate, read
         while not diag(t_mark) and time.monotonic() < t_mark + 5.0:
             time.sleep(0.05)
         first = diag(t_mark)[0]
-        n0, t0, c0, th0 = w.count("predicted/pose"), time.monotonic(), _cpu_seconds(proc.pid), \
-            _thread_cpu_seconds(proc.pid)
+        n0, cpu0 = w.count("predicted/pose"), _cpu_snapshot(proc.pid)
         time.sleep(seconds)
-        n1, t1, c1, th1 = w.count("predicted/pose"), time.monotonic(), _cpu_seconds(proc.pid), \
-            _thread_cpu_seconds(proc.pid)
+        n1, cpu1 = w.count("predicted/pose"), _cpu_snapshot(proc.pid)
         t_mark = time.monotonic()
         while not diag(t_mark) and time.monotonic() < t_mark + 5.0:
             time.sleep(0.05)
         last = diag(t_mark)[0]
         vals = last[1]
-        return {"values": vals, "stages": _stage_loads(first, last), "window_s": last[0] - first[0],
-                "rate": (n1 - n0) / (t1 - t0), "cpu_ms_per_s": 1e3 * (c1 - c0) / (t1 - t0),
-                "main_ms_per_s": 1e3 * (th1[0] - th0[0]) / (t1 - t0),
-                "other_ms_per_s": 1e3 * (th1[1] - th0[1]) / (t1 - t0)}
+        return dict(_cpu_rates(cpu0, cpu1), values=vals, stages=_stage_loads(first, last),
+                    window_s=last[0] - first[0], rate=(n1 - n0) / (cpu1[0] - cpu0[0]))
     finally:
         g.close()
-        proc.send_signal(2)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _interrupt(proc)
 
 
 def floor_node():
@@ -288,18 +303,12 @@ def measure_floor(seconds, streams):
         wait_for(lambda: imu_pub.get_subscription_count() > 0, 60.0)
         start()
         time.sleep(3.0)
-        t0, c0, th0 = time.monotonic(), _cpu_seconds(proc.pid), _thread_cpu_seconds(proc.pid)
+        cpu0 = _cpu_snapshot(proc.pid)
         time.sleep(seconds)
-        t1, c1, th1 = time.monotonic(), _cpu_seconds(proc.pid), _thread_cpu_seconds(proc.pid)
-        return {"cpu_ms_per_s": 1e3 * (c1 - c0) / (t1 - t0), "main_ms_per_s": 1e3 * (th1[0] - th0[0]) / (t1 - t0),
-                "other_ms_per_s": 1e3 * (th1[1] - th0[1]) / (t1 - t0)}
+        return _cpu_rates(cpu0, _cpu_snapshot(proc.pid))
     finally:
         g.close()
-        proc.send_signal(2)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _interrupt(proc)
 
 
 PREDICTOR_INPUTS = ("joint_commands", "joint_states", "imu/data", "mocap/pose", "morphology")
@@ -384,8 +393,16 @@ def main(argv=None):
     return 0
 
 
+PERIOD = 10.0   # ms, the predictor's 100 Hz and the IMU's
+
+
+def _per_period(stages, keys):
+    """CPU ms per 10 ms period of the stages ``keys`` (missing ones count 0) from their ms per s."""
+    return sum(stages.get(k, 0.0) for k in keys) * PERIOD / 1e3
+
+
 def write(args, info, own, floor, ident, rows):
-    period = 10.0   # ms, the predictor's 100 Hz and the IMU's
+    period = PERIOD
     lines = [
         "# Predictor and identifier nodes: cost at the robot's rates",
         "",
@@ -419,8 +436,7 @@ def write(args, info, own, floor, ident, rows):
     ]
     for label, r in own:
         v, st = r["values"], r["stages"]
-        msg = sum(st.get(k, 0.0) for k in PREDICTOR_INPUTS) * period / 1e3
-        cyc = (st.get("predict", float("nan")) + st.get("diagnostics", 0.0)) * period / 1e3
+        msg, cyc = _per_period(st, PREDICTOR_INPUTS), _per_period(st, ("predict", "diagnostics"))
         main = r["main_ms_per_s"] * period / 1e3
         lines.append("| predictor, %s | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.3f | %.3f | %.3f | %.3f | %.3f "
                      "| %.1f | %.1f-%.1f / %.1f-%.1f |" % (
@@ -456,11 +472,9 @@ def write(args, info, own, floor, ident, rows):
     ]
     for label, r in ident:
         v, st = r["values"], r["stages"]
-        msg = sum(st.get(k, 0.0) for k in MONITOR_INPUTS) * period / 1e3
-        wrk = st.get("identifier", float("nan")) * period / 1e3
-        main = r["main_ms_per_s"] * period / 1e3
+        msg, wrk = _per_period(st, MONITOR_INPUTS), _per_period(st, ("identifier",))
         dds = r["other_ms_per_s"] * period / 1e3 - wrk     # the worker is one of the other threads
-        rest = main - msg - st.get("check", 0.0) * period / 1e3
+        rest = r["main_ms_per_s"] * period / 1e3 - msg - _per_period(st, ("check",))
         pct = r["cpu_ms_per_s"] / 10.0
         lines.append("| %s | %.3f | %.3f | %.3f | %.3f | %.1f | %.2f / %.1f / %.1f | %.1f / %.1f | %s (%s) | %s "
                      "| %.0f-%.0f, %.0f-%.0f |" % (
