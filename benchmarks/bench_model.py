@@ -43,6 +43,9 @@ from numba import njit  # noqa: E402
 #   costs about what np.empty does, so ``out=`` is a convenience, not a speed-up. Calling a compiled
 #   overload's entry point directly would skip the dispatcher's type resolution (~0.1-0.2 µs) but also its
 #   type checks (a wrong layout would read out of bounds): not done;
+# - views: numba's ``reshape`` spends ~25 ns per call in checks; unpacking the buffer and the solvers made 7-11
+#   of them per kernel call. ``cview`` (model/_numba.py: an array header over a C-contiguous buffer, no
+#   checks) took the compiled mass-matrix loop from 2.03 to 1.63 µs;
 # - algorithms: the mass matrix by CRBA (composite inertias, O(n) blocks per leg) and the bias by RNEA (O(n)
 #   per leg) replaced the per-link accumulation of the mass blocks and of C v through ∂M/∂θ (O(n^3) per leg).
 PROFILE_NOTE = (
@@ -57,7 +60,10 @@ PROFILE_NOTE = (
     "call is the result's np.empty, one np.asarray + shape comparison per argument and the method call; an "
     "`out=` array must be checked (type, shape, dtype, flags), which costs about what np.empty does, so `out=` "
     "saves little (the rows with `out=` are labelled); calling the compiled entry point directly would skip the "
-    "dispatcher's type resolution (~0.1-0.2 µs) and its type checks with it (not done); (4) algorithms — mass "
+    "dispatcher's type resolution (~0.1-0.2 µs) and its type checks with it (not done); (4) views — numba's "
+    "`reshape` spends ~25 ns per call in checks, and unpacking the buffer plus the solvers made 7-11 of them per "
+    "kernel call: `cview` (an array header over the C-contiguous buffer) took the mass-matrix loop from 2.03 to "
+    "1.63 µs and the API from 1.53x to ~1.3x crba; (5) algorithms — mass "
     "matrix by CRBA (composite inertias) and bias forces by RNEA, O(n) per leg, instead of the per-link mass "
     "blocks and C v through ∂M/∂θ (O(n³) per leg). Stages of one call, measured in this run (compiled loops, "
     "best µs):")
