@@ -129,6 +129,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None, help="results file (default benchmarks/results/model[_TAG].md)")
     ap.add_argument("--tag", default=None, help="suffix of the default results file and of its title, e.g. py310")
+    ap.add_argument("--only", default="", help="comma list of row groups: mass,bias,fd,morph,bank (default all; "
+                    "for a first run on a stack where numba compiles the kernels slowly)")
     ap.add_argument("--note", default="", help="a line under the header (e.g. how Pinocchio was installed)")
     ap.add_argument("--K", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (ours, Pinocchio) per row")
@@ -162,6 +164,9 @@ def main(argv=None):
     rows = []
 
     def row(name, ours, peer, err, note=""):
+        group = {"mass": "mass", "bias": "bias", "forw": "fd", "morp": "morph", "bank": "bank"}[name[:4]]
+        if not want(group):
+            return
         # rounds of (ours, Pinocchio) back to back: the ratio of each round is taken on the same machine state
         t_o, t_p = [], []
         for _ in range(args.rounds):
@@ -174,10 +179,14 @@ def main(argv=None):
               f"({ratio.min():.2f}-{ratio.max():.2f})   err {err:.1e}", flush=True)
 
     # warm up (JIT, caches)
-    robot.forward_dynamics(g, q, v, tau)
+    only = set(filter(None, args.only.split(",")))
+
+    def want(group):
+        return not only or group in only
+
     err_M = rel_err(robot.mass_matrix(q), oracle.M(g, q))
-    err_b = rel_err(robot.bias_forces(g, q, v), oracle.nle(g, q, v))
-    err_fd = rel_err(robot.forward_dynamics(g, q, v, tau), oracle.aba(g, q, v, tau))
+    err_b = rel_err(robot.bias_forces(g, q, v), oracle.nle(g, q, v)) if want("bias") else None
+    err_fd = rel_err(robot.forward_dynamics(g, q, v, tau), oracle.aba(g, q, v, tau)) if want("fd") else None
     row("mass matrix (kernel)  vs crba", "kernels.mass_matrix(buf, q, mask, Mout)", "pin.crba(model, data, qp)",
         err_M, "preallocated output on both sides")
     row("mass matrix (Python API)  vs crba", "robot.mass_matrix(q)", "pin.crba(model, data, qp)", err_M,
@@ -224,7 +233,7 @@ def main(argv=None):
         "ours: reduced model object from morphology vectors (cache cleared); pin: lock joints + createData")
 
     # bank of K hypotheses at one state vs K aba calls on prebuilt models of the damaged robots
-    K = args.K
+    K = args.K if want("bank") else 0
     hyps = []
     while len(hyps) < K:
         c = [int(x) for x in rng.integers(0, 4, size=6)]
@@ -240,23 +249,24 @@ def main(argv=None):
     masks = np.array([h.link_mask for h in hyps])
     bank_out = np.empty((K, 24))
     env.update(masks=masks, bank_out=bank_out, states=states)
-    kernels.forward_dynamics_bank(data_k, R, q, v, tau, f0, masks, bank_out)
-    err = max(rel_err(bank_out[k][rr._vidx], o.aba(g, q[rr.joint_index_in_full], v[rr._vidx], tau[rr._vidx]))
-              for k, (o, rr) in enumerate(oracles))
+    if K:
+        kernels.forward_dynamics_bank(data_k, R, q, v, tau, f0, masks, bank_out)
+    err = max([0.0] + [rel_err(bank_out[k][rr._vidx], o.aba(g, q[rr.joint_index_in_full], v[rr._vidx], tau[rr._vidx]))
+              for k, (o, rr) in enumerate(oracles)])
     row(f"bank of K={K} morphology hypotheses  vs {K} x aba",
         "kernels.forward_dynamics_bank(buf, R, q, v, tau, f0, masks, bank_out)",
         "[pin.aba(m_, d_, a_, b_, c_) for (m_, d_, a_, b_, c_) in states]", err,
         "pin: one prebuilt model per hypothesis (models built from URDFs without the links)")
 
-    stages = {
-        "leg kinematics, 6 legs (`leg_kinematics`)": _best_loop(lambda n: _loop_legkin(n, data_k, q)),
-        "mass matrix (kinematics + CRBA, dense 24x24 out)": _best_loop(
-            lambda n: _loop_mass(n, data_k, q, mask, Mout)),
-        "bias forces (kinematics + RNEA)": _best_loop(
-            lambda n: _loop_bias(n, data_k, R, q, v, mask, out)),
-        "forward dynamics (kinematics + CRBA + RNEA + 𝒥ᵀF + block-arrow Schur solve)": _best_loop(
-            lambda n: _loop_fd(n, data_k, R, q, v, tau, f0, mask, out)),
-    }
+    stages = {"leg kinematics, 6 legs (`leg_kinematics`)": _best_loop(lambda n: _loop_legkin(n, data_k, q))}
+    if want("mass"):
+        stages["mass matrix (kinematics + CRBA, dense 24x24 out)"] = _best_loop(
+            lambda n: _loop_mass(n, data_k, q, mask, Mout))
+    if want("bias"):
+        stages["bias forces (kinematics + RNEA)"] = _best_loop(lambda n: _loop_bias(n, data_k, R, q, v, mask, out))
+    if want("fd"):
+        stages["forward dynamics (kinematics + CRBA + RNEA + 𝒥ᵀF + block-arrow Schur solve)"] = _best_loop(
+            lambda n: _loop_fd(n, data_k, R, q, v, tau, f0, mask, out))
     _noop4(buf, q, mask, Mout)
     layer = {
         "compiled call, no work, mass_matrix's 4 arguments (dispatch + unboxing)": best_us("_noop4(buf, q, mask, Mout)", env),
@@ -278,7 +288,8 @@ def main(argv=None):
              f"Single thread, same process, same states, Pinocchio called as its users call it "
              f"(`pin.aba(model, data, q, v, tau)` on a preallocated `data`). {args.rounds} interleaved rounds per row "
              "(ours, then Pinocchio); each side's figure in a round is the best of 5 timeit repeats of CPU time of "
-             "the thread (µs per call). `ratio` = ours / Pinocchio: median of the rounds' ratios (range).",
+             "the thread (µs per call). `ratio` = ours / Pinocchio: median of the rounds' ratios (range)."
+             + (f" Rows of this run: {args.only} only." if only else ""),
              "", "| what | ours µs | Pinocchio µs | ratio (range) | max rel. error vs Pinocchio | note |",
              "|---|---:|---:|---:|---:|---|"]
     for name, a, b, ratio, e, note in rows:
