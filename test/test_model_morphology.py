@@ -86,6 +86,35 @@ def test_bad_state_input_names_the_field(hexa):
         hexa.forward_dynamics(g, np.zeros(18), np.zeros(24), np.r_[np.zeros(23), np.inf])
 
 
+@pytest.mark.parametrize("spec", ["healthy", "damage2"])
+def test_out_receives_the_same_result(hexa, spec):
+    # out= (numpy's convention) writes the very numbers of the allocating call, which test_model_pinocchio
+    # compares with Pinocchio; on a reduced robot the reduced result lands in out
+    r = hexa.with_morphology(Morphology.parse(hexa, spec))
+    rng = np.random.default_rng(3)
+    g, q, v, tau = np.eye(4), rng.uniform(-1, 1, r.nv - 6), rng.normal(size=r.nv), rng.normal(size=r.nv)
+    g[:3, 3] = 0.1
+    M_out, h_out, a_out = np.full((r.nv, r.nv), np.nan), np.full(r.nv, np.nan), np.full(r.nv, np.nan)
+    assert r.mass_matrix(q, out=M_out) is M_out and np.array_equal(M_out, r.mass_matrix(q))
+    assert r.bias_forces(g, q, v, out=h_out) is h_out and np.array_equal(h_out, r.bias_forces(g, q, v))
+    assert r.forward_dynamics(g, q, v, tau, out=a_out) is a_out
+    assert np.array_equal(a_out, r.forward_dynamics(g, q, v, tau))
+
+
+def test_bad_out_names_it(hexa):
+    g, q, v = np.eye(4), np.zeros(18), np.zeros(24)
+    readonly = np.empty((24, 24))
+    readonly.flags.writeable = False
+    for bad in (np.empty((23, 24)), np.empty((24, 24), dtype=np.float32), readonly, np.empty((24, 48))[:, ::2],
+                [[0.0] * 24] * 24):
+        with pytest.raises(ValueError, match="out: expected a writable C-contiguous float64 array of shape \\(24, 24\\)"):
+            hexa.mass_matrix(q, out=bad)
+    with pytest.raises(ValueError, match="out: .* shape \\(24,\\), got float64 array of shape \\(18,\\)"):
+        hexa.bias_forces(g, q, v, out=np.empty(18))
+    with pytest.raises(ValueError, match="out: .* got int64 array"):
+        hexa.forward_dynamics(g, q, v, v, out=np.zeros(24, dtype=np.int64))
+
+
 def test_urdf_errors_are_clear(tmp_path):
     bad = tmp_path / "bad.urdf"
     bad.write_text('<robot name="r"><link name="a"/><link name="b"/><joint name="j" type="prismatic">'

@@ -5,7 +5,7 @@ Every function works on the FULL (healthy) robot's arrays, ``data = robot.full.k
     (n_joints, joint_offset, xi, mass, com0, Ic0, tip0, body_mass, body_com, body_Ic, gravity)
 
 (``gravity`` is the world-frame gravity vector g_s, (0, 0, -9.81) m/s^2 by default; the public kernels also
-take the pair ``robot.full.kernel_buffers`` these arrays are views into, see :func:`pack`)
+take the one buffer ``robot.full.kernel_buffer`` these arrays are views into, see :func:`pack`)
 
 and a link-existence mask ``mask[i, j]`` (the paper's link morphology vector 𝔛, eq. 22-24, reshaped per leg;
 a leg exists, 𝔵̄_i = 1, when its first link does, eq. 26). Joints of missing links keep their slots in the
@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from ._numba import HAVE_NUMBA, njit, overload
+from ._numba import HAVE_NUMBA, cview, njit, overload
 
 # positions in the ``data`` tuple (module docstring); numba folds these globals to constants
 (D_N_JOINTS, D_JOINT_OFFSET, D_XI, D_MASS, D_COM0, D_IC0, D_TIP0, D_BODY_MASS, D_BODY_COM, D_BODY_IC,
@@ -37,54 +37,61 @@ from ._numba import HAVE_NUMBA, njit, overload
 
 
 # ----------------------------------------------------------------------------------------------------------
-# the model arrays packed in two buffers
+# the model arrays packed in one buffer
 #
 # numba unboxes every array argument of a call from Python on its own (~80 ns each; the 11-array ``data``
-# tuple cost ~0.9 µs per call, more than Pinocchio's whole crba, bench_model 2026-11-23). So the arrays live
-# in one int and one float buffer; ``data`` is the tuple of views into them, and the public kernels also take
-# the pair ``(ints, floats)`` itself (``LeggedRobot.kernel_buffers``), which unboxes in ~0.2 µs.
+# tuple cost ~0.9 µs per call, more than Pinocchio's whole crba, bench_model 2026-11-23), and a tuple argument
+# costs ~0.1 µs more than its arrays passed one by one. So the arrays live in one float64 buffer (the two
+# integer arrays as int64 bit patterns, read back by ``view``, no conversion); ``data`` is the tuple of views
+# into it, and the public kernels also take the buffer itself (``LeggedRobot.kernel_buffer``, one array).
 
 def pack(n_joints, joint_offset, xi, mass, com0, Ic0, tip0, body_mass, body_com, body_Ic, gravity):
-    """The model arrays (``D_*`` order) copied into two buffers: returns ``(ints, floats)`` and the ``data``
-    tuple of views into them (one storage)."""
+    """The model arrays (``D_*`` order) copied into one float64 buffer: returns ``buffer`` and the ``data``
+    tuple of views into it (one storage). Layout: ``[L, n_max, n_joints, joint_offset]`` as int64 bits, then
+    the float arrays raveled in ``D_*`` order."""
     L, nmax = xi.shape[0], xi.shape[1]
     ints = np.concatenate(([L, nmax], n_joints, joint_offset)).astype(np.int64)
-    floats = np.concatenate([np.ravel(np.asarray(a, dtype=np.float64)) for a in (
+    buf = np.concatenate([ints.view(np.float64)] + [np.ravel(np.asarray(a, dtype=np.float64)) for a in (
         xi, mass, com0, Ic0, tip0, body_mass, body_com, body_Ic, gravity)])
-    return (ints, floats), getattr(unpack, "py_func", unpack)(ints, floats)
+    return buf, getattr(unpack, "py_func", unpack)(buf)
 
 
 @njit(cache=True, inline="always")
-def unpack(ints, floats):
-    """The ``data`` tuple of views into the buffers of :func:`pack` (no copies)."""
-    L, nmax = ints[0], ints[1]
+def unpack(buf):
+    """The ``data`` tuple of views into the buffer of :func:`pack` (no copies)."""
+    head = buf[:2].view(np.int64)
+    L, nmax = head[0], head[1]
+    ints = buf[:2 + 2 * L].view(np.int64)
     n_joints, joint_offset = ints[2:2 + L], ints[2 + L:2 + 2 * L]
-    a, b = 0, L * nmax * 6
-    xi = floats[a:b].reshape((L, nmax, 6))
-    a, b = b, b + L * nmax
-    mass = floats[a:b].reshape((L, nmax))
-    a, b = b, b + L * nmax * 3
-    com0 = floats[a:b].reshape((L, nmax, 3))
-    a, b = b, b + L * nmax * 9
-    Ic0 = floats[a:b].reshape((L, nmax, 3, 3))
-    a, b = b, b + L * 16
-    tip0 = floats[a:b].reshape((L, 4, 4))
-    return (n_joints, joint_offset, xi, mass, com0, Ic0, tip0, floats[b:b + 1], floats[b + 1:b + 4],
-            floats[b + 4:b + 13].reshape((3, 3)), floats[b + 13:b + 16])
+    # (cview, not reshape: numba's reshape checks cost ~25 ns each, a tenth of a mass-matrix call in all)
+    a = 2 + 2 * L
+    xi = cview(buf, a, (L, nmax, 6))
+    a += L * nmax * 6
+    mass = cview(buf, a, (L, nmax))
+    a += L * nmax
+    com0 = cview(buf, a, (L, nmax, 3))
+    a += L * nmax * 3
+    Ic0 = cview(buf, a, (L, nmax, 3, 3))
+    a += L * nmax * 9
+    tip0 = cview(buf, a, (L, 4, 4))
+    b = a + L * 16
+    return (n_joints, joint_offset, xi, mass, com0, Ic0, tip0, buf[b:b + 1], buf[b + 1:b + 4],
+            cview(buf, b + 4, (3, 3)), buf[b + 13:b + 16])
 
 
 def model(data):
-    """The ``data`` tuple of either form a public kernel takes: the tuple itself or the buffer pair."""
-    return unpack(data[0], data[1]) if len(data) == 2 else data
+    """The ``data`` tuple of either form a public kernel takes: the tuple itself or the packed buffer."""
+    return unpack(data) if isinstance(data, np.ndarray) else data
 
 
 if HAVE_NUMBA:
+    from numba import types
+
     @overload(model, inline="always")
     def _model_typed(data):
-        if len(data) == 2:
-            return lambda data: unpack(data[0], data[1])
+        if isinstance(data, types.Array):
+            return lambda data: unpack(data)
         return lambda data: data
-
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -550,8 +557,8 @@ def _solve_arrowhead(data, counts, Mbb, Mbt, Mtt, rb, rl, out):
     Cholesky factor and rb v̇_b. Returns False if a block is not positive definite."""
     L = counts.shape[0]
     joint_offset = data[D_JOINT_OFFSET]
-    S = Mbb.reshape((1, 6, 6))
-    r = rb.reshape((1, 6))
+    S = cview(Mbb, 0, (1, 6, 6))
+    r = cview(rb, 0, (1, 6))
     for i in range(L):
         m = counts[i]
         if m == 0:
@@ -641,12 +648,12 @@ def _gravity_in_base(data, R_sb, gravity_on):
 def _body_crba_rnea(data, v, gb, with_rnea, Mbb, h_b):
     """The main body's own terms: Mbb = M^bb_b (eq. 8) and h_b = M^bb_b A_b + V_b ×* M^bb_b V_b with
     A_b = [-g_b; 0] (its RNEA wrench: gravity, eq. 9, and the Euler-Poincaré term -ad_V^T 𝒫, eq. 38)."""
-    body_mass, body_com, body_Ic = data[D_BODY_MASS][0], data[D_BODY_COM].reshape((1, 3)), data[D_BODY_IC]
+    body_mass, body_com, body_Ic = data[D_BODY_MASS][0], cview(data[D_BODY_COM], 0, (1, 3)), data[D_BODY_IC]
     _inertia_matrix(body_mass, body_com[0], body_Ic, Mbb)
     if not with_rnea:
         h_b[:] = 0.0
         return
-    Ic = body_Ic.reshape((1, 3, 3))
+    Ic = cview(body_Ic, 0, (1, 3, 3))
     V = (v[0], v[1], v[2], v[3], v[4], v[5])
     IA = _M_link(body_mass, body_com, Ic, 0, -gb[0], -gb[1], -gb[2], 0.0, 0.0, 0.0)
     IV = _M_link(body_mass, body_com, Ic, 0, V[0], V[1], V[2], V[3], V[4], V[5])

@@ -45,6 +45,19 @@ def _pose(g, check_finite=True):
     return a
 
 
+_F64 = np.dtype(np.float64)
+
+
+def _out_array(out, shape):
+    """``out`` if it is a writable C-contiguous float64 ndarray of ``shape`` (numpy's ``out=`` convention),
+    else a ValueError naming it."""
+    if not (isinstance(out, np.ndarray) and out.shape == shape and out.dtype == _F64 and out.flags.carray):
+        got = (type(out).__name__ if not isinstance(out, np.ndarray) else f"{out.dtype} array of shape {out.shape}"
+               + ("" if out.flags.writeable else ", read-only") + ("" if out.flags.c_contiguous else ", strided"))
+        raise ValueError(f"out: expected a writable C-contiguous float64 array of shape {shape}, got {got}")
+    return out
+
+
 def format_morphology(links_per_leg, leg_names, n_joints=3):
     """``healthy`` or the damaged legs as ``LEG:N`` (e.g. ``LM:0 RM:0``) for intact ``links_per_leg`` of legs
     ``leg_names`` with ``n_joints`` links each (one number, or one per leg)."""
@@ -270,9 +283,9 @@ class LeggedRobot:
         self._urdf_model = None
         self._all_leg_names = tuple(leg.name for leg in desc.legs)
         off = np.concatenate([[0], np.cumsum(desc.n_joints)[:-1]]).astype(np.int64)
-        # ``kernel_data``: the model arrays of :mod:`.kernels`, views into the two ``kernel_buffers`` that the
-        # Python API passes to the compiled kernels (fewer arrays to unbox per call)
-        self.kernel_buffers, self.kernel_data = kernels.pack(
+        # ``kernel_data``: the model arrays of :mod:`.kernels`, views into the one ``kernel_buffer`` that the
+        # Python API passes to the compiled kernels (one array to unbox per call instead of eleven)
+        self.kernel_buffer, self.kernel_data = kernels.pack(
             desc.n_joints, off, desc.xi, desc.mass, desc.com0, desc.Ic0, desc.tip0,
             np.array([desc.body_mass]), desc.body_com, desc.body_Ic, np.array([0.0, 0.0, -9.81]))
         self._full = self
@@ -372,7 +385,7 @@ class LeggedRobot:
             r._urdf_model = full._urdf_model
             r._all_leg_names = full._all_leg_names
             r.kernel_data = full.kernel_data
-            r.kernel_buffers = full.kernel_buffers
+            r.kernel_buffer = full.kernel_buffer
             r._full = full
             r._cache = None
             r._nj_full = full._nj_full
@@ -399,7 +412,7 @@ class LeggedRobot:
         full = self._full
         r = LeggedRobot._from_description(full._desc, full.urdf_path)
         r._urdf_model = full._urdf_model
-        r.kernel_buffers, r.kernel_data = kernels.pack(*full.kernel_data[:kernels.D_GRAVITY], g)
+        r.kernel_buffer, r.kernel_data = kernels.pack(*full.kernel_data[:kernels.D_GRAVITY], g)
         return r.with_morphology(self.morphology)
 
     # ---- helpers ------------------------------------------------------------------------------------------
@@ -461,17 +474,33 @@ class LeggedRobot:
     # ---- the paper's structural matrices ------------------------------------------------------------------
     # mass_matrix, bias_forces and forward_dynamics have a hot path for the healthy robot, written out: one
     # np.asarray and one shape comparison per argument, finiteness checked in the kernel (each Python call
-    # layer costs ~0.1 µs here, Pinocchio's whole crba ~2 µs). Anything else takes the checked path, which
-    # names the bad input.
-    def mass_matrix(self, q):
-        """M(θ) (eq. 7-8, 27-28), nv x nv, symmetric positive definite."""
-        M = np.empty(self._M_shape)
+    # layer costs ~0.05-0.1 µs here, Pinocchio's whole crba ~1.9 µs). Anything else takes the checked path,
+    # which names the bad input. ``out=`` follows numpy: a writable C-contiguous float64 array of the result's
+    # shape that receives the result and is returned (on the hot path its check costs what np.empty does).
+    def _deliver(self, full, out, reduce):
+        """Checked path's result: ``full`` (full-size, from the kernel) reduced to this morphology by
+        ``reduce``, written into ``out`` if given."""
+        r = full if self._healthy else reduce(full)
+        if out is None or r is out:
+            return r
+        out[...] = r
+        return out
+
+    def mass_matrix(self, q, out=None):
+        """M(θ) (eq. 7-8, 27-28), nv x nv, symmetric positive definite (``out``: optional (nv, nv) result array)."""
         if self._healthy:
             qf = np.asarray(q, dtype=float)
-            if qf.shape == self._q_shape and kernels.mass_matrix(self.kernel_buffers, qf, self._mask, M):
+            M = np.empty(self._M_shape) if out is None else out
+            if (qf.shape == self._q_shape and (out is None or (type(out) is np.ndarray and out.shape == self._M_shape
+                                                               and out.dtype is _F64 and out.flags.carray))
+                    and kernels.mass_matrix(self.kernel_buffer, qf, self._mask, M)):
                 return M
-        kernels.mass_matrix(self.kernel_buffers, self._q_full(q), self._mask, M)
-        return M if self._healthy else M[np.ix_(self._vidx, self._vidx)]
+        qf = self._q_full(q)
+        if out is not None:
+            _out_array(out, (self.nv, self.nv))
+        M = out if self._healthy and out is not None else np.empty(self._M_shape)
+        kernels.mass_matrix(self.kernel_buffer, qf, self._mask, M)
+        return self._deliver(M, out, lambda M: M[np.ix_(self._vidx, self._vidx)])
 
     def coriolis_matrix(self, q, v, factorization="paper"):
         """C(θ, v) with C v + 𝒩 the bias forces.
@@ -485,7 +514,7 @@ class LeggedRobot:
             raise ValueError(f"factorization must be 'paper' or 'skew', got {factorization!r}")
         n = 6 + self._nj_full
         C = np.empty((n, n))
-        kernels.coriolis_matrix(self.kernel_buffers, self._q_full(q), self._v_full(v), self._mask,
+        kernels.coriolis_matrix(self.kernel_buffer, self._q_full(q), self._v_full(v), self._mask,
                                 factorization == "skew", C)
         return C if self._healthy else C[np.ix_(self._vidx, self._vidx)]
 
@@ -493,31 +522,42 @@ class LeggedRobot:
         """𝒩(Q) (eq. 9) for uniform gravity -9.81 m/s^2 along world z."""
         return self.bias_forces(g_sb, q, np.zeros(self.nv))
 
-    def bias_forces(self, g_sb, q, v):
-        """C(θ, v) v + 𝒩(Q) (Pinocchio's nonLinearEffects)."""
-        out = np.empty(self._v_shape)
+    def bias_forces(self, g_sb, q, v, out=None):
+        """C(θ, v) v + 𝒩(Q) (Pinocchio's nonLinearEffects), (nv,) (``out``: optional (nv,) result array)."""
         if self._healthy:
             g, qf, vf = np.asarray(g_sb, dtype=float), np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+            h = np.empty(self._v_shape) if out is None else out
             if (g.shape == (4, 4) and qf.shape == self._q_shape and vf.shape == self._v_shape
-                    and kernels.bias_forces(self.kernel_buffers, g, qf, vf, self._mask, True, out)):
-                return out
-        kernels.bias_forces(self.kernel_buffers, _pose(g_sb), self._q_full(q), self._v_full(v), self._mask, True, out)
-        return self._out(out)
+                    and (out is None or (type(out) is np.ndarray and out.shape == self._v_shape and out.dtype is _F64
+                                         and out.flags.carray))
+                    and kernels.bias_forces(self.kernel_buffer, g, qf, vf, self._mask, True, h)):
+                return h
+        g, qf, vf = _pose(g_sb), self._q_full(q), self._v_full(v)
+        if out is not None:
+            _out_array(out, (self.nv,))
+        h = out if self._healthy and out is not None else np.empty(self._v_shape)
+        kernels.bias_forces(self.kernel_buffer, g, qf, vf, self._mask, True, h)
+        return self._deliver(h, out, self._out)
 
-    def forward_dynamics(self, g_sb, q, v, tau, tip_forces=None):
-        """v̇ from M v̇ + C v + 𝒩 = τ + 𝒥^T F_t (eq. 6). ``tau`` has nv entries (base rows are normally 0)."""
-        out = np.empty(self._v_shape)
+    def forward_dynamics(self, g_sb, q, v, tau, tip_forces=None, out=None):
+        """v̇ from M v̇ + C v + 𝒩 = τ + 𝒥^T F_t (eq. 6), (nv,). ``tau`` has nv entries (base rows are normally
+        0); ``out``: optional (nv,) result array."""
         if self._healthy and tip_forces is None:
             g, qf, vf, tf = (np.asarray(g_sb, dtype=float), np.asarray(q, dtype=float), np.asarray(v, dtype=float),
                              np.asarray(tau, dtype=float))
+            a = np.empty(self._v_shape) if out is None else out
             if (g.shape == (4, 4) and qf.shape == self._q_shape and vf.shape == self._v_shape
                     and tf.shape == self._v_shape
-                    and kernels.forward_dynamics(self.kernel_buffers, g, qf, vf, tf, self._zero_f, self._mask, out)):
-                return out
-        ok = kernels.forward_dynamics(self.kernel_buffers, _pose(g_sb, check_finite=False), self._q_full(q, False),
-                                      self._v_full(v, "v", False), self._v_full(tau, "tau", False),
-                                      self._f_full(tip_forces, False), self._mask, out)
-        if not ok:
+                    and (out is None or (type(out) is np.ndarray and out.shape == self._v_shape and out.dtype is _F64
+                                         and out.flags.carray))
+                    and kernels.forward_dynamics(self.kernel_buffer, g, qf, vf, tf, self._zero_f, self._mask, a)):
+                return a
+        args = (_pose(g_sb, check_finite=False), self._q_full(q, False), self._v_full(v, "v", False),
+                self._v_full(tau, "tau", False), self._f_full(tip_forces, False))
+        if out is not None:
+            _out_array(out, (self.nv,))
+        a = out if self._healthy and out is not None else np.empty(self._v_shape)
+        if not kernels.forward_dynamics(self.kernel_buffer, *args, self._mask, a):
             # find the bad input only on the failure path, so the good path pays one check
             _pose(g_sb)
             self._q_full(q)
@@ -526,7 +566,7 @@ class LeggedRobot:
             self._f_full(tip_forces)
             raise np.linalg.LinAlgError("forward dynamics failed: mass matrix not positive definite "
                                         "(massless links?)")
-        return self._out(out)
+        return self._deliver(a, out, self._out)
 
     def forward_dynamics_bank(self, g_sb, q, v, tau, morphologies, tip_forces=None):
         """Forward dynamics of this (healthy) state under K morphology hypotheses at once.
@@ -538,21 +578,21 @@ class LeggedRobot:
         masks = np.array([m.link_mask if isinstance(m, Morphology) else
                           Morphology.from_vector(self, m).link_mask for m in morphologies])
         out = np.empty((len(masks), self.nv))
-        kernels.forward_dynamics_bank(self.kernel_buffers, _pose(g_sb), self._q_full(q), self._v_full(v),
+        kernels.forward_dynamics_bank(self.kernel_buffer, _pose(g_sb), self._q_full(q), self._v_full(v),
                                       self._v_full(tau, "tau"), self._f_full(tip_forces), masks, out)
         return out
 
     def tip_poses(self, q):
         """(n_tips, 4, 4) poses g_{b,it} of the present foot frames in base_link."""
         out = np.empty((len(self._all_leg_names), 4, 4))
-        kernels.tip_poses(self.kernel_buffers, self._q_full(q), out)
+        kernels.tip_poses(self.kernel_buffer, self._q_full(q), out)
         return out[self._tip_idx]
 
     def tip_jacobian(self, q):
         """𝒥 (eq. 11), (6 n_tips, nv): rows of tip i map v to its body twist in its own (LOCAL) frame."""
         L = len(self._all_leg_names)
         out = np.empty((L, 6, 6 + self._nj_full))
-        kernels.tip_jacobians(self.kernel_buffers, self._q_full(q), out)
+        kernels.tip_jacobians(self.kernel_buffer, self._q_full(q), out)
         J = out[self._tip_idx][:, :, self._vidx]
         return J.reshape(6 * len(self._tip_idx), self.nv)
 
