@@ -99,12 +99,18 @@ def start_graph(cache_dir, workdir, timeout):
 
 
 def run_warmup(cache_dir):
+    """Seconds and peak memory [MB] (the process's maximum resident set, from wait4) of ``jethexa-warmup``
+    into ``cache_dir``: the compile must fit the Nano's 4 GB shared with the GPU."""
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "jethexa_dynamics.warmup"], cwd=ROOT, capture_output=True, text=True,
-                       env=dict(os.environ, NUMBA_CACHE_DIR=cache_dir))
-    if r.returncode != 0:
-        raise SystemExit("jethexa-warmup failed:\n" + r.stderr[-3000:])
-    return time.monotonic() - t0
+    with tempfile.TemporaryFile("w+") as log:
+        p = subprocess.Popen([sys.executable, "-m", "jethexa_dynamics.warmup"], cwd=ROOT, stdout=log,
+                             stderr=subprocess.STDOUT, env=dict(os.environ, NUMBA_CACHE_DIR=cache_dir))
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode != 0:
+            log.seek(0)
+            raise SystemExit("jethexa-warmup failed:\n" + log.read()[-3000:])
+    return time.monotonic() - t0, usage.ru_maxrss / 1024.0
 
 
 def main(argv=None):
@@ -119,9 +125,10 @@ def main(argv=None):
             work = os.path.join(base, case)
             os.makedirs(work)
             if case == "warmup":
-                dt = run_warmup(os.path.join(base, "cache_warm"))
-                rows.append((case, "`jethexa-warmup` into an empty cache", (dt, dt), "-", "-"))
-                print("warmup: %.1f s" % dt, flush=True)
+                dt, peak_mb = run_warmup(os.path.join(base, "cache_warm"))
+                rows.append((case, "`jethexa-warmup` into an empty cache (peak memory %.0f MB)" % peak_mb, (dt, dt),
+                             "-", "-"))
+                print("warmup: %.1f s, peak memory %.0f MB" % (dt, peak_mb), flush=True)
                 continue
             cache = os.path.join(base, "cache_cold" if case == "cold" else "cache_warm")
             dt, text, codes = start_graph(cache, work, args.timeout)
