@@ -27,7 +27,7 @@ setup(
     install_requires=[
         "numpy>=1.21",
         "scipy>=1.7",
-        "numba>=0.56",
+        "numba>=0.55",   # 0.55 = Ubuntu 22.04 (ROS 2 Humble) python3-numba; scripts/compat_py310.sh tests 0.55.2
         "pyyaml>=5.4",
         "pyserial>=3.5",
         "smbus2>=0.4",

@@ -26,6 +26,21 @@ except ImportError:  # pragma: no cover
         return lambda f: f
 
 
+#: How the kernels' helpers are inlined. "always" (numba IR inlining) makes the public kernels ~25 % faster on
+#: numba 0.68 (mass matrix 3.45 vs 4.55 µs through the API, forward dynamics 5.9 vs 7.2 µs; jethexa-warmup 85 s,
+#: 0.56 GB peak). Older numba spends minutes and gigabytes on it: 0.55.2 took >10 CPU-minutes and ~13 GB for
+#: one kernel, 0.57.1 passed 6 GB after 6 CPU-minutes with the warm-up unfinished -- more than the Jetson
+#: Nano's 4 GB, so the first start would never end there. Below numba 0.60 the helpers are compiled apart and
+#: LLVM decides ("never": jethexa-warmup 47 s, 0.45 GB on numba 0.68). Same arithmetic, same results.
+if HAVE_NUMBA:
+    import numba
+
+    NUMBA_VERSION = tuple(int(x) for x in numba.__version__.split(".")[:2])
+else:  # pragma: no cover
+    NUMBA_VERSION = (0, 0)
+INLINE = "always" if NUMBA_VERSION >= (0, 60) else "never"
+
+
 def cview(a, start, shape):
     if not a.flags.c_contiguous:
         raise ValueError("cview: the array must be C-contiguous")

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from ._numba import HAVE_NUMBA, cview, njit, overload
+from ._numba import HAVE_NUMBA, INLINE, cview, njit, overload
 
 # positions in the ``data`` tuple (module docstring); numba folds these globals to constants
 (D_N_JOINTS, D_JOINT_OFFSET, D_XI, D_MASS, D_COM0, D_IC0, D_TIP0, D_BODY_MASS, D_BODY_COM, D_BODY_IC,
@@ -56,7 +56,7 @@ def pack(n_joints, joint_offset, xi, mass, com0, Ic0, tip0, body_mass, body_com,
     return buf, getattr(unpack, "py_func", unpack)(buf)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def unpack(buf):
     """The ``data`` tuple of views into the buffer of :func:`pack` (no copies)."""
     head = buf[:2].view(np.int64)
@@ -97,7 +97,7 @@ if HAVE_NUMBA:
 # ----------------------------------------------------------------------------------------------------------
 # small vector algebra (scalar code: numba compiles it to straight-line arithmetic)
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _cross(a, b, out):
     x = a[1] * b[2] - a[2] * b[1]
     y = a[2] * b[0] - a[0] * b[2]
@@ -108,7 +108,7 @@ def _cross(a, b, out):
 
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _inertia_apply(m, c, Ic, x, out):
     """out = M^bb x for a body of mass m, CoM c and inertia Ic (about the CoM) in X_b.
 
@@ -127,7 +127,7 @@ def _inertia_apply(m, c, Ic, x, out):
     out[5] = c0 * f1 - c1 * f0 + Ic[2, 0] * b0 + Ic[2, 1] * b1 + Ic[2, 2] * b2
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _inertia_matrix(m, c, Ic, out):
     """out (6x6) = M^bb = [[m 1, -m ĉ], [m ĉ, Ic - m ĉ ĉ]] (eq. 8 in closed form)."""
     c0, c1, c2 = c[0], c[1], c[2]
@@ -152,7 +152,7 @@ def _inertia_matrix(m, c, Ic, out):
             out[3 + r, 3 + s] = Ic[r, s] - m * (c[r] * c[s]) + (m * cc if r == s else 0.0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _mv3(A, x, out):
     """out = A x for 3x3 A (no BLAS call: these are tiny)."""
     x0, x1, x2 = x[0], x[1], x[2]
@@ -161,7 +161,7 @@ def _mv3(A, x, out):
     out[2] = A[2, 0] * x0 + A[2, 1] * x1 + A[2, 2] * x2
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _mtv3(A, x, out):
     """out = A^T x for 3x3 A."""
     x0, x1, x2 = x[0], x[1], x[2]
@@ -170,7 +170,7 @@ def _mtv3(A, x, out):
     out[2] = A[0, 2] * x0 + A[1, 2] * x1 + A[2, 2] * x2
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _mm3(A, B, out):
     """out = A B for 3x3 matrices (out must not alias A or B)."""
     for r in range(3):
@@ -181,7 +181,7 @@ def _mm3(A, B, out):
 # ----------------------------------------------------------------------------------------------------------
 # per-leg forward kinematics: product of exponentials (eq. 12) and instantaneous twists (eq. 16-17)
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def leg_kinematics(data, i, theta, R, p, xp, c, Ic):
     """Forward kinematics of leg i for all its links.
 
@@ -263,7 +263,7 @@ def leg_kinematics(data, i, theta, R, p, xp, c, Ic):
 # per-link algebra on scalars and 6-tuples (no array views: each view costs a reference-count round trip
 # in numba). ``xp[k]`` rows are ξ'_k, ``c[j]``/``Ic[j]`` the CoM/inertia of link j, all in X_b.
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _ad6(V, x):
     """ad_V x = V × x = [w × x_v + v × x_w; w × x_w] for twists V = [v; w], x (6-tuples, eq. 4)."""
     v0, v1, v2, w0, w1, w2 = V
@@ -272,7 +272,7 @@ def _ad6(V, x):
             w0 * a1 - w1 * a0 + v0 * b1 - v1 * b0, w1 * b2 - w2 * b1, w2 * b0 - w0 * b2, w0 * b1 - w1 * b0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _ad6T(V, h):
     """-ad_V^T h = V ×* h = [w × h_v; v × h_v + w × h_w] for a twist V = [v; w] and a wrench h (6-tuples)."""
     v0, v1, v2, w0, w1, w2 = V
@@ -282,18 +282,18 @@ def _ad6T(V, h):
             v0 * a1 - v1 * a0 + w0 * b1 - w1 * b0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _ad_xp(xp, k, a0, a1, a2, b0, b1, b2):
     """ad_{ξ'_k} x (eq. 4) as a 6-tuple."""
     return _ad6((xp[k, 0], xp[k, 1], xp[k, 2], xp[k, 3], xp[k, 4], xp[k, 5]), (a0, a1, a2, b0, b1, b2))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _adT_xp(xp, k, a0, a1, a2, b0, b1, b2):
     """ad_{ξ'_k}^T h = [-w x h_v; -v x h_v - w x h_w] as a 6-tuple."""
     t = _ad6T((xp[k, 0], xp[k, 1], xp[k, 2], xp[k, 3], xp[k, 4], xp[k, 5]), (a0, a1, a2, b0, b1, b2))
     return (-t[0], -t[1], -t[2], -t[3], -t[4], -t[5])
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _M_link(m, c, Ic, j, x0, x1, x2, x3, x4, x5):
     """M^bb_ij x (eq. 8 in closed form) for link j: f = m (x_v + x_w x c), [f; c x f + Ic x_w]."""
     c0, c1, c2 = c[j, 0], c[j, 1], c[j, 2]
@@ -306,12 +306,12 @@ def _M_link(m, c, Ic, j, x0, x1, x2, x3, x4, x5):
             c0 * f1 - c1 * f0 + Ic[j, 2, 0] * x3 + Ic[j, 2, 1] * x4 + Ic[j, 2, 2] * x5)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _xp_dot(xp, b, t):
     return xp[b, 0] * t[0] + xp[b, 1] * t[1] + xp[b, 2] * t[2] + xp[b, 3] * t[3] + xp[b, 4] * t[4] + xp[b, 5] * t[5]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _dM_apply(xp, k, j, m, c, Ic, u, h, l_out):
     """Directional derivative (∂M_ij/∂θ_ik) x for link j, k <= j (Lemma 3, corrected in §1.13):
     ∂M^bb/∂θ_k = -ad_k^T M^bb - M^bb ad_k with ad_k = ad_{ξ'_k}, and ∂ξ'_β/∂θ_k = ad_k ξ'_β for β > k.
@@ -331,7 +331,7 @@ def _dM_apply(xp, k, j, m, c, Ic, u, h, l_out):
     return g
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _base_B_term(P, Wb, out_b, wb):
     """-½ ℬ w_b with ℬ = 2[[0, P̂_v], [P̂_v, P̂_w]] (eq. 38): the Euler-Poincaré term -ad_V^T 𝒫 for w = v."""
     p0, p1, p2, p3, p4, p5 = P[0], P[1], P[2], P[3], P[4], P[5]
@@ -347,7 +347,7 @@ def _base_B_term(P, Wb, out_b, wb):
 # ----------------------------------------------------------------------------------------------------------
 # CRBA and RNEA on the legs, in X_b: the mass-matrix blocks, bias forces and 𝒥^T F of eq. 6-11, 27-28
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _legs_crba_rnea(data, counts, theta, v, gb, R_sb, f_world, with_crba, with_rnea, with_tip, Mb_l, Mbt, Mtt, hb_l,
                     h_l):
     """Mass-matrix blocks (CRBA) and bias forces (RNEA) of every leg i with its first ``counts[i]`` links.
@@ -513,7 +513,7 @@ def _leg_coriolis(data, counts, theta, v, w, same, wa, wde, bias_b, bias_l, P):
 # ----------------------------------------------------------------------------------------------------------
 # small dense Cholesky for the arrowhead solve
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _chol(A, i, n):
     """In-place lower Cholesky of A[i, :n, :n]; returns False if it is not positive definite."""
     for j in range(n):
@@ -532,7 +532,7 @@ def _chol(A, i, n):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _chol_solve(Lm, i, n, b, bi):
     """Solve (L L^T) x = b in place, L = Lm[i, :n, :n], x = b[bi, :n]."""
     for r in range(n):
@@ -547,7 +547,7 @@ def _chol_solve(Lm, i, n, b, bi):
         b[bi, r] = s / Lm[i, r, r]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _solve_arrowhead(data, counts, Mbb, Mbt, Mtt, rb, rl, out):
     """Solve the block-arrow system of eq. 27 (θθ block-diagonal per leg) by the Schur complement on the
     6x6 base block; write the full-size v̇ into ``out``. Per leg A_i = 𝓜^θθ = L_i L_i^T, B_i = 𝓜^bθ,
@@ -610,7 +610,7 @@ def _solve_arrowhead(data, counts, Mbb, Mbt, Mtt, rb, rl, out):
 # ----------------------------------------------------------------------------------------------------------
 # public kernels (full-size vectors + mask)
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def link_counts(data, mask):
     """Number of present links per leg (the morphology is valid: present links form a prefix)."""
     n_joints = data[D_N_JOINTS]
@@ -624,7 +624,7 @@ def link_counts(data, mask):
     return out
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _finite(x):
     """No NaN or inf in the vector x."""
     total = 0.0
@@ -633,7 +633,7 @@ def _finite(x):
     return total == 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _gravity_in_base(data, R_sb, gravity_on):
     """g_b = R_sb^T g_s as a 3-tuple (zeros without gravity)."""
     if not gravity_on:
@@ -644,7 +644,7 @@ def _gravity_in_base(data, R_sb, gravity_on):
             R_sb[0, 2] * g[0] + R_sb[1, 2] * g[1] + R_sb[2, 2] * g[2])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _body_crba_rnea(data, v, gb, with_rnea, Mbb, h_b):
     """The main body's own terms: Mbb = M^bb_b (eq. 8) and h_b = M^bb_b A_b + V_b ×* M^bb_b V_b with
     A_b = [-g_b; 0] (its RNEA wrench: gravity, eq. 9, and the Euler-Poincaré term -ad_V^T 𝒫, eq. 38)."""
@@ -662,7 +662,7 @@ def _body_crba_rnea(data, v, gb, with_rnea, Mbb, h_b):
         h_b[r] = IA[r] + e[r]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _blocks(data):
     """Arrays for ``_crba_rnea``'s outputs: M_bb, 𝓜^bθ and 𝓜^θθ per leg, h base and per leg."""
     L = data[D_N_JOINTS].shape[0]
@@ -670,7 +670,7 @@ def _blocks(data):
     return np.empty((6, 6)), np.empty((L, 6, nmax)), np.empty((L, nmax, nmax)), np.empty(6), np.empty((L, nmax))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline=INLINE)
 def _crba_rnea(data, R_sb, theta, v, f_world, mask, gravity_on, with_crba, with_rnea, with_tip, Mbb, Mbt, Mtt, h_b,
                h_l):
     """Mass-matrix blocks (eq. 27) and h = C(θ, v) v + 𝒩 - 𝒥^T F_t of the whole robot: the main body's own
