@@ -384,7 +384,6 @@ class DamageMonitor(ThinNode):
             level = 1
         self.publish_diagnostics([self.node_status(message, level, values)])
 
-
     def close(self) -> None:
         self._stop_identifier(timeout=5.0)
 

@@ -12,10 +12,10 @@ Outputs at ``rate``: ``predicted/pose`` (geometry_msgs/PoseStamped) and ``predic
 ``measured/pose`` (orientation from the IMU filter, position from mocap when
 fresh); ``prediction/error`` (std_msgs/Float64MultiArray: predicted - measured roll, pitch, yaw [rad] and
 x, y, z [m], NaN when not measured); with ``publish_slip`` the slip model's ``slip/pose`` and
-``slip/odom``. An output without subscribers is not built nor published (its cost is the publish); the
-error on ``/diagnostics`` is computed there then. On ``/diagnostics``: the cycle time p50/p99 [ms] (wall) with its stages ``dynamics_*`` and
-``publishing_*``, and the CPU time of every callback (``cpu_ms_per_s <topic>``: message handling per input
-topic, ``predict`` = the cycles).
+``slip/odom``. An output without subscribers is neither built nor published (its cost is the publish); the
+error on ``/diagnostics`` is then computed there. On ``/diagnostics``: the cycle time p50/p99 [ms] (wall)
+with its stages ``dynamics_*`` and ``publishing_*``, and the CPU time of every callback (``cpu_ms_per_s
+<topic>``: message handling per input topic, ``predict`` = the cycles).
 """
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ Writes ``trajectory.csv`` (t, x, y, z, roll, pitch, yaw, ... SI units, world fra
 ``orientation.png`` and ``position.png`` (like the paper's Figs. 3-4, 6-7) and ``summary.txt``.
 """
 import argparse
+import functools
 import math
 import os
 import sys
@@ -90,17 +91,6 @@ def _break_spec(text, robot=None):
     if all(n == 3 for n in links):
         raise ValueError("%r breaks nothing (give a leg and its intact links, e.g. LM:1)" % text)
     return links
-
-
-def _once(make):
-    """``make()`` called on first use only: the robot model that --break is checked against and run() simulates."""
-    made = []
-
-    def get():
-        if not made:
-            made.append(make())
-        return made[0]
-    return get
 
 
 def build_parser(robot=None):
@@ -295,7 +285,8 @@ def _jethexa():
 
 
 def main(argv=None):
-    robot = _once(_jethexa)       # imported and built only when needed (not for --help or a bad option)
+    # built on first use only (not for --help or a bad option), then shared by --break's check and the run
+    robot = functools.lru_cache(maxsize=None)(_jethexa)
     try:
         args = build_parser(robot).parse_args(argv)
     except SystemExit as exc:  # a bad option (one line already printed) or --help
