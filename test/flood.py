@@ -1,9 +1,11 @@
 """Flood every topic the sim graph subscribes to with malformed messages (issue 14), until SIGTERM/SIGINT.
 
-``python test/flood.py [RATE]``: RATE messages per second per topic (default 100), cycling through NaN/inf,
-wrong array sizes, unknown joint names, non-unit quaternions, out-of-limit joints, malformed morphologies,
-malformed servo statuses and absurd stamps (on otherwise plausible content). Prints ``flooding`` once its
-publishers exist. A process of its own, as a foreign client on the same DDS domain would be.
+``python test/flood.py [RATE [PREFIX]]``: RATE messages per second per topic (default 100), cycling through
+NaN/inf, wrong array sizes, unknown joint names, non-unit quaternions, out-of-limit joints, malformed
+morphologies, malformed servo statuses and absurd stamps (on otherwise plausible content). Prints ``flooding``
+once its publishers exist. A process of its own, as a foreign client on the same DDS domain would be. With a
+PREFIX (e.g. ``control/``) the same messages go to PREFIX + each topic, which nobody subscribes to: the
+flooding process's own load on the machine without a single message reaching the graph (the control).
 """
 import math
 import signal
@@ -133,17 +135,20 @@ def walking_graph(tag):
     return g, nodes, w
 
 
-def start_flood(rate, node):
-    """This script in a process of its own at ``rate`` messages/s per topic, once ``node`` rejects them."""
+def start_flood(rate, node, prefix=""):
+    """This script in a process of its own at ``rate`` messages/s per topic, once ``node`` rejects them; with a
+    ``prefix``, the control (the same publishing on topics nobody subscribes to), once it publishes."""
     import os
     import subprocess
 
     from jethexa_dynamics.nodes.graph import wait_for
 
-    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), str(rate)], stdout=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), str(rate)] + ([prefix] if prefix else []),
+                            stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "flooding"
+        if prefix:
+            return proc
         n0 = sum(node.rejected.values())
         assert wait_for(lambda: sum(node.rejected.values()) > n0 + rate, 30.0), node.rejected
     except BaseException:
@@ -207,21 +212,26 @@ def measure(w, t0, t1):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     rate = float(argv[0]) if argv else 100.0
+    prefix = argv[1] if len(argv) > 1 else ""
     rclpy.init()
     node = rclpy.create_node("flood")
     latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
     reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
     now = node.get_clock().now
+
+    def topic(name):
+        return prefix + name.lstrip("/") if prefix else name
+
     streams = [  # (publisher, builder of the message list; stamped ones re-built with a current stamp)
-        (node.create_publisher(JointTrajectory, "joint_commands", reliable), lambda: commands(now().to_msg())),
-        (node.create_publisher(JointState, "joint_states", reliable), lambda: joint_states(now().to_msg())),
-        (node.create_publisher(Imu, "imu/data", reliable), lambda: imu(now().to_msg())),
-        (node.create_publisher(Imu, "emulator/imu_motion", reliable),  # no orientation covariance there
+        (node.create_publisher(JointTrajectory, topic("joint_commands"), reliable), lambda: commands(now().to_msg())),
+        (node.create_publisher(JointState, topic("joint_states"), reliable), lambda: joint_states(now().to_msg())),
+        (node.create_publisher(Imu, topic("imu/data"), reliable), lambda: imu(now().to_msg())),
+        (node.create_publisher(Imu, topic("emulator/imu_motion"), reliable),  # no orientation covariance there
          lambda: [m for m in imu(now().to_msg()) if m.orientation_covariance[0] != -1.0]),
-        (node.create_publisher(PoseStamped, "mocap/pose", reliable), lambda: mocap(now().to_msg())),
-        (node.create_publisher(UInt8MultiArray, "morphology", latched), morphologies),
-        (node.create_publisher(Twist, "cmd_vel", reliable), twists),
-        (node.create_publisher(DiagnosticArray, "/diagnostics", reliable), diagnostics),
+        (node.create_publisher(PoseStamped, topic("mocap/pose"), reliable), lambda: mocap(now().to_msg())),
+        (node.create_publisher(UInt8MultiArray, topic("morphology"), latched), morphologies),
+        (node.create_publisher(Twist, topic("cmd_vel"), reliable), twists),
+        (node.create_publisher(DiagnosticArray, topic("/diagnostics"), reliable), diagnostics),
     ]
     k = [0]
     lists = [build() for _, build in streams]

@@ -76,7 +76,7 @@ def check_model_inputs(seen, node):
 
 def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
     g, nodes, w = walking_graph("flood_bus")
-    flood = None
+    flood = control = None
     try:
         w.watch(UInt8MultiArray, "morphology", LATCHED_QOS)
         # the demo's display checks, on the same topics
@@ -88,6 +88,18 @@ def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
         time.sleep(WINDOW)
         rate_quiet, att_quiet = measure(w, t0, time.monotonic())
 
+        # the control: the same flooding process, its messages on topics nobody subscribes to -- its load on the
+        # shared 2-core machine without a message reaching the graph (that load alone raises the one-process
+        # graph's attitude error: 0.04-0.14 -> 0.15-0.54 deg measured, with no flood value reaching a model)
+        rejected0 = {name: sum(node.rejected.values()) for name, node in nodes.items()}
+        control = start_flood(100, pr, prefix="flood_control/")
+        tc = time.monotonic()
+        time.sleep(WINDOW)
+        _, att_control = measure(w, tc, time.monotonic())
+        control.terminate()
+        control.wait(timeout=30)
+        assert {name: sum(node.rejected.values()) for name, node in nodes.items()} == rejected0
+
         # every input the predictor hands its models from here on: what the flood must never reach
         seen = spy_on_model_inputs(pr)
         flood = start_flood(100, pr)
@@ -98,8 +110,8 @@ def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
         flood.terminate()
         flood.wait(timeout=30)
 
-        print("predicted/pose %.1f/s -> %.1f/s under the flood; attitude error RMS %.3f -> %.3f deg; rejected %s"
-              % (rate_quiet, rate_flood, att_quiet, att_flood, rejected))
+        print("predicted/pose %.1f/s -> %.1f/s under the flood; attitude error RMS %.3f (quiet), %.3f (control) "
+              "-> %.3f deg; rejected %s" % (rate_quiet, rate_flood, att_quiet, att_control, att_flood, rejected))
         # cheap: the output rate keeps >= 70 % of the same run's quiet rate (issue 14: 16 of 46 Hz, 35 %); the
         # margin is for the shared 2-core machine, where the flooding process itself takes CPU
         assert rate_flood >= 0.7 * rate_quiet, (rate_quiet, rate_flood)
@@ -131,12 +143,13 @@ def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
         assert nodes["gait_controller"].state == "walking"
         # nothing of the flood reached a model: every input the models got is the graph's own, plausible data
         check_model_inputs(seen, pr)
-        # ... so the attitude error stays what it was (issue 14: 0.02 -> 0.27 deg; the code before the fix went
-        # 0.45 -> 116 deg under this flood). Over 8 s the predictor re-anchors only 4 times (horizon 2 s), and
-        # the same run's quiet error spreads over 0.05-0.27 deg from run to run on this shared 2-core machine
-        # with no flood at all; the bound allows that spread.
-        assert att_flood <= 2.0 * att_quiet + 0.2, (att_quiet, att_flood)
+        # ... so the attitude error stays what it was under the same process's load (the control window; issue
+        # 14: 0.02 -> 0.27 deg; the code before the fix went 0.45 -> 116 deg under this flood). Over 8 s the
+        # predictor re-anchors only 4 times (horizon 2 s), and one window's error spreads over 0.05-0.27 deg
+        # from run to run on this shared 2-core machine; the bound allows that spread.
+        assert att_flood <= 2.0 * att_control + 0.2, (att_quiet, att_control, att_flood)
     finally:
-        if flood is not None and flood.poll() is None:
-            flood.kill()
+        for proc in (control, flood):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
         g.close()
