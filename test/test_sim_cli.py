@@ -139,6 +139,23 @@ def test_csv_writer_unwraps_yaw_across_blocks(tmp_path):
     np.testing.assert_allclose(written[:, 4:7], ref, rtol=1e-8, atol=1e-9)
 
 
+def test_euler_angles_are_transforms3d_mat2euler_bit_for_bit():
+    """The batch ZYX angles are transforms3d's ``mat2euler(R, "sxyz")`` row by row, to the bit (oracle: the
+    library), random rotations and the gimbal-lock branch (pitch +-90 deg) included; yaw unwrapped."""
+    from transforms3d.euler import euler2mat, mat2euler
+    from jethexa_dynamics.sim.engine import _euler_angles
+    rng = np.random.default_rng(3)
+    angles = rng.uniform(-np.pi, np.pi, (300, 3)) * [1.0, 0.5, 1.0]
+    angles[:4, 1] = [np.pi / 2, -np.pi / 2, np.pi / 2, -np.pi / 2]
+    rot = np.array([euler2mat(r, p, y, "sxyz") for r, p, y in angles])
+    rot[2:4, :2, 0] = 0.0                            # cos(pitch) exactly 0: mat2euler's other branch
+    ref = np.array([mat2euler(R, "sxyz") for R in rot])
+    got = _euler_angles(rot)
+    np.testing.assert_array_equal(got[:, :2], ref[:, :2])
+    np.testing.assert_array_equal(got[:, 2], np.unwrap(ref[:, 2]))
+    assert got[2, 2] == 0.0 and got[3, 2] == 0.0
+
+
 def test_csv_writer_errors_reach_the_caller_and_abort_removes_the_file(tmp_path):
     from jethexa_dynamics.sim.engine import Engine, TrajectoryCsvWriter
     e = Engine(record_every=0)
