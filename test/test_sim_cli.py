@@ -191,3 +191,17 @@ def test_break_run_parses_the_urdf_once(tmp_path, monkeypatch, capsys):
     assert len(calls) == 1 and "Silent break LM:1" in capsys.readouterr().out
     assert main(["--duration", "0.1", "--quiet"]) == 0
     assert len(calls) == 2
+
+
+def test_rerun_into_the_same_directory_replaces_the_files(tmp_path):
+    """A second, shorter run into the same --out leaves only its own rows and summary (the files are replaced
+    by new ones, not truncated: ``engine.open_new``); a hard link to the old CSV keeps the old rows."""
+    args = ["--quiet", "--no-plots", "--out", str(tmp_path)]
+    assert main(["--duration", "0.2"] + args) == 0
+    old = (tmp_path / "trajectory.csv").read_bytes()
+    os.link(tmp_path / "trajectory.csv", tmp_path / "old.csv")
+    assert main(["--duration", "0.1"] + args) == 0
+    data = np.loadtxt(tmp_path / "trajectory.csv", delimiter=",", skiprows=1)
+    assert len(data) == 11 and data[-1, 0] == pytest.approx(0.1)
+    assert (tmp_path / "old.csv").read_bytes() == old
+    assert (tmp_path / "summary.txt").read_text().count("duration_s: 0.1\n") == 1

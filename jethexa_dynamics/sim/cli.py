@@ -268,8 +268,9 @@ def run_recovery_cli(args):
         for line in recovery_report(r):
             print("  " + line)
     if args.out:
+        from .engine import open_new
         os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "summary.txt"), "w") as f:
+        with open_new(os.path.join(args.out, "summary.txt")) as f:
             for label, r in runs.items():
                 f.write("%s\n%s\n" % (label, "\n".join(recovery_report(r))))
         if not args.no_plots:
@@ -305,7 +306,8 @@ def main(argv=None):
         return 2
     print(text)
     if args.out:
-        with open(os.path.join(args.out, "summary.txt"), "w") as f:
+        from .engine import open_new
+        with open_new(os.path.join(args.out, "summary.txt")) as f:
             f.write(text + "\n")
             for k, v in s.items():
                 f.write("%s: %.6g\n" % (k, v))

@@ -268,9 +268,20 @@ class Trajectory:
     def to_csv(self, path):
         """Write ``t, x, y, z, roll, pitch, yaw`` (SI, world frame, ZYX Euler angles), the base twist, joint
         angles, foot normal forces and contact flags (``csv_header``, ``csv_rows``)."""
-        with open(path, "w") as f:
+        with open_new(path) as f:
             f.write(self.csv_header() + "\n")
             f.write(self.csv_rows())
+
+
+def open_new(path):
+    """``open(path, "w")`` on a new file: an existing file there is removed first instead of truncated. On ext4
+    truncating the previous run's output (``jethexa-sim --out`` into the same directory) waits for that file's
+    write-back, which its close started (``auto_da_alloc``): 0.4-5 ms per file measured here."""
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+    return open(path, "w")
 
 
 # transforms3d.euler's gimbal-lock threshold on cos(pitch)
@@ -315,7 +326,7 @@ class TrajectoryCsvWriter:
     def __init__(self, path, engine, batch_rows=50):
         self.path = path
         self._meta = (engine._layout, list(engine.robot.joint_names), list(engine.robot.leg_names))
-        self._file = open(path, "w")
+        self._file = open_new(path)
         self._file.write(Trajectory(np.zeros((0, 1)), *self._meta).csv_header() + "\n")
         # blocks are handed over in batches of >= batch_rows rows: fewer thread wake-ups and per-batch costs
         self._batch_rows = int(batch_rows)
