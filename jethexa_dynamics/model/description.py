@@ -16,6 +16,7 @@ from typing import List
 
 import numpy as np
 
+from .se3 import cross3
 from .urdf import origin_to_matrix
 
 MOVABLE = ("revolute", "continuous")
@@ -124,7 +125,7 @@ def describe(model):
             T_b_joint = T_b_body @ T_body_link @ T_link_joint
             w = T_b_joint[:3, :3] @ (j.axis / n)
             q = T_b_joint[:3, 3]
-            xi = np.concatenate([-np.cross(w, q), w])
+            xi = np.concatenate([np.negative(cross3(w.tolist(), q.tolist())), w])
             if body is None:
                 legs.append({"joints": [], "links": [], "leaves": [], "T": []})
                 leg_idx, k = len(legs) - 1, 0

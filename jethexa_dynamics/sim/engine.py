@@ -33,6 +33,7 @@ from jethexa_dynamics.control.gait import Gait, gait_joint_targets
 from jethexa_dynamics.control.ik import LegGeometry, leg_fk_vel
 from jethexa_dynamics.control.pid import JointPID, pid_torques
 from jethexa_dynamics.model import LeggedRobot, Morphology, kernels
+from jethexa_dynamics.model.se3 import cross3
 
 from .contact import ContactModel, contact_forces
 
@@ -171,11 +172,6 @@ def _run(n_steps, data, st, gt, ext, ctl, cprm, mask, legs_on, has_tip, scr, rec
                 row[o + r] = vdot[r]
             nrec += 1
     return n_steps, nrec, 0
-
-
-def _cross3(a, b):
-    """a x b of two length-3 sequences of floats (same operations and order as ``np.cross``)."""
-    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
 class SimulationError(RuntimeError):
@@ -726,7 +722,7 @@ class Engine:
         Wd = vd[3:6]
         r = self.imu_offset.tolist()
         # a = v̇ + W x V + Ẇ x r + W x (W x r), on Python floats (np.cross costs ~10x more on 3-vectors)
-        c1, c2, c3 = _cross3(W, V), _cross3(Wd, r), _cross3(W, _cross3(W, r))
+        c1, c2, c3 = cross3(W, V), cross3(Wd, r), cross3(W, cross3(W, r))
         a_body = np.array([vd[i] + c1[i] + c2[i] + c3[i] for i in range(3)])
         g_body = self.R.T @ self.gravity
         return np.array(W), a_body - g_body
