@@ -142,15 +142,18 @@ def our_walk(robot, build=False, cpu=None):
     return time.perf_counter() - t0, e.p.copy()
 
 
-def sim_command(outdir, cpu=None):
+def sim_command(outdir, cpu=None, cpu_main=None):
     """``jethexa-sim`` as a user runs it (default record rate, trajectory.csv + summary written, no plots),
     in-process: wall time of ``main`` after the numba cache is warm (start-up is measured elsewhere). ``cpu``: a
-    list to append the process CPU time (all threads: the CSV writer's too) to."""
+    list to append the process CPU time (all threads: the CSV writer's too) to; ``cpu_main``: the same for the
+    main thread's CPU time alone (the wall time when the CSV thread has a core of its own)."""
     from jethexa_dynamics.sim.cli import main as sim_main
 
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
     with contextlib.redirect_stdout(io.StringIO()):
         assert sim_main(["--duration", str(DURATION), "--quiet", "--no-plots", "--out", outdir]) == 0
+    if cpu_main is not None:
+        cpu_main.append(time.thread_time() - m0)
     if cpu is not None:
         cpu.append(time.process_time() - c0)
     return time.perf_counter() - t0
@@ -186,7 +189,8 @@ CLI_STAGES = [
 
 def cli_stage_profile(outdir, repeats):
     """Median ms per ``jethexa-sim`` run (the bench's invocation) of each stage in ``CLI_STAGES``, and of the
-    rest of ``main``. Wrappers cost ~1 µs per call (a few hundred calls per run)."""
+    rest of ``main``: {label: (wall ms, CPU ms of the thread that ran it)}, and main's median wall and main-thread
+    CPU ms. Wrappers cost ~1 µs per call (a few hundred calls per run)."""
     import importlib
 
     acc, local = {}, threading.local()
@@ -204,12 +208,12 @@ def cli_stage_profile(outdir, repeats):
                 stack = local.stack = []
             key = thread_label if threading.current_thread() is threading.main_thread() else \
                 thread_label + " [writer thread, overlaps the stepping]"
-            stack.append(0.0)
-            t0 = time.perf_counter()
+            stack.append(np.zeros(2))
+            t0 = np.array([time.perf_counter(), time.thread_time()])
             try:
                 return fn(*a, **k)
             finally:
-                el = time.perf_counter() - t0
+                el = np.array([time.perf_counter(), time.thread_time()]) - t0
                 inner = stack.pop()
                 acc[key] = acc.get(key, 0.0) + el - inner
                 if stack:
@@ -224,22 +228,28 @@ def cli_stage_profile(outdir, repeats):
             owner = getattr(owner, attr)
         if name in getattr(owner, "__dict__", {}):
             wrap(label, owner, name)
-    per_run, totals = [], []
+    per_run, totals, cpu_main = [], [], []
     try:
         sim_command(outdir)
         for _ in range(repeats):
             acc.clear()
-            totals.append(sim_command(outdir))
+            totals.append(sim_command(outdir, cpu_main=cpu_main))
             per_run.append(dict(acc))
     finally:
         for owner, name, raw in reversed(restore):
             setattr(owner, name, raw)
     labels = list(dict.fromkeys(k for r in per_run for k in r))
-    out = {k: statistics.median(r.get(k, 0.0) for r in per_run) * 1e3 for k in labels}
-    main_ms = [t * 1e3 for t in totals]
-    rest = [1e3 * (t - sum(v for k, v in r.items() if "writer thread" not in k)) for t, r in zip(totals, per_run)]
-    out["rest of main (summary.txt, paragraph, imports, file opens)"] = statistics.median(rest)
-    return out, statistics.median(main_ms)
+    zero = np.zeros(2)
+    out = {k: tuple(1e3 * np.median([r.get(k, zero) for r in per_run], axis=0)) for k in labels}
+    rest = [1e3 * (np.array([t, c]) - sum((v for k, v in r.items() if "writer thread" not in k), zero))
+            for t, c, r in zip(totals, cpu_main, per_run)]
+    out["rest of main (summary.txt, paragraph, imports, file opens)"] = tuple(np.median(rest, axis=0))
+    return out, 1e3 * statistics.median(totals), 1e3 * statistics.median(cpu_main)
+
+
+def stage_sum(stages, pick):
+    """(wall, CPU) ms summed over the stages whose label ``pick`` accepts."""
+    return tuple(sum(v[i] for k, v in stages.items() if pick(k)) for i in range(2))
 
 
 def predictor_walk(robot, targets):
@@ -310,14 +320,14 @@ def main(argv=None):
     mujoco_walk(mj, targets[:100], p0, R0, th0)
     mujoco_walk_per_step(mj, targets[:100], p0, R0, th0)
     rows = {"ours": [], "ours_b": [], "cli": [], "mj": [], "mj1": []}
-    cpu = {"ours": [], "ours_b": [], "cli": []}
+    cpu = {"ours": [], "ours_b": [], "cli": [], "cli_main": []}
     ends = {}
     for _ in range(args.repeats):        # interleaved: the VM's speed drifts between runs
         w, ends["ours"] = our_walk(robot, cpu=cpu["ours"])
         rows["ours"].append(w)
         w, ends["mj"] = mujoco_walk(mj, targets, p0, R0, th0)
         rows["mj"].append(w)
-        rows["cli"].append(sim_command(tmp, cpu=cpu["cli"]))
+        rows["cli"].append(sim_command(tmp, cpu=cpu["cli"], cpu_main=cpu["cli_main"]))
         rows["ours_b"].append(our_walk(robot, build=True, cpu=cpu["ours_b"])[0])
         w, ends["mj1"] = mujoco_walk_per_step(mj, targets, p0, R0, th0)
         rows["mj1"].append(w)
@@ -326,7 +336,7 @@ def main(argv=None):
               % (rows["ours"][0], rows["cli"][0], rows["mj"][0], rows["mj1"][0]))
         return 0
     part = parts(e)
-    stages, stage_main = cli_stage_profile(tmp, args.repeats)
+    stages, stage_main, stage_main_cpu = cli_stage_profile(tmp, args.repeats)
     pst = predictor_walk(robot, targets)
     # MuJoCo standing statics next to ours
     mj.reset(p0, R0, th0)
@@ -346,7 +356,8 @@ def main(argv=None):
             name, med, best, DURATION / med, DURATION / best, best / n * 1e6, note)
 
     def cpu_ratio(a, b):
-        return statistics.median(x / y for x, y in zip(cpu[a], cpu[b]))
+        r = [x / y for x, y in zip(cpu[a], cpu[b])]
+        return statistics.median(r), min(r), max(r)
 
     rtf = ratios("mj", "ours")
     cli = ratios("cli", "ours")
@@ -386,9 +397,14 @@ def main(argv=None):
         "range %.2f-%.2f; interleaved, so load drift cancels; target >= 1.5). **`jethexa-sim` / engine wall = "
         "%.2f** (median; range %.2f-%.2f; target <= 1.25); against the engine with its construction timed too: %.2f "
         "(range %.2f-%.2f). `jethexa-sim` writes trajectory.csv on a second thread while the engine steps (the "
-        "compiled chunk releases the GIL), so its wall time hides the CSV when a core is free; its CPU time (all "
-        "threads) / the engine's CPU time = %.2f, / the engine's with its construction = %.2f (medians; what a "
-        "fully loaded machine would see)." % (rtf + cli + cli_b + (cpu_ratio("cli", "ours"), cpu_ratio("cli", "ours_b"))),
+        "compiled chunk releases the GIL), so its wall time hides the CSV when a core is free, and pays it in full "
+        "when none is. The two ends, as CPU-time ratios of the same repeats (the engine runs on one thread): "
+        "`jethexa-sim`'s main thread / the engine = %.2f (range %.2f-%.2f; the wall ratio when the CSV thread has a "
+        "core of its own, as on the Nano's 4 cores), / the engine with its construction = %.2f; all threads / the "
+        "engine = %.2f (range %.2f-%.2f; the wall ratio on a machine with no core to spare), / the engine with its "
+        "construction = %.2f." % (rtf + cli + cli_b + cpu_ratio("cli_main", "ours")
+                                  + cpu_ratio("cli_main", "ours_b")[:1] + cpu_ratio("cli", "ours")
+                                  + cpu_ratio("cli", "ours_b")[:1]),
         "",
         "Aside (not how MuJoCo is used): a Python iteration per 1 ms step setting `ctrl` then `mj_step(m, d)`: "
         "median %.3f s (best %.3f s), MuJoCo-per-step wall / engine wall = %.2f." % (
@@ -416,22 +432,25 @@ def main(argv=None):
         "## `jethexa-sim` by stage (the invocation above; median ms per run over %d runs after the table's)"
         % args.repeats,
         "",
-        "Each stage's own time (exclusive of the other listed stages it calls), wall clock; the rows of the main "
-        "thread add up to `main` (%.2f ms median in these runs, timing wrappers included). Engine in-process "
-        "median above: %.2f ms." % (stage_main, 1e3 * statistics.median(rows["ours"])),
+        "Each stage's own time (exclusive of the other listed stages it calls): wall clock, and the CPU time of "
+        "the thread that ran it (`time.thread_time`: unlike the wall clock it does not count the time the thread "
+        "waited for a core or the GIL). The rows of the main thread add up to `main` (%.2f ms wall, %.2f ms CPU "
+        "median in these runs, timing wrappers included). Engine in-process median above: %.2f ms."
+        % (stage_main, stage_main_cpu, 1e3 * statistics.median(rows["ours"])),
         "",
-        "| stage | ms / run |",
-        "|---|---:|",
-    ] + ["| %s | %.2f |" % (k, v) for k, v in stages.items()] + [
+        "| stage | wall ms / run | CPU ms / run |",
+        "|---|---:|---:|",
+    ] + ["| %s | %.2f | %.2f |" % (k, w, c) for k, (w, c) in stages.items()] + [
         "",
-        "Main thread beyond the stepping (sum of the medians above): %.2f ms per run, of which building the model, leg geometry, gait and "
-        "engine %.2f ms and handing rows to / waiting for the CSV writer %.2f ms; the writer thread's own work "
-        "(Euler angles + formatting, %.2f ms) overlaps the stepping when a second core is free, otherwise it "
-        "takes turns with it (then the wall-time ratio approaches the CPU-time ratio above)." % (
-            sum(v for k, v in stages.items() if k != STEPPING and "writer thread" not in k),
-            sum(v for k, v in stages.items() if k.startswith(("model:", "LegGeometry", "Gait(", "Engine(..."))),
-            sum(v for k, v in stages.items() if k.startswith("trajectory.csv: TrajectoryCsvWriter")),
-            sum(v for k, v in stages.items() if "writer thread" in k)),
+        "Main thread beyond the stepping (sum of the medians above, wall / CPU): %.2f / %.2f ms per run, of which "
+        "building the model, leg geometry, gait and engine %.2f / %.2f ms and handing rows to / waiting for the "
+        "CSV writer %.2f / %.2f ms; the writer thread's own work (Euler angles + formatting, %.2f / %.2f ms) "
+        "overlaps the stepping when a second core is free, otherwise it takes turns with it (then the wall-time "
+        "ratio approaches the all-threads CPU-time ratio above)." % (
+            *stage_sum(stages, lambda k: k != STEPPING and "writer thread" not in k),
+            *stage_sum(stages, lambda k: k.startswith(("model:", "LegGeometry", "Gait(", "Engine(..."))),
+            *stage_sum(stages, lambda k: k.startswith("trajectory.csv: TrajectoryCsvWriter")),
+            *stage_sum(stages, lambda k: "writer thread" in k)),
         "",
     ] + PROFILE_HISTORY + [""]
     text = "\n".join(txt)

@@ -36,6 +36,7 @@ from jethexa_dynamics.model import LeggedRobot, Morphology, kernels
 from jethexa_dynamics.model.se3 import cross3
 
 from .contact import ContactModel, contact_forces
+from .csv_format import format_rows
 
 # clock layout: [step index, dt, gait start time, mode, record counter]
 K_STEP, K_DT, K_GAIT_T0, K_MODE = range(4)
@@ -258,8 +259,7 @@ class Trajectory:
             return ""
         block = np.hstack([self.t[:, None], self.pos, e, self.twist, self.col("theta"),
                            self.foot_forces[:, :, 2], self.contact.astype(float)])
-        # one %-format over the whole block (np.savetxt formats row by row: ~1.5x the time)
-        return (",".join(["%.9g"] * block.shape[1]) + "\n") * n % tuple(block.ravel().tolist())
+        return format_rows(block)       # Python's "%.9g" text, compiled (~4x faster, without the GIL)
 
     def to_csv(self, path):
         """Write ``t, x, y, z, roll, pitch, yaw`` (SI, world frame, ZYX Euler angles), the base twist, joint
