@@ -16,6 +16,7 @@ Geometry rows (one per leg): ``[hip_x, hip_y, hip_z, hip_yaw, L1, L2, L3, bend, 
 (the last two cached because the IK runs 6000 times per simulated second).
 """
 import math
+import weakref
 
 import numpy as np
 from numba import njit
@@ -132,6 +133,10 @@ def _yaw_of(R):
     return math.atan2(R[1, 0], R[0, 0])
 
 
+# robot (its healthy form) -> LegGeometry.from_robot's result
+_FROM_ROBOT = weakref.WeakKeyDictionary()
+
+
 class LegGeometry:
     """Per-leg kinematic parameters of a hexapod (healthy morphology), in ``robot.leg_names`` order.
 
@@ -152,11 +157,16 @@ class LegGeometry:
 
     @classmethod
     def from_robot(cls, robot):
-        """Hip poses, link lengths, tibia bend and joint limits of a ``LeggedRobot`` (its healthy form)."""
+        """Hip poses, link lengths, tibia bend and joint limits of a ``LeggedRobot`` (its healthy form). Built
+        once per robot and shared (``jethexa-sim``'s gait and engine both ask for it; nothing writes to it)."""
         full = getattr(robot, "full", robot)
-        legs = full.description.legs          # the healthy robot's legs, each joint list proximal to distal
-        return cls.from_urdf(full.urdf_model, [leg.name for leg in legs], [leg.joint_names for leg in legs],
-                             [leg.hip_pose for leg in legs])
+        geometry = _FROM_ROBOT.get(full)
+        if geometry is None:
+            legs = full.description.legs      # the healthy robot's legs, each joint list proximal to distal
+            geometry = _FROM_ROBOT[full] = cls.from_urdf(
+                full.urdf_model, [leg.name for leg in legs], [leg.joint_names for leg in legs],
+                [leg.hip_pose for leg in legs])
+        return geometry
 
     @classmethod
     def from_urdf(cls, urdf, leg_names, joint_triples, hip_poses=None):
