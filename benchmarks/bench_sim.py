@@ -40,6 +40,37 @@ PROFILE_HISTORY = [
     "5.8 ms and the model/geometry construction 4.1 ms.",
     "",
     'Same conditions, old against new (2026-11-23 15:00, load 1.4 with one core held by another job; the tree at 4668242 and this one run alternately, 3 x 10 interleaved repeats of engine / `jethexa-sim` / engine with construction): `jethexa-sim` / engine 1.50-1.53 before, 1.44-1.48 after; / engine with construction 1.30-1.31 before, 1.28-1.31 after. With the second core busy the CSV thread only takes turns with the stepping; the gain is the CPU saved (geometry check, one %-format, 0.25 s chunks).',
+    "",
+    "Profile of 2026-11-23 17:15-17:45 (commit 16bf550 to this one; 2 cores, load 1.9-4.0 from other jobs). "
+    "Why the stepping took 27.7 ms inside `jethexa-sim` against 23.2 ms for the engine (14:59 profile): the same "
+    "compiled code doing the same work. The main thread's CPU time inside `_run` was 25.7 ms with trajectory.csv "
+    "written, 25.4 ms without, 25.6 ms for the engine (15 interleaved runs, load 2.4), while its wall time inside "
+    "`_run` was 31.3 ms with the CSV thread and 25.5 ms without. Neither the chunk size (0.1 vs 0.25 s: same "
+    "CPU), nor the rows recorded inside the compiled loop, nor cache effects on the stepping: with the other "
+    "core busy, the CSV thread's CPU time (then ~4 ms: Euler angles 1.0, `%.9g` text 2.7, batches) was spent "
+    "on the stepping's core, and its wake-ups preempted the main thread. Found on the way: "
+    "`threading.Thread.start` waits until the new thread runs (2.5 ms median, up to 10 ms, under load); ext4 "
+    "made truncating the previous run's trajectory.csv and summary.txt wait for their write-back (3-7 ms median "
+    "per run in back-to-back runs into one directory, up to 14 ms); Python code runs ~2-3x slower inside the "
+    "command than in a loop of its own (cold caches: parse_urdf 0.5 ms in a loop, 0.9-1.8 ms in the command).",
+    "",
+    "Changes: the CSV text compiled (`sim.csv_format`: Python's `%.9g` text character for character, values "
+    "it cannot decide exactly go to Python's formatter; 2.7 -> ~0.7 ms, no GIL held) and the Euler angles "
+    "compiled (mat2euler's operations and libm calls, same bits); output files replaced by new ones instead of "
+    "truncated; the writer thread started without waiting for it; 1 s chunks instead of 0.25 s (half the "
+    "batches, a quarter of the round trips); the model built with less Python (URDF scalars without numpy "
+    "arrays, joint twists without `np.cross`, shared identities; parse_urdf 1.0 -> 0.5 ms, describe 1.05 -> 0.72 "
+    "ms in a loop) and the leg geometry once instead of twice. Same output: trajectory.csv and summary.txt "
+    "byte-identical for six invocations (healthy, damage1 with yaw, damage2 mid-run with the wave gait, a "
+    "silent break at 1 kHz recording, Coulomb friction at dt = 0.5 ms, a ripple gait turning 8 rad), the model "
+    "arrays bit-identical.",
+    "",
+    "Old against new (2026-11-23 17:42, load 2.2-2.4; the tree at 16bf550 and this one in alternating "
+    "processes, 4 x 8 interleaved repeats each of engine / `jethexa-sim` / engine with construction; ranges of "
+    "the per-process medians): wall / engine 1.58-1.71 before, 1.33-1.60 after; wall / engine with construction "
+    "1.40-1.44 before, 1.19-1.57 after; CPU (all threads) / engine 1.52-1.69 before, 1.32-1.35 after; main "
+    "thread's CPU / engine 1.26-1.33 before, 1.21-1.24 after; CPU / engine with construction 1.34-1.42 before, "
+    "1.19-1.20 after.",
 ]
 
 
