@@ -156,6 +156,25 @@ def test_euler_angles_are_transforms3d_mat2euler_bit_for_bit():
     assert got[2, 2] == 0.0 and got[3, 2] == 0.0
 
 
+def test_unwrap_is_numpy_unwrap_bit_for_bit():
+    """engine._unwrap (compiled) gives np.unwrap's bits (oracle: numpy), from the start or continuing an
+    unwrapped value, over wrapped random walks, spins and the +-pi / +-0 boundary values."""
+    from jethexa_dynamics.sim.engine import _unwrap
+    rng = np.random.default_rng(5)
+    for trial in range(240):
+        n = (0, 1, 2, 50, 400)[trial % 5]
+        y = [np.angle(np.exp(1j * np.cumsum(rng.normal(0.0, 1.0, n)))),
+             np.angle(np.exp(1j * np.linspace(0.0, rng.uniform(-30.0, 30.0), n))),
+             rng.choice([-np.pi, np.pi, 0.0, -0.0, np.pi / 2], n)][trial % 3]
+        got = y.copy()
+        _unwrap(got, 0.0, False)
+        np.testing.assert_array_equal(got.view(np.int64), np.unwrap(y).view(np.int64))
+        before = float(rng.choice([np.pi, -np.pi, -0.0, rng.uniform(-50.0, 50.0)]))
+        got = y.copy()
+        _unwrap(got, before, True)
+        np.testing.assert_array_equal(got.view(np.int64), np.unwrap(np.concatenate([[before], y]))[1:].view(np.int64))
+
+
 def test_csv_writer_errors_reach_the_caller_and_abort_removes_the_file(tmp_path):
     from jethexa_dynamics.sim.engine import Engine, TrajectoryCsvWriter
     e = Engine(record_every=0)

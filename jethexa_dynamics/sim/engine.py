@@ -302,6 +302,26 @@ def _zyx_angles(rot, out):
         out[i, 1] = math.atan2(-rot[i, 2, 0], cy)
 
 
+@njit(cache=True, nogil=True)
+def _unwrap(p, before, has_before):
+    """In place: ``np.unwrap(p)`` (period 2 pi), or ``np.unwrap([before, *p])[1:]`` with ``has_before``; numpy's
+    operations in its order (same bits; the tests compare), without its ~10 array temporaries per call."""
+    if p.shape[0] == 0:
+        return
+    first = 0 if has_before else 1
+    raw_prev = before if has_before else p[0]
+    total = 0.0
+    for i in range(first, p.shape[0]):
+        dd = p[i] - raw_prev                   # numpy: diff of the input, not of the unwrapped values
+        raw_prev = p[i]
+        ddmod = (dd + math.pi) % (2.0 * math.pi) - math.pi
+        if ddmod == -math.pi and dd > 0.0:
+            ddmod = math.pi
+        correction = ddmod - dd if abs(dd) >= math.pi else 0.0
+        total = correction if i == first else total + correction     # cumsum (its first term is not 0 + x)
+        p[i] += total
+
+
 def _euler_angles(rot, yaw_before=None):
     """(n, 3) ZYX Euler angles (roll, pitch, yaw) in rad of rotation matrices ``rot`` (n, 3, 3), R = Rz(yaw)
     Ry(pitch) Rx(roll), yaw unwrapped (continuing from ``yaw_before``, the unwrapped yaw of the row before,
@@ -309,11 +329,9 @@ def _euler_angles(rot, yaw_before=None):
     rot = np.asarray(rot, dtype=np.float64).reshape(-1, 3, 3)
     e = np.empty((rot.shape[0], 3))
     _zyx_angles(rot, e)
-    if len(e):
-        if yaw_before is None:
-            e[:, 2] = np.unwrap(e[:, 2])
-        else:
-            e[:, 2] = np.unwrap(np.concatenate([[yaw_before], e[:, 2]]))[1:]
+    yaw = np.ascontiguousarray(e[:, 2])
+    _unwrap(yaw, 0.0 if yaw_before is None else float(yaw_before), yaw_before is not None)
+    e[:, 2] = yaw
     return e
 
 
