@@ -702,8 +702,8 @@ class Engine:
         vdot = self._scr[7]
         tau = self._scr[2]
         row[lay["tau"]] = tau[6:]
-        pos_now, _ = self.foot_states()
-        f, d = self.contact.forces(*self.foot_states(), has_tip=self.has_tip)
+        pos_now, vel_now = self.foot_states()
+        f, d = self.contact.forces(pos_now, vel_now, has_tip=self.has_tip)
         row[lay["force"]] = f.reshape(-1)
         row[lay["depth"]] = d
         row[lay["foot"]] = pos_now.reshape(-1)
