@@ -65,12 +65,16 @@ PROFILE_HISTORY = [
     "silent break at 1 kHz recording, Coulomb friction at dt = 0.5 ms, a ripple gait turning 8 rad), the model "
     "arrays bit-identical.",
     "",
-    "Old against new (2026-11-23 17:42, load 2.2-2.4; the tree at 16bf550 and this one in alternating "
+    "Old against new (2026-11-23 17:45, load 1.1-1.8; the tree at 16bf550 and this one in alternating "
     "processes, 4 x 8 interleaved repeats each of engine / `jethexa-sim` / engine with construction; ranges of "
-    "the per-process medians): wall / engine 1.58-1.71 before, 1.33-1.60 after; wall / engine with construction "
-    "1.40-1.44 before, 1.19-1.57 after; CPU (all threads) / engine 1.52-1.69 before, 1.32-1.35 after; main "
-    "thread's CPU / engine 1.26-1.33 before, 1.21-1.24 after; CPU / engine with construction 1.34-1.42 before, "
-    "1.19-1.20 after.",
+    "the per-process medians): wall / engine 1.26-1.77 before, 1.28-1.60 after; wall / engine with construction "
+    "1.24-1.61 before, 1.15-1.30 after; CPU (all threads) / engine 1.46-1.76 before, 1.28-1.37 after; main "
+    "thread's CPU / engine (the free-core end) 1.21-1.34 before, 1.20-1.26 after; CPU / engine with "
+    "construction 1.29-1.46 before, 1.15-1.18 after. What is left on the main thread is mostly building the "
+    "model (parse_urdf + describe ~2.1 ms in the command, ~0.08x of the stepping) and the options (~0.8 ms). "
+    "Not done: keeping the parsed model between runs; a prototype loading the URDF model and description "
+    "from a pickle took the main thread's CPU / engine from 1.205 to 1.136 (15 interleaved runs, load 1.7); it "
+    "needs a cache keyed on the URDF and the model sources (as the numba cache is) in the model package.",
 ]
 
 
