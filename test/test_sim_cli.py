@@ -201,11 +201,11 @@ def test_bad_record_rate_is_refused_before_any_work(tmp_path, capsys):
 
 def test_break_run_parses_the_urdf_once(tmp_path, monkeypatch, capsys):
     """--break is checked while parsing the options against the same robot model the run simulates: one URDF
-    parse per command (count of ``parse_urdf`` calls)."""
-    from jethexa_dynamics.model import robot as robot_module
+    load per command (count of ``urdf_cache.load`` calls: parse + describe, or their cached result)."""
+    from jethexa_dynamics.model import urdf_cache
     calls = []
-    real = robot_module.parse_urdf
-    monkeypatch.setattr(robot_module, "parse_urdf", lambda path: calls.append(path) or real(path))
+    real = urdf_cache.load
+    monkeypatch.setattr(urdf_cache, "load", lambda path: calls.append(path) or real(path))
     assert main(["--break", "LM:1", "--duration", "0.2", "--quiet", "--no-plots", "--out", str(tmp_path)]) == 0
     assert len(calls) == 1 and "Silent break LM:1" in capsys.readouterr().out
     assert main(["--duration", "0.1", "--quiet"]) == 0
