@@ -60,21 +60,22 @@ PROFILE_HISTORY = [
     "truncated; the writer thread started without waiting for it; 1 s chunks instead of 0.25 s (half the "
     "batches, a quarter of the round trips); the model built with less Python (URDF scalars without numpy "
     "arrays, joint twists without `np.cross`, shared identities; parse_urdf 1.0 -> 0.5 ms, describe 1.05 -> 0.72 "
-    "ms in a loop) and the leg geometry once instead of twice. Same output: trajectory.csv and summary.txt "
+    "ms in a loop), kept between runs (`model.urdf_cache`, keyed on the URDF and the model sources) and the leg "
+    "geometry built once instead of twice. Same output: trajectory.csv and summary.txt "
     "byte-identical for six invocations (healthy, damage1 with yaw, damage2 mid-run with the wave gait, a "
     "silent break at 1 kHz recording, Coulomb friction at dt = 0.5 ms, a ripple gait turning 8 rad), the model "
     "arrays bit-identical.",
     "",
-    "Old against new (2026-11-23 17:45, load 1.1-1.8; the tree at 16bf550 and this one in alternating "
+    "Old against new (2026-11-23 17:49, load 2.3-2.9; the tree at 16bf550 and this one in alternating "
     "processes, 4 x 8 interleaved repeats each of engine / `jethexa-sim` / engine with construction; ranges of "
-    "the per-process medians): wall / engine 1.26-1.77 before, 1.28-1.60 after; wall / engine with construction "
-    "1.24-1.61 before, 1.15-1.30 after; CPU (all threads) / engine 1.46-1.76 before, 1.28-1.37 after; main "
-    "thread's CPU / engine (the free-core end) 1.21-1.34 before, 1.20-1.26 after; CPU / engine with "
-    "construction 1.29-1.46 before, 1.15-1.18 after. What is left on the main thread is mostly building the "
-    "model (parse_urdf + describe ~2.1 ms in the command, ~0.08x of the stepping) and the options (~0.8 ms). "
-    "Not done: keeping the parsed model between runs; a prototype loading the URDF model and description "
-    "from a pickle took the main thread's CPU / engine from 1.205 to 1.136 (15 interleaved runs, load 1.7); it "
-    "needs a cache keyed on the URDF and the model sources (as the numba cache is) in the model package.",
+    "the per-process medians): wall / engine 1.48-2.03 before, 1.20-1.39 after; wall / engine with construction "
+    "1.20-1.63 before, 1.08-1.72 after; CPU (all threads) / engine 1.51-1.60 before, 1.21-1.23 after; main "
+    "thread's CPU / engine (the free-core end) 1.23-1.31 before, 1.14-1.15 after; CPU / engine with "
+    "construction 1.30-1.43 before, 1.12-1.18 after. Of that, keeping the parsed model between runs "
+    "(`model.urdf_cache`) took the main thread's CPU / engine from 1.21 to 1.15 (interleaved runs at load 2.2): "
+    "parse_urdf + describe were ~2.1 ms of Python with cold caches inside the command, loading their pickle "
+    "~0.85 ms. What is left on the main thread: the options (~0.8 ms, argparse), the model load, the gait and "
+    "engine set-up and the hand-over to the CSV thread.",
 ]
 
 
@@ -459,8 +460,9 @@ def main(argv=None):
                                   + cpu_ratio("cli", "ours_b")[:1]),
         "",
         "How the `jethexa-sim` ratio reads: the engine row times the stepping of an engine already built; "
-        "`jethexa-sim` also parses its options, builds the model from the URDF (which a script using the engine "
-        "pays as well: the row with construction, the like-for-like ratio), records 501 rows and writes "
+        "`jethexa-sim` also parses its options, loads the model (the URDF's parsed model from the cache after the "
+        "first run; a script using the engine pays the same: the row with construction, the like-for-like "
+        "ratio), records 501 rows and writes "
         "trajectory.csv + summary.txt into the same directory on every repeat (as a user re-running the command "
         "does). In its favour, `main` runs in-process with the imports done: as its own process (`python -m "
         "jethexa_dynamics.sim.cli`, same options, warm numba cache) the command takes %.2f s (median of 3), the "
