@@ -438,7 +438,7 @@ def main(argv=None):
         line("jethexa_dynamics engine, in-process", "ours",
              "gait (1 kHz) + IK + PID + contact + dynamics + SE(3), numba, 0.1 s chunks, no recording"),
         line("jethexa_dynamics engine, in-process, model + engine built in the timing", "ours_b",
-             "as above plus `LeggedRobot.jethexa()` and `Engine(...)` (URDF parsing)"),
+             "as above plus `LeggedRobot.jethexa()` (the URDF's model from `model.urdf_cache`) and `Engine(...)`"),
         line("`jethexa-sim` command (in-process `main`)", "cli",
              "default 100 Hz recording, trajectory.csv (written by a thread while the engine steps) + summary.txt, "
              "no plots; warm numba cache"),
