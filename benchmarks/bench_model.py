@@ -99,8 +99,9 @@ def _loop_bias(n, data, R, th, v, mask, out):
 
 @njit(cache=True)
 def _loop_fd(n, data, R, th, v, tau, f, mask, out):
+    no_diag = np.empty(0)
     for _ in range(n):
-        kernels.forward_dynamics(data, R, th, v, tau, f, mask, out)
+        kernels.forward_dynamics(data, R, th, v, tau, f, mask, out, no_diag)
 
 
 # CPU time of this thread, not wall time: the machine is shared (2 cores, several jobs), and time spent
@@ -155,6 +156,7 @@ def main(argv=None):
     qp, vp, tp = oracle.config(g, q), oracle.vel(v), oracle.vel(tau)
     R = np.ascontiguousarray(g[:3, :3])
     f0 = np.zeros((6, 3))
+    no_diag = np.empty(0)
     out = np.empty(24)
     Mout = np.empty((24, 24))
     mask = robot.morphology.link_mask
@@ -199,7 +201,7 @@ def main(argv=None):
         "pin.nonLinearEffects(model, data, qp, vp)", err_b, "ours: input checks + allocation included")
     row("bias C v + N (Python API, out=)  vs nonLinearEffects", "robot.bias_forces(g, q, v, out=out)",
         "pin.nonLinearEffects(model, data, qp, vp)", err_b, "ours: input checks + checks of a preallocated `out`")
-    row("forward dynamics (kernel)  vs aba", "kernels.forward_dynamics(buf, g, q, v, tau, f0, mask, out)",
+    row("forward dynamics (kernel)  vs aba", "kernels.forward_dynamics(buf, g, q, v, tau, f0, mask, out, no_diag)",
         "pin.aba(model, data, qp, vp, tp)", err_fd)
     row("forward dynamics (Python API)  vs aba", "robot.forward_dynamics(g, q, v, tau)",
         "pin.aba(model, data, qp, vp, tp)", err_fd, "ours: input checks + allocation included")

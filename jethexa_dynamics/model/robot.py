@@ -46,6 +46,7 @@ def _pose(g, check_finite=True):
 
 
 _F64 = np.dtype(np.float64)
+_NO_DIAG = np.empty(0)  # forward_dynamics without a joint diagonal (see kernels.forward_dynamics)
 
 
 def _out_array(out, shape):
@@ -550,14 +551,15 @@ class LeggedRobot:
                     and tf.shape == self._v_shape
                     and (out is None or (type(out) is np.ndarray and out.shape == self._v_shape and out.dtype is _F64
                                          and out.flags.carray))
-                    and kernels.forward_dynamics(self.kernel_buffer, g, qf, vf, tf, self._zero_f, self._mask, a)):
+                    and kernels.forward_dynamics(self.kernel_buffer, g, qf, vf, tf, self._zero_f, self._mask, a,
+                                                                 _NO_DIAG)):
                 return a
         args = (_pose(g_sb, check_finite=False), self._q_full(q, False), self._v_full(v, "v", False),
                 self._v_full(tau, "tau", False), self._f_full(tip_forces, False))
         if out is not None:
             _out_array(out, (self.nv,))
         a = out if self._healthy and out is not None else np.empty(self._v_shape)
-        if not kernels.forward_dynamics(self.kernel_buffer, *args, self._mask, a):
+        if not kernels.forward_dynamics(self.kernel_buffer, *args, self._mask, a, _NO_DIAG):
             # find the bad input only on the failure path, so the good path pays one check
             _pose(g_sb)
             self._q_full(q)
