@@ -13,10 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import se2
+from . import connection, se2, spring_support
 from ._checks import finite_array, per_leg, positive_scalar
-from .connection import body_twist
-from .spring_support import SupportStatus, solve_support
+from .spring_support import SupportStatus
 
 
 @dataclass
@@ -97,11 +96,18 @@ class SlipModel:
             raise ValueError(f"feet_velocity: shape {qd.shape} does not match feet {q.shape}")
         p = self._present(present)
         T, N = q.shape[:2]
-        sup = solve_support(q[:, p], self.stiffness[p], self.weight)
-        w = None if self.anisotropy is None else self.anisotropy[p]
-        con = body_twist(q[:, p, :2], qd[:, p, :2], sup.loads, self.mu[p], w)
-        loads, contact, forces = np.zeros((T, N)), np.zeros((T, N), bool), np.zeros((T, N, 2))
-        loads[:, p], contact[:, p], forces[:, p] = sup.loads, sup.contact, con.forces
+        every = p.all()                         # (no gathers / scatters: the healthy robot's common case)
+        if not every:
+            q, qd = q[:, p], qd[:, p]
+        n = q.shape[1]
+        # the inputs are checked above: the stages' unchecked entry points (same code as their public ones)
+        sup = spring_support._solve(q, np.broadcast_to(self.stiffness[p], (T, n)), self.weight, 4 * n + 10)
+        w = np.zeros((T, n, 2)) if self.anisotropy is None else np.broadcast_to(self.anisotropy[p], (T, n, 2))
+        con = connection._body_twist(q[..., :2], qd[..., :2], sup.loads * self.mu[p], w)
+        loads, contact, forces = sup.loads, sup.contact, con.forces
+        if not every:
+            loads, contact, forces = np.zeros((T, N)), np.zeros((T, N), bool), np.zeros((T, N, 2))
+            loads[:, p], contact[:, p], forces[:, p] = sup.loads, sup.contact, con.forces
         return SlipFrames(sup.pitch, sup.roll, sup.height, loads, contact, con.velocity, con.yaw_rate, forces,
                           sup.status, con.single_contact)
 
