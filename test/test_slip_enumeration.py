@@ -5,8 +5,8 @@ Oracle, independent of the path search and of the Schur-complement solve:
   3x3 balance solve (sum_{j in S} K_j h_j a_j = Mg e_z) has every foot of S below the ground and every other
   foot above it (KKT). All 2^N - 1 contact sets are enumerated; the COM outside the convex hull of the feet
   (no balanced state) must be reported TIPPED. A single foot exactly under the COM carries Mg.
-- Stage B: weighted least squares on stacked Cholesky-weighted rows (numpy lstsq); a single contact does not
-  slip (v = -qdot of that foot, omega = 0).
+- Stage B: weighted least squares on stacked Cholesky-weighted rows (numpy lstsq) and the friction law at that
+  twist for the forces; a single contact does not slip (v = -qdot of that foot, omega = 0).
 Each frame is evaluated one at a time (the predictor's call) and all frames at once: same answers. Removed
 legs (``present``) read 0 / not in contact and leave the others as if the leg had never been in the list.
 """
@@ -80,6 +80,10 @@ def check_frame(fr, t, q, qd, K, mu, w, weight, present):
     np.testing.assert_array_equal(fr.contact[t, p], ref[1] > 0)
     twist = lstsq_twist(qp[:, :2], qd[p, :2], mu[p] * ref[1], w[p])
     np.testing.assert_allclose(fr.twist[t], twist, rtol=1e-8, atol=1e-12)
+    # the friction law at the oracle's twist: f = -mu F (I + w w^T) (v + omega S q + qdot)
+    slip = twist[:2] + twist[2] * qp[:, :2] @ S90.T + qd[p, :2]
+    W = (mu[p] * ref[1])[:, None, None] * (np.eye(2) + w[p, :, None] * w[p, None, :])
+    np.testing.assert_allclose(fr.forces[t, p], -np.einsum("nij,nj->ni", W, slip), rtol=1e-7, atol=1e-9)
     return True
 
 
