@@ -25,6 +25,7 @@ One frame is scalar code compiled with numba (``_search``), looping over the fra
 same code serves the predictor's one frame per command (no per-call array overhead) and whole trajectories.
 """
 import enum
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,7 +103,13 @@ def _level_start(x, y, z, K, weight, s, contact):
     n with z_n >= d_(n+1). Those n legs are exactly the ones with d > z_n (z_n < d_n by construction).
     Writes s (3,) and contact (N,).
     """
-    order = np.argsort(z, kind="mergesort")
+    # stable insertion sort of the heights (N is small; numba's argsort costs seconds of compile time)
+    order = np.arange(z.size)
+    for i in range(1, z.size):
+        j = i
+        while j > 0 and z[order[j - 1]] > z[order[j]]:
+            order[j - 1], order[j] = order[j], order[j - 1]
+            j -= 1
     kd, k, zn = 0.0, 0.0, 0.0
     for i in range(z.size):
         kd += K[order[i]] * -z[order[i]]
@@ -127,10 +134,14 @@ def _search_step(s, contact, x, y, z, K, weight, scale, h, Kc, slope):
     for j in range(N):
         Kc[j] = K[j] if contact[j] else 0.0
         slope[j] = -Kc[j] * h[j]               # (the loads, for the gradient)
-        a = (-x[j], y[j], 1.0)                 # a_j = dh_j/ds
-        for r in range(3):
-            for c in range(3):
-                H[r, c] += Kc[j] * a[r] * a[c]
+        a0, a1 = -x[j], y[j]                   # a_j = dh_j/ds = (-x_j, y_j, 1)
+        H[0, 0] += Kc[j] * a0 * a0
+        H[0, 1] += Kc[j] * a0 * a1
+        H[0, 2] += Kc[j] * a0
+        H[1, 1] += Kc[j] * a1 * a1
+        H[1, 2] += Kc[j] * a1
+        H[2, 2] += Kc[j]
+    H[1, 0], H[2, 0], H[2, 1] = H[0, 1], H[0, 2], H[1, 2]
     grad = np.empty(3)
     _gradient(slope, x, y, weight, grad)
     lam, V = np.linalg.eigh(H)
@@ -150,10 +161,10 @@ def _search_step(s, contact, x, y, z, K, weight, scale, h, Kc, slope):
             unbalance[r] += H[r, c] * step[c]
     # Full rank: the Newton step balances exactly (up to round-off, which can be large when the contacts
     # are nearly collinear). Rank-deficient: balanced only if the moment lies in the range of H.
-    balanced = rank == 3 or np.linalg.norm(unbalance) <= 1e-9 * scale
+    balanced = rank == 3 or math.sqrt(unbalance[0] ** 2 + unbalance[1] ** 2 + unbalance[2] ** 2) <= 1e-9 * scale
     direction = step if balanced else _tilt(rank, V, Kc, x, y)
 
-    eps = 1e-12 * (1.0 + np.abs(direction).sum())
+    eps = 1e-12 * (1.0 + abs(direction[0]) + abs(direction[1]) + abs(direction[2]))
     t, jmin = np.inf, 0
     for j in range(N):
         sl = -direction[0] * x[j] + direction[1] * y[j] + direction[2]
@@ -181,8 +192,12 @@ def _tilt(rank, V, Kc, x, y):
         n = V[:, 0]
         tilt[:] = -n[2] / max(n[0] ** 2 + n[1] ** 2, 1e-300) * n
     elif rank == 1:
-        w = Kc / max(Kc.sum(), 1e-300)
-        ux, uy = (w * x).sum(), (w * y).sum()
+        total, ux, uy = 0.0, 0.0, 0.0
+        for j in range(x.size):
+            total += Kc[j]
+        for j in range(x.size):
+            ux += Kc[j] / max(total, 1e-300) * x[j]
+            uy += Kc[j] / max(total, 1e-300) * y[j]
         tilt[0], tilt[1], tilt[2] = -ux, uy, -(ux ** 2 + uy ** 2)
     elif rank == 0:
         tilt[2] = -1.0                                      # nothing touches: lower the body
@@ -214,7 +229,10 @@ def _search(q, K, weight, cap):
     Kc, slope = np.empty(N), np.empty(N)
     for t in range(T):
         x, y, z = q[t, :, 0].copy(), q[t, :, 1].copy(), q[t, :, 2].copy()
-        scale = weight * (1.0 + max(np.abs(x).max(), np.abs(y).max()))   # force and moment residual scale
+        reach = 0.0
+        for j in range(N):
+            reach = max(reach, abs(x[j]), abs(y[j]))
+        scale = weight * (1.0 + reach)          # force and moment residual scale
         _level_start(x, y, z, K[t], weight, state[t], contact[t])
         for _ in range(cap):
             iters[t] += 1
