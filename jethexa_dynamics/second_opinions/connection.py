@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model._numba import njit
-from ._checks import finite_array, leg_frames, per_leg
+from ._checks import finite_array, kernel_array, leg_frames, per_leg
 
 
 @dataclass
@@ -35,7 +35,7 @@ class ConnectionResult:
 
 
 def _inputs(feet_xy, loads, mu, anisotropy):
-    """Checked inputs as C-contiguous (T, N, 2) feet, (T, N) c_k = mu_k F_k and (T, N, 2) anisotropy w_k."""
+    """Checked inputs as kernel arrays: (T, N, 2) feet, (T, N) c_k = mu_k F_k and (T, N, 2) anisotropy w_k."""
     q, single = leg_frames(feet_xy, "feet_xy", 2)
     T, N = q.shape[:2]
     c = per_leg(loads, "loads", (T, N), nonnegative=True) * per_leg(mu, "mu", (T, N), nonnegative=True)
@@ -46,7 +46,7 @@ def _inputs(feet_xy, loads, mu, anisotropy):
             w = np.broadcast_to(w_in, (T, N, 2))
         except ValueError:
             raise ValueError(f"anisotropy: shape {w_in.shape} does not match {N} legs") from None
-    return np.ascontiguousarray(q), np.ascontiguousarray(c), np.ascontiguousarray(w), single
+    return kernel_array(q), kernel_array(c), kernel_array(w), single
 
 
 @njit(cache=True)
@@ -122,7 +122,7 @@ def _twist(q, qd, c, w):
 
 def _body_twist(q, qd, c, w):
     """body_twist on checked inputs: q, qd, w (T, N, 2), c (T, N) = mu F (any layout)."""
-    return ConnectionResult(*_twist(*(np.ascontiguousarray(a, dtype=float) for a in (q, qd, c, w))))
+    return ConnectionResult(*_twist(*(kernel_array(a) for a in (q, qd, c, w))))
 
 
 def body_twist(feet_xy, feet_velocity_xy, loads, mu=1.0, anisotropy=None):

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model._numba import njit
-from ._checks import leg_frames, per_leg, positive_scalar
+from ._checks import kernel_array, leg_frames, per_leg, positive_scalar
 
 
 class SupportStatus(enum.IntEnum):
@@ -248,10 +248,10 @@ def _search(q, K, weight, cap):
 def _solve(q, K, weight, cap):
     """solve_support on checked (T, N, 3) feet and (T, N) stiffness: the compiled search, then the energy
     minimisation for the rare frame that cycles at round-off (the convex energy has the answer)."""
-    q, K = np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(K, dtype=float)
+    q, K = kernel_array(q), kernel_array(K)
     s, contact, h, loads, residual, status, iters = _search(q, K, weight, cap)
     for t in np.nonzero(status == _FALLBACK)[0]:
-        x, y, z = (np.ascontiguousarray(q[t, :, i]) for i in range(3))
+        x, y, z = (kernel_array(q[t, :, i]) for i in range(3))
         s[t] = minimize_support_energy(q[t], K[t], weight, s0=s[t]).x
         _heights(s[t], x, y, z, h[t])
         contact[t] = h[t] < 0
@@ -301,8 +301,7 @@ def minimize_support_energy(feet, stiffness, weight, s0=None):
     K = np.broadcast_to(np.asarray(stiffness, float), (q.shape[0],))
     if s0 is None:
         s0, contact = np.zeros(3), np.zeros(q.shape[0], bool)
-        _level_start(*(np.ascontiguousarray(q[:, i]) for i in range(3)), np.ascontiguousarray(K), float(weight),
-                     s0, contact)
+        _level_start(*(kernel_array(q[:, i]) for i in range(3)), kernel_array(K), float(weight), s0, contact)
     res = minimize(support_energy, np.asarray(s0, float), args=(q, K, weight), jac=True, method="BFGS",
                    options={"gtol": 1e-13 * weight, "maxiter": 2000})
     return EnergyMinimum(res.x, bool(res.success))
