@@ -13,7 +13,11 @@
    output difference, a cProfile of both, and the cold compile time of the kernels (a fresh numba cache in a
    subprocess).
 
+5. With ``--node-seconds S``: the predictor node in its own process over DDS (as ``bench_predictor_node.py``)
+   with the reference package and with this tree, alternating.
+
 Run: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_slip.py [--quick | --smoke]
+[--node-seconds 15] (the node part needs the ROS environment, ``scripts/ros_env.sh``)
 Writes its section of benchmarks/results/second_opinions.md (not with --smoke).
 """
 import argparse
@@ -317,6 +321,55 @@ def compile_time():
     return out
 
 
+def node_ab(ref, seconds, rounds):
+    """The predictor node as the launch files run it (own process, 100 Hz, boltzmann_hamel + slip, the plant's
+    streams over DDS; ``bench_predictor_node.measure_own_process``) with the package at git ``ref`` and with this
+    tree, alternating, ``rounds`` each. The reference tree is exported to a temporary directory, its numba
+    kernels compiled (a cache of its own) before its first run. Returns {label: [result per round]}."""
+    sys.path.insert(0, HERE)
+    from bench_predictor_node import measure_own_process, plant_streams
+
+    root = os.path.dirname(HERE)
+    tree = tempfile.mkdtemp(prefix="slip_reference_tree_")
+    archive = subprocess.run(["git", "-C", root, "archive", ref], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
+    env0, here = dict(os.environ), os.getcwd()
+    # each tree first on sys.path, also as the working directory (``python -m`` puts it in front)
+    envs = {"numpy (before)": (tree, dict(PYTHONPATH=os.pathsep.join([tree] + env0.get("PYTHONPATH", "").split(
+                os.pathsep)), NUMBA_CACHE_DIR=os.path.join(tree, ".numba-cache"))),
+            "compiled": (root, dict(PYTHONPATH=os.pathsep.join([root] + env0.get("PYTHONPATH", "").split(
+                os.pathsep)), NUMBA_CACHE_DIR=env0.get("NUMBA_CACHE_DIR") or os.path.join(root, ".numba-cache")))}
+    probe = "import jethexa_dynamics.second_opinions.slip as m; print(m.__file__)"
+    warm = "from jethexa_dynamics.warmup import ensure_kernels; ensure_kernels(('dynamics', 'predictors'))"
+    for label, (cwd, env) in envs.items():
+        where = subprocess.run([sys.executable, "-c", probe], env=dict(env0, **env), cwd=cwd, check=True,
+                               capture_output=True, text=True).stdout.strip()
+        assert where.startswith(cwd), (label, where)
+        print(f"node A/B: compiling or loading the kernels ({label}: {where}) ...", flush=True)
+        subprocess.run([sys.executable, "-c", warm], env=dict(env0, **env), cwd=cwd, check=True,
+                       capture_output=True)
+    streams = plant_streams(seconds + 10.0)
+    out = {k: [] for k in envs}
+    params = {"predictor": "boltzmann_hamel", "publish_slip": True, "rate": 100.0,
+              "stats_window": int(seconds * 100.0)}
+    try:
+        for _ in range(rounds):
+            for label, (cwd, env) in envs.items():
+                os.environ.update(env)
+                os.chdir(cwd)
+                r = measure_own_process("jethexa_dynamics.nodes.predictor", "predictor", params, seconds, streams,
+                                        0.0)
+                out[label].append(r)
+                print(f"node ({label}): joint_commands {r['stages'].get('joint_commands', float('nan')):.1f} ms/s, "
+                      f"main thread {r['main_ms_per_s']:.1f} ms/s", flush=True)
+    finally:
+        os.environ.clear()
+        os.environ.update(env0)
+        os.chdir(here)
+    return out
+
+
 def write_section(path, name, lines):
     """Replace this script's section of the shared results file (other scripts keep theirs)."""
     begin, end = f"<!-- {name} -->", f"<!-- /{name} -->"
@@ -345,8 +398,14 @@ def main(argv=None):
                     "nothing written")
     ap.add_argument("--reference", default=REFERENCE, help="git commit of the numpy implementation to time "
                     "beside the compiled one (default: the one before the compiled kernels; '' = none)")
+    ap.add_argument("--node-seconds", type=float, default=0.0, help="also time the predictor node (own "
+                    "process, DDS, needs rclpy) with the reference and with this tree, alternating: measured "
+                    "seconds per run (0 = skip)")
+    ap.add_argument("--node-rounds", type=int, default=2, help="runs of each tree with --node-seconds")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "second_opinions.md"))
     args = ap.parse_args(argv)
+    if args.node_seconds < 0 or args.node_rounds < 1:
+        ap.error("--node-seconds must be >= 0 and --node-rounds >= 1")
     rng = np.random.default_rng(2024)
     n_states = 20 if args.smoke else 200 if args.quick else 1000
     counts = [3, 6] if args.smoke else [3, 6, 12, 25, 50] if args.quick else [3, 4, 6, 8, 10, 12, 16, 20, 25, 30,
@@ -359,6 +418,7 @@ def main(argv=None):
     per_cmd, batch_cmd, parts = predictor_cost(n_commands, Reference)
     ref = compare_reference(Reference, n_commands) if Reference is not None else None
     compiled = None if args.smoke else compile_time()
+    node = node_ab(args.reference, args.node_seconds, args.node_rounds) if args.node_seconds and Reference else None
     if args.smoke:
         print("smoke run: every part ran; results not written")
         return
@@ -477,6 +537,27 @@ def main(argv=None):
         "|---|---:|---:|",
         *[f"| {k} | {v:.1f} | {_nano(v)} |" for k, v in parts.items()],
     ]
+    if node is not None:
+        lines += [
+            "",
+            "### The predictor node with either slipping model (own process, DDS, A/B)",
+            "",
+            "`python -m jethexa_dynamics.nodes.predictor` (boltzmann_hamel + slip, 100 Hz) on the plant's streams, as",
+            "in `bench_predictor_node.py`, with the package at the reference commit and with this tree, alternating",
+            f"({args.node_rounds} runs of {args.node_seconds:g} s each). joint_commands = the CPU of that subscription "
+            "callback (both models' `on_command`; the slipping model's evaluation is its largest part); main thread",
+            "= every callback and rclpy's executor (from /proc). ms of CPU per 10 ms period; Nano = x4-6.",
+            "",
+            "| slipping model | joint_commands per run | main thread per run | Nano main thread (mean) |",
+            "|---|---|---|---:|",
+        ]
+        for label, runs in node.items():
+            jc = [r["stages"].get("joint_commands", float("nan")) / 100.0 for r in runs]
+            mt = [r["main_ms_per_s"] / 100.0 for r in runs]
+            lines.append(f"| {label} | {', '.join(f'{x:.3f}' for x in jc)} | {', '.join(f'{x:.2f}' for x in mt)} | "
+                         f"{np.mean(mt) * NANO[0]:.1f}-{np.mean(mt) * NANO[1]:.1f} |")
+        lines.append("")
+        lines.append(f"Load average at the end: {os.getloadavg()[0]:.2f} (2 cores shared with other jobs).")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     write_section(args.out, "bench_slip", lines)
     print("wrote", args.out)
