@@ -222,6 +222,11 @@ class SlipPredictor(PredictorBase):
         self.wall.add(time.perf_counter() - w0)
         return self.pose_matrix
 
+    def pose(self, t):
+        """Advance to ``t``; (position (3,), quaternion (w, x, y, z)) of base_link, from one pose matrix."""
+        g = self.predict(max(check_time(t), self.time))
+        return g[:3, 3].copy(), rot_to_quat(g[:3, :3])
+
     # ---- outputs ----------------------------------------------------------------------------------------
     @property
     def frame(self):
