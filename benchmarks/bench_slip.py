@@ -285,8 +285,9 @@ def compare_reference(Reference, n_commands):
         text = out.getvalue()
         body = text[text.index("ncalls"):].rstrip().splitlines()
         head = [ln.strip() for ln in text.splitlines() if "function calls" in ln]
-        profiles[name] = head + [ln.replace(os.path.dirname(HERE) + "/", "").replace(
-            os.path.dirname(np.__file__), "numpy") for ln in body]
+        ref_dir = os.path.dirname(os.path.dirname(sys.modules[Reference.__module__].__file__))
+        profiles[name] = head + [ln.replace(os.path.dirname(HERE) + "/", "").replace(ref_dir + "/", "<reference>/")
+                                 .replace(os.path.dirname(os.path.dirname(np.__file__)) + "/", "") for ln in body]
     for name, v in times.items():
         print(f"evaluate, one frame ({name}): median {np.median(v) * 1e6:.1f} us", flush=True)
     print(f"largest output differences over {len(cases)} frames: {diff}; statuses {statuses.tolist()}", flush=True)
@@ -545,7 +546,7 @@ def main(argv=None):
             "`python -m jethexa_dynamics.nodes.predictor` (boltzmann_hamel + slip, 100 Hz) on the plant's streams, as",
             "in `bench_predictor_node.py`, with the package at the reference commit and with this tree, alternating",
             f"({args.node_rounds} runs of {args.node_seconds:g} s each). joint_commands = the CPU of that subscription "
-            "callback (both models' `on_command`; the slipping model's evaluation is its largest part); main thread",
+            "callback (both models' `on_command`: feet, COM, the slipping model, the SE(2) step); main thread",
             "= every callback and rclpy's executor (from /proc). ms of CPU per 10 ms period; Nano = x4-6.",
             "",
             "| slipping model | joint_commands per run | main thread per run | Nano main thread (mean) |",
