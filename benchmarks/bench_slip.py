@@ -200,8 +200,10 @@ def predictor_frames(pred, t, q):
 
 def predictor_cost(n_commands, Reference):
     """Per-command cost of the slip predictor with the compiled model and with the reference model swapped in
-    (same predictor, same commands, alternating rounds), and the parts of the per-command path."""
+    (same predictor and commands, alternating rounds; the rest of the path is this tree's in both), and the parts
+    of the per-command path."""
     from jethexa_dynamics.predictors.slip import SlipPredictor
+    from jethexa_dynamics.second_opinions.newton_euler import NewtonEulerRobot
     from jethexa_dynamics.second_opinions.se2 import compose, se2_exp
 
     robot, t, q = jethexa_commands(n_commands)
@@ -222,12 +224,14 @@ def predictor_cost(n_commands, Reference):
     pred2 = SlipPredictor(robot)
     t_batch = _timed(lambda: pred2.evaluate_commands(t, q)) / n_commands
     qm = q[:, pred.robot.joint_index_in_full]
+    ne = NewtonEulerRobot.from_urdf(robot.urdf_path)
     feet, vel, present = predictor_frames(pred, t, q)[n_commands // 2]
     frame = pred.slip.evaluate(feet, vel, present=present)
     twist, planar = np.array([0.01, 0.002, 0.1]), np.zeros(3)
     parts = {
         "feet: core `tip_poses` (numba)": lambda: pred.robot.tip_poses(qm[0]),
-        "feet: COM (`NewtonEulerRobot.center_of_mass`, numpy)": lambda: pred._com_robot.center_of_mass(qm[0]),
+        "feet: COM (core `mass_matrix` base block, numba)": lambda: pred._centre_of_mass(qm[0]),
+        "(COM the way it was: `NewtonEulerRobot.center_of_mass`, numpy)": lambda: ne.center_of_mass(qm[0]),
         "slip model `evaluate` (Stage A + B, one frame)": lambda: pred.slip.evaluate(feet, vel, present=present),
         "twist of the frame (`SlipFrames.twist[0]`)": lambda: frame.twist[0],
         "SE(2) step in `advance` (`se2_exp` + `compose`)": lambda: compose(planar, se2_exp(twist[None], 0.02)[0]),
@@ -520,7 +524,8 @@ def main(argv=None):
         "### JetHexa slip predictor",
         "",
         f"Per 50 Hz joint command (`push_joint_command`: tip poses + COM + Stage A + Stage B + SE(2) step), "
-        f"{n_commands} tripod-gait commands, 3 alternating rounds; the same commands evaluated as one batch: "
+        f"{n_commands} tripod-gait commands, 3 alternating rounds, with this tree's predictor and either "
+        f"slipping model (the node A/B below swaps the whole package); the same commands evaluated as one batch: "
         f"{batch_cmd * 1e3:.3f} ms per command.",
         "",
         "| slipping model inside the predictor | ms per command, median (p95) | Nano estimate ms |",
