@@ -21,11 +21,13 @@ Run: OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_
 Writes its section of benchmarks/results/second_opinions.md (not with --smoke).
 """
 import argparse
+import atexit
 import cProfile
 import importlib
 import io
 import os
 import pstats
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,11 +50,18 @@ REFERENCE = "16bf55035be23362f2dd9d412069230abcabccaa"
 NANO = (4, 6)                 # Jetson Nano: 4-6x slower per core than this machine (issue #13)
 
 
+def _temporary_dir(prefix):
+    """A temporary directory removed when the script exits."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
 def numpy_reference(ref):
     """``SlipModel`` of the slipping model at git commit ``ref``, imported from a temporary package (its
     second_opinions modules, relative imports only), or None when git or the commit is not there."""
     root = os.path.dirname(HERE)
-    pkg = os.path.join(tempfile.mkdtemp(prefix="slip_reference_"), "slip_reference")
+    pkg = os.path.join(_temporary_dir("slip_reference_"), "slip_reference")
     os.makedirs(pkg)
     for name in ("_checks", "se2", "spring_support", "connection", "slip"):
         r = subprocess.run(["git", "-C", root, "show", f"{ref}:jethexa_dynamics/second_opinions/{name}.py"],
@@ -335,7 +344,7 @@ def node_ab(ref, seconds, rounds):
     from bench_predictor_node import measure_own_process, plant_streams
 
     root = os.path.dirname(HERE)
-    tree = tempfile.mkdtemp(prefix="slip_reference_tree_")
+    tree = _temporary_dir("slip_reference_tree_")
     archive = subprocess.run(["git", "-C", root, "archive", ref], capture_output=True,
                              check=True).stdout
     subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
