@@ -51,7 +51,7 @@ def _engine() -> None:
     from jethexa_dynamics.model import LeggedRobot
     from jethexa_dynamics.sim.engine import Engine
 
-    Engine().step(1)
+    Engine().run(0.002).csv_rows()                                     # jethexa-sim: steps + CSV text
     Engine(LeggedRobot.jethexa(), gait=None, record_every=0).step(1)  # robot_emulator's engine
 
 

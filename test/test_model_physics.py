@@ -256,3 +256,10 @@ def test_rot_to_quat_matches_transforms3d():
         ref = ref if ref[0] >= 0 else -ref
         assert np.allclose(quat2mat(q), R, atol=1e-12)
         assert np.allclose(q, ref, atol=1e-9) or np.allclose(q, -ref, atol=1e-9)
+
+
+def test_cross3_is_np_cross_bit_for_bit():
+    """``se3.cross3`` (floats, used where np.cross's array handling dominates) gives np.cross's bits."""
+    rng = np.random.default_rng(7)
+    for a, b in rng.normal(size=(200, 2, 3)) * rng.choice([1e-9, 1.0, 1e6], size=(200, 2, 1)):
+        np.testing.assert_array_equal(np.array(se3.cross3(a.tolist(), b.tolist())), np.cross(a, b))

@@ -139,6 +139,42 @@ def test_csv_writer_unwraps_yaw_across_blocks(tmp_path):
     np.testing.assert_allclose(written[:, 4:7], ref, rtol=1e-8, atol=1e-9)
 
 
+def test_euler_angles_are_transforms3d_mat2euler_bit_for_bit():
+    """The batch ZYX angles are transforms3d's ``mat2euler(R, "sxyz")`` row by row, to the bit (oracle: the
+    library), random rotations and the gimbal-lock branch (pitch +-90 deg) included; yaw unwrapped."""
+    from transforms3d.euler import euler2mat, mat2euler
+    from jethexa_dynamics.sim.engine import _euler_angles
+    rng = np.random.default_rng(3)
+    angles = rng.uniform(-np.pi, np.pi, (3000, 3)) * [1.0, 0.5, 1.0]
+    angles[:4, 1] = [np.pi / 2, -np.pi / 2, np.pi / 2, -np.pi / 2]
+    rot = np.array([euler2mat(r, p, y, "sxyz") for r, p, y in angles])
+    rot[2:4, :2, 0] = 0.0                            # cos(pitch) exactly 0: mat2euler's other branch
+    ref = np.array([mat2euler(R, "sxyz") for R in rot])
+    got = _euler_angles(rot)
+    np.testing.assert_array_equal(got[:, :2], ref[:, :2])
+    np.testing.assert_array_equal(got[:, 2], np.unwrap(ref[:, 2]))
+    assert got[2, 2] == 0.0 and got[3, 2] == 0.0
+
+
+def test_unwrap_is_numpy_unwrap_bit_for_bit():
+    """engine._unwrap (compiled) gives np.unwrap's bits (oracle: numpy), from the start or continuing an
+    unwrapped value, over wrapped random walks, spins and the +-pi / +-0 boundary values."""
+    from jethexa_dynamics.sim.engine import _unwrap
+    rng = np.random.default_rng(5)
+    for trial in range(240):
+        n = (0, 1, 2, 50, 400)[trial % 5]
+        y = [np.angle(np.exp(1j * np.cumsum(rng.normal(0.0, 1.0, n)))),
+             np.angle(np.exp(1j * np.linspace(0.0, rng.uniform(-30.0, 30.0), n))),
+             rng.choice([-np.pi, np.pi, 0.0, -0.0, np.pi / 2], n)][trial % 3]
+        got = y.copy()
+        _unwrap(got, 0.0, False)
+        np.testing.assert_array_equal(got.view(np.int64), np.unwrap(y).view(np.int64))
+        before = float(rng.choice([np.pi, -np.pi, -0.0, rng.uniform(-50.0, 50.0)]))
+        got = y.copy()
+        _unwrap(got, before, True)
+        np.testing.assert_array_equal(got.view(np.int64), np.unwrap(np.concatenate([[before], y]))[1:].view(np.int64))
+
+
 def test_csv_writer_errors_reach_the_caller_and_abort_removes_the_file(tmp_path):
     from jethexa_dynamics.sim.engine import Engine, TrajectoryCsvWriter
     e = Engine(record_every=0)
@@ -165,12 +201,26 @@ def test_bad_record_rate_is_refused_before_any_work(tmp_path, capsys):
 
 def test_break_run_parses_the_urdf_once(tmp_path, monkeypatch, capsys):
     """--break is checked while parsing the options against the same robot model the run simulates: one URDF
-    parse per command (count of ``parse_urdf`` calls)."""
-    from jethexa_dynamics.model import robot as robot_module
+    load per command (count of ``urdf_cache.load`` calls: parse + describe, or their cached result)."""
+    from jethexa_dynamics.model import urdf_cache
     calls = []
-    real = robot_module.parse_urdf
-    monkeypatch.setattr(robot_module, "parse_urdf", lambda path: calls.append(path) or real(path))
+    real = urdf_cache.load
+    monkeypatch.setattr(urdf_cache, "load", lambda path: calls.append(path) or real(path))
     assert main(["--break", "LM:1", "--duration", "0.2", "--quiet", "--no-plots", "--out", str(tmp_path)]) == 0
     assert len(calls) == 1 and "Silent break LM:1" in capsys.readouterr().out
     assert main(["--duration", "0.1", "--quiet"]) == 0
     assert len(calls) == 2
+
+
+def test_rerun_into_the_same_directory_replaces_the_files(tmp_path):
+    """A second, shorter run into the same --out leaves only its own rows and summary (the files are replaced
+    by new ones, not truncated: ``engine.open_new``); a hard link to the old CSV keeps the old rows."""
+    args = ["--quiet", "--no-plots", "--out", str(tmp_path)]
+    assert main(["--duration", "0.2"] + args) == 0
+    old = (tmp_path / "trajectory.csv").read_bytes()
+    os.link(tmp_path / "trajectory.csv", tmp_path / "old.csv")
+    assert main(["--duration", "0.1"] + args) == 0
+    data = np.loadtxt(tmp_path / "trajectory.csv", delimiter=",", skiprows=1)
+    assert len(data) == 11 and data[-1, 0] == pytest.approx(0.1)
+    assert (tmp_path / "old.csv").read_bytes() == old
+    assert (tmp_path / "summary.txt").read_text().count("duration_s: 0.1\n") == 1

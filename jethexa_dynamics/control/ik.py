@@ -16,6 +16,7 @@ Geometry rows (one per leg): ``[hip_x, hip_y, hip_z, hip_yaw, L1, L2, L3, bend, 
 (the last two cached because the IK runs 6000 times per simulated second).
 """
 import math
+import weakref
 
 import numpy as np
 from numba import njit
@@ -132,6 +133,10 @@ def _yaw_of(R):
     return math.atan2(R[1, 0], R[0, 0])
 
 
+# robot (its healthy form) -> LegGeometry.from_robot's result
+_FROM_ROBOT = weakref.WeakKeyDictionary()
+
+
 class LegGeometry:
     """Per-leg kinematic parameters of a hexapod (healthy morphology), in ``robot.leg_names`` order.
 
@@ -152,13 +157,16 @@ class LegGeometry:
 
     @classmethod
     def from_robot(cls, robot):
-        """Hip poses, link lengths, tibia bend and joint limits of a ``LeggedRobot`` (its healthy form)."""
+        """Hip poses, link lengths, tibia bend and joint limits of a ``LeggedRobot`` (its healthy form). Built
+        once per robot and shared (``jethexa-sim``'s gait and engine both ask for it; nothing writes to it)."""
         full = getattr(robot, "full", robot)
-        urdf = full.urdf_model
-        names = list(full.leg_names)
-        triples = [[full.joint_names[k] for k in np.asarray(full.leg_joint_index(leg))] for leg in names]
-        hips = full.hip_poses()
-        return cls.from_urdf(urdf, names, triples, [hips[leg] for leg in names])
+        geometry = _FROM_ROBOT.get(full)
+        if geometry is None:
+            legs = full.description.legs      # the healthy robot's legs, each joint list proximal to distal
+            geometry = _FROM_ROBOT[full] = cls.from_urdf(
+                full.urdf_model, [leg.name for leg in legs], [leg.joint_names for leg in legs],
+                [leg.hip_pose for leg in legs])
+        return geometry
 
     @classmethod
     def from_urdf(cls, urdf, leg_names, joint_triples, hip_poses=None):
@@ -172,12 +180,18 @@ class LegGeometry:
         names = list(leg_names)
         geom = np.zeros((len(names), N_GEOM - 2))
         limits = np.zeros((len(names), 3, 2))
+        # name -> joint (the first of a name, as ``urdf.joint``); link -> its fixed child joints
+        joints, fixed_below = {}, {}
+        for j in urdf.joints:
+            joints.setdefault(j.name, j)
+            if j.type == "fixed":
+                fixed_below.setdefault(j.parent, []).append(j)
         for i, (leg, triple) in enumerate(zip(names, joint_triples)):
             if len(triple) != 3:
                 raise ValueError("leg %s has %d joints; the closed-form IK needs 3 (coxa, femur, tibia)"
                                  % (leg, len(triple)))
-            coxa, femur, tibia = (urdf.joint(n) for n in triple)
-            feet = [j for j in urdf.joints if j.parent == tibia.child and j.type == "fixed"]
+            coxa, femur, tibia = (joints[n] for n in triple)
+            feet = fixed_below.get(tibia.child, [])
             # one np.allclose over the stacked values (same element-wise test as one call per vector, ~10x less
             # Python: jethexa-sim builds the geometry on every run)
             ok = len(feet) == 1 and np.allclose(

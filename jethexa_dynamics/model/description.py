@@ -16,9 +16,13 @@ from typing import List
 
 import numpy as np
 
+from .se3 import cross3
 from .urdf import origin_to_matrix
 
 MOVABLE = ("revolute", "continuous")
+# identities only read (operands of products): one array each instead of ~90 np.eye calls per describe
+_EYE3, _EYE4 = np.eye(3), np.eye(4)
+_EYE3.flags.writeable = _EYE4.flags.writeable = False
 
 
 @dataclass
@@ -75,7 +79,7 @@ def _combine(parts):
     Ic = np.zeros((3, 3))
     for mi, ci, Ii in parts:
         d = ci - c
-        Ic += Ii + mi * (d @ d * np.eye(3) - np.outer(d, d))
+        Ic += Ii + mi * (d @ d * _EYE3 - np.outer(d, d))
     return m, c, 0.5 * (Ic + Ic.T)   # exactly symmetric, so M is too
 
 
@@ -102,7 +106,7 @@ def describe(model):
     # Walk the tree. Each entry: (link name, body index (-1 = main body, else (leg, joint)), T_body_link).
     body_parts = {"root": []}
     legs = []              # list of dicts
-    stack = [(root, None, np.eye(4), np.eye(4))]  # link, (leg, k) or None, T_X_b_body0, T_body_link
+    stack = [(root, None, _EYE4, _EYE4)]  # link, (leg, k) or None, T_X_b_body0, T_body_link
     while stack:
         link, body, T_b_body, T_body_link = stack.pop()
         key = "root" if body is None else body
@@ -124,7 +128,7 @@ def describe(model):
             T_b_joint = T_b_body @ T_body_link @ T_link_joint
             w = T_b_joint[:3, :3] @ (j.axis / n)
             q = T_b_joint[:3, 3]
-            xi = np.concatenate([-np.cross(w, q), w])
+            xi = np.concatenate([np.negative(cross3(w.tolist(), q.tolist())), w])
             if body is None:
                 legs.append({"joints": [], "links": [], "leaves": [], "T": []})
                 leg_idx, k = len(legs) - 1, 0
@@ -135,7 +139,7 @@ def describe(model):
             leg["links"].append(j.child)
             leg["T"].append(T_b_joint)
             leg.setdefault("xi", []).append(xi)
-            stack.append((j.child, (leg_idx, k), T_b_joint, np.eye(4)))
+            stack.append((j.child, (leg_idx, k), T_b_joint, _EYE4))
     if not legs:
         raise ValueError(f"URDF has no movable joint below the root link {root!r}")
 

@@ -16,9 +16,8 @@ from functools import cached_property
 
 import numpy as np
 
-from . import kernels
+from . import kernels, urdf_cache
 from .description import describe
-from .urdf import parse_urdf
 
 
 def _bundled_urdf():
@@ -257,8 +256,8 @@ class LeggedRobot:
     def from_urdf(cls, path):
         """Load any URDF of one floating root body with serial chains of revolute joints (fixed joints are
         merged into their parent; meshes are ignored)."""
-        urdf = parse_urdf(path)
-        self = cls._from_description(describe(urdf), os.path.abspath(path))
+        urdf, desc = urdf_cache.load(path)          # parse_urdf + describe, or their result of an earlier run
+        self = cls._from_description(desc, os.path.abspath(path))
         self._urdf_model = urdf
         return self
 

@@ -63,14 +63,18 @@ def origin_to_matrix(xyz, rpy):
     return g
 
 
-def _floats(text, n, what):
+def _float_list(text, n, what):
     try:
         vals = [float(t) for t in text.split()]
     except ValueError:
         raise ValueError(f"{what}: expected {n} numbers, got {text!r}") from None
-    if len(vals) != n or not all(math.isfinite(v) for v in vals):
+    if len(vals) != n or not all(map(math.isfinite, vals)):
         raise ValueError(f"{what}: expected {n} finite numbers, got {text!r}")
-    return np.array(vals)
+    return vals
+
+
+def _floats(text, n, what):
+    return np.array(_float_list(text, n, what))
 
 
 def _origin(el, what):
@@ -85,7 +89,7 @@ def _attr_float(el, name, default, what):
     text = el.get(name)
     if text is None:
         return default
-    return float(_floats(text, 1, f"{what} {name}")[0])
+    return _float_list(text, 1, f"{what} {name}")[0]
 
 
 def parse_urdf_string(text):

@@ -213,11 +213,12 @@ def run(args, csv_path=None, make_robot=None):
         os.makedirs(os.path.dirname(csv_path) or ".", exist_ok=True)
         writer = TrajectoryCsvWriter(csv_path, engine)
     w0 = time.perf_counter()
-    # 0.25 s chunks: one compiled call each (~2 % less wall time than 0.1 s chunks: fewer Python round trips; at
-    # ~150x real time the progress bar still updates every few ms); the rows go to the CSV writer's thread, which
-    # formats them while the next chunks step
+    # 1 s chunks, one compiled call each: the rows of a chunk go to the CSV writer's thread, which formats them
+    # while the next chunk steps. Longer chunks mean fewer Python round trips and thread wake-ups (0.25 s chunks
+    # cost ~0.05x of the stepping more CPU under load, benchmarks/results/sim.md), shorter ones a shorter CSV tail
+    # after the last step; at ~200x real time the progress bar still updates every ~5 ms
     try:
-        traj = engine.run(args.duration, chunk=0.25, callback=progress, morphology_at=switch, breaks_at=breaks_at,
+        traj = engine.run(args.duration, chunk=1.0, callback=progress, morphology_at=switch, breaks_at=breaks_at,
                           on_rows=None if writer is None else writer.add)
     except BaseException:
         if writer is not None:
@@ -268,8 +269,9 @@ def run_recovery_cli(args):
         for line in recovery_report(r):
             print("  " + line)
     if args.out:
+        from .engine import open_new
         os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "summary.txt"), "w") as f:
+        with open_new(os.path.join(args.out, "summary.txt")) as f:
             for label, r in runs.items():
                 f.write("%s\n%s\n" % (label, "\n".join(recovery_report(r))))
         if not args.no_plots:
@@ -305,7 +307,8 @@ def main(argv=None):
         return 2
     print(text)
     if args.out:
-        with open(os.path.join(args.out, "summary.txt"), "w") as f:
+        from .engine import open_new
+        with open_new(os.path.join(args.out, "summary.txt")) as f:
             f.write(text + "\n")
             for k, v in s.items():
                 f.write("%s: %.6g\n" % (k, v))
