@@ -81,8 +81,9 @@ PROFILE_HISTORY = [
 
 @njit(cache=True)
 def _loop_fd(n, data, R, th, v, tau, f, mask, out):
+    no_diag = np.empty(0)
     for _ in range(n):
-        kernels.forward_dynamics(data, R, th, v, tau, f, mask, out)
+        kernels.forward_dynamics(data, R, th, v, tau, f, mask, out, no_diag)
 
 
 @njit(cache=True)

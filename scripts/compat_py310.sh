@@ -2,6 +2,10 @@
 # Check the robot's target stack: Python 3.10 (ROS 2 Humble) with numpy 1.21 and the numba/scipy of that era.
 # Not part of CI (it installs a second environment, ~10 min); run it before a release.
 # Usage: PY310=/path/to/python3.10 bash scripts/compat_py310.sh [pytest args]
+# The stack is Humble's era by default (numpy 1.21.6, numba 0.55.2, scipy 1.7.3); the faster one of the README
+# (numba >= 0.60 beside numpy 1.26):
+#   COMPAT_ENV=.venv-py310-numba060 COMPAT_NUMPY=1.26.4 COMPAT_NUMBA=0.60.0 COMPAT_SCIPY=1.11.4 \
+#     bash scripts/compat_py310.sh
 # With Pinocchio (numbers of issue #13 on this stack):
 #   WITH_PIN=1 bash scripts/compat_py310.sh test/test_model_pinocchio.py
 #   OMP_NUM_THREADS=1 NUMBA_CACHE_DIR=$PWD/.venv-py310/numba-cache .venv-py310/bin/python benchmarks/bench_model.py \
@@ -11,10 +15,14 @@ cd "$(dirname "$0")/.."
 PY310=${PY310:-python3.10}
 ENV=${COMPAT_ENV:-.venv-py310}
 [ -x "$ENV/bin/python" ] || "$PY310" -m venv "$ENV"
-"$ENV/bin/python" -m pip install -q "numpy==1.21.6" "numba==0.55.2" "scipy==1.7.3" transforms3d pyyaml pyserial \
+NUMPY=${COMPAT_NUMPY:-1.21.6}
+"$ENV/bin/python" -m pip install -q "numpy==$NUMPY" "numba==${COMPAT_NUMBA:-0.55.2}" "scipy==${COMPAT_SCIPY:-1.7.3}" \
+  transforms3d pyyaml pyserial \
   smbus2 "matplotlib<3.8" pytest hypothesis 2>&1 | { grep -v '^WARNING: Location' || true; }
 "$ENV/bin/python" -m pip install -q --no-deps -e . 2>&1 | { grep -v '^WARNING: Location' || true; }
-if [ "${WITH_PIN:-0}" = 1 ]; then
+if [ "${WITH_PIN:-0}" = 1 ] && [ "${NUMPY#1.26}" != "$NUMPY" ]; then
+  "$ENV/bin/python" -m pip install -q "pin==2.7.0" 2>&1 | { grep -v '^WARNING: Location' || true; }   # numpy~=1.26
+elif [ "${WITH_PIN:-0}" = 1 ]; then
   # Pinocchio beside numpy 1.21, for test/test_model_pinocchio.py and `benchmarks/bench_model.py --tag py310`:
   # pin 2.7.0 (cp310) is the newest whose stack is built on numpy 1.x (cmeel-boost 1.83; later ones need numpy 2,
   # and no cp310 cmeel-boost was built on numpy <= 1.22). cmeel-boost declares numpy~=1.26, but its wheels
@@ -24,7 +32,7 @@ if [ "${WITH_PIN:-0}" = 1 ]; then
     "eigenpy==3.5.1" "cmeel-assimp==5.4.3.1" "cmeel-octomap==1.10.0" "cmeel-qhull==8.0.2.1" "cmeel-zlib==1.3.2" \
     2>&1 | { grep -v '^WARNING: Location' || true; }
 fi
-export NUMBA_CACHE_DIR=$PWD/$ENV/numba-cache
+export NUMBA_CACHE_DIR=$(cd "$ENV" && pwd)/numba-cache
 # the pure-Python core (no rclpy, no Pinocchio in this environment)
 exec "$ENV/bin/python" -m pytest -q test/test_model_physics.py test/test_model_morphology.py \
   test/test_control_gait.py test/test_control_pid.py test/test_sim_contact.py test/test_sim_engine.py \

@@ -238,14 +238,16 @@ def _run(bag, out, *extra):
 
 def test_wrong_model_scores_worse_on_the_emulator_bag(demo_bag, validated, heavy_urdf, tmp_path):
     """On the emulated robot's bag the input path (gait -> servo driver -> emulated bus) dominates x/y, attitude
-    and gait-bounce errors, but the doubled body mass makes the model sag: its mean height error goes down by
-    most of a millimetre (about 0.9 mm over repeated recordings) and becomes the larger bias."""
+    and gait-bounce errors, but the doubled body mass makes the model sag: on the same bag its mean height error
+    goes down by most of a millimetre (about 0.8-0.9 mm over repeated recordings). The difference is compared,
+    not the two biases' sizes: the right model's own height bias moves with the recording (+0.4 mm on a bag
+    recorded on a loaded machine, where the sag then left the wrong model at -0.37 mm, the smaller bias)."""
     rep, _ = validated
     bad_rep = _run(demo_bag, tmp_path / "wrong", "--model", str(heavy_urdf))
     assert bad_rep["options"]["model"] == str(heavy_urdf)
     good, bad = rep["results"][0]["overall"], bad_rep["results"][0]["overall"]
     z_good, z_bad = good["position"]["mean_xyz_m"][2], bad["position"]["mean_xyz_m"][2]
-    assert z_bad < z_good - 0.0004 and abs(z_bad) > 1.5 * abs(z_good), (z_good, z_bad)
+    assert z_bad < z_good - 0.0004, (z_good, z_bad)
 
 
 def test_wrong_model_scores_worse_on_a_simulated_robot_bag(tmp_path, heavy_urdf):

@@ -347,9 +347,13 @@ def _base_B_term(P, Wb, out_b, wb):
 # ----------------------------------------------------------------------------------------------------------
 # CRBA and RNEA on the legs, in X_b: the mass-matrix blocks, bias forces and 𝒥^T F of eq. 6-11, 27-28
 
+#: float64 entries of ``_legs_crba_rnea``'s scratch per link slot: R 9, p 3, ξ' 6, c 3, Ic 9, f 6
+LEG_SCRATCH = 36
+
+
 @njit(cache=True, inline=INLINE)
 def _legs_crba_rnea(data, counts, theta, v, gb, R_sb, f_world, with_crba, with_rnea, with_tip, Mb_l, Mbt, Mtt, hb_l,
-                    h_l):
+                    h_l, scratch):
     """Mass-matrix blocks (CRBA) and bias forces (RNEA) of every leg i with its first ``counts[i]`` links.
 
     Both run in the frame X_b frozen at this instant: there the base's body twist V_b is also its spatial
@@ -366,11 +370,13 @@ def _legs_crba_rnea(data, counts, theta, v, gb, R_sb, f_world, with_crba, with_r
     h = C(θ, v) v + 𝒩 - 𝒥^T F_t (eq. 6, 9, 11), W_t = [f; p_t × f] being the foot force ``f_world[i]`` (world
     axes, rotated to X_b) at the foot point, when the tip link is present and ``with_tip``.
     Only the slots of present links are written. All legs in one call: each array argument of a compiled
-    call costs a reference-count round trip (see benchmarks/results/model.md)."""
+    call costs a reference-count round trip (see benchmarks/results/model.md). ``scratch``: float64 work space
+    of ``LEG_SCRATCH * nmax`` entries (the caller's one allocation, see ``_work``)."""
     n_joints, joint_offset, mass, tip0 = data[D_N_JOINTS], data[D_JOINT_OFFSET], data[D_MASS], data[D_TIP0]
     nmax = data[D_XI].shape[1]
-    R, p, xp, c, Ic, f = (np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6)), np.empty((nmax, 3)),
-                          np.empty((nmax, 3, 3)), np.empty((nmax, 6)))
+    R, p, xp = cview(scratch, 0, (nmax, 3, 3)), cview(scratch, 9 * nmax, (nmax, 3)), cview(scratch, 12 * nmax, (nmax, 6))
+    c, Ic, f = (cview(scratch, 18 * nmax, (nmax, 3)), cview(scratch, 21 * nmax, (nmax, 3, 3)),
+                cview(scratch, 30 * nmax, (nmax, 6)))
     for i in range(counts.shape[0]):
         m_i = counts[i]
         if m_i == 0:
@@ -611,11 +617,11 @@ def _solve_arrowhead(data, counts, Mbb, Mbt, Mtt, rb, rl, out):
 # public kernels (full-size vectors + mask)
 
 @njit(cache=True, inline=INLINE)
-def link_counts(data, mask):
-    """Number of present links per leg (the morphology is valid: present links form a prefix)."""
+def link_counts(data, mask, out):
+    """out[i] = number of present links of leg i (the morphology is valid: present links form a prefix);
+    returns ``out`` (int64, (L,))."""
     n_joints = data[D_N_JOINTS]
     L = n_joints.shape[0]
-    out = np.zeros(L, dtype=np.int64)
     for i in range(L):
         k = 0
         while k < n_joints[i] and mask[i, k] > 0.5:
@@ -663,26 +669,44 @@ def _body_crba_rnea(data, v, gb, with_rnea, Mbb, h_b):
 
 
 @njit(cache=True, inline=INLINE)
-def _blocks(data):
-    """Arrays for ``_crba_rnea``'s outputs: M_bb, 𝓜^bθ and 𝓜^θθ per leg, h base and per leg."""
+def _work(data):
+    """The work arrays of one ``_crba_rnea`` call, carved from ONE allocation: M_bb, 𝓜^bθ and 𝓜^θθ per leg,
+    h base and per leg (its outputs), each leg's share of M_bb and h_b, the link counts (int64) and the legs'
+    scratch (``_legs_crba_rnea``). One np.empty instead of 14: each costs ~50 ns on numba 0.55 and ~20 ns on
+    0.68, together a fifth of a mass-matrix call on the older one (bench_model, 2026-11-23)."""
     L = data[D_N_JOINTS].shape[0]
     nmax = data[D_XI].shape[1]
-    return np.empty((6, 6)), np.empty((L, 6, nmax)), np.empty((L, nmax, nmax)), np.empty(6), np.empty((L, nmax))
+    w = np.empty(36 + L * 6 * nmax + L * nmax * nmax + 6 + L * nmax + L * 36 + L * 6 + L + LEG_SCRATCH * nmax)
+    Mbb = cview(w, 0, (6, 6))
+    a = 36
+    Mbt = cview(w, a, (L, 6, nmax))
+    a += L * 6 * nmax
+    Mtt = cview(w, a, (L, nmax, nmax))
+    a += L * nmax * nmax
+    h_b = cview(w, a, (6,))
+    a += 6
+    h_l = cview(w, a, (L, nmax))
+    a += L * nmax
+    Mb_l = cview(w, a, (L, 6, 6))
+    a += L * 36
+    hb_l = cview(w, a, (L, 6))
+    a += L * 6
+    counts = w[a:a + L].view(np.int64)
+    return Mbb, Mbt, Mtt, h_b, h_l, Mb_l, hb_l, counts, w[a + L:]
 
 
 @njit(cache=True, inline=INLINE)
-def _crba_rnea(data, R_sb, theta, v, f_world, mask, gravity_on, with_crba, with_rnea, with_tip, Mbb, Mbt, Mtt, h_b,
-               h_l):
+def _crba_rnea(data, R_sb, theta, v, f_world, mask, gravity_on, with_crba, with_rnea, with_tip, work):
     """Mass-matrix blocks (eq. 27) and h = C(θ, v) v + 𝒩 - 𝒥^T F_t of the whole robot: the main body's own
-    terms plus every leg's share (``_legs_crba_rnea``). Returns the link counts of ``mask``."""
+    terms plus every leg's share (``_legs_crba_rnea``), into the arrays of ``work`` (``_work``: M_bb, 𝓜^bθ,
+    𝓜^θθ, h_b, h_l, ...). Returns the link counts of ``mask``."""
+    Mbb, Mbt, Mtt, h_b, h_l, Mb_l, hb_l, counts, scratch = work
     L = data[D_N_JOINTS].shape[0]
-    counts = link_counts(data, mask)
+    link_counts(data, mask, counts)
     gb = _gravity_in_base(data, R_sb, gravity_on)
     _body_crba_rnea(data, v, gb, with_rnea, Mbb, h_b)
-    Mb_l = np.empty((L, 6, 6))
-    hb_l = np.empty((L, 6))
     _legs_crba_rnea(data, counts, theta, v, gb, R_sb, f_world, with_crba, with_rnea, with_tip, Mb_l, Mbt, Mtt, hb_l,
-                    h_l)
+                    h_l, scratch)
     for i in range(L):
         if counts[i] == 0:
             continue
@@ -695,19 +719,22 @@ def _crba_rnea(data, R_sb, theta, v, f_world, mask, gravity_on, with_crba, with_
 
 
 @njit(cache=True)
-def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out, joint_diag=None):
+def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out, joint_diag):
     """v̇ = M^-1 (τ + 𝒥^T F - C v - 𝒩)   (eq. 6), full-size vectors, morphology by ``mask``: M by CRBA, the
     rest by RNEA (``_legs_crba_rnea``), then the block-arrow solve of eq. 27 (``_solve_arrowhead``).
 
     ``f_world[i]`` is the world-frame force at leg i's foot (ignored when the tip link is missing);
     ``tau`` base rows are applied as given (0 for an unactuated base).
-    ``joint_diag`` (full joint order), if given, is added to M's joint diagonal: (M + diag) v̇ = ..., which is
-    how a simulator treats joint damping implicitly (D-term at v_{n+1}, as MuJoCo's implicitfast).
+    ``joint_diag`` (full joint order) is added to M's joint diagonal: (M + diag) v̇ = ..., which is how a
+    simulator treats joint damping implicitly (D-term at v_{n+1}, as MuJoCo's implicitfast); an empty array
+    adds nothing. (Not an optional argument: numba 0.55 spends ~0.4 µs per call folding an omitted default,
+    a tenth of the call; and one signature compiles once.)
     Returns False if M is not positive definite or the result is not finite (NaN/inf in the inputs)."""
     data = model(data)
     L = data[D_N_JOINTS].shape[0]
-    Mbb, Mbt, Mtt, h_b, h_l = _blocks(data)
-    counts = _crba_rnea(data, R_sb, theta, v, f_world, mask, True, True, True, True, Mbb, Mbt, Mtt, h_b, h_l)
+    work = _work(data)
+    Mbb, Mbt, Mtt, h_b, h_l = work[0], work[1], work[2], work[3], work[4]
+    counts = _crba_rnea(data, R_sb, theta, v, f_world, mask, True, True, True, True, work)
     joint_offset = data[D_JOINT_OFFSET]
     # right-hand side τ - h in place
     for r in range(6):
@@ -716,7 +743,7 @@ def forward_dynamics(data, R_sb, theta, v, tau, f_world, mask, vdot_out, joint_d
         off = 6 + joint_offset[i]
         for a in range(counts[i]):
             h_l[i, a] = tau[off + a] - h_l[i, a]
-            if joint_diag is not None:
+            if joint_diag.shape[0] > 0:
                 Mtt[i, a, a] += joint_diag[off - 6 + a]
     ok = _solve_arrowhead(data, counts, Mbb, Mbt, Mtt, h_b, h_l, vdot_out)
     return ok and _finite(vdot_out)
@@ -728,9 +755,10 @@ def mass_matrix(data, theta, mask, out):
     zero. Returns False if ``theta`` is not finite."""
     data = model(data)
     L = data[D_N_JOINTS].shape[0]
-    Mbb, Mbt, Mtt, h_b, h_l = _blocks(data)
+    work = _work(data)
+    Mbb, Mbt, Mtt = work[0], work[1], work[2]
     # (R_sb and f_world are not read without gravity and tip forces)
-    counts = _crba_rnea(data, Mbb, theta, theta, h_l, mask, False, True, False, False, Mbb, Mbt, Mtt, h_b, h_l)
+    counts = _crba_rnea(data, Mbb, theta, theta, Mbb, mask, False, True, False, False, work)
     nvf = out.shape[0]
     for r in range(nvf):
         for t in range(nvf):
@@ -757,8 +785,9 @@ def bias_forces(data, R_sb, theta, v, mask, gravity_on, out):
     (``_legs_crba_rnea``). Returns False if an input is not finite."""
     data = model(data)
     L = data[D_N_JOINTS].shape[0]
-    Mbb, Mbt, Mtt, h_b, h_l = _blocks(data)
-    counts = _crba_rnea(data, R_sb, theta, v, h_l, mask, gravity_on, False, True, False, Mbb, Mbt, Mtt, h_b, h_l)
+    work = _work(data)
+    h_b, h_l = work[3], work[4]
+    counts = _crba_rnea(data, R_sb, theta, v, h_l, mask, gravity_on, False, True, False, work)
     _scatter(data, counts, h_b, h_l, out)
     return _finite(theta) and _finite(v) and math.isfinite(R_sb[0, 0] + R_sb[0, 1] + R_sb[0, 2] + R_sb[1, 0] + R_sb[1, 1]
                                                            + R_sb[1, 2] + R_sb[2, 0] + R_sb[2, 1] + R_sb[2, 2])
@@ -773,7 +802,7 @@ def coriolis_apply(data, theta, v, w, mask, out, wa=1.0, wb=1.0, wde=1.0):
     n_joints = data[D_N_JOINTS]
     L = n_joints.shape[0]
     nmax = data[D_XI].shape[1]
-    counts = link_counts(data, mask)
+    counts = link_counts(data, mask, np.empty(L, dtype=np.int64))
     same = False
     base_l = np.zeros((2, L, 6))       # per-leg slots of the base rows and of 𝒫, summed below
     bias_l = np.zeros((L, nmax))
@@ -936,13 +965,14 @@ def tip_state(data, R_sb, p_sb, theta, v, pos_out, vel_out):
 
 @njit(cache=True)
 def se3_step(R, p, V, dt):
-    """In place: g <- g exp(V^ dt) for the body twist V = [v; w] (exact exponential on SE(3))."""
-    phi = np.empty(3)
-    rho = np.empty(3)
-    for r in range(3):
-        phi[r] = V[3 + r] * dt
-        rho[r] = V[r] * dt
-    a2 = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]
+    """In place: g <- g exp(V^ dt) for the body twist V = [v; w] (exact exponential on SE(3)).
+
+    exp([ρ; φ]^) = (R_e, V_m ρ) with R_e = 1 + A φ̂ + B φ̂², V_m = 1 + B φ̂ + C φ̂², A = sin a / a,
+    B = (1 - cos a) / a², C = (a - sin a) / a³, a = |φ| (Modern Robotics eq. 3.51, 3.88). Scalar code: the
+    engine calls this every step, and each temporary array cost ~20-50 ns (there were 11)."""
+    r0, r1, r2 = V[0] * dt, V[1] * dt, V[2] * dt
+    f0, f1, f2 = V[3] * dt, V[4] * dt, V[5] * dt
+    a2 = f0 * f0 + f1 * f1 + f2 * f2
     a = math.sqrt(a2)
     if a < 1e-6:   # series: sin(a)/a, (1-cos a)/a^2, (a - sin a)/a^3
         A = 1.0 - a2 / 6.0
@@ -952,42 +982,37 @@ def se3_step(R, p, V, dt):
         A = math.sin(a) / a
         B = (1.0 - math.cos(a)) / a2
         Cc = (a - math.sin(a)) / (a2 * a)
-    K = np.empty((3, 3))
-    K[0, 0] = 0.0
-    K[0, 1] = -phi[2]
-    K[0, 2] = phi[1]
-    K[1, 0] = phi[2]
-    K[1, 1] = 0.0
-    K[1, 2] = -phi[0]
-    K[2, 0] = -phi[1]
-    K[2, 1] = phi[0]
-    K[2, 2] = 0.0
-    K2 = np.empty((3, 3))
-    _mm3(K, K, K2)
-    Re = np.empty((3, 3))
-    Vm = np.empty((3, 3))
+    # φ̂ φ̂ = φ φ^T - a² 1 (symmetric)
+    k00, k11, k22 = f0 * f0 - a2, f1 * f1 - a2, f2 * f2 - a2
+    k01, k02, k12 = f0 * f1, f0 * f2, f1 * f2
+    # R_e = 1 + A φ̂ + B φ̂²
+    e00, e01, e02 = 1.0 + B * k00, -A * f2 + B * k01, A * f1 + B * k02
+    e10, e11, e12 = A * f2 + B * k01, 1.0 + B * k11, -A * f0 + B * k12
+    e20, e21, e22 = -A * f1 + B * k02, A * f0 + B * k12, 1.0 + B * k22
+    # t = V_m ρ
+    t0 = r0 + B * (f1 * r2 - f2 * r1) + Cc * (k00 * r0 + k01 * r1 + k02 * r2)
+    t1 = r1 + B * (f2 * r0 - f0 * r2) + Cc * (k01 * r0 + k11 * r1 + k12 * r2)
+    t2 = r2 + B * (f0 * r1 - f1 * r0) + Cc * (k02 * r0 + k12 * r1 + k22 * r2)
+    # p += R t, then R <- R R_e in place (row r of R R_e needs only row r of R)
     for r in range(3):
-        for s in range(3):
-            e = 1.0 if r == s else 0.0
-            Re[r, s] = e + A * K[r, s] + B * K2[r, s]
-            Vm[r, s] = e + B * K[r, s] + Cc * K2[r, s]
-    t = np.empty(3)
-    dp = np.empty(3)
-    _mv3(Vm, rho, t)
-    _mv3(R, t, dp)
-    Rn = np.empty((3, 3))
-    _mm3(R, Re, Rn)
-    # re-orthonormalise (one Newton step toward the polar factor) so round-off cannot accumulate
-    G = np.empty((3, 3))
-    H = np.empty((3, 3))
+        q0, q1, q2 = R[r, 0], R[r, 1], R[r, 2]
+        p[r] += q0 * t0 + q1 * t1 + q2 * t2
+        R[r, 0] = q0 * e00 + q1 * e10 + q2 * e20
+        R[r, 1] = q0 * e01 + q1 * e11 + q2 * e21
+        R[r, 2] = q0 * e02 + q1 * e12 + q2 * e22
+    # re-orthonormalise (one Newton step toward the polar factor, R <- 1.5 R - 0.5 R (R^T R)) so round-off
+    # cannot accumulate; G = R^T R is symmetric
+    g00 = R[0, 0] * R[0, 0] + R[1, 0] * R[1, 0] + R[2, 0] * R[2, 0]
+    g01 = R[0, 0] * R[0, 1] + R[1, 0] * R[1, 1] + R[2, 0] * R[2, 1]
+    g02 = R[0, 0] * R[0, 2] + R[1, 0] * R[1, 2] + R[2, 0] * R[2, 2]
+    g11 = R[0, 1] * R[0, 1] + R[1, 1] * R[1, 1] + R[2, 1] * R[2, 1]
+    g12 = R[0, 1] * R[0, 2] + R[1, 1] * R[1, 2] + R[2, 1] * R[2, 2]
+    g22 = R[0, 2] * R[0, 2] + R[1, 2] * R[1, 2] + R[2, 2] * R[2, 2]
     for r in range(3):
-        for s in range(3):
-            G[r, s] = Rn[0, r] * Rn[0, s] + Rn[1, r] * Rn[1, s] + Rn[2, r] * Rn[2, s]   # Rn^T Rn
-    _mm3(Rn, G, H)
-    for r in range(3):
-        p[r] += dp[r]
-        for s in range(3):
-            R[r, s] = 1.5 * Rn[r, s] - 0.5 * H[r, s]
+        q0, q1, q2 = R[r, 0], R[r, 1], R[r, 2]
+        R[r, 0] = 1.5 * q0 - 0.5 * (q0 * g00 + q1 * g01 + q2 * g02)
+        R[r, 1] = 1.5 * q1 - 0.5 * (q0 * g01 + q1 * g11 + q2 * g12)
+        R[r, 2] = 1.5 * q2 - 0.5 * (q0 * g02 + q1 * g12 + q2 * g22)
 
 
 @njit(cache=True)
@@ -1010,11 +1035,12 @@ def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
     phb = np.empty((nmax + 1, L, 6))
     phl = np.empty((nmax + 1, L, nmax))
     prefix = np.empty(L, dtype=np.int64)
+    scratch = np.empty(LEG_SCRATCH * nmax)
     for m in range(nmax + 1):
         for i in range(L):
             prefix[i] = min(m, n_joints[i])
         _legs_crba_rnea(data, prefix, theta, v, gb, R_sb, f_world, True, True, True, pMb[m], pMbt[m], pMtt[m], phb[m],
-                        phl[m])
+                        phl[m], scratch)
     Mb0 = np.empty((6, 6))
     hb0 = np.empty(6)
     _body_crba_rnea(data, v, gb, True, Mb0, hb0)
@@ -1023,8 +1049,9 @@ def forward_dynamics_bank(data, R_sb, theta, v, tau, f_world, masks, out):
     hMbt = np.empty((L, 6, nmax))
     hMtt = np.empty((L, nmax, nmax))
     rl = np.empty((L, nmax))
+    counts = np.empty(L, dtype=np.int64)
     for kk in range(K):
-        counts = link_counts(data, masks[kk])
+        link_counts(data, masks[kk], counts)
         for r in range(6):
             rb[r] = tau[r] - hb0[r]
             for t in range(6):

@@ -45,6 +45,9 @@ def _pose(g, check_finite=True):
 
 
 _F64 = np.dtype(np.float64)
+_NO_DIAG = np.empty(0)  # forward_dynamics without a joint diagonal (see kernels.forward_dynamics)
+# the hot paths' kernels bound once (a module attribute lookup per call is ~20 ns of a ~2-5 µs call)
+_mass_matrix, _bias_forces, _forward_dynamics = kernels.mass_matrix, kernels.bias_forces, kernels.forward_dynamics
 
 
 def _out_array(out, shape):
@@ -472,9 +475,9 @@ class LeggedRobot:
 
     # ---- the paper's structural matrices ------------------------------------------------------------------
     # mass_matrix, bias_forces and forward_dynamics have a hot path for the healthy robot, written out: one
-    # np.asarray and one shape comparison per argument, finiteness checked in the kernel (each Python call
-    # layer costs ~0.05-0.1 µs here, Pinocchio's whole crba ~1.9 µs). Anything else takes the checked path,
-    # which names the bad input. ``out=`` follows numpy: a writable C-contiguous float64 array of the result's
+    # np.asarray (to the float64 dtype object: ~7 ns less than dtype=float) and one shape comparison per
+    # argument, finiteness checked in the kernel (each Python call layer costs ~0.05-0.1 µs here,
+    # Pinocchio's whole crba ~1.9 µs). Anything else takes the checked path, which names the bad input. ``out=`` follows numpy: a writable C-contiguous float64 array of the result's
     # shape that receives the result and is returned (on the hot path its check costs what np.empty does).
     def _deliver(self, full, out, reduce):
         """Checked path's result: ``full`` (full-size, from the kernel) reduced to this morphology by
@@ -488,11 +491,11 @@ class LeggedRobot:
     def mass_matrix(self, q, out=None):
         """M(θ) (eq. 7-8, 27-28), nv x nv, symmetric positive definite (``out``: optional (nv, nv) result array)."""
         if self._healthy:
-            qf = np.asarray(q, dtype=float)
+            qf = np.asarray(q, _F64)
             M = np.empty(self._M_shape) if out is None else out
             if (qf.shape == self._q_shape and (out is None or (type(out) is np.ndarray and out.shape == self._M_shape
                                                                and out.dtype is _F64 and out.flags.carray))
-                    and kernels.mass_matrix(self.kernel_buffer, qf, self._mask, M)):
+                    and _mass_matrix(self.kernel_buffer, qf, self._mask, M)):
                 return M
         qf = self._q_full(q)
         if out is not None:
@@ -524,12 +527,13 @@ class LeggedRobot:
     def bias_forces(self, g_sb, q, v, out=None):
         """C(θ, v) v + 𝒩(Q) (Pinocchio's nonLinearEffects), (nv,) (``out``: optional (nv,) result array)."""
         if self._healthy:
-            g, qf, vf = np.asarray(g_sb, dtype=float), np.asarray(q, dtype=float), np.asarray(v, dtype=float)
-            h = np.empty(self._v_shape) if out is None else out
-            if (g.shape == (4, 4) and qf.shape == self._q_shape and vf.shape == self._v_shape
-                    and (out is None or (type(out) is np.ndarray and out.shape == self._v_shape and out.dtype is _F64
+            g, qf, vf = np.asarray(g_sb, _F64), np.asarray(q, _F64), np.asarray(v, _F64)
+            vs = self._v_shape
+            h = np.empty(vs) if out is None else out
+            if (g.shape == (4, 4) and qf.shape == self._q_shape and vf.shape == vs
+                    and (out is None or (type(out) is np.ndarray and out.shape == vs and out.dtype is _F64
                                          and out.flags.carray))
-                    and kernels.bias_forces(self.kernel_buffer, g, qf, vf, self._mask, True, h)):
+                    and _bias_forces(self.kernel_buffer, g, qf, vf, self._mask, True, h)):
                 return h
         g, qf, vf = _pose(g_sb), self._q_full(q), self._v_full(v)
         if out is not None:
@@ -542,21 +546,20 @@ class LeggedRobot:
         """v̇ from M v̇ + C v + 𝒩 = τ + 𝒥^T F_t (eq. 6), (nv,). ``tau`` has nv entries (base rows are normally
         0); ``out``: optional (nv,) result array."""
         if self._healthy and tip_forces is None:
-            g, qf, vf, tf = (np.asarray(g_sb, dtype=float), np.asarray(q, dtype=float), np.asarray(v, dtype=float),
-                             np.asarray(tau, dtype=float))
-            a = np.empty(self._v_shape) if out is None else out
-            if (g.shape == (4, 4) and qf.shape == self._q_shape and vf.shape == self._v_shape
-                    and tf.shape == self._v_shape
-                    and (out is None or (type(out) is np.ndarray and out.shape == self._v_shape and out.dtype is _F64
+            g, qf, vf, tf = np.asarray(g_sb, _F64), np.asarray(q, _F64), np.asarray(v, _F64), np.asarray(tau, _F64)
+            vs = self._v_shape
+            a = np.empty(vs) if out is None else out
+            if (g.shape == (4, 4) and qf.shape == self._q_shape and vf.shape == vs and tf.shape == vs
+                    and (out is None or (type(out) is np.ndarray and out.shape == vs and out.dtype is _F64
                                          and out.flags.carray))
-                    and kernels.forward_dynamics(self.kernel_buffer, g, qf, vf, tf, self._zero_f, self._mask, a)):
+                    and _forward_dynamics(self.kernel_buffer, g, qf, vf, tf, self._zero_f, self._mask, a, _NO_DIAG)):
                 return a
         args = (_pose(g_sb, check_finite=False), self._q_full(q, False), self._v_full(v, "v", False),
                 self._v_full(tau, "tau", False), self._f_full(tip_forces, False))
         if out is not None:
             _out_array(out, (self.nv,))
         a = out if self._healthy and out is not None else np.empty(self._v_shape)
-        if not kernels.forward_dynamics(self.kernel_buffer, *args, self._mask, a):
+        if not kernels.forward_dynamics(self.kernel_buffer, *args, self._mask, a, _NO_DIAG):
             # find the bad input only on the failure path, so the good path pays one check
             _pose(g_sb)
             self._q_full(q)
