@@ -83,6 +83,11 @@ def _predictors() -> None:
         m.on_morphology(0.0, np.full(len(robot.leg_names), 3))
         m.on_command(0.0, np.zeros(len(joints)), 0.0)
         m.pose(0.05)
+    # the slipping model's energy-minimisation fallback for a frame its path search gives up on (rare, called
+    # from Python: it would otherwise compile in the middle of a run)
+    from jethexa_dynamics.second_opinions.spring_support import solve_support
+
+    solve_support(np.array([[0.1, 0.1, -0.1], [-0.1, 0.1, -0.1], [0.0, -0.1, -0.1]]), 1000.0, 10.0, max_iter=0)
 
 
 #: name -> what it compiles; the nodes name the groups they need

@@ -10,9 +10,10 @@ BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmar
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", ["bench_sim.py", "bench_model.py", "bench_predictor_node.py"])
+@pytest.mark.parametrize("script", ["bench_sim.py", "bench_model.py", "bench_predictor_node.py", "bench_slip.py"])
 def test_benchmark_smoke(script):
-    pytest.importorskip({"bench_sim.py": "mujoco", "bench_model.py": "pinocchio"}.get(script, "rclpy"))
+    pytest.importorskip({"bench_sim.py": "mujoco", "bench_model.py": "pinocchio", "bench_slip.py": "mujoco"}
+                        .get(script, "rclpy"))
     extra = ["--seconds", "2"] if script == "bench_predictor_node.py" else []   # own processes over DDS
     r = subprocess.run([sys.executable, script, "--smoke"] + extra, cwd=BENCH, capture_output=True, text=True,
                        timeout=900)      # guard against a hang only

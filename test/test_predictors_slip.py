@@ -201,3 +201,18 @@ def test_anchor_uses_the_newest_mocap_stamped_at_or_before_it(robot):
     assert pred.anchors == [0.0, 0.5]
     np.testing.assert_allclose(pos[:2], [1.0, 0.5], atol=1e-9)       # no command: the body stands still
     assert pred.planar_pose()[2] == pytest.approx(0.3)
+
+
+@pytest.mark.parametrize("morphology", [None, "LM:0", "RR:1"])
+def test_centre_of_mass_from_the_locked_inertia_matches_newton_euler(robot, morphology):
+    """The predictor's COM (base block of the core model's mass matrix) against an independent sum of link
+    masses at the link CoMs by the recursive Newton-Euler model's own forward kinematics, healthy and with a
+    removed / truncated leg."""
+    from jethexa_dynamics.second_opinions.newton_euler import NewtonEulerRobot
+
+    pred = SlipPredictor(robot, morphology=morphology)
+    ne = NewtonEulerRobot.from_urdf(robot.urdf_path).with_morphology(pred.robot.morphology.links_per_leg)
+    rng = np.random.default_rng(4)
+    for _ in range(5):
+        q = rng.uniform(-0.6, 0.6, len(pred.robot.joint_names))
+        np.testing.assert_allclose(pred._centre_of_mass(q), ne.center_of_mass(q), rtol=0, atol=1e-14)

@@ -27,7 +27,6 @@ import numpy as np
 from jethexa_dynamics.model import LeggedRobot, Morphology
 from jethexa_dynamics.model.se3 import rot_to_quat
 from jethexa_dynamics.second_opinions._checks import finite_array
-from jethexa_dynamics.second_opinions.newton_euler import NewtonEulerRobot
 from jethexa_dynamics.second_opinions.se2 import compose, se2_exp
 from jethexa_dynamics.second_opinions.slip import SlipModel
 from jethexa_dynamics.second_opinions.spring_support import SupportStatus
@@ -60,7 +59,6 @@ class SlipPredictor(PredictorBase):
         self.full = (robot or LeggedRobot.jethexa()).full
         self._start(self.full.joint_names, reanchor_horizon)
         self.imu_arms_anchor = bool(imu_yaw)     # else the IMU is nothing to anchor on: motion capture starts the clock
-        self.com_model = NewtonEulerRobot.from_urdf(self.full.urdf_path) if self.full.urdf_path else None
         self.slip = SlipModel(len(self.full.leg_names), stiffness, mu, anisotropy,
                               weight=self.full.total_mass * 9.81)
         self.smoothing = float(smoothing)
@@ -95,8 +93,7 @@ class SlipPredictor(PredictorBase):
         self.robot = self.full.with_morphology(Morphology.parse(self.full, morphology))
         self._present = np.array([leg in self.robot.tip_legs for leg in self.full.leg_names])
         self._tip_rows = np.array([self.full.leg_names.index(leg) for leg in self.robot.tip_legs], dtype=int)
-        self._com_robot = (None if self.com_model is None
-                           else self.com_model.with_morphology(self.robot.morphology.links_per_leg))
+        self._M = np.empty((self.robot.nv, self.robot.nv))     # mass matrix scratch (the COM, per command)
         self._last_cmd = None          # no finite difference across a morphology change
         self._feet_set = None
 
@@ -106,9 +103,17 @@ class SlipPredictor(PredictorBase):
         return self._t
 
     # ---- inputs -----------------------------------------------------------------------------------------
+    def _centre_of_mass(self, q):
+        """Whole-robot centre of mass c [m] in base_link at joint angles q, from the core model's locked inertia:
+        the base block of M(q) is [[m 1, -m [c]], [m [c], I_b]] (paper eq. 8, m = total mass), so
+        c = ([c]_21, [c]_02, [c]_10) of M[3:6, 0:3] / m. (One compiled CRBA call instead of a forward
+        kinematics pass in numpy.)"""
+        M = self.robot.mass_matrix(q, out=self._M)
+        return np.array([M[5, 1], M[3, 2], M[4, 0]]) / M[0, 0]
+
     def _feet(self, q):
         """Feet (N_legs, 3) relative to the COM in base_link axes (absent legs: 0), and the COM."""
-        com = np.zeros(3) if self._com_robot is None else self._com_robot.center_of_mass(q)
+        com = self._centre_of_mass(q)
         feet = np.zeros((len(self.full.leg_names), 3))
         feet[self._tip_rows] = self.robot.tip_poses(q)[:, :3, 3] - com
         return feet, com
@@ -221,6 +226,11 @@ class SlipPredictor(PredictorBase):
         self.advance(t)
         self.wall.add(time.perf_counter() - w0)
         return self.pose_matrix
+
+    def pose(self, t):
+        """Advance to ``t``; (position (3,), quaternion (w, x, y, z)) of base_link, from one pose matrix."""
+        g = self.predict(max(check_time(t), self.time))
+        return g[:3, 3].copy(), rot_to_quat(g[:3, :3])
 
     # ---- outputs ----------------------------------------------------------------------------------------
     @property

@@ -50,3 +50,9 @@ def positive_scalar(value, field):
     if not np.isfinite(v) or v <= 0:
         raise ValueError(f"{field}: must be a finite number > 0, got {value!r}")
     return v
+
+
+def kernel_array(value):
+    """A writeable C-contiguous float64 copy: the one array type the compiled kernels are built for (a read-only
+    or strided view, e.g. from ``np.broadcast_to``, would compile another signature on first use)."""
+    return np.array(value, dtype=float, order="C")

@@ -11,12 +11,15 @@ Units: positions [m], velocities [m/s], mu [1/(m/s)] (viscous-Coulomb, not the C
 force unit; velocities do not depend on a common scale of mu*F, forces scale with it.
 Single contact (or all contacts at one point): yaw about that point is undetermined; omega = 0 is returned
 and ``single_contact`` is set. No loaded contact: v = omega = 0 and ``no_contact`` is set.
+One frame is scalar code compiled with numba, looping over the frames (leading axis T), so one frame per
+call (the predictor) and many frames per call run the same code.
 """
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import finite_array, leg_frames, per_leg
+from ..model._numba import njit
+from ._checks import finite_array, kernel_array, leg_frames, per_leg
 
 
 @dataclass
@@ -32,6 +35,7 @@ class ConnectionResult:
 
 
 def _inputs(feet_xy, loads, mu, anisotropy):
+    """Checked inputs as kernel arrays: (T, N, 2) feet, (T, N) c_k = mu_k F_k and (T, N, 2) anisotropy w_k."""
     q, single = leg_frames(feet_xy, "feet_xy", 2)
     T, N = q.shape[:2]
     c = per_leg(loads, "loads", (T, N), nonnegative=True) * per_leg(mu, "mu", (T, N), nonnegative=True)
@@ -42,37 +46,83 @@ def _inputs(feet_xy, loads, mu, anisotropy):
             w = np.broadcast_to(w_in, (T, N, 2))
         except ValueError:
             raise ValueError(f"anisotropy: shape {w_in.shape} does not match {N} legs") from None
-    # W_k = mu_k F_k (I + w w^T), the positive friction metric of each contact
-    W = c[..., None, None] * (np.eye(2) + w[..., :, None] * w[..., None, :])
-    return q, W, single
+    return kernel_array(q), kernel_array(c), kernel_array(w), single
 
 
-def _normal_equations(q, W):
-    """Blocks of G = sum J_k^T W_k J_k with J_k = [I, S q_k]: Gvv (T,2,2), gvw (T,2), gww (T,)."""
-    r = np.stack([-q[..., 1], q[..., 0]], -1)               # S q_k
-    Wr = np.einsum("tnij,tnj->tni", W, r)
-    return W.sum(1), Wr.sum(1), np.einsum("tni,tni->t", r, Wr), r
+@njit(cache=True)
+def _normal_equations(q, c, w, W, r):
+    """One frame: friction metrics W_k = mu_k F_k (I + w_k w_k^T) into W (N, 2, 2), r_k = S q_k into r (N, 2);
+    returns the blocks of G = sum J_k^T W_k J_k with J_k = [I, S q_k]: Gvv (2, 2), gvw (2,), gww."""
+    Gvv, gvw, gww = np.zeros((2, 2)), np.zeros(2), 0.0
+    for k in range(q.shape[0]):
+        r[k, 0], r[k, 1] = -q[k, 1], q[k, 0]
+        for i in range(2):
+            for j in range(2):
+                W[k, i, j] = c[k] * ((1.0 if i == j else 0.0) + w[k, i] * w[k, j])
+                Gvv[i, j] += W[k, i, j]
+        for i in range(2):
+            Wr = W[k, i, 0] * r[k, 0] + W[k, i, 1] * r[k, 1]
+            gvw[i] += Wr
+            gww += r[k, i] * Wr
+    return Gvv, gvw, gww
 
 
-def _solve(Gvv, gvw, gww, bv, bw):
-    """Solve [[Gvv, gvw], [gvw^T, gww]] [v; w] = [bv; bw] by the Schur complement on the yaw rate.
+@njit(cache=True)
+def _solve(Gvv, gvw, gww, bv, bw, v, w):
+    """Solve [[Gvv, gvw], [gvw^T, gww]] [v; w] = [bv; bw] by the Schur complement on the yaw rate, one frame.
 
-    bv (T, 2, m), bw (T, m): m right-hand sides at once (m = 1 for a body twist, 2N for the connection).
+    bv (2, m), bw (m,): m right-hand sides at once (m = 1 for a body twist, 2N for the connection); the
+    solutions go to v (2, m), w (m,). Returns (single contact, no contact).
     """
-    det = Gvv[:, 0, 0] * Gvv[:, 1, 1] - Gvv[:, 0, 1] * Gvv[:, 1, 0]
-    no_contact = ~(det > 1e-300)
-    det = np.where(no_contact, 1.0, det)
-    Ginv = np.stack([np.stack([Gvv[:, 1, 1], -Gvv[:, 0, 1]], -1),
-                     np.stack([-Gvv[:, 1, 0], Gvv[:, 0, 0]], -1)], -2) / det[:, None, None]
-    Ginv[no_contact] = 0.0
-    k = np.einsum("tij,tj->ti", Ginv, gvw)
-    schur = gww - np.einsum("ti,ti->t", gvw, k)             # = weighted spread of the contacts about
-    single = ~no_contact & ~(schur > 1e-12 * np.maximum(gww, 1e-300))  # their centre: 0 for one point
-    schur = np.where(single | no_contact, 1.0, schur)
-    w = (bw - np.einsum("ti,tim->tm", k, bv)) / schur[:, None]
-    w[single | no_contact] = 0.0
-    v = np.einsum("tij,tjm->tim", Ginv, bv - gvw[:, :, None] * w[:, None, :])
-    return v, w, single, no_contact
+    det = Gvv[0, 0] * Gvv[1, 1] - Gvv[0, 1] * Gvv[1, 0]
+    no_contact = not det > 1e-300
+    Ginv = np.zeros((2, 2))
+    if not no_contact:
+        Ginv[0, 0], Ginv[0, 1] = Gvv[1, 1] / det, -Gvv[0, 1] / det
+        Ginv[1, 0], Ginv[1, 1] = -Gvv[1, 0] / det, Gvv[0, 0] / det
+    k0 = Ginv[0, 0] * gvw[0] + Ginv[0, 1] * gvw[1]
+    k1 = Ginv[1, 0] * gvw[0] + Ginv[1, 1] * gvw[1]
+    schur = gww - (gvw[0] * k0 + gvw[1] * k1)          # = weighted spread of the contacts about
+    single = not no_contact and not schur > 1e-12 * max(gww, 1e-300)  # their centre: 0 for one point
+    for m in range(bw.size):
+        w[m] = 0.0 if single or no_contact else (bw[m] - (k0 * bv[0, m] + k1 * bv[1, m])) / schur
+        r0, r1 = bv[0, m] - gvw[0] * w[m], bv[1, m] - gvw[1] * w[m]
+        v[0, m] = Ginv[0, 0] * r0 + Ginv[0, 1] * r1
+        v[1, m] = Ginv[1, 0] * r0 + Ginv[1, 1] * r1
+    return single, no_contact
+
+
+@njit(cache=True)
+def _twist(q, qd, c, w):
+    """body_twist of every frame: q, qd, w (T, N, 2), c (T, N) = mu F. Returns velocity (T, 2), yaw rate (T,),
+    forces (T, N, 2), single_contact (T,), no_contact (T,)."""
+    T, N = q.shape[0], q.shape[1]
+    velocity, yaw_rate, forces = np.zeros((T, 2)), np.zeros(T), np.zeros((T, N, 2))
+    single, none = np.zeros(T, dtype=np.bool_), np.zeros(T, dtype=np.bool_)
+    W, r = np.empty((N, 2, 2)), np.empty((N, 2))
+    bv, bw, v, om = np.empty((2, 1)), np.empty(1), np.empty((2, 1)), np.empty(1)
+    for t in range(T):
+        Gvv, gvw, gww = _normal_equations(q[t], c[t], w[t], W, r)
+        bv[:] = 0.0
+        bw[0] = 0.0
+        for k in range(N):                      # right-hand side -sum J_k^T W_k qdot_k
+            for i in range(2):
+                Wqd = W[k, i, 0] * qd[t, k, 0] + W[k, i, 1] * qd[t, k, 1]
+                bv[i, 0] -= Wqd
+                bw[0] -= r[k, i] * Wqd
+        single[t], none[t] = _solve(Gvv, gvw, gww, bv, bw, v, om)
+        velocity[t, 0], velocity[t, 1], yaw_rate[t] = v[0, 0], v[1, 0], om[0]
+        for k in range(N):                      # f_k = -W_k u_k, u_k = v + omega S q_k + qdot_k
+            u0 = v[0, 0] + om[0] * r[k, 0] + qd[t, k, 0]
+            u1 = v[1, 0] + om[0] * r[k, 1] + qd[t, k, 1]
+            forces[t, k, 0] = -(W[k, 0, 0] * u0 + W[k, 0, 1] * u1)
+            forces[t, k, 1] = -(W[k, 1, 0] * u0 + W[k, 1, 1] * u1)
+    return velocity, yaw_rate, forces, single, none
+
+
+def _body_twist(q, qd, c, w):
+    """body_twist on checked inputs: q, qd, w (T, N, 2), c (T, N) = mu F (any layout)."""
+    return ConnectionResult(*_twist(*(kernel_array(a) for a in (q, qd, c, w))))
 
 
 def body_twist(feet_xy, feet_velocity_xy, loads, mu=1.0, anisotropy=None):
@@ -82,22 +132,35 @@ def body_twist(feet_xy, feet_velocity_xy, loads, mu=1.0, anisotropy=None):
     loads: normal loads (N,) / (T, N) from Stage A (0 = not in contact). mu: scalar, (N,) or (T, N).
     anisotropy: w_k, (2,), (N, 2) or (T, N, 2) body frame, or None (isotropic).
     """
-    q, W, single = _inputs(feet_xy, loads, mu, anisotropy)
+    q, c, w, single = _inputs(feet_xy, loads, mu, anisotropy)
     qd = finite_array(feet_velocity_xy, "feet_velocity_xy", (2, 3), last_dim=2)
     if qd.ndim == 2:
         qd = qd[None]
     if qd.shape != q.shape:
         raise ValueError(f"feet_velocity_xy: shape {qd.shape} does not match feet_xy {q.shape}")
-    Gvv, gvw, gww, r = _normal_equations(q, W)
-    Wqd = np.einsum("tnij,tnj->tni", W, qd)
-    v, w, one, none = _solve(Gvv, gvw, gww, -Wqd.sum(1)[..., None], -np.einsum("tni,tni->t", r, Wqd)[:, None])
-    v, w = v[..., 0], w[:, 0]
-    slip = v[:, None, :] + w[:, None, None] * r + qd
-    forces = -np.einsum("tnij,tnj->tni", W, slip)
-    out = ConnectionResult(v, w, forces, one, none)
+    out = _body_twist(q, qd, c, w)
     if single:
         out = ConnectionResult(*(getattr(out, f)[0] for f in out.__dataclass_fields__))
     return out
+
+
+@njit(cache=True)
+def _connection(q, c, w):
+    """local_connection of every frame: (T, 3, 2N) with column 2k + i the twist of a unit qdot_(k, i)."""
+    T, N = q.shape[0], q.shape[1]
+    A = np.zeros((T, 3, 2 * N))
+    W, r = np.empty((N, 2, 2)), np.empty((N, 2))
+    bv, bw, v, om = np.empty((2, 2 * N)), np.empty(2 * N), np.empty((2, 2 * N)), np.empty(2 * N)
+    for t in range(T):
+        Gvv, gvw, gww = _normal_equations(q[t], c[t], w[t], W, r)
+        # unit foot velocity e_(k,i) as a right-hand side: bv = -W_k e_i, bw = -r_k^T W_k e_i
+        for k in range(N):
+            for i in range(2):
+                bv[0, 2 * k + i], bv[1, 2 * k + i] = -W[k, 0, i], -W[k, 1, i]
+                bw[2 * k + i] = -(r[k, 0] * W[k, 0, i] + r[k, 1] * W[k, 1, i])
+        _solve(Gvv, gvw, gww, bv, bw, v, om)
+        A[t, :2], A[t, 2] = v, om
+    return A
 
 
 def local_connection(feet_xy, loads, mu=1.0, anisotropy=None):
@@ -106,12 +169,7 @@ def local_connection(feet_xy, loads, mu=1.0, anisotropy=None):
     Same inputs as ``body_twist`` without the velocities; single-frame input gives (3, N, 2).
     (The paper's A_theta is minus the third row.)
     """
-    q, W, single = _inputs(feet_xy, loads, mu, anisotropy)
+    q, c, w, single = _inputs(feet_xy, loads, mu, anisotropy)
     T, N = q.shape[:2]
-    Gvv, gvw, gww, r = _normal_equations(q, W)
-    # unit foot velocity e_(k,i) as a right-hand side: bv = -W_k e_i, bw = -r_k^T W_k e_i
-    bv = -W.transpose(0, 2, 1, 3).reshape(T, 2, 2 * N)
-    bw = -np.einsum("tni,tnij->tnj", r, W).reshape(T, 2 * N)
-    v, w, _, _ = _solve(Gvv, gvw, gww, bv, bw)
-    A = np.concatenate([v, w[:, None, :]], axis=1).reshape(T, 3, N, 2)
+    A = _connection(q, c, w).reshape(T, 3, N, 2)
     return A[0] if single else A

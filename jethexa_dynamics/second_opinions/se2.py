@@ -14,7 +14,8 @@ import math
 
 import numpy as np
 
-from ._checks import finite_array
+from ..model._numba import njit
+from ._checks import finite_array, kernel_array
 
 
 def se2_exp(twist, dt):
@@ -23,14 +24,24 @@ def se2_exp(twist, dt):
     dt = np.asarray(dt, float)
     if not np.all(np.isfinite(dt)):
         raise ValueError("dt: contains NaN or inf")
-    v = tw[..., :2] * dt[..., None]
-    phi = tw[..., 2] * dt
-    small = np.abs(phi) < 1e-6
-    ps = np.where(small, 1.0, phi)
-    # V(phi) = [[a, -b], [b, a]] with a = sin(phi)/phi, b = (1 - cos(phi))/phi (series near 0)
-    a = np.where(small, 1.0 - phi ** 2 / 6.0, np.sin(ps) / ps)
-    b = np.where(small, phi / 2.0 - phi ** 3 / 24.0, (1.0 - np.cos(ps)) / ps)
-    return np.stack([a * v[..., 0] - b * v[..., 1], b * v[..., 0] + a * v[..., 1], phi], axis=-1)
+    shape = np.broadcast(tw[..., 0], dt).shape
+    rows = kernel_array(np.broadcast_to(tw, shape + (3,)).reshape(-1, 3))
+    out = np.empty_like(rows)
+    _exp_rows(rows, kernel_array(np.broadcast_to(dt, shape).reshape(-1)), out)
+    return out.reshape(shape + (3,))
+
+
+@njit(cache=True)
+def _exp_rows(tw, dt, out):
+    """se2_exp row by row (compiled: the predictor takes one step per call): tw (T, 3), dt (T,) -> out (T, 3)."""
+    for t in range(tw.shape[0]):
+        vx, vy, phi = tw[t, 0] * dt[t], tw[t, 1] * dt[t], tw[t, 2] * dt[t]
+        # V(phi) = [[a, -b], [b, a]] with a = sin(phi)/phi, b = (1 - cos(phi))/phi (series near 0)
+        if abs(phi) < 1e-6:
+            a, b = 1.0 - phi ** 2 / 6.0, phi / 2.0 - phi ** 3 / 24.0
+        else:
+            a, b = math.sin(phi) / phi, (1.0 - math.cos(phi)) / phi
+        out[t, 0], out[t, 1], out[t, 2] = a * vx - b * vy, b * vx + a * vy, phi
 
 
 def compose(a, b):

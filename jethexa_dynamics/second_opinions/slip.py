@@ -3,8 +3,9 @@
 Per frame (stateless, quasi-static, inertia-free): foot positions and velocities in the body frame ->
 Stage A (``spring_support``): contact set, normal loads, pitch, roll, height;
 Stage B (``connection``): planar body velocity, yaw rate and traction forces.
-Whole trajectories are evaluated in one vectorised pass over frames and integrated on SE(2) (``se2``),
-sequentially or by the parallel prefix product.
+Both stages are per-frame code compiled with numba, one loop over the frames: one frame per call (the
+predictor, ~25 us here) and whole trajectories per call run the same code. Trajectories are integrated on
+SE(2) (``se2``), sequentially or by the parallel prefix product.
 
 A removed leg simply leaves the list: pass ``present`` (bool per leg) and it is dropped before both stages;
 its outputs read 0 / not in contact.
@@ -13,10 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import se2
+from . import connection, se2, spring_support
 from ._checks import finite_array, per_leg, positive_scalar
-from .connection import body_twist
-from .spring_support import SupportStatus, solve_support
+from .spring_support import SupportStatus
 
 
 @dataclass
@@ -97,11 +97,18 @@ class SlipModel:
             raise ValueError(f"feet_velocity: shape {qd.shape} does not match feet {q.shape}")
         p = self._present(present)
         T, N = q.shape[:2]
-        sup = solve_support(q[:, p], self.stiffness[p], self.weight)
-        w = None if self.anisotropy is None else self.anisotropy[p]
-        con = body_twist(q[:, p, :2], qd[:, p, :2], sup.loads, self.mu[p], w)
-        loads, contact, forces = np.zeros((T, N)), np.zeros((T, N), bool), np.zeros((T, N, 2))
-        loads[:, p], contact[:, p], forces[:, p] = sup.loads, sup.contact, con.forces
+        every = p.all()                         # (no gathers / scatters: the healthy robot's common case)
+        if not every:
+            q, qd = q[:, p], qd[:, p]
+        n = q.shape[1]
+        # the inputs are checked above: the stages' unchecked entry points (same code as their public ones)
+        sup = spring_support._solve(q, np.broadcast_to(self.stiffness[p], (T, n)), self.weight, 4 * n + 10)
+        w = np.zeros((T, n, 2)) if self.anisotropy is None else np.broadcast_to(self.anisotropy[p], (T, n, 2))
+        con = connection._body_twist(q[..., :2], qd[..., :2], sup.loads * self.mu[p], w)
+        loads, contact, forces = sup.loads, sup.contact, con.forces
+        if not every:
+            loads, contact, forces = np.zeros((T, N)), np.zeros((T, N), bool), np.zeros((T, N, 2))
+            loads[:, p], contact[:, p], forces[:, p] = sup.loads, sup.contact, con.forces
         return SlipFrames(sup.pitch, sup.roll, sup.height, loads, contact, con.velocity, con.yaw_rate, forces,
                           sup.status, con.single_contact)
 

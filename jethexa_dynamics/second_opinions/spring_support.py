@@ -21,14 +21,17 @@ convex energy ``U(s) = sum_j K_j/2 [-h_j]_+^2 + Mg p_z0`` (its stationary points
 The centre of mass exactly above one foot or on the line between two feet is balanced without a unique tilt;
 the rank-deficient Newton step is then solved by pseudo-inverse and reported as ``DEGENERATE``.
 
-Everything is vectorised over frames (leading axis T) and legs (axis N).
+One frame is scalar code compiled with numba (``_search``), looping over the frames (leading axis T): the
+same code serves the predictor's one frame per command (no per-call array overhead) and whole trajectories.
 """
 import enum
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import leg_frames, per_leg, positive_scalar
+from ..model._numba import njit
+from ._checks import kernel_array, leg_frames, per_leg, positive_scalar
 
 
 class SupportStatus(enum.IntEnum):
@@ -36,6 +39,9 @@ class SupportStatus(enum.IntEnum):
     DEGENERATE = 1  # balanced, loads unique but tilt not (COM above one foot / on a support line)
     TIPPED = 2      # COM outside the support polygon: no balanced state; last searched state returned
     FALLBACK = 3    # path search hit its iteration cap; solved by minimising the energy instead
+
+
+_OK, _DEGENERATE, _TIPPED, _FALLBACK = (int(v) for v in SupportStatus)   # plain ints for the compiled code
 
 
 @dataclass
@@ -71,36 +77,186 @@ class SupportResult:
         return self.state[..., 2]
 
 
-def _design(x, y):
-    """Rows a_j = dh_j/ds = (-x_j, y_j, 1), shape (T, N, 3)."""
-    return np.stack([-x, y, np.ones_like(x)], axis=-1)
+@njit(cache=True)
+def _heights(s, x, y, z, h):
+    """h_j = -alpha_x x_j + alpha_y y_j + z_j + p_z0 (eq. 6) for one frame, into h (N,)."""
+    for j in range(x.size):
+        h[j] = -s[0] * x[j] + s[1] * y[j] + z[j] + s[2]
 
 
-def _heights(s, x, y, z):
-    return -s[:, :1] * x + s[:, 1:2] * y + z + s[:, 2:3]
+@njit(cache=True)
+def _gradient(loads, x, y, weight, g):
+    """grad U = (sum F x, -sum F y, Mg - sum F) into g (3,); its negative is the balance residual
+    (F - Mg, M_x, M_y)."""
+    g[0], g[1], g[2] = 0.0, 0.0, weight
+    for j in range(x.size):
+        g[0] += loads[j] * x[j]
+        g[1] -= loads[j] * y[j]
+        g[2] -= loads[j]
 
 
-def _gradient(loads, x, y, weight):
-    """grad U = (sum F x, -sum F y, Mg - sum F); its negative is the balance residual (F - Mg, M_x, M_y)."""
-    return np.stack([(loads * x).sum(1), -(loads * y).sum(1), weight - loads.sum(1)], axis=-1)
-
-
-def _level_start(x, y, z, K, weight):
-    """Step A1: zero tilt, body height where the lowest legs' springs carry Mg (closed form).
+@njit(cache=True)
+def _level_start(x, y, z, K, weight, s, contact):
+    """Step A1 for one frame: zero tilt, body height where the lowest legs' springs carry Mg (closed form).
 
     Depths d = -z sorted deepest first; z_n = (sum_{i<=n} K d - Mg) / sum_{i<=n} K is accepted for the first
     n with z_n >= d_(n+1). Those n legs are exactly the ones with d > z_n (z_n < d_n by construction).
+    Writes s (3,) and contact (N,).
     """
-    T = z.shape[0]
-    order = np.argsort(z, axis=1, kind="stable")
-    ds = -z[np.arange(T)[:, None], order]
-    Ks = K[np.arange(T)[:, None], order]
-    zn = (np.cumsum(Ks * ds, 1) - weight) / np.cumsum(Ks, 1)
-    d_next = np.concatenate([ds[:, 1:], np.full((T, 1), -np.inf)], axis=1)
-    n = np.argmax(zn >= d_next, axis=1)                 # the last column is always True
-    s = np.zeros((T, 3))
-    s[:, 2] = zn[np.arange(T), n]
-    return s, -z > s[:, 2:3]
+    # stable insertion sort of the heights (N is small; numba's argsort costs seconds of compile time)
+    order = np.arange(z.size)
+    for i in range(1, z.size):
+        j = i
+        while j > 0 and z[order[j - 1]] > z[order[j]]:
+            order[j - 1], order[j] = order[j], order[j - 1]
+            j -= 1
+    kd, k, zn = 0.0, 0.0, 0.0
+    for i in range(z.size):
+        kd += K[order[i]] * -z[order[i]]
+        k += K[order[i]]
+        zn = (kd - weight) / k
+        if i + 1 == z.size or zn >= -z[order[i + 1]]:
+            break
+    s[0], s[1], s[2] = 0.0, 0.0, zn
+    for j in range(z.size):
+        contact[j] = -z[j] > zn
+
+
+@njit(cache=True)
+def _search_step(s, contact, x, y, z, K, weight, scale, h, Kc, slope):
+    """One path-search step for one frame (updates s and contact in place; h, Kc, slope (N,) are scratch).
+
+    Returns (finished, degenerate: balanced but the tilt is not unique, tipped).
+    """
+    N = x.size
+    _heights(s, x, y, z, h)
+    H = np.zeros((3, 3))                       # Hessian of U on the contact set: sum Kc_j a_j a_j^T
+    for j in range(N):
+        Kc[j] = K[j] if contact[j] else 0.0
+        slope[j] = -Kc[j] * h[j]               # (the loads, for the gradient)
+        a0, a1 = -x[j], y[j]                   # a_j = dh_j/ds = (-x_j, y_j, 1)
+        H[0, 0] += Kc[j] * a0 * a0
+        H[0, 1] += Kc[j] * a0 * a1
+        H[0, 2] += Kc[j] * a0
+        H[1, 1] += Kc[j] * a1 * a1
+        H[1, 2] += Kc[j] * a1
+        H[2, 2] += Kc[j]
+    H[1, 0], H[2, 0], H[2, 1] = H[0, 1], H[0, 2], H[1, 2]
+    grad = np.empty(3)
+    _gradient(slope, x, y, weight, grad)
+    lam, V = np.linalg.eigh(H)
+    # (pseudo-)Newton step = the paper's 3x3 solve (appendix 6.1.1, corrected)
+    rank = 0
+    coef = np.zeros(3)
+    for i in range(3):
+        if lam[i] > 1e-10 * lam[2]:
+            rank += 1
+            coef[i] = (V[0, i] * grad[0] + V[1, i] * grad[1] + V[2, i] * grad[2]) / lam[i]
+    step, unbalance = np.zeros(3), grad.copy()
+    for r in range(3):
+        for i in range(3):
+            step[r] -= V[r, i] * coef[i]
+    for r in range(3):
+        for c in range(3):
+            unbalance[r] += H[r, c] * step[c]
+    # Full rank: the Newton step balances exactly (up to round-off, which can be large when the contacts
+    # are nearly collinear). Rank-deficient: balanced only if the moment lies in the range of H.
+    balanced = rank == 3 or math.sqrt(unbalance[0] ** 2 + unbalance[1] ** 2 + unbalance[2] ** 2) <= 1e-9 * scale
+    direction = step if balanced else _tilt(rank, V, Kc, x, y)
+
+    eps = 1e-12 * (1.0 + abs(direction[0]) + abs(direction[1]) + abs(direction[2]))
+    t, jmin = np.inf, 0
+    for j in range(N):
+        sl = -direction[0] * x[j] + direction[1] * y[j] + direction[2]
+        if (contact[j] and sl > eps and balanced) or (not contact[j] and sl < -eps):
+            tj = max(0.0, -h[j] / sl)
+            if tj < t:                         # the first leg to switch (lowest index on a tie)
+                t, jmin = tj, j
+    accept = balanced and t >= 1.0
+    tipped = not balanced and not np.isfinite(t)
+    if accept:
+        s += direction
+    elif not tipped:
+        s += t * direction
+        contact[jmin] = not contact[jmin]
+    return accept or tipped, accept and rank < 3, tipped
+
+
+@njit(cache=True)
+def _tilt(rank, V, Kc, x, y):
+    """Tilt direction about the support when fewer than 3 non-collinear legs touch and the moment is
+    unbalanced: every contact height stays fixed and the COM descends (appendix 6.1.2/6.1.3 in one rule).
+    u = point of the contacts' affine hull closest to the COM; ds = (-u_x, u_y, -|u|^2)."""
+    tilt = np.zeros(3)
+    if rank == 2:                                           # null direction n of H on a support line
+        n = V[:, 0]
+        tilt[:] = -n[2] / max(n[0] ** 2 + n[1] ** 2, 1e-300) * n
+    elif rank == 1:
+        total, ux, uy = 0.0, 0.0, 0.0
+        for j in range(x.size):
+            total += Kc[j]
+        for j in range(x.size):
+            ux += Kc[j] / max(total, 1e-300) * x[j]
+            uy += Kc[j] / max(total, 1e-300) * y[j]
+        tilt[0], tilt[1], tilt[2] = -ux, uy, -(ux ** 2 + uy ** 2)
+    elif rank == 0:
+        tilt[2] = -1.0                                      # nothing touches: lower the body
+    return tilt
+
+
+@njit(cache=True)
+def _finish(x, y, z, K, weight, s, contact, h, loads, residual):
+    """Heights, loads F_j = K_j [-h_j]_+ of the contacts (eq. 7) and the balance residual of state s."""
+    _heights(s, x, y, z, h)
+    for j in range(x.size):
+        loads[j] = max(-K[j] * h[j], 0.0) if contact[j] else 0.0
+    _gradient(loads, x, y, weight, residual)
+    residual *= -1.0
+
+
+@njit(cache=True)
+def _search(q, K, weight, cap):
+    """Path search (steps A1-A3 and the tilts) for every frame of q (T, N, 3), K (T, N): one frame after
+    another, so one frame costs one frame. Frames that reach ``cap`` steps are marked FALLBACK (the caller
+    minimises their energy). Returns state (T, 3), contact, heights, loads (T, N), residual (T, 3),
+    status (T,) int8, iterations (T,) int32."""
+    T, N = q.shape[0], q.shape[1]
+    state, residual = np.zeros((T, 3)), np.zeros((T, 3))
+    contact = np.zeros((T, N), dtype=np.bool_)
+    heights, loads = np.zeros((T, N)), np.zeros((T, N))
+    status = np.full(T, _FALLBACK, dtype=np.int8)
+    iters = np.zeros(T, dtype=np.int32)
+    Kc, slope = np.empty(N), np.empty(N)
+    for t in range(T):
+        x, y, z = q[t, :, 0].copy(), q[t, :, 1].copy(), q[t, :, 2].copy()
+        reach = 0.0
+        for j in range(N):
+            reach = max(reach, abs(x[j]), abs(y[j]))
+        scale = weight * (1.0 + reach)          # force and moment residual scale
+        _level_start(x, y, z, K[t], weight, state[t], contact[t])
+        for _ in range(cap):
+            iters[t] += 1
+            finished, degenerate, tipped = _search_step(state[t], contact[t], x, y, z, K[t], weight, scale,
+                                                        heights[t], Kc, slope)
+            if finished:
+                status[t] = _TIPPED if tipped else _DEGENERATE if degenerate else _OK
+                break
+        _finish(x, y, z, K[t], weight, state[t], contact[t], heights[t], loads[t], residual[t])
+    return state, contact, heights, loads, residual, status, iters
+
+
+def _solve(q, K, weight, cap):
+    """solve_support on checked (T, N, 3) feet and (T, N) stiffness: the compiled search, then the energy
+    minimisation for the rare frame that cycles at round-off (the convex energy has the answer)."""
+    q, K = kernel_array(q), kernel_array(K)
+    s, contact, h, loads, residual, status, iters = _search(q, K, weight, cap)
+    for t in np.nonzero(status == _FALLBACK)[0]:
+        x, y, z = (kernel_array(q[t, :, i]) for i in range(3))
+        s[t] = minimize_support_energy(q[t], K[t], weight, s0=s[t]).x
+        _heights(s[t], x, y, z, h[t])
+        contact[t] = h[t] < 0
+        _finish(x, y, z, K[t], weight, s[t], contact[t], h[t], loads[t], residual[t])
+    return SupportResult(s, loads, contact, h, residual, status, iters)
 
 
 def solve_support(feet, stiffness=1.0, weight=1.0, max_iter=None):
@@ -113,101 +269,11 @@ def solve_support(feet, stiffness=1.0, weight=1.0, max_iter=None):
     """
     q, single = leg_frames(feet, "feet", 3)
     T, N = q.shape[:2]
-    K = np.array(per_leg(stiffness, "stiffness", (T, N), positive=True))
-    weight = positive_scalar(weight, "weight")
-    x, y, z = q[..., 0], q[..., 1], q[..., 2]
-    a = _design(x, y)
-    scale = weight * (1.0 + np.abs(q[..., :2]).max(axis=(1, 2)))   # force and moment residual scale
-    cap = 4 * N + 10 if max_iter is None else int(max_iter)
-
-    s, contact = _level_start(x, y, z, K, weight)
-    status = np.full(T, SupportStatus.OK, dtype=np.int8)
-    iters = np.zeros(T, dtype=np.int32)
-    active = np.ones(T, dtype=bool)
-    for _ in range(cap):
-        idx = np.nonzero(active)[0]
-        if idx.size == 0:
-            break
-        iters[idx] += 1
-        finished, degenerate, tipped = _search_step(idx, s, contact, x, y, z, K, a, weight, scale)
-        status[idx[degenerate]] = SupportStatus.DEGENERATE
-        status[idx[tipped]] = SupportStatus.TIPPED
-        active[idx[finished]] = False
-
-    stuck = np.nonzero(active)[0]
-    for t in stuck:                       # rare: cycling at round-off; the convex energy has the answer
-        s[t] = minimize_support_energy(q[t], K[t], weight, s0=s[t]).x
-        contact[t] = _heights(s[t:t + 1], x[t:t + 1], y[t:t + 1], z[t:t + 1])[0] < 0
-        status[t] = SupportStatus.FALLBACK
-
-    h = _heights(s, x, y, z)
-    loads = np.where(contact, np.maximum(-K * h, 0.0), 0.0)
-    residual = -_gradient(loads, x, y, weight)
-    out = SupportResult(s, loads, contact, h, residual, status, iters)
+    K = per_leg(stiffness, "stiffness", (T, N), positive=True)
+    out = _solve(q, K, positive_scalar(weight, "weight"), 4 * N + 10 if max_iter is None else int(max_iter))
     if single:
         out = SupportResult(*(getattr(out, f)[0] for f in out.__dataclass_fields__))
     return out
-
-
-def _search_step(idx, s, contact, x, y, z, K, a, weight, scale):
-    """One path-search step for frames ``idx`` (updates s and contact in place).
-
-    Returns boolean masks over idx: finished, degenerate (balanced, tilt not unique), tipped.
-    """
-    every = idx.size == s.shape[0]           # the common single-frame case: skip the gathers
-    pick = (lambda arr: arr) if every else (lambda arr: arr[idx])
-    xs, ys, zs, Ks, As, C, S = (pick(v) for v in (x, y, z, K, a, contact, s))
-    h = _heights(S, xs, ys, zs)
-    Kc = Ks * C
-    grad = _gradient(-Kc * h, xs, ys, weight)
-    H = np.einsum("tn,tni,tnj->tij", Kc, As, As)        # Hessian of U on the contact set
-    lam, V = np.linalg.eigh(H)
-    keep = lam > 1e-10 * lam[:, -1:]
-    inv = np.where(keep, 1.0 / np.where(keep, lam, 1.0), 0.0)
-    # (pseudo-)Newton step = the paper's 3x3 solve (appendix 6.1.1, corrected)
-    step = -np.einsum("tij,tj->ti", V, inv * np.einsum("tji,tj->ti", V, grad))
-    rank = keep.sum(1)
-    # Full rank: the Newton step balances exactly (up to round-off, which can be large when the contacts
-    # are nearly collinear). Rank-deficient: balanced only if the moment lies in the range of H.
-    balanced = (rank == 3) | (
-        np.linalg.norm(np.einsum("tij,tj->ti", H, step) + grad, axis=1) <= 1e-9 * pick(scale))
-    direction = step
-    if not balanced.all():
-        direction = np.where(balanced[:, None], step, _tilt(rank, V, Kc, xs, ys))
-
-    slope = np.einsum("tnk,tk->tn", As, direction)
-    eps = 1e-12 * (1.0 + np.abs(direction).sum(1, keepdims=True))
-    crossing = (C & (slope > eps) & balanced[:, None]) | (~C & (slope < -eps))
-    t_j = np.where(crossing, np.maximum(0.0, -h / np.where(crossing, slope, 1.0)), np.inf)
-    j = np.argmin(t_j, axis=1)
-    t = t_j[np.arange(idx.size), j]
-
-    accept = balanced & (t >= 1.0)
-    tipped = ~balanced & ~np.isfinite(t)
-    move = ~accept & ~tipped
-    S = S + np.where(accept, 1.0, np.where(move, t, 0.0))[:, None] * direction
-    C = C.copy()
-    C[move, j[move]] = ~C[move, j[move]]
-    s[idx] = S
-    contact[idx] = C
-    return accept | tipped, accept & (rank < 3), tipped
-
-
-def _tilt(rank, V, Kc, xs, ys):
-    """Tilt direction about the support when fewer than 3 non-collinear legs touch and the moment is
-    unbalanced: every contact height stays fixed and the COM descends (appendix 6.1.2/6.1.3 in one rule).
-    u = point of the contacts' affine hull closest to the COM; ds = (-u_x, u_y, -|u|^2)."""
-    tilt = np.zeros((rank.size, 3))
-    n = V[:, :, 0]                                          # null direction of H on a support line
-    lam_n = -n[:, 2] / np.maximum(n[:, 0] ** 2 + n[:, 1] ** 2, 1e-300)
-    line = rank == 2
-    tilt[line] = (lam_n[:, None] * n)[line]
-    point = rank == 1
-    w = Kc / np.maximum(Kc.sum(1, keepdims=True), 1e-300)
-    ux, uy = (w * xs).sum(1), (w * ys).sum(1)
-    tilt[point] = np.stack([-ux, uy, -(ux ** 2 + uy ** 2)], -1)[point]
-    tilt[rank == 0] = (0.0, 0.0, -1.0)                      # nothing touches: lower the body
-    return tilt
 
 
 @dataclass
@@ -234,7 +300,8 @@ def minimize_support_energy(feet, stiffness, weight, s0=None):
     q = np.asarray(feet, float)
     K = np.broadcast_to(np.asarray(stiffness, float), (q.shape[0],))
     if s0 is None:
-        s0 = _level_start(q[None, :, 0], q[None, :, 1], q[None, :, 2], K[None], weight)[0][0]
+        s0, contact = np.zeros(3), np.zeros(q.shape[0], bool)
+        _level_start(*(kernel_array(q[:, i]) for i in range(3)), kernel_array(K), float(weight), s0, contact)
     res = minimize(support_energy, np.asarray(s0, float), args=(q, K, weight), jac=True, method="BFGS",
                    options={"gtol": 1e-13 * weight, "maxiter": 2000})
     return EnergyMinimum(res.x, bool(res.success))
