@@ -204,8 +204,8 @@ def test_anchor_uses_the_newest_mocap_stamped_at_or_before_it(robot):
 
 
 @pytest.mark.parametrize("morphology", [None, "LM:0", "RR:1"])
-def test_centre_of_mass_from_the_locked_inertia_matches_newton_euler(robot, morphology):
-    """The predictor's COM (base block of the core model's mass matrix) against an independent sum of link
+def test_centre_of_mass_matches_newton_euler(robot, morphology):
+    """The predictor's COM (the core model's compiled link CoMs) against an independent sum of link
     masses at the link CoMs by the recursive Newton-Euler model's own forward kinematics, healthy and with a
     removed / truncated leg."""
     from jethexa_dynamics.second_opinions.newton_euler import NewtonEulerRobot

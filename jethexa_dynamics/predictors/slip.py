@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 
+from jethexa_dynamics.control.replan import center_of_mass
 from jethexa_dynamics.model import LeggedRobot, Morphology
 from jethexa_dynamics.model.se3 import rot_to_quat
 from jethexa_dynamics.second_opinions._checks import finite_array
@@ -93,7 +94,7 @@ class SlipPredictor(PredictorBase):
         self.robot = self.full.with_morphology(Morphology.parse(self.full, morphology))
         self._present = np.array([leg in self.robot.tip_legs for leg in self.full.leg_names])
         self._tip_rows = np.array([self.full.leg_names.index(leg) for leg in self.robot.tip_legs], dtype=int)
-        self._M = np.empty((self.robot.nv, self.robot.nv))     # mass matrix scratch (the COM, per command)
+        self._theta = np.zeros(len(self.full.joint_names))    # full joint vector for the COM (per command)
         self._last_cmd = None          # no finite difference across a morphology change
         self._feet_set = None
 
@@ -104,12 +105,11 @@ class SlipPredictor(PredictorBase):
 
     # ---- inputs -----------------------------------------------------------------------------------------
     def _centre_of_mass(self, q):
-        """Whole-robot centre of mass c [m] in base_link at joint angles q, from the core model's locked inertia:
-        the base block of M(q) is [[m 1, -m [c]], [m [c], I_b]] (paper eq. 8, m = total mass), so
-        c = ([c]_21, [c]_02, [c]_10) of M[3:6, 0:3] / m. (One compiled CRBA call instead of a forward
-        kinematics pass in numpy.)"""
-        M = self.robot.mass_matrix(q, out=self._M)
-        return np.array([M[5, 1], M[3, 2], M[4, 0]]) / M[0, 0]
+        """Whole-robot centre of mass c [m] in base_link at this morphology's joint angles q: the core model's
+        compiled sum over the existing links (``control.replan.center_of_mass``, which the engine and the
+        re-planner use too)."""
+        self._theta[self.robot.joint_index_in_full] = q
+        return center_of_mass(self.robot, self._theta)
 
     def _feet(self, q):
         """Feet (N_legs, 3) relative to the COM in base_link axes (absent legs: 0), and the COM."""
