@@ -280,7 +280,8 @@ def main(argv=None):
             lambda n: _loop_fd(n, data_k, R, q, v, tau, f0, mask, out))
     _noop4(buf, q, mask, Mout)
     layer = {
-        "compiled call, no work, mass_matrix's 4 arguments (dispatch + unboxing)": best_us("_noop4(buf, q, mask, Mout)", env),
+        "compiled call, no work, mass_matrix's 4 arguments (dispatch + unboxing)": best_us(
+            "_noop4(buf, q, mask, Mout)", env),
         "`np.empty((24, 24))` (the result)": best_us("np.empty((24, 24))", env),
         "`np.asarray(q, dtype=float).shape == (18,)` (one argument's check)": best_us(
             "np.asarray(q, dtype=float).shape == (18,)", env),

@@ -365,8 +365,8 @@ def main(argv=None):
         r = measure_own_process("jethexa_dynamics.nodes.damage_monitor", "damage_monitor", params, args.seconds,
                                 streams, 0.0)
         ident.append((label, r))
-        print("own process damage_monitor, %-28s CPU %.1f ms/s (main %.1f, others %.1f), stages %s, window cpu p99 %.1f ms, wall p99 %.1f "
-              "ms, morphology %s" % (label, r["cpu_ms_per_s"], r["main_ms_per_s"], r["other_ms_per_s"],
+        print("own process damage_monitor, %-28s CPU %.1f ms/s (main %.1f, others %.1f), stages %s, "
+              "window cpu p99 %.1f ms, wall p99 %.1f ms, morphology %s" % (label, r["cpu_ms_per_s"], r["main_ms_per_s"], r["other_ms_per_s"],
                                      {k: round(v, 2) for k, v in r["stages"].items()},
                                      _f(r["values"], "identifier_window_cpu_p99_ms"),
                                      _f(r["values"], "identifier_window_wall_p99_ms"), r["values"].get("morphology")),

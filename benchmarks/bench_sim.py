@@ -39,7 +39,11 @@ PROFILE_HISTORY = [
     "row) 4.78, rest 0.61; `main` 37.2. Overhead over the stepping 12.6 ms, of which the CSV + Euler angles "
     "5.8 ms and the model/geometry construction 4.1 ms.",
     "",
-    'Same conditions, old against new (2026-11-23 15:00, load 1.4 with one core held by another job; the tree at 4668242 and this one run alternately, 3 x 10 interleaved repeats of engine / `jethexa-sim` / engine with construction): `jethexa-sim` / engine 1.50-1.53 before, 1.44-1.48 after; / engine with construction 1.30-1.31 before, 1.28-1.31 after. With the second core busy the CSV thread only takes turns with the stepping; the gain is the CPU saved (geometry check, one %-format, 0.25 s chunks).',
+    "Same conditions, old against new (2026-11-23 15:00, load 1.4 with one core held by another job; the tree at "
+    "4668242 and this one run alternately, 3 x 10 interleaved repeats of engine / `jethexa-sim` / engine with "
+    "construction): `jethexa-sim` / engine 1.50-1.53 before, 1.44-1.48 after; / engine with construction 1.30-1.31 "
+    "before, 1.28-1.31 after. With the second core busy the CSV thread only takes turns with the stepping; the gain"
+    " is the CPU saved (geometry check, one %-format, 0.25 s chunks).",
     "",
     "Profile of 2026-11-23 17:15-17:45 (commit 16bf550 to this one; 2 cores, load 1.9-4.0 from other jobs). "
     "Why the stepping took 27.7 ms inside `jethexa-sim` against 23.2 ms for the engine (14:59 profile): the same "

@@ -107,7 +107,8 @@ def test_bad_out_names_it(hexa):
     readonly.flags.writeable = False
     for bad in (np.empty((23, 24)), np.empty((24, 24), dtype=np.float32), readonly, np.empty((24, 48))[:, ::2],
                 [[0.0] * 24] * 24):
-        with pytest.raises(ValueError, match="out: expected a writable C-contiguous float64 array of shape \\(24, 24\\)"):
+        expected = "out: expected a writable C-contiguous float64 array of shape \\(24, 24\\)"
+        with pytest.raises(ValueError, match=expected):
             hexa.mass_matrix(q, out=bad)
     with pytest.raises(ValueError, match="out: .* shape \\(24,\\), got float64 array of shape \\(18,\\)"):
         hexa.bias_forces(g, q, v, out=np.empty(18))

@@ -374,7 +374,8 @@ def _legs_crba_rnea(data, counts, theta, v, gb, R_sb, f_world, with_crba, with_r
     of ``LEG_SCRATCH * nmax`` entries (the caller's one allocation, see ``_work``)."""
     n_joints, joint_offset, mass, tip0 = data[D_N_JOINTS], data[D_JOINT_OFFSET], data[D_MASS], data[D_TIP0]
     nmax = data[D_XI].shape[1]
-    R, p, xp = cview(scratch, 0, (nmax, 3, 3)), cview(scratch, 9 * nmax, (nmax, 3)), cview(scratch, 12 * nmax, (nmax, 6))
+    R, p, xp = (cview(scratch, 0, (nmax, 3, 3)), cview(scratch, 9 * nmax, (nmax, 3)),
+                cview(scratch, 12 * nmax, (nmax, 6)))
     c, Ic, f = (cview(scratch, 18 * nmax, (nmax, 3)), cview(scratch, 21 * nmax, (nmax, 3, 3)),
                 cview(scratch, 30 * nmax, (nmax, 6)))
     for i in range(counts.shape[0]):

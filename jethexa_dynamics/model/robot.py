@@ -477,8 +477,9 @@ class LeggedRobot:
     # mass_matrix, bias_forces and forward_dynamics have a hot path for the healthy robot, written out: one
     # np.asarray (to the float64 dtype object: ~7 ns less than dtype=float) and one shape comparison per
     # argument, finiteness checked in the kernel (each Python call layer costs ~0.05-0.1 µs here,
-    # Pinocchio's whole crba ~1.9 µs). Anything else takes the checked path, which names the bad input. ``out=`` follows numpy: a writable C-contiguous float64 array of the result's
-    # shape that receives the result and is returned (on the hot path its check costs what np.empty does).
+    # Pinocchio's whole crba ~1.9 µs). Anything else takes the checked path, which names the bad input.
+    # ``out=`` follows numpy: a writable C-contiguous float64 array of the result's shape that receives the
+    # result and is returned (on the hot path its check costs what np.empty does).
     def _deliver(self, full, out, reduce):
         """Checked path's result: ``full`` (full-size, from the kernel) reduced to this morphology by
         ``reduce``, written into ``out`` if given."""
