@@ -57,6 +57,16 @@ def _temporary_dir(prefix):
     return path
 
 
+def _has_commit(ref):
+    """The git checkout this script is in has commit ``ref`` (False without git or outside a checkout)."""
+    try:
+        r = subprocess.run(["git", "-C", os.path.dirname(HERE), "cat-file", "-e", f"{ref}^{{commit}}"],
+                           capture_output=True)
+    except OSError:
+        return False
+    return r.returncode == 0
+
+
 def numpy_reference(ref):
     """``SlipModel`` of the slipping model at git commit ``ref``, imported from a temporary package (its
     second_opinions modules, relative imports only), or None when git or the commit is not there."""
@@ -420,6 +430,12 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.node_seconds < 0 or args.node_rounds < 1:
         ap.error("--node-seconds must be >= 0 and --node-rounds >= 1")
+    if args.reference and not _has_commit(args.reference):
+        if args.reference != REFERENCE:     # asked for by name: a typo must not silently time nothing
+            ap.error(f"--reference: {args.reference!r} is not a commit of this checkout ('' = no reference)")
+        print(f"reference {REFERENCE[:10]}: not in this checkout (no git history?); timed without it",
+              file=sys.stderr)
+        args.reference = ""
     rng = np.random.default_rng(2024)
     n_states = 20 if args.smoke else 200 if args.quick else 1000
     counts = [3, 6] if args.smoke else [3, 6, 12, 25, 50] if args.quick else [3, 4, 6, 8, 10, 12, 16, 20, 25, 30,

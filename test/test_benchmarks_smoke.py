@@ -19,3 +19,12 @@ def test_benchmark_smoke(script):
                        timeout=900)      # guard against a hang only
     assert r.returncode == 0, r.stderr[-2000:]
     assert "smoke" in r.stdout
+
+
+def test_bench_slip_refuses_an_unknown_reference_commit_before_any_work():
+    pytest.importorskip("mujoco")       # the script imports it first
+    r = subprocess.run([sys.executable, "bench_slip.py", "--smoke", "--reference", "0123456789abcdef"], cwd=BENCH,
+                       capture_output=True, text=True, timeout=300)      # guard against a hang only
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().splitlines()[-1] == ("bench_slip.py: error: --reference: '0123456789abcdef' is not a "
+                                                 "commit of this checkout ('' = no reference)")
