@@ -166,3 +166,21 @@ def test_console_scripts_fail_before_any_work(argv, option, tmp_path):
     assert r.returncode == 2, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and option in r.stderr and "Traceback" not in r.stderr
     assert r.stdout == ""  # the demo prints its banner and the sim its progress only once work starts
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_help_is_argparse_own_text(script, monkeypatch):
+    """The parsers ask the terminal for its width once (``cli_args.ArgumentParser._get_formatter``); --help and
+    usage are still argparse's own text, at any width."""
+    import argparse
+
+    from jethexa_dynamics import cli_args
+    module = SCRIPTS[script][0]
+    for columns in ("60", "200"):
+        monkeypatch.setenv("COLUMNS", columns)
+        ours = module.build_parser()
+        texts = (ours.format_help(), ours.format_usage())
+        with monkeypatch.context() as m:
+            m.setattr(cli_args.ArgumentParser, "_get_formatter", argparse.ArgumentParser._get_formatter)
+            plain = module.build_parser()
+            assert texts == (plain.format_help(), plain.format_usage())
