@@ -256,7 +256,7 @@ def measure_own_process(module, node, params, seconds, streams, mocap_rate, read
             time.sleep(0.05)
         last = diag(t_mark)[0]
         vals = last[1]
-        return dict(_cpu_rates(cpu0, cpu1), values=vals, stages=_stage_loads(first, last),
+        return dict(_cpu_rates(cpu0, cpu1), values=vals, first_values=first[1], stages=_stage_loads(first, last),
                     window_s=last[0] - first[0], rate=(n1 - n0) / (cpu1[0] - cpu0[0]))
     finally:
         g.close()
@@ -320,6 +320,14 @@ def _f(vals, key):
     return float(vals.get(key, "nan"))
 
 
+def _paced_percent(r):
+    """Share of the predictor's cycles in the measured window that ran right after an imu/data sample
+    (``pace_on_imu``), in %."""
+    a, b = r["first_values"], r["values"]
+    paced, timer = (_f(b, k) - _f(a, k) for k in ("cycles_paced_by_imu", "cycles_on_timer"))
+    return 100.0 * paced / (paced + timer) if paced + timer > 0 else float("nan")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=15.0, help="measured seconds per case")
@@ -344,16 +352,18 @@ def main(argv=None):
 
     own = []
     pred_cases = [("boltzmann_hamel + slip (default)", {"predictor": "boltzmann_hamel", "publish_slip": True}),
+                  ("boltzmann_hamel + slip, pace_on_imu false (the cycle on its own timer)",
+                   {"predictor": "boltzmann_hamel", "publish_slip": True, "pace_on_imu": False}),
                   ("boltzmann_hamel alone", {"predictor": "boltzmann_hamel", "publish_slip": False})]
     for label, params in pred_cases[:1] if args.smoke else pred_cases:
         params = dict(params, rate=100.0, stats_window=int(args.seconds * 100.0))
         r = measure_own_process("jethexa_dynamics.nodes.predictor", "predictor", params, args.seconds, healthy, 0.0)
         own.append((label, r))
         print("own process %-34s cycle p50 %.2f p99 %.2f ms, dynamics p99 %.2f, publishing p99 %.2f, "
-              "rate %.1f Hz, CPU %.1f ms/s (main thread %.1f, others %.1f), stages %s" % (
+              "rate %.1f Hz, paced by imu/data %.0f %%, CPU %.1f ms/s (main thread %.1f, others %.1f), stages %s" % (
                   label, _f(r["values"], "p50_ms"), _f(r["values"], "p99_ms"), _f(r["values"], "dynamics_p99_ms"),
-                  _f(r["values"], "publishing_p99_ms"), r["rate"], r["cpu_ms_per_s"], r["main_ms_per_s"],
-                  r["other_ms_per_s"],
+                  _f(r["values"], "publishing_p99_ms"), r["rate"], _paced_percent(r), r["cpu_ms_per_s"],
+                  r["main_ms_per_s"], r["other_ms_per_s"],
                   {k: round(v, 2) for k, v in r["stages"].items()}), flush=True)
     floor = measure_floor(args.seconds, healthy)
     print("peer: plain rclpy node, empty callbacks, same traffic + 100 Hz timer: CPU %.1f ms/s (main %.1f, others "
@@ -427,27 +437,30 @@ def write(args, info, own, floor, ident, rows):
         "feeding the models; per topic below); cycles = the CPU time of the timer callbacks. From /proc: the main "
         "thread (rclpy's executor and every callback) and the other threads (DDS). Executor = main thread minus "
         "every counted callback (taking and deserializing messages, the wait set). The peer row is a plain rclpy "
-        "node with empty callbacks on the same traffic and an empty 100 Hz timer: the floor under any Python node.",
+        "node with empty callbacks on the same traffic and an empty 100 Hz timer: the floor under any Python node. "
+        "Paced = the share of cycles that ran right after an imu/data sample (`pace_on_imu`, `nodes/pacing.py`: "
+        "one executor wake-up per period instead of two); the row with `pace_on_imu false` is the node as it "
+        "was before, its cycle on its own 100 Hz timer, measured in the same run.",
         "",
         "| node | cycle p50 / p99 [ms] | dynamics p50 / p99 [ms] | publishing p50 / p99 [ms] "
         "| message handling | cycles | executor (rest of main thread) | main thread | DDS threads "
-        "| rate [Hz] | Nano: cycle p99 [ms] / main thread [ms per 10 ms] |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| rate [Hz] | paced [%] | Nano: cycle p99 [ms] / main thread [ms per 10 ms] |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for label, r in own:
         v, st = r["values"], r["stages"]
         msg, cyc = _per_period(st, PREDICTOR_INPUTS), _per_period(st, ("predict", "diagnostics"))
         main = r["main_ms_per_s"] * period / 1e3
         lines.append("| predictor, %s | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.3f | %.3f | %.3f | %.3f | %.3f "
-                     "| %.1f | %.1f-%.1f / %.1f-%.1f |" % (
+                     "| %.1f | %.0f | %.1f-%.1f / %.1f-%.1f |" % (
                          label, _f(v, "p50_ms"), _f(v, "p99_ms"), _f(v, "dynamics_p50_ms"), _f(v, "dynamics_p99_ms"),
                          _f(v, "publishing_p50_ms"), _f(v, "publishing_p99_ms"), msg, cyc, main - msg - cyc, main,
-                         r["other_ms_per_s"] * period / 1e3, r["rate"], NANO[0] * _f(v, "p99_ms"),
+                         r["other_ms_per_s"] * period / 1e3, r["rate"], _paced_percent(r), NANO[0] * _f(v, "p99_ms"),
                          NANO[1] * _f(v, "p99_ms"), NANO[0] * main, NANO[1] * main))
     if floor:
         main = floor["main_ms_per_s"] * period / 1e3
         lines.append("| peer: plain rclpy node, empty callbacks + empty 100 Hz timer | - | - | - | - | - | %.3f | %.3f "
-                     "| %.3f | - | - / %.1f-%.1f |" % (main, main, floor["other_ms_per_s"] * period / 1e3,
+                     "| %.3f | - | - | - / %.1f-%.1f |" % (main, main, floor["other_ms_per_s"] * period / 1e3,
                                                       NANO[0] * main, NANO[1] * main))
     lines += ["", "Columns from message handling to DDS threads: ms of CPU per 10 ms period (÷10 = % of a core)."]
     if own:

@@ -336,3 +336,31 @@ def test_second_opinion_reanchor_keeps_the_support_state(name):
     assert model.anchors[0] <= 2 * dt                                      # on the first mocap pose
     assert np.max(np.abs(np.diff(z[5:]))) < 0.01, "height jumps at a re-anchor"
     assert np.max(np.abs(np.diff(tilt[5:]))) < math.radians(2), "roll/pitch jumps at a re-anchor"
+
+
+def test_imu_at_the_cycle_rate_paces_the_cycle_and_the_timer_takes_over_when_it_stops(rig):
+    """With imu/data at the node's rate (50 Hz here) the cycles run right after the samples (``nodes/pacing.py``);
+    when the IMU stops, rclpy's cancelled cycle timer is re-armed (``reset``) and the predictions go on."""
+    g, node, w, pubs = rig
+    period = 1.0 / node.p["rate"]
+    t0 = time.monotonic()
+    for k in range(1, 101):                        # on an absolute schedule: the mean interval is the period
+        time.sleep(max(0.0, t0 + k * period - time.monotonic()))
+        pubs["imu/data"].publish(imu_msg())
+    assert wait_for(lambda: node.pacer.counts["input"] > 10, 5.0), node.pacer.counts
+    with node._lock:
+        on_timer = node.pacer.counts["timer"]
+    poses = w.count("predicted/pose")
+    assert wait_for(lambda: node.pacer.counts["timer"] > on_timer + 10 and not node.pacer.paced, 5.0)
+    assert wait_for(lambda: w.count("predicted/pose") > poses + 10, 5.0)
+    with node._lock:
+        assert node.cpu.calls["predict"] == node.stats.count      # every cycle counted once, whoever ran it
+    # pace_on_imu false: the same samples leave the cycle on its timer
+    assert node.set_parameters([Parameter("pace_on_imu", value=False)])[0].successful
+    paced, on_timer = node.pacer.counts["input"], node.pacer.counts["timer"]
+    t0 = time.monotonic()
+    for k in range(1, 51):
+        time.sleep(max(0.0, t0 + k * period - time.monotonic()))
+        pubs["imu/data"].publish(imu_msg())
+    assert wait_for(lambda: node.pacer.counts["timer"] > on_timer + 20, 5.0)
+    assert node.pacer.counts["input"] == paced and not node.pacer.paced

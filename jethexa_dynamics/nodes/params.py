@@ -110,6 +110,9 @@ PREDICTOR = ParamSet("predictor", [
     P("predictor", "string", "boltzmann_hamel", "dynamics model: boltzmann_hamel (the modular whole-body model) or "
       "a second-opinion model of the PREDICTORS registry", choices=("boltzmann_hamel", "slip", "newton_euler")),
     P("rate", "double", 100.0, "prediction/publication rate", lo=1.0, hi=1000.0, unit="Hz"),
+    P("pace_on_imu", "bool", True, "run each cycle right after an imu/data sample while the IMU publishes at rate "
+      "(within 10 %): one executor wake-up per period instead of two; the timer takes over when the IMU is silent "
+      "for two periods"),
     P("horizon", "double", 2.0, "re-anchor the prediction on the measurements every horizon", lo=0.05, hi=600.0,
       unit="s"),
     P("joint_source", "string", "commands", "joint input: commands (joint_commands, what the servos are told) or "

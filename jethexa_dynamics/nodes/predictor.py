@@ -16,6 +16,11 @@ x, y, z [m], NaN when not measured); with ``publish_slip`` the slip model's ``sl
 error on ``/diagnostics`` is then computed there. On ``/diagnostics``: the cycle time p50/p99 [ms] (wall)
 with its stages ``dynamics_*`` and ``publishing_*``, and the CPU time of every callback (``cpu_ms_per_s
 <topic>``: message handling per input topic, ``predict`` = the cycles).
+
+The cycle runs at ``rate``: with ``pace_on_imu``, right after each ``imu/data`` sample while the IMU publishes
+at that rate (within 10 %; the launch files run both at 100 Hz), else on the node's timer (``nodes/pacing.py``:
+one executor wake-up per period instead of two). ``paced_by``, ``cycles_paced_by_imu`` and ``cycles_on_timer``
+on /diagnostics say which.
 """
 from __future__ import annotations
 
@@ -33,6 +38,7 @@ from trajectory_msgs.msg import JointTrajectory
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages as validate, params as node_params
 from jethexa_dynamics.nodes.messages import MeasuredPose, morphology_from_wire
+from jethexa_dynamics.nodes.pacing import CYCLE_TIMER, CyclePacer, arm_timers
 from jethexa_dynamics.predictors.base import CycleStats, Predictor
 from jethexa_dynamics.predictors.errors import ERROR_FIELDS, pose_error
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec
@@ -91,10 +97,17 @@ class PredictorNode(ThinNode):
         self.out_msgs["error"].layout.dim = [MultiArrayDimension(label=",".join(ERROR_FIELDS), size=6, stride=6)]
         self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS)
         self.sub(JointState, "joint_states", self._on_joint_states, SENSOR_QOS)
-        self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS)
+        # imu/data also paces the cycle when it arrives at the cycle's rate (nodes/pacing.py): one wake-up of
+        # the executor per period instead of two; the cycle timer is then cancelled and a watchdog of two
+        # periods (reset by every sample) hands the cycle back to it when the IMU falls silent
+        self.pacer = CyclePacer(1.0 / self.p["rate"])
+        self._imu_sample = self.guard("imu/data", self._on_imu)
+        self._paced_cycle = self.guard("predict", self._on_tick)
+        self.create_subscription(Imu, "imu/data", self._on_imu_arrival, SENSOR_QOS)
         self.sub(PoseStamped, "mocap/pose", self._on_mocap, SENSOR_QOS)
         self.sub(UInt8MultiArray, "morphology", self._on_morphology, LATCHED_QOS)
-        self.rate_timer("rate", self._on_tick, "predict")
+        self.rate_timer("rate", self._on_cycle_timer, "predict")
+        self._watchdog = self._new_watchdog()
         self.rate_timer("diagnostics_rate", self._on_diag, "diagnostics")
 
     # ------------------------------------------------------------------ models
@@ -113,6 +126,14 @@ class PredictorNode(ThinNode):
         self.models = models
 
     def apply_params(self, changed: Dict[str, Any]) -> None:
+        if "rate" in changed:    # the cycle timer is re-created (running) after this: it paces until the IMU does
+            self.pacer.reset(1.0 / changed["rate"])
+            self._watchdog.cancel()
+            self.destroy_timer(self._watchdog)
+            self._watchdog = self._new_watchdog()
+        elif "pace_on_imu" in changed:
+            self.pacer.reset()
+            self._arm(CYCLE_TIMER)
         if any(k in changed for k in ("predictor", "horizon", "publish_slip")):
             self._build_models()
         if "mocap_timeout" in changed:
@@ -190,6 +211,36 @@ class PredictorNode(ThinNode):
                                       % format_morphology(links, self.leg_names))
         self.morphology = links
         self._each("on_morphology", self.t(), np.asarray(links))
+
+    # ------------------------------------------------------------------ pacing
+    def _new_watchdog(self):
+        """The IMU-silence timer (two periods), created cancelled: it runs only while the IMU paces the cycle."""
+        timer = self.timer(self.pacer.watchdog_period, self._on_imu_silent, "predict")
+        timer.cancel()
+        return timer
+
+    def _on_imu_arrival(self, msg: Imu) -> None:
+        """imu/data: the sample (validated and fed like any input), then the cycle if the IMU paces it."""
+        self._imu_sample(msg)
+        if not self.p["pace_on_imu"]:
+            return
+        with self._lock:     # (a parameter change may re-create the timers from another thread)
+            run, arm = self.pacer.on_input(time.monotonic())
+            self._arm(arm)
+        if run:
+            self._paced_cycle()
+
+    def _on_cycle_timer(self) -> None:
+        self.pacer.on_timer(time.monotonic())
+        self._on_tick()
+
+    def _on_imu_silent(self) -> None:
+        _, arm = self.pacer.on_silence(time.monotonic())
+        self._arm(arm)
+        self._on_tick()
+
+    def _arm(self, which) -> None:
+        arm_timers(which, self._rate_timers["rate"][0], self._watchdog)
 
     # ------------------------------------------------------------------ outputs
     def _on_tick(self) -> None:
@@ -269,7 +320,9 @@ class PredictorNode(ThinNode):
         if not self.models:
             level, message = 2, "no model: " + self.model_error
         model = self.models.get(self.p["predictor"])
-        values = [("predictor", self.p["predictor"]), ("horizon_s", self.p["horizon"])]
+        values = [("predictor", self.p["predictor"]), ("horizon_s", self.p["horizon"]),
+                  ("paced_by", "imu/data" if self.pacer.paced else "timer"),
+                  ("cycles_paced_by_imu", self.pacer.counts["input"]), ("cycles_on_timer", self.pacer.counts["timer"])]
         values += [(k, v) for k, v in s.items()]
         for stage, stats in self.stage_stats.items():
             st = stats.summary()
