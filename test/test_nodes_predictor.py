@@ -364,3 +364,27 @@ def test_imu_at_the_cycle_rate_paces_the_cycle_and_the_timer_takes_over_when_it_
         pubs["imu/data"].publish(imu_msg())
     assert wait_for(lambda: node.pacer.counts["timer"] > on_timer + 20, 5.0)
     assert node.pacer.counts["input"] == paced and not node.pacer.paced
+
+
+def test_endpoints_carry_no_event_handlers_and_incompatible_qos_is_still_reported(rig):
+    """Our nodes' publishers and subscriptions are created without rclpy's default event handlers (two
+    waitables each, walked by the executor at every wake-up; a plain rclpy node, the Watcher, has them), and
+    ``check_qos`` still names a publisher whose QoS cannot reach a subscription: rclpy's own incompatible-QoS
+    verdict, a warning, and ``qos_incompatible`` on /diagnostics at level WARN."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    g, node, w, pubs = rig
+    assert len(list(node.waitables)) == 0 and len(list(node.subscriptions)) >= 5
+    assert len(list(w.waitables)) >= 2 * len(list(w.publishers)) > 0          # rclpy's default, the oracle
+    assert node.check_qos() == {}                                                # the rig's publishers match
+    best_effort = w.create_publisher(JointTrajectory, "joint_commands",
+                                     QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT))
+    key = ("/joint_commands", "publisher", "/" + w.get_name())
+    assert wait_for(lambda: key in node.check_qos(), 5.0)
+    assert "reliab" in node.qos_incompatible[key].lower() and len(node.qos_incompatible) == 1
+    status = node.node_status()
+    assert status.level == DiagnosticStatus.WARN and any(kv.key == "qos_incompatible" and "/joint_commands" in kv.value
+                                     for kv in status.values)
+    w.destroy_publisher(best_effort)
+    assert wait_for(lambda: node.check_qos() == {}, 5.0) and node.node_status().level == DiagnosticStatus.OK

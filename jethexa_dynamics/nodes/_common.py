@@ -21,7 +21,13 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import DurabilityPolicy, QoSCompatibility, QoSProfile, ReliabilityPolicy, qos_check_compatible
+from rclpy.qos import qos_profile_sensor_data
+
+try:   # rclpy >= Iron
+    from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+except ImportError:  # Humble
+    from rclpy.qos_event import PublisherEventCallbacks, SubscriptionEventCallbacks
 
 from jethexa_dynamics.hardware.errors import ParameterError
 from jethexa_dynamics.nodes.messages import InputError
@@ -39,6 +45,9 @@ RELIABLE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 #: history); depth > 1 so quick successive changes are not collapsed for live subscribers
 LATCHED_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+#: how often (s) a node looks for publishers/subscriptions on its topics with incompatible QoS (``check_qos``)
+QOS_CHECK_PERIOD = 2.0
 
 _PTYPE = {
     "bool": Parameter.Type.BOOL, "int": Parameter.Type.INTEGER, "double": Parameter.Type.DOUBLE,
@@ -116,10 +125,53 @@ class ThinNode(Node):
         self.errors = 0
         self._log_times: Dict[str, float] = {}
         self._rate_timers: Dict[str, Tuple[Any, Callable, str]] = {}
+        self.qos_incompatible: Dict[Tuple[str, str, str], str] = {}   # (topic, endpoint kind, node) -> policy
         for spec in params:
             self.p[spec.name] = self._declare(spec)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_timer(QOS_CHECK_PERIOD, self.check_qos)
+
+    # ------------------------------------------------------------------ endpoints
+    # rclpy gives every publisher and subscription default event handlers (incompatible QoS, incompatible
+    # type): two waitables each, which its executor adds to the wait set and checks at EVERY wake-up, in Python
+    # (~3 µs each here, and a node has 10-16 endpoints counting /parameter_events). Ours are created without
+    # them; ``check_qos`` gives the same warning from the ROS graph every QOS_CHECK_PERIOD s instead.
+    def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):
+        kwargs.setdefault("event_callbacks", SubscriptionEventCallbacks(use_default_callbacks=False))
+        return super().create_subscription(msg_type, topic, callback, qos_profile, **kwargs)
+
+    def create_publisher(self, msg_type, topic, qos_profile, **kwargs):
+        kwargs.setdefault("event_callbacks", PublisherEventCallbacks(use_default_callbacks=False))
+        return super().create_publisher(msg_type, topic, qos_profile, **kwargs)
+
+    def check_qos(self) -> Dict[Tuple[str, str, str], str]:
+        """Publishers of the topics this node subscribes to, and subscriptions of those it publishes, whose QoS
+        cannot match (``rclpy.qos.qos_check_compatible``: no message would pass): one warning per new one, and
+        ``qos_incompatible`` on /diagnostics. Returns {(topic, 'publisher'|'subscription', node): policy}."""
+        found: Dict[Tuple[str, str, str], str] = {}
+        mine = self.get_fully_qualified_name()
+
+        def name(info):
+            return info.node_namespace.rstrip("/") + "/" + info.node_name
+
+        # both sides as the graph reports them (the QoS the middleware resolved: a local profile's unset
+        # deadline or lease reads as a mismatch against a resolved one)
+        for topic in sorted({e.topic_name for e in (*self.subscriptions, *self.publishers)}):
+            subs = self.get_subscriptions_info_by_topic(topic)
+            for pub in self.get_publishers_info_by_topic(topic):
+                for sub in subs:
+                    if (name(pub) == mine) == (name(sub) == mine):
+                        continue                  # one side must be this node, the other not
+                    compatibility, reason = qos_check_compatible(pub.qos_profile, sub.qos_profile)
+                    if compatibility == QoSCompatibility.ERROR:
+                        other, kind = (name(pub), "publisher") if name(sub) == mine else (name(sub), "subscription")
+                        found[(topic, kind, other)] = reason
+        for key in sorted(found.keys() - self.qos_incompatible.keys()):
+            self.get_logger().warning("%s %s on '%s' has incompatible QoS, no messages will pass: %s"
+                                      % (key[1], key[2], key[0], found[key]))
+        self.qos_incompatible = found
+        return found
 
     # ------------------------------------------------------------------ parameters
     def _declare(self, spec: ParamSpec) -> Any:
@@ -233,9 +285,12 @@ class ThinNode(Node):
         kv += [("rejected " + t, n) for t, n in sorted(self.rejected.items())]
         if self.last_rejection:
             kv.append(("last_rejection", self.last_rejection))
+        if self.qos_incompatible:
+            kv.append(("qos_incompatible", "; ".join("%s %s on %s: %s" % (k[1], k[2], k[0], why)
+                                                     for k, why in sorted(self.qos_incompatible.items()))))
         kv += list(values)
         kv += self.cpu.values(self.t())
-        if self.errors and level == 0:
+        if (self.errors or self.qos_incompatible) and level == 0:
             level = 1
         return status(self.get_name() + ": node", message, level, kv, hardware_id=self.get_name())
 
