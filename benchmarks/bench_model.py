@@ -296,7 +296,7 @@ def main(argv=None):
         print("smoke ok:", ", ".join("%s %.2f us" % (k, t) for k, t in stages.items()))
         return 0
     title = "# Dynamics core vs Pinocchio (benchmarks/bench_model.py%s)" % (" --tag " + args.tag if args.tag else "")
-    lines = [title, "", *describe("pinocchio"), *([args.note] if args.note else []), "",
+    lines = [title, "", *describe("pinocchio"), *(["- " + args.note.removeprefix("- ")] if args.note else []), "",
              f"Single thread, same process, same states, Pinocchio called as its users call it "
              f"(`pin.aba(model, data, q, v, tau)` on a preallocated `data`). {args.rounds} interleaved rounds per row "
              "(ours, then Pinocchio); each side's figure in a round is the best of 5 timeit repeats of CPU time of "

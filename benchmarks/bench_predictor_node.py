@@ -2,7 +2,7 @@
 """Predictor and identifier nodes at the robot's rates: cycle time and CPU by stage, real rclpy over DDS.
 
 Run: ``source scripts/ros_env.sh && .venv/bin/python benchmarks/bench_predictor_node.py [--seconds 15]
-[--smoke] [--out benchmarks/results/nodes.md]``
+[--repeats 3] [--smoke] [--out benchmarks/results/nodes.md]``
 
 Inputs: the plant's own streams (``damage.walk.walk_streams``), replayed in real time by a feeder node with
 fresh header stamps: joint_commands and joint_states 50 Hz, imu/data 100 Hz, mocap/pose 50 Hz (predictor only).
@@ -15,9 +15,13 @@ Cases, each ``--seconds`` long after a warm-up:
   ``identifier_window_*``), the whole process's CPU from /proc.
 * one process: the predictor node fed by the streams (three model configurations), and inside the whole
   sim.launch.py graph (as jethexa-demo).
+* rclpy's cost per message with and without its default event handlers (``measure_event_handlers``).
+
+The own-process predictor cases and the peer run ``--repeats`` interleaved rounds (default 3).
 """
 import argparse
 import os
+import statistics
 import sys
 import time
 
@@ -311,6 +315,56 @@ def measure_floor(seconds, streams):
         _interrupt(proc)
 
 
+def measure_event_handlers(messages=3000, rounds=3):
+    """rclpy's cost per message with and without its default event handlers, in one process: a node shaped like
+    the predictor (5 subscriptions, 8 publishers), one of its subscriptions fed by a publisher of the same
+    process, one ``spin_once`` per message; thread CPU per message (publish + wake-up + take + callback).
+    ``default``: the node as rclpy makes it (two event-handler waitables per endpoint); ``without``: the
+    endpoints as ``ThinNode`` creates them (``use_default_callbacks=False``). Returns {case: [µs per round]}."""
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from sensor_msgs.msg import Imu
+
+    from jethexa_dynamics.nodes._common import SENSOR_QOS, PublisherEventCallbacks, SubscriptionEventCallbacks
+
+    ctx = Context()
+    rclpy.init(context=ctx)
+    try:
+        cases = {}
+        for case in ("default", "without"):
+            node = Node("events_" + case, context=ctx)
+            sub_kw = {} if case == "default" else {
+                "event_callbacks": SubscriptionEventCallbacks(use_default_callbacks=False)}
+            pub_kw = {} if case == "default" else {
+                "event_callbacks": PublisherEventCallbacks(use_default_callbacks=False)}
+            got = [0]
+            for k in range(5):
+                node.create_subscription(Imu, "events_%s_%d" % (case, k), lambda m: got.__setitem__(0, got[0] + 1),
+                                         SENSOR_QOS, **sub_kw)
+            for k in range(8):
+                node.create_publisher(Imu, "events_%s_out_%d" % (case, k), 10, **pub_kw)
+            pub = Node("events_pub_" + case, context=ctx).create_publisher(Imu, "events_%s_0" % case, SENSOR_QOS)
+            ex = SingleThreadedExecutor(context=ctx)
+            ex.add_node(node)
+            cases[case] = (pub, ex, got, len(list(node.waitables)))
+        time.sleep(1.0)                   # discovery
+        msg, out = Imu(), {c: [] for c in cases}
+        for _ in range(rounds):
+            for case, (pub, ex, got, _) in cases.items():
+                c0 = time.thread_time()
+                for _ in range(messages):
+                    n = got[0]
+                    pub.publish(msg)
+                    while got[0] == n:
+                        ex.spin_once(timeout_sec=0.5)
+                out[case].append((time.thread_time() - c0) / messages * 1e6)
+        return out, {c: v[3] for c, v in cases.items()}
+    finally:
+        ctx.try_shutdown()
+
+
 PREDICTOR_INPUTS = ("joint_commands", "joint_states", "imu/data", "mocap/pose", "morphology")
 MONITOR_INPUTS = ("joint_commands", "joint_states", "imu/data", "/diagnostics")
 NANO = (4.0, 6.0)   # Jetson Nano (Cortex-A57 at 1.43 GHz) assumed 4-6x slower per core than this machine
@@ -318,6 +372,31 @@ NANO = (4.0, 6.0)   # Jetson Nano (Cortex-A57 at 1.43 GHz) assumed 4-6x slower p
 
 def _f(vals, key):
     return float(vals.get(key, "nan"))
+
+
+def _print_own(label, r):
+    print("own process %-34s cycle p50 %.2f p99 %.2f ms, dynamics p99 %.2f, publishing p99 %.2f, "
+          "rate %.1f Hz, paced by imu/data %.0f %%, CPU %.1f ms/s (main thread %.1f, others %.1f), stages %s" % (
+              label, _f(r["values"], "p50_ms"), _f(r["values"], "p99_ms"), _f(r["values"], "dynamics_p99_ms"),
+              _f(r["values"], "publishing_p99_ms"), r["rate"], _paced_percent(r), r["cpu_ms_per_s"],
+              r["main_ms_per_s"], r["other_ms_per_s"], {k: round(v, 2) for k, v in r["stages"].items()}), flush=True)
+
+
+def _median_run(runs):
+    """The run with the median main-thread CPU (the lower middle of an even count), with ``main_range`` =
+    (least, most) main-thread ms per s over ``runs``."""
+    ranked = sorted(runs, key=lambda r: r["main_ms_per_s"])
+    return dict(ranked[(len(ranked) - 1) // 2], main_range=(ranked[0]["main_ms_per_s"], ranked[-1]["main_ms_per_s"]),
+                rounds=len(ranked))
+
+
+def _main_cell(r, period):
+    """The main thread's ms of CPU per period, with its range over the rounds."""
+    main = r["main_ms_per_s"] * period / 1e3
+    if r.get("rounds", 1) < 2:
+        return "%.3f" % main
+    lo, hi = (x * period / 1e3 for x in r["main_range"])
+    return "%.3f (%.2f-%.2f)" % (main, lo, hi)
 
 
 def _paced_percent(r):
@@ -331,6 +410,8 @@ def _paced_percent(r):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=15.0, help="measured seconds per case")
+    ap.add_argument("--repeats", type=int, default=3, help="interleaved rounds of the own-process predictor "
+                    "cases and the peer; a row is the round with its median main-thread CPU (default 3)")
     ap.add_argument("--smoke", action="store_true", help="one short own-process case each, to check the script")
     ap.add_argument("--floor-node", action="store_true", help=argparse.SUPPRESS)  # the peer's process
     ap.add_argument("--out", default=None, help="results file (default benchmarks/results/nodes.md; with --smoke "
@@ -341,6 +422,8 @@ def main(argv=None):
         return 0
     if args.seconds <= 0.0:
         ap.error("--seconds must be > 0 (measured seconds per case)")
+    if args.repeats < 1:
+        ap.error("--repeats must be >= 1")
     info = describe("rclpy") + ["- load average %.2f at start; %s" % (
         os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"),
         os.environ.get("RMW_IMPLEMENTATION", "default rmw"))]
@@ -355,19 +438,26 @@ def main(argv=None):
                   ("boltzmann_hamel + slip, pace_on_imu false (the cycle on its own timer)",
                    {"predictor": "boltzmann_hamel", "publish_slip": True, "pace_on_imu": False}),
                   ("boltzmann_hamel alone", {"predictor": "boltzmann_hamel", "publish_slip": False})]
-    for label, params in pred_cases[:1] if args.smoke else pred_cases:
-        params = dict(params, rate=100.0, stats_window=int(args.seconds * 100.0))
-        r = measure_own_process("jethexa_dynamics.nodes.predictor", "predictor", params, args.seconds, healthy, 0.0)
-        own.append((label, r))
-        print("own process %-34s cycle p50 %.2f p99 %.2f ms, dynamics p99 %.2f, publishing p99 %.2f, "
-              "rate %.1f Hz, paced by imu/data %.0f %%, CPU %.1f ms/s (main thread %.1f, others %.1f), stages %s" % (
-                  label, _f(r["values"], "p50_ms"), _f(r["values"], "p99_ms"), _f(r["values"], "dynamics_p99_ms"),
-                  _f(r["values"], "publishing_p99_ms"), r["rate"], _paced_percent(r), r["cpu_ms_per_s"],
-                  r["main_ms_per_s"], r["other_ms_per_s"],
-                  {k: round(v, 2) for k, v in r["stages"].items()}), flush=True)
-    floor = measure_floor(args.seconds, healthy)
-    print("peer: plain rclpy node, empty callbacks, same traffic + 100 Hz timer: CPU %.1f ms/s (main %.1f, others "
-          "%.1f)" % (floor["cpu_ms_per_s"], floor["main_ms_per_s"], floor["other_ms_per_s"]), flush=True)
+    # interleaved rounds (the cases, then the peer, again): the machine's load drifts between minutes, and a
+    # row is the round with the median main-thread CPU of its case, the range beside it
+    runs = {label: [] for label, _ in pred_cases}
+    floors = []
+    for _ in range(1 if args.smoke else args.repeats):
+        for label, params in pred_cases[:1] if args.smoke else pred_cases:
+            params = dict(params, rate=100.0, stats_window=int(args.seconds * 100.0))
+            r = measure_own_process("jethexa_dynamics.nodes.predictor", "predictor", params, args.seconds, healthy,
+                                    0.0)
+            runs[label].append(r)
+            _print_own(label, r)
+        floors.append(measure_floor(args.seconds, healthy))
+        print("peer: plain rclpy node, empty callbacks, same traffic + 100 Hz timer: CPU %.1f ms/s (main %.1f, "
+              "others %.1f)" % (floors[-1]["cpu_ms_per_s"], floors[-1]["main_ms_per_s"], floors[-1]["other_ms_per_s"]),
+              flush=True)
+    own = [(label, _median_run(rs)) for label, rs in runs.items() if rs]
+    floor = _median_run(floors)
+    events = measure_event_handlers(300 if args.smoke else 3000, 1 if args.smoke else 3)
+    print("rclpy per message, default event handlers vs none: %s" % ({c: [round(x, 1) for x in v]
+                                                                     for c, v in events[0].items()},), flush=True)
     ident = []
     id_cases = [("healthy walk", healthy), ("silent LM:1 break mid-window", broken)]
     for label, streams in id_cases[:1] if args.smoke else id_cases:
@@ -376,10 +466,10 @@ def main(argv=None):
                                 streams, 0.0)
         ident.append((label, r))
         print("own process damage_monitor, %-28s CPU %.1f ms/s (main %.1f, others %.1f), stages %s, "
-              "window cpu p99 %.1f ms, wall p99 %.1f ms, morphology %s" % (label, r["cpu_ms_per_s"], r["main_ms_per_s"], r["other_ms_per_s"],
-                                     {k: round(v, 2) for k, v in r["stages"].items()},
-                                     _f(r["values"], "identifier_window_cpu_p99_ms"),
-                                     _f(r["values"], "identifier_window_wall_p99_ms"), r["values"].get("morphology")),
+              "window cpu p99 %.1f ms, wall p99 %.1f ms, morphology %s" % (
+                  label, r["cpu_ms_per_s"], r["main_ms_per_s"], r["other_ms_per_s"],
+                  {k: round(v, 2) for k, v in r["stages"].items()}, _f(r["values"], "identifier_window_cpu_p99_ms"),
+                  _f(r["values"], "identifier_window_wall_p99_ms"), r["values"].get("morphology")),
               flush=True)
     rows = []
     if not args.smoke:
@@ -399,7 +489,7 @@ def main(argv=None):
         print("smoke run: every case ran; results not written")
         return 0
     args.out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "nodes.md")
-    write(args, info, own, floor, ident, rows)
+    write(args, info, own, floor, ident, rows, events)
     return 0
 
 
@@ -411,12 +501,13 @@ def _per_period(stages, keys):
     return sum(stages.get(k, 0.0) for k in keys) * PERIOD / 1e3
 
 
-def write(args, info, own, floor, ident, rows):
+def write(args, info, own, floor, ident, rows, events):
     period = PERIOD
     lines = [
         "# Predictor and identifier nodes: cost at the robot's rates",
         "",
-        "`benchmarks/bench_predictor_node.py --seconds %g%s`" % (args.seconds, " --smoke" if args.smoke else ""),
+        "`benchmarks/bench_predictor_node.py --seconds %g --repeats %d%s`" % (args.seconds, args.repeats,
+                                                                         " --smoke" if args.smoke else ""),
         "",
         *info,
         "- Jetson Nano: assumed %g-%g× slower per core (Cortex-A57 at 1.43 GHz against this machine's core); every "
@@ -440,7 +531,9 @@ def write(args, info, own, floor, ident, rows):
         "node with empty callbacks on the same traffic and an empty 100 Hz timer: the floor under any Python node. "
         "Paced = the share of cycles that ran right after an imu/data sample (`pace_on_imu`, `nodes/pacing.py`: "
         "one executor wake-up per period instead of two); the row with `pace_on_imu false` is the node as it "
-        "was before, its cycle on its own 100 Hz timer, measured in the same run.",
+        "was before, its cycle on its own 100 Hz timer, measured in the same run. %d interleaved rounds (each "
+        "case, then the peer, again): a row is the round with its case's median main-thread CPU, the range of the "
+        "rounds beside it." % args.repeats,
         "",
         "| node | cycle p50 / p99 [ms] | dynamics p50 / p99 [ms] | publishing p50 / p99 [ms] "
         "| message handling | cycles | executor (rest of main thread) | main thread | DDS threads "
@@ -451,22 +544,35 @@ def write(args, info, own, floor, ident, rows):
         v, st = r["values"], r["stages"]
         msg, cyc = _per_period(st, PREDICTOR_INPUTS), _per_period(st, ("predict", "diagnostics"))
         main = r["main_ms_per_s"] * period / 1e3
-        lines.append("| predictor, %s | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.3f | %.3f | %.3f | %.3f | %.3f "
+        lines.append("| predictor, %s | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.3f | %.3f | %.3f | %s | %.3f "
                      "| %.1f | %.0f | %.1f-%.1f / %.1f-%.1f |" % (
                          label, _f(v, "p50_ms"), _f(v, "p99_ms"), _f(v, "dynamics_p50_ms"), _f(v, "dynamics_p99_ms"),
-                         _f(v, "publishing_p50_ms"), _f(v, "publishing_p99_ms"), msg, cyc, main - msg - cyc, main,
+                         _f(v, "publishing_p50_ms"), _f(v, "publishing_p99_ms"), msg, cyc, main - msg - cyc,
+                         _main_cell(r, period),
                          r["other_ms_per_s"] * period / 1e3, r["rate"], _paced_percent(r), NANO[0] * _f(v, "p99_ms"),
                          NANO[1] * _f(v, "p99_ms"), NANO[0] * main, NANO[1] * main))
     if floor:
         main = floor["main_ms_per_s"] * period / 1e3
-        lines.append("| peer: plain rclpy node, empty callbacks + empty 100 Hz timer | - | - | - | - | - | %.3f | %.3f "
-                     "| %.3f | - | - | - / %.1f-%.1f |" % (main, main, floor["other_ms_per_s"] * period / 1e3,
+        lines.append("| peer: plain rclpy node, empty callbacks + empty 100 Hz timer | - | - | - | - | - | %.3f | %s "
+                     "| %.3f | - | - | - / %.1f-%.1f |" % (main, _main_cell(floor, period),
+                                                      floor["other_ms_per_s"] * period / 1e3,
                                                       NANO[0] * main, NANO[1] * main))
     lines += ["", "Columns from message handling to DDS threads: ms of CPU per 10 ms period (÷10 = % of a core)."]
     if own:
         st = own[0][1]["stages"]
         lines += ["", "Message handling by topic (first row), ms of CPU per 10 ms period: " + ", ".join(
             "%s %.3f" % (k, st[k] * period / 1e3) for k in PREDICTOR_INPUTS if k in st) + "."]
+    per_msg, waitables = events
+    med = {c: float(statistics.median(v)) for c, v in per_msg.items()}
+    lines += ["", "rclpy's default event handlers (`measure_event_handlers`): a node shaped like the predictor (5 "
+              "subscriptions, 8 publishers) fed by a publisher in the same process, one `spin_once` per message, "
+              "thread CPU per message (publish + wake-up + take + callback), median of %d interleaved rounds: "
+              "%.1f µs as rclpy makes the endpoints (%d event-handler waitables, walked at every wake-up) against "
+              "%.1f µs without them (%d waitables, as `ThinNode` creates them; `check_qos` gives their "
+              "incompatible-QoS warning from the graph every 2 s): %.2f×; rounds %s and %s µs. Nano: ×4-6."
+              % (len(per_msg["default"]), med["default"], waitables["default"], med["without"], waitables["without"],
+                 med["without"] / med["default"], ", ".join("%.1f" % x for x in per_msg["default"]),
+                 ", ".join("%.1f" % x for x in per_msg["without"]))]
     lines += [
         "",
         "## The damage identifier as the launch files run it: `damage_monitor` with `identify:=true`, own process",
