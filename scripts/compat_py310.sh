@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
-# Check the robot's target stack: Python 3.10 (ROS 2 Humble) with numpy 1.21 and the numba/scipy of that era.
-# Not part of CI (it installs a second environment, ~10 min); run it before a release.
+# Check the robot's target stack: Python 3.10 (ROS 2 Humble) with what the README installs on the robot, numba
+# 0.60 beside numpy 1.26 (pip's numpy 2 would break Humble's message packages; numba 0.60 is the first that
+# compiles the kernels at the speed BENCHMARKS.md gives). Not part of CI (it installs a second environment,
+# ~10 min); run it before a release.
 # Usage: PY310=/path/to/python3.10 bash scripts/compat_py310.sh [pytest args]
-# The stack is Humble's era by default (numpy 1.21.6, numba 0.55.2, scipy 1.7.3); the faster one of the README
-# (numba >= 0.60 beside numpy 1.26):
-#   COMPAT_ENV=.venv-py310-numba060 COMPAT_NUMPY=1.26.4 COMPAT_NUMBA=0.60.0 COMPAT_SCIPY=1.11.4 \
+# Humble's own numba (Ubuntu 22.04's python3-numba 0.55, the floor setup.py allows; slower, see BENCHMARKS.md):
+#   COMPAT_ENV=.venv-py310-numba055 COMPAT_NUMPY=1.21.6 COMPAT_NUMBA=0.55.2 COMPAT_SCIPY=1.7.3 \
 #     bash scripts/compat_py310.sh
 # With Pinocchio (numbers of issue #13 on this stack):
 #   WITH_PIN=1 bash scripts/compat_py310.sh test/test_model_pinocchio.py
 #   OMP_NUM_THREADS=1 NUMBA_CACHE_DIR=$PWD/.venv-py310/numba-cache .venv-py310/bin/python benchmarks/bench_model.py \
-#     --tag py310
+#     --tag py310_numba060
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY310=${PY310:-python3.10}
 ENV=${COMPAT_ENV:-.venv-py310}
 [ -x "$ENV/bin/python" ] || "$PY310" -m venv "$ENV"
-NUMPY=${COMPAT_NUMPY:-1.21.6}
-"$ENV/bin/python" -m pip install -q "numpy==$NUMPY" "numba==${COMPAT_NUMBA:-0.55.2}" "scipy==${COMPAT_SCIPY:-1.7.3}" \
+NUMPY=${COMPAT_NUMPY:-1.26.4}
+"$ENV/bin/python" -m pip install -q "numpy==$NUMPY" "numba==${COMPAT_NUMBA:-0.60.0}" "scipy==${COMPAT_SCIPY:-1.11.4}" \
   transforms3d pyyaml pyserial \
   smbus2 "matplotlib<3.8" pytest hypothesis 2>&1 | { grep -v '^WARNING: Location' || true; }
 "$ENV/bin/python" -m pip install -q --no-deps -e . 2>&1 | { grep -v '^WARNING: Location' || true; }
