@@ -140,7 +140,8 @@ def test_bad_input_on_every_subscription(rig):
         assert wait_for(lambda: node.rejected.get(topic, 0) >= len(msgs), 5.0), (topic, node.rejected)
     assert calls == [], calls  # every message was rejected as a whole before any model call
     node._each = each
-    for name, value in (("rate", 0.0), ("predictor", "oracle"), ("horizon", -1.0), ("joint_source", "x")):
+    for name, value in (("rate", 0.0), ("predictor", "oracle"), ("horizon", -1.0), ("joint_source", "x"),
+                        ("pace_on_imu", "yes")):
         res = node.set_parameters([Parameter(name, value=value)])[0]
         assert not res.successful and name in res.reason
     # still serving, and valid input still works

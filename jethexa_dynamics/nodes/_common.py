@@ -130,7 +130,7 @@ class ThinNode(Node):
             self.p[spec.name] = self._declare(spec)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_timer(QOS_CHECK_PERIOD, self.check_qos)
+        self.timer(QOS_CHECK_PERIOD, self.check_qos, "qos check")
 
     # ------------------------------------------------------------------ endpoints
     # rclpy gives every publisher and subscription default event handlers (incompatible QoS, incompatible
@@ -158,15 +158,16 @@ class ThinNode(Node):
         # both sides as the graph reports them (the QoS the middleware resolved: a local profile's unset
         # deadline or lease reads as a mismatch against a resolved one)
         for topic in sorted({e.topic_name for e in (*self.subscriptions, *self.publishers)}):
-            subs = self.get_subscriptions_info_by_topic(topic)
+            subs = [(name(info), info.qos_profile) for info in self.get_subscriptions_info_by_topic(topic)]
             for pub in self.get_publishers_info_by_topic(topic):
-                for sub in subs:
-                    if (name(pub) == mine) == (name(sub) == mine):
+                pub_name = name(pub)
+                for sub_name, sub_qos in subs:
+                    if (pub_name == mine) == (sub_name == mine):
                         continue                  # one side must be this node, the other not
-                    compatibility, reason = qos_check_compatible(pub.qos_profile, sub.qos_profile)
+                    compatibility, reason = qos_check_compatible(pub.qos_profile, sub_qos)
                     if compatibility == QoSCompatibility.ERROR:
-                        other, kind = (name(pub), "publisher") if name(sub) == mine else (name(sub), "subscription")
-                        found[(topic, kind, other)] = reason
+                        key = (topic, "subscription", sub_name) if pub_name == mine else (topic, "publisher", pub_name)
+                        found[key] = reason
         for key in sorted(found.keys() - self.qos_incompatible.keys()):
             self.get_logger().warning("%s %s on '%s' has incompatible QoS, no messages will pass: %s"
                                       % (key[1], key[2], key[0], found[key]))
