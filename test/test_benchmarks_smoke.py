@@ -28,3 +28,12 @@ def test_bench_slip_refuses_an_unknown_reference_commit_before_any_work():
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip().splitlines()[-1] == ("bench_slip.py: error: --reference: '0123456789abcdef' is not a "
                                                  "commit of this checkout ('' = no reference)")
+
+
+@pytest.mark.parametrize("argv, option", [(["--repeats", "0"], "--repeats"), (["--seconds", "0"], "--seconds")])
+def test_bench_predictor_node_refuses_bad_counts_before_any_work(argv, option):
+    r = subprocess.run([sys.executable, "bench_predictor_node.py"] + argv, cwd=BENCH, capture_output=True, text=True,
+                       timeout=300)      # guard against a hang only
+    assert r.returncode == 2 and r.stdout == ""
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("bench_predictor_node.py: error: %s must be" % option), r.stderr
