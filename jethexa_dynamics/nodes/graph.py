@@ -165,13 +165,36 @@ def node_class(executable: str):
     return importlib.import_module("jethexa_dynamics.nodes." + executable).NODE
 
 
-def add_launch_graph(graph: Graph, name: str, arguments: Optional[Dict[str, str]] = None) -> Dict[str, Node]:
+def add_launch_graph(graph: Graph, name: str, arguments: Optional[Dict[str, str]] = None,
+                     exclude: Tuple[str, ...] = ()) -> Dict[str, Node]:
     """Add the nodes of ``<name>.launch.py`` (``graph_spec``) with their YAML parameters and the launch
-    ``arguments``; returns {node name: node}."""
+    ``arguments``, except those named in ``exclude``; returns {node name: node}."""
     from jethexa_dynamics.nodes.graph_spec import node_parameters
 
     return {entry.name: graph.add(node_class(entry.executable), params)
-            for entry, params in node_parameters(name, arguments)}
+            for entry, params in node_parameters(name, arguments) if entry.name not in exclude}
+
+
+def node_process(entry, params: Dict[str, Any], workdir: str, env: Optional[Dict[str, str]] = None):
+    """Start one node of a graph spec as its own process, as ``ros2 launch`` would: ``python -m
+    jethexa_dynamics.nodes.entry <executable> --ros-args -r __node:=<name> --params-file <file>`` with the
+    resolved ``params`` written to ``workdir/<name>.yaml``; stdout and stderr go to ``workdir/<name>.log``.
+    Returns (Popen, log file opened ``w+``) for :func:`stop_processes`."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    path = os.path.join(workdir, entry.name + ".yaml")
+    with open(path, "w", encoding="utf-8") as f:
+        yaml.safe_dump({entry.name: {"ros__parameters": dict(params)}}, f)
+    log = open(os.path.join(workdir, entry.name + ".log"), "w+")
+    cmd = [sys.executable, "-m", "jethexa_dynamics.nodes.entry", entry.executable, "--ros-args",
+           "-r", "__node:=" + entry.name, "--params-file", path]
+    proc = subprocess.Popen(cmd, env=dict(os.environ if env is None else env, PYTHONUNBUFFERED="1"),
+                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    return proc, log
 
 
 def stop_processes(procs: Dict[str, Any], logs: Dict[str, Any], first: Tuple[str, ...] = ("gait_controller",
