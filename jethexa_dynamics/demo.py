@@ -194,8 +194,8 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     from jethexa_dynamics.model import format_morphology
     from jethexa_dynamics.predictors.errors import rpy
     from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS
-    from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, node_process, stop_processes, wait_for
-    from jethexa_dynamics.nodes.graph_spec import node_parameters
+    from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, start_process, stop_processes, wait_for
+    from jethexa_dynamics.nodes.graph_spec import processes
 
     def say(text=""):
         print(text, file=out, flush=True)
@@ -219,8 +219,8 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                  "record_storage": args.record_storage, "recovery": "true" if args.recovery == "on" else "false"}
     t_build = time.monotonic()
     workdir = tempfile.mkdtemp(prefix="jethexa_demo_")
-    emulator = [(e, p) for e, p in node_parameters("sim", overrides) if e.name == EMULATOR][0]
-    emu_proc, emu_log = node_process(*emulator, workdir)    # the hardware's stand-in starts first (the bus pty)
+    emulator = [p for p in processes("sim", overrides) if p.name == EMULATOR][0]
+    emu_proc, emu_log = start_process(emulator, workdir)    # the hardware's stand-in starts first (the bus pty)
     graph = Graph(threads=1)
     status = 1
     try:

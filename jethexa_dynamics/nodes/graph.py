@@ -175,23 +175,22 @@ def add_launch_graph(graph: Graph, name: str, arguments: Optional[Dict[str, str]
             for entry, params in node_parameters(name, arguments) if entry.name not in exclude}
 
 
-def node_process(entry, params: Dict[str, Any], workdir: str, env: Optional[Dict[str, str]] = None):
-    """Start one node of a graph spec as its own process, as ``ros2 launch`` would: ``python -m
-    jethexa_dynamics.nodes.entry <executable> --ros-args -r __node:=<name> --params-file <file>`` with the
-    resolved ``params`` written to ``workdir/<name>.yaml``; stdout and stderr go to ``workdir/<name>.log``.
-    Returns (Popen, log file opened ``w+``) for :func:`stop_processes`."""
+def start_process(process, workdir: str, env: Optional[Dict[str, str]] = None):
+    """Start one process of ``graph_spec.processes`` as ``ros2 launch`` would: ``python -m
+    jethexa_dynamics.nodes.entry <executable> [arguments] --ros-args [-r __node:=<name>] --params-file <file>``
+    with its parameter file written to ``workdir``; stdout and stderr go to ``workdir/<name>.log``. Returns
+    (Popen, log file opened ``w+``) for :func:`stop_processes`."""
     import os
     import subprocess
     import sys
 
-    import yaml
+    from jethexa_dynamics.nodes.graph_spec import write_parameters
 
-    path = os.path.join(workdir, entry.name + ".yaml")
-    with open(path, "w", encoding="utf-8") as f:
-        yaml.safe_dump({entry.name: {"ros__parameters": dict(params)}}, f)
-    log = open(os.path.join(workdir, entry.name + ".log"), "w+")
-    cmd = [sys.executable, "-m", "jethexa_dynamics.nodes.entry", entry.executable, "--ros-args",
-           "-r", "__node:=" + entry.name, "--params-file", path]
+    name = process.name or process.executable
+    log = open(os.path.join(workdir, name + ".log"), "w+")
+    cmd = [sys.executable, "-m", "jethexa_dynamics.nodes.entry", process.executable, *process.arguments,
+           "--ros-args"] + (["-r", "__node:=" + process.name] if process.name else []) + [
+           "--params-file", write_parameters(process, workdir)]
     proc = subprocess.Popen(cmd, env=dict(os.environ if env is None else env, PYTHONUNBUFFERED="1"),
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     return proc, log
