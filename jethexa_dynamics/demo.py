@@ -194,7 +194,7 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     from jethexa_dynamics.model import format_morphology
     from jethexa_dynamics.predictors.errors import rpy
     from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS
-    from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, start_process, stop_processes, wait_for
+    from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, wait_for
     from jethexa_dynamics.nodes.graph_spec import processes
 
     def say(text=""):
@@ -219,11 +219,12 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                  "record_storage": args.record_storage, "recovery": "true" if args.recovery == "on" else "false"}
     t_build = time.monotonic()
     workdir = tempfile.mkdtemp(prefix="jethexa_demo_")
-    emulator = [p for p in processes("sim", overrides) if p.name == EMULATOR][0]
-    emu_proc, emu_log = start_process(emulator, workdir)    # the hardware's stand-in starts first (the bus pty)
     graph = Graph(threads=1)
     status = 1
     try:
+        emulator = [p for p in processes("sim", overrides) if p.name == EMULATOR][0]
+        emu_proc = graph.start_process(emulator, workdir)   # the hardware's stand-in first (the bus pty)
+        emu_log = graph.processes[EMULATOR][1]
         nodes = add_launch_graph(graph, "sim", overrides, exclude=(EMULATOR,))
         w = graph.add(Watcher, name="demo")
         w.watch(DiagnosticArray, "/diagnostics", 10, emulator_status)
@@ -327,10 +328,10 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                          emu_proc)
         return status
     finally:
-        graph.close()                   # first: the servo driver unloads the servos over the emulated bus
-        codes, logs = stop_processes({EMULATOR: emu_proc}, {EMULATOR: emu_log})
-        if codes[EMULATOR] != 0 or "Traceback" in logs[EMULATOR]:
-            say("  %s ended with status %s; its log:\n%s" % (EMULATOR, codes[EMULATOR], logs[EMULATOR][-3000:]))
+        graph.close()                   # the nodes, then the emulator (the servos unloaded over its bus)
+        code, log = graph.exit_codes.get(EMULATOR), graph.logs.get(EMULATOR, "")
+        if code not in (0, None) or "Traceback" in log:
+            say("  %s ended with status %s; its log:\n%s" % (EMULATOR, code, log[-3000:]))
             status = 1
         shutil.rmtree(workdir, ignore_errors=True)
         if args.record:  # only claim a bag that rosbag2 finished (it writes metadata.yaml on close)

@@ -16,7 +16,8 @@ board) is evidence too (:class:`JointPresenceTracker`), under the same no-false-
 
 "No reply" must survive CPU starvation (a loaded machine makes replies late, not absent): a missed read only
 counts while other servos answer, and a servo is reported silent only after a *confirmation read* with a
-long timeout, attempted within its deadline, got no reply either (:meth:`ServoStatusTracker.pending_confirmation`).
+long timeout, attempted within its deadline, got no reply either (:meth:`ServoStatusTracker.pending_confirmation`),
+while another servo read right after it answered within its normal timeout (the witness).
 """
 from __future__ import annotations
 
@@ -159,6 +160,12 @@ class ServoStatusTracker:
         self._replies = 0
         self._replies_at_miss: Dict[str, int] = {}
         self._to_confirm: Dict[str, float] = {}  # joint -> time of the miss that asks for a confirmation
+        self.unwitnessed = 0                     # timed-out confirmations without a prompt witness (no evidence)
+
+    def witness_for(self, joint: str) -> Optional[str]:
+        """The servo to read right after ``joint``'s confirmation: the one that replied last, other than it."""
+        others = [(t, j) for j, t in self._last_reply.items() if j != joint]
+        return max(others)[1] if others else None
 
     def record_reply(self, joint: str, now: float, **values) -> None:
         """A valid reply: ``values`` may hold ``measured``, ``voltage_mv``, ``temperature_c``, ``torque``,
@@ -193,11 +200,13 @@ class ServoStatusTracker:
         return min(due, key=self._to_confirm.get) if due else None
 
     def record_confirmation(self, joint: str, now: float, elapsed: float, timeout: float,
-                            timed_out: bool, **values) -> None:
+                            timed_out: bool, witness: bool = False, **values) -> None:
         """Outcome of a confirmation read of ``joint`` that took ``elapsed`` s with ``timeout``: a reply
         (``values``, e.g. ``measured``) ends the streak; a timeout within :func:`read_deadline` confirms the
-        silence (and is a miss); anything else (a starved read, a corrupted reply) proves nothing and waits
-        for the next counted miss."""
+        silence (and is a miss) if ``witness``: another servo, read right after it, answered within its normal
+        timeout -- the bus and whatever answers on it were on time (issue 21: an emulated bus starved with the
+        machine let a healthy servo time out once). Anything else (a starved read, a corrupted reply, a late
+        witness) proves nothing and waits for the next counted miss."""
         if joint not in self.health:
             return
         self._to_confirm.pop(joint, None)
@@ -205,7 +214,8 @@ class ServoStatusTracker:
             if values:
                 self.record_reply(joint, now, **values)
             return
-        if elapsed <= read_deadline(timeout):
+        self.unwitnessed += not witness
+        if witness and elapsed <= read_deadline(timeout):
             h = self.health[joint]
             before = h.consecutive_misses
             self.record_miss(joint, now)

@@ -34,6 +34,17 @@ class Graph:
         self.nodes: List[Node] = []
         self._thread: Optional[threading.Thread] = None
         self.spin_error: Optional[BaseException] = None
+        self.processes: Dict[str, Any] = {}   # name -> (Popen, log file): stopped by close() after the nodes
+        self.exit_codes: Dict[str, Any] = {}
+        self.logs: Dict[str, str] = {}
+
+    def start_process(self, process, workdir: str):
+        """Start a process of ``graph_spec.processes`` beside this graph (:func:`start_process`); ``close()``
+        stops it (SIGINT) after closing the graph's own nodes, its exit code and log then in ``exit_codes`` and
+        ``logs``. Returns its Popen."""
+        name = process.name or process.executable
+        self.processes[name] = start_process(process, workdir)
+        return self.processes[name][0]
 
     def add(self, node_cls: Callable[..., Node], params: Optional[Dict[str, Any]] = None, **kwargs) -> Node:
         node = node_cls(context=self.context, parameter_overrides=overrides(params), **kwargs)
@@ -79,6 +90,11 @@ class Graph:
             self.context.try_shutdown()
         except Exception:  # noqa: BLE001
             pass
+        if self.processes:   # after the nodes: the servo driver unloads the servos over an emulated bus
+            codes, self.logs = stop_processes({n: p for n, (p, _) in self.processes.items()},
+                                              {n: f for n, (_, f) in self.processes.items()})
+            self.exit_codes.update(codes)
+            self.processes.clear()
 
     def __enter__(self):
         return self
