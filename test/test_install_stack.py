@@ -81,7 +81,8 @@ WARMUP_TINY = ("import sys; sys.path.insert(0, sys.argv[1])\n"
 
 
 def _warmup_tiny(tmp_path, cache):
-    (tmp_path / "tiny_kernels.py").write_text(TINY)
+    if not (tmp_path / "tiny_kernels.py").exists():  # rewritten, its new stamp would void numba's cache
+        (tmp_path / "tiny_kernels.py").write_text(TINY)
     r = subprocess.run([sys.executable, "-c", WARMUP_TINY, str(tmp_path)], env=_env(NUMBA_CACHE_DIR=str(cache)),
                        cwd=ROOT, capture_output=True, text=True, timeout=HANG_GUARD)
     assert r.returncode == 0, r.stderr
