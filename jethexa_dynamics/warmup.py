@@ -10,6 +10,11 @@ The nodes that use kernels (``predictor``, ``robot_emulator``, ``gait_controller
 long it took. Processes starting together on a cold cache take turns through a lock file in the cache
 directory: the first compiles, the others then load what it cached instead of compiling the same code at
 the same time.
+
+The last line names what the kernels run with and where the cache is, e.g. ``numba kernels loaded from the
+cache in 4.6 s (Python 3.10.12, numpy 1.26.4, numba 0.60.0; cache /root/.cache/jethexa_dynamics/numba/<hash>)``.
+A warm-up records that Python/numpy/numba in its marker files; a later process that runs another one says
+so first (two installations on the paths: see README, "On the robot").
 """
 from __future__ import annotations
 
@@ -18,9 +23,9 @@ import contextlib
 import os
 import sys
 import time
-from typing import Callable, Dict, Iterable, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from jethexa_dynamics import kernel_cache
+from jethexa_dynamics import kernel_cache, stack
 
 try:
     import fcntl
@@ -106,6 +111,14 @@ def _marker(directory: str, group: str) -> str:
     return os.path.join(directory, ".warm-" + group)
 
 
+def _read_marker(directory: str, group: str) -> Tuple[str, str]:
+    """(source hash, Python/numpy/numba description) a warm-up of ``group`` wrote; the second is empty in a
+    marker written before it was recorded."""
+    with open(_marker(directory, group)) as f:
+        lines = f.read().splitlines()
+    return (lines[0].strip() if lines else ""), (lines[1].strip() if len(lines) > 1 else "")
+
+
 def cache_state(groups: Iterable[str], directory: Optional[str] = None) -> str:
     """``warm``: a warm-up of these groups finished into the cache directory for the current sources;
     ``stale``: it finished for other sources (a directory not keyed on them, e.g. a development cache);
@@ -114,12 +127,24 @@ def cache_state(groups: Iterable[str], directory: Optional[str] = None) -> str:
     want, state = kernel_cache.source_hash(), "warm"
     for g in groups:
         try:
-            with open(_marker(directory, g)) as f:
-                if f.read().strip() != want:
-                    state = "stale"
+            if _read_marker(directory, g)[0] != want:
+                state = "stale"
         except (OSError, TypeError):
             return "cold"
     return state
+
+
+def cached_with(groups: Iterable[str], directory: Optional[str] = None) -> List[str]:
+    """The Python/numpy/numba descriptions (:func:`stack.describe`) the cached kernels of ``groups`` were
+    compiled with, as their warm-ups recorded them (distinct, sorted; empty when none is recorded)."""
+    directory = directory or kernel_cache.cache_dir()
+    found = set()
+    for g in groups:
+        try:
+            found.add(_read_marker(directory, g)[1])
+        except (OSError, TypeError):
+            continue
+    return sorted(found - {""})
 
 
 @contextlib.contextmanager
@@ -166,6 +191,7 @@ cache), False when everything came from the cache."""
         raise ValueError("unknown kernel group(s) %s; allowed: %s" % (", ".join(unknown), ", ".join(GROUPS)))
     directory = kernel_cache.cache_dir()
     where = directory or "numba's default cache"
+    running = stack.describe()
     t0 = time.monotonic()
     waited = []
 
@@ -175,6 +201,10 @@ cache), False when everything came from the cache."""
 
     with _compile_lock(directory, on_wait):
         state = cache_state(groups, directory)
+        other = [w for w in cached_with(groups, directory) if w != running]
+        if state != "cold" and other:
+            log("the numba kernels (%s) in %s were compiled with %s; this process runs %s: two installations "
+                "on the paths? (README, On the robot)" % (", ".join(groups), where, " / ".join(other), running))
         if state == "warm":
             log("loading the compiled numba kernels (%s) from %s ..." % (", ".join(groups), where))
         elif waited:
@@ -195,14 +225,14 @@ cache), False when everything came from the cache."""
             for g in groups:
                 try:
                     with open(_marker(directory, g), "w") as f:
-                        f.write(kernel_cache.source_hash() + "\n")
+                        f.write(kernel_cache.source_hash() + "\n" + running + "\n")
                 except OSError:
                     pass
     dt = time.monotonic() - t1
     n = sum(1 for _, e in compiles if e.is_start)
-    log("numba kernels %s in %.1f s%s" % (
+    log("numba kernels %s in %.1f s%s (%s; cache %s)" % (
         "compiled and cached (%d functions)" % n if n else "loaded from the cache", dt,
-        " (after waiting %.1f s for another process)" % (t1 - t0) if waited else ""))
+        " (after waiting %.1f s for another process)" % (t1 - t0) if waited else "", running, where))
     return n > 0, dt
 
 
