@@ -30,6 +30,7 @@ from jethexa_dynamics.control.replan import common_morphologies
 from jethexa_dynamics.control.walking import WalkingGait
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages as validate, params as node_params
+from jethexa_dynamics.nodes.authority import subscribe_morphology
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run
 from jethexa_dynamics.nodes.messages import morphology_from_wire
 from jethexa_dynamics.nodes._robot import jethexa, leg_geometry
@@ -64,7 +65,7 @@ class GaitController(ThinNode):
         self.published = 0
         self.pub = self.create_publisher(JointTrajectory, "joint_commands", RELIABLE_QOS)
         self.sub(Twist, "cmd_vel", self._on_cmd_vel, RELIABLE_QOS)
-        self.sub(UInt8MultiArray, "morphology", self._on_morphology, LATCHED_QOS)
+        self.morphology_sub = subscribe_morphology(self, self._on_morphology, LATCHED_QOS)  # authority only
         if self.p["recovery"]:
             self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS)
             self.sub(Odometry, "predicted/odom", self._on_odom, RELIABLE_QOS)
