@@ -1,0 +1,270 @@
+"""DDS security ready to switch on (issue 25): the SROS2 policies of the launch graphs and the run-time write paths.
+
+``policy/<graph>.policy.xml`` is what ``nodes/security.py`` generates from the graph spec (so it cannot drift), has
+the structure of sros2's policy schema (0.2.0), gives every node the launch file starts an enclave with exactly
+the endpoints the spec lists for it (and nothing else), and the spec is what the nodes really create: they are
+started and the ROS graph is asked. The launch files pass each node its enclave. Secure DDS itself cannot run
+here (no sros2, no keystore); docs/security.md says what was and was not run.
+"""
+import os
+import re
+import sys
+import types
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from jethexa_dynamics.nodes import graph_spec, params as node_params, security
+from jethexa_dynamics.nodes.graph_spec import ENDPOINTS, GRAPHS, enclave
+from jethexa_dynamics.nodes.security import fully_qualified
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+def parse(graph, path=None):
+    """{enclave path: (profile node, {(kind, name)})} of a policy file, checking it against sros2's policy.xsd
+    (format 0.2.0) on the way: element names, nesting, required attributes, rule values, no empty lists."""
+    tree = ET.parse(path or security.policy_file(graph))
+    root = tree.getroot()
+    assert root.tag == "policy" and root.attrib == {"version": "0.2.0"}
+    assert [c.tag for c in root] == ["enclaves"]
+    out = {}
+    for enc in root.find("enclaves"):
+        assert enc.tag == "enclave" and set(enc.attrib) == {"path"} and enc.get("path") not in out
+        assert [c.tag for c in enc] == ["profiles"]
+        profiles = enc.find("profiles")
+        assert [c.tag for c in profiles] == ["profile"]          # one profile per enclave: one node per process
+        prof = profiles.find("profile")
+        assert prof.get("ns") == "/" and prof.get("node") and set(prof.attrib) == {"ns", "node"}
+        rules = set()
+        for group in prof:
+            item = {"topics": "topic", "services": "service"}[group.tag]
+            kinds = {"topics": ("publish", "subscribe"), "services": ("reply", "request")}[group.tag]
+            assert set(group.attrib) <= set(kinds) and len(group.attrib) == 1
+            (kind, value), = group.attrib.items()
+            assert value == "ALLOW"
+            names = [c.text for c in group]
+            assert names and all(c.tag == item and c.text and not len(c) for c in group)
+            assert len(set(names)) == len(names)
+            rules |= {(kind, n) for n in names}
+        out[enc.get("path")] = (prof.get("node"), rules)
+    return out
+
+
+@pytest.mark.parametrize("graph", sorted(GRAPHS))
+def test_checked_in_policy_is_what_the_graph_spec_gives(graph):
+    with open(security.policy_file(graph), encoding="utf-8") as f:
+        assert f.read() == security.policy_xml(graph)
+    assert os.path.dirname(security.policy_file(graph)) == os.path.normpath(os.path.join(ROOT, "policy"))
+
+
+def test_check_finds_a_drifted_policy_and_bad_options_exit_2(tmp_path, capsys):
+    assert security.main(["--check"]) == 0
+    assert security.main(["--out", str(tmp_path)]) == 0
+    path = tmp_path / "sim.policy.xml"
+    text = path.read_text()
+    path.write_text(text.replace("<topic>cmd_vel</topic>\n", "", 1))      # a hand edit: drift
+    capsys.readouterr()
+    assert security.main(["--out", str(tmp_path), "--check"]) == 1
+    assert "sim.policy.xml differs from the graph spec" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        security.main(["--enclave-root", "jethexa"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "argument --enclave-root" in err and err.count("\n") == 1
+    assert set(parse("sim", _write(tmp_path / "r", "/robot7"))) == {
+        "/robot7/" + n for n in security.profiles("sim")}
+
+
+def _write(directory, root):
+    assert security.main(["--out", str(directory), "--enclave-root", root]) == 0
+    return str(directory / "sim.policy.xml")
+
+
+@pytest.mark.parametrize("graph", sorted(GRAPHS))
+def test_every_node_has_its_enclave_with_exactly_its_endpoints(graph):
+    policy = parse(graph)
+    launched = [e.name for e in GRAPHS[graph]["nodes"]] + [graph_spec.ROBOT_STATE_PUBLISHER.name]
+    assert set(policy) == {enclave(n) for n in launched + [security.OPERATOR]}
+    for node, eps in graph_spec.graph_endpoints(graph).items():
+        assert policy[enclave(node)] == (node, {(e.kind, e.name) for e in eps}), node
+    # the enclave of a node is where the launch file puts it: <enclave_root default>/<node name>
+    arg = next(a for a in GRAPHS[graph]["arguments"] if a.name == "enclave_root")
+    assert arg.default == graph_spec.ENCLAVE_ROOT and arg.targets == ()
+
+
+@pytest.mark.parametrize("graph", sorted(GRAPHS))
+def test_only_the_damage_monitor_may_publish_morphology_and_the_operator_what_no_node_publishes(graph):
+    published = {}
+    for path, (node, rules) in parse(graph).items():
+        for kind, name in rules:
+            if kind == "publish":
+                published.setdefault(fully_qualified(name, node), set()).add(node)
+    assert published["/morphology"] == {"damage_monitor"}
+    assert published["/cmd_vel"] == {security.OPERATOR}
+    assert published["/joint_commands"] == {"gait_controller"}
+    assert published.get("/mocap/pose") == ({"robot_emulator"} if graph == "sim" else {security.OPERATOR})
+    node, rules = parse(graph)[enclave(security.OPERATOR)]
+    # the operator calls every service of every node (parameters: the run-time write paths) and serves none
+    for n in [e.name for e in GRAPHS[graph]["nodes"]]:
+        assert ("request", "/%s/set_parameters" % n) in rules
+    assert not [r for r in rules if r[0] == "reply"]
+
+
+def test_conditional_endpoints_hang_on_read_only_parameters():
+    """A node's endpoints are fixed at start-up: a run-time parameter change cannot leave the policy behind."""
+    conds = [(exe, e.when.param) for exe, eps in ENDPOINTS.items() for e in eps if e.when is not None]
+    assert conds and all(node_params.ALL[exe][param].read_only for exe, param in conds)
+
+
+def test_launch_description_gives_every_node_its_enclave(monkeypatch):
+    """launch_description with stand-ins for launch / launch_ros (not installable here): every Node, the
+    robot_state_publisher included, gets ``--enclave <enclave_root>/<name>``."""
+    class Rec:
+        def __init__(self, *args, **kwargs):
+            self.args, self.kwargs = args, kwargs
+
+    class LaunchConfiguration(Rec):
+        pass
+
+    class Node(Rec):
+        pass
+
+    class DeclareLaunchArgument(Rec):
+        pass
+
+    def module(name, **attrs):
+        m = types.ModuleType(name)
+        m.__dict__.update(attrs)
+        monkeypatch.setitem(sys.modules, name, m)
+
+    def share(pkg):
+        if pkg == "robot_state_publisher":
+            return "/opt/ros/humble/share/robot_state_publisher"
+        raise LookupError(pkg)
+
+    module("launch", LaunchDescription=Rec)
+    module("launch.actions", DeclareLaunchArgument=DeclareLaunchArgument, LogInfo=Rec)
+    module("launch.substitutions", LaunchConfiguration=LaunchConfiguration)
+    module("launch_ros")
+    module("launch_ros.actions", Node=Node)
+    module("launch_ros.parameter_descriptions", ParameterValue=Rec)
+    module("ament_index_python")
+    module("ament_index_python.packages", get_package_share_directory=share)
+
+    def render(parts, values):
+        return "".join(values[p.args[0]] if isinstance(p, LaunchConfiguration) else p for p in parts)
+
+    for graph in GRAPHS:
+        actions = graph_spec.launch_description(graph).args[0]
+        declared = {a.args[0]: a.kwargs["default_value"] for a in actions if isinstance(a, DeclareLaunchArgument)}
+        nodes = [a for a in actions if isinstance(a, Node)]
+        assert [n.kwargs["name"] for n in nodes] == [e.name for e in GRAPHS[graph]["nodes"]] + [
+            "robot_state_publisher"]
+        for n in nodes:
+            flag, value = n.kwargs["ros_arguments"]
+            assert flag == "--enclave"
+            assert render(value, declared) == enclave(n.kwargs["name"]) == "/jethexa/" + n.kwargs["name"]
+            assert render(value, {"enclave_root": "/robot7"}) == "/robot7/" + n.kwargs["name"]
+
+
+def test_docs_list_every_run_time_parameter_with_who_sets_it():
+    """docs/security.md: every parameter that can change at run time (not read-only), with who is expected to set
+    it -- the write paths besides the topics."""
+    text = open(os.path.join(ROOT, "docs", "security.md"), encoding="utf-8").read()
+    table = text[text.index("Run-time write paths\n"):]
+    rows = set(re.findall(r"^\| `(\w+)` \| `(\w+)` \|[^|\n]*\w[^|\n]*\|[^|\n]*\w[^|\n]*\|$", table, re.M))
+    runtime = {(node, s.name) for node, ps in node_params.ALL.items() for s in ps if not s.read_only}
+    assert rows == runtime, (sorted(runtime - rows), sorted(rows - runtime))
+
+
+def bad_value(spec):
+    """A value outside the spec's range (None: any value of the type is allowed by the spec)."""
+    if spec.kind == "bool":
+        return "yes"
+    if spec.kind in ("int", "double"):
+        return (spec.hi + 1) if spec.hi is not None else (spec.lo - 1 if spec.lo is not None else None)
+    if spec.kind == "int_array":
+        return [int(spec.hi) + 1] * (spec.length if isinstance(spec.length, int) else 1)
+    if spec.choices:
+        return "no-such-choice"
+    return {"damage": "LM:7", "breaks": "XX:1"}.get(spec.name)
+
+
+# ---------------------------------------------------------------------------------------------- running nodes
+rclpy = pytest.importorskip("rclpy")
+
+from rclpy.parameter import Parameter  # noqa: E402
+
+from jethexa_dynamics.nodes.graph import Graph, add_launch_graph  # noqa: E402
+
+KINDS = (("publish", "get_publisher_names_and_types_by_node"), ("subscribe", "get_subscriber_names_and_types_by_node"),
+         ("reply", "get_service_names_and_types_by_node"), ("request", "get_client_names_and_types_by_node"))
+
+
+def created(probe, name, namespace="/"):
+    """{(kind, fully qualified name, type)} of what node ``name`` created, as the ROS graph has it."""
+    return {(kind, n, t) for kind, method in KINDS for n, types_ in getattr(probe, method)(name, namespace)
+            for t in types_}
+
+
+def _rclpy_has(since):
+    if since == "iron":       # the type-description service came with Iron
+        import importlib.util
+
+        return importlib.util.find_spec("rclpy.type_description_service") is not None
+    return True
+
+
+@pytest.fixture(scope="module", params=["bringup", "sim"])
+def running(request, tmp_path_factory):
+    """The nodes of a launch graph, started in one process: bringup as launched by default (no servo bus, no
+    IMU chip here: the nodes wait for them), sim with recovery on and recording (the conditional endpoints)."""
+    graph = request.param
+    args = {} if graph == "bringup" else {"recovery": "true", "port_link": "/tmp/jethexa_policy_bus_%d" % os.getpid(),
+                                          "record": str(tmp_path_factory.mktemp("rec") / "bag")}
+    g = Graph()
+    try:
+        nodes = add_launch_graph(g, graph, args)
+        yield graph, graph_spec.node_parameters(graph, args), nodes
+    finally:
+        g.close()
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(300)
+def test_running_nodes_create_exactly_the_spec_endpoints_and_the_policy_covers_them(running):
+    graph, params, nodes = running
+    policy = parse(graph)
+    probe = next(iter(nodes.values()))
+    for entry, values in params:
+        actual = created(probe, entry.name)
+        spec = {(e.kind, fully_qualified(e.name, entry.name), e.type)
+                for e in graph_spec.node_endpoints(entry.executable, values) if _rclpy_has(e.since)}
+        assert actual == spec, (entry.name, sorted(actual - spec), sorted(spec - actual))
+        node, rules = policy[enclave(entry.name)]
+        allowed = {(kind, fully_qualified(name, node)) for kind, name in rules}
+        assert {(kind, n) for kind, n, _ in actual} <= allowed, entry.name
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(300)
+def test_run_time_parameters_refuse_out_of_range_values(running):
+    """Every parameter that can change at run time, given a value outside its range through the node's parameter
+    service path (set_parameters): refused, the node keeps its value. The authority parameters are read-only."""
+    _, params, nodes = running
+    tried = 0
+    for entry, _ in params:
+        node = nodes[entry.name]
+        for spec in node_params.ALL[entry.executable]:
+            bad = None if spec.read_only else bad_value(spec)
+            if spec.name.startswith("morphology_"):
+                assert spec.read_only
+                bad = "/intruder"
+            if bad is None:
+                continue
+            before = node.p[spec.name]
+            res = node.set_parameters([Parameter(spec.name, value=bad)])[0]
+            assert not res.successful, (entry.name, spec.name, bad)
+            assert node.p[spec.name] == before and node.get_parameter(spec.name).value == before
+            tried += 1
+    assert tried > 20
