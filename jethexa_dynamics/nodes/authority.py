@@ -43,6 +43,8 @@ POLL = 0.2
 IDENTIFY_TIMEOUT = 3.0
 #: messages kept while their sender is looked up (the depth of the morphology QoS); the oldest go first
 MAX_PENDING = 10
+#: publisher GIDs whose node is remembered at most
+MAX_NAMES = 256
 #: what the rmw graph cache reports for an endpoint whose node it has not learnt yet
 UNKNOWN_NAMES = ("_NODE_NAME_UNKNOWN_", "_NODE_NAMESPACE_UNKNOWN_")
 #: None: use the message info's publisher GID wherever this rclpy passes it; False: the graph only (what Humble
@@ -153,6 +155,8 @@ class MorphologyGate:
             return judge(self.allowed, [Publisher(self._names[gid], gid)], gid)
         verdict = judge(self.allowed, self._publishers(), gid)
         if gid is not None and verdict.sender:
+            if len(self._names) >= MAX_NAMES:   # many short-lived publishers: start over rather than grow
+                self._names.clear()
             self._names[gid] = verdict.sender
         return verdict
 

@@ -135,7 +135,8 @@ ROS_NODE: Tuple[Endpoint, ...] = (
     Endpoint("reply", "~/get_type_description", "type_description_interfaces/srv/GetTypeDescription", since="iron"),
 )
 #: and every node of this package (``ThinNode``): its own status on /diagnostics
-THIN_NODE: Tuple[Endpoint, ...] = ROS_NODE + (Endpoint("publish", "/diagnostics", "diagnostic_msgs/msg/DiagnosticArray"),)
+THIN_NODE: Tuple[Endpoint, ...] = ROS_NODE + (
+    Endpoint("publish", "/diagnostics", "diagnostic_msgs/msg/DiagnosticArray"),)
 
 _IMU, _JS, _TRAJ = "sensor_msgs/msg/Imu", "sensor_msgs/msg/JointState", "trajectory_msgs/msg/JointTrajectory"
 _POSE, _ODOM, _MORPH = "geometry_msgs/msg/PoseStamped", "nav_msgs/msg/Odometry", "std_msgs/msg/UInt8MultiArray"
