@@ -343,11 +343,12 @@ def test_the_walking_sim_graph_with_recovery_ignores_an_outsiders_morphology():
         p = start_outsider()
         assert wait_for(lambda: gc.rejected.get("morphology from /outsider", 0) >= 1
                         and pr.rejected.get("morphology from /outsider", 0) >= 1, 30.0), (gc.rejected, pr.rejected)
-        # walk on for a while (a distance, not a time: the machine is shared)
-        assert wait_for(lambda: w.last("mocap/pose").pose.position.x - x0 > 0.05, 60.0)
+        # walk on for a while: a distance and a number of ground-truth samples, not a time (the machine is shared)
+        assert wait_for(lambda: w.last("mocap/pose").pose.position.x - x0 > 0.05
+                        and len(w.since("mocap/pose", t0)) > 100, 120.0)
         poses = [m for _, m in w.since("mocap/pose", t0)]
-        assert len(poses) > 20 and max(tilt_deg(m) for m in poses) < 15.0
-        assert gc.walker.links_per_leg == [3] * 6 and pr.morphology == [3] * 6 and gc.state == "walking"
+        assert max(tilt_deg(m) for m in poses) < 15.0          # upright (the robot fell, 72 deg)
+        assert gc.walker.links_per_leg == [3] * 6 and pr.morphology == [3] * 6 and gc.walker.can_walk
         assert nodes["damage_monitor"].current == [3] * 6
         assert {n: node.errors for n, node in nodes.items() if node.errors} == {} and g.spin_error is None
     finally:
