@@ -21,6 +21,7 @@ setup(
         ("share/" + PACKAGE, ["package.xml"]),
         ("share/" + PACKAGE + "/launch", glob("launch/*.launch.py")),
         ("share/" + PACKAGE + "/config", glob("config/*.yaml")),
+        ("share/" + PACKAGE + "/policy", glob("policy/*.policy.xml")),   # SROS2 policies (docs/security.md)
         ("share/" + PACKAGE + "/urdf", glob("urdf/*")),
     ],
     python_requires=">=3.10",

@@ -18,6 +18,9 @@ from jethexa_dynamics.nodes import params as node_params
 from jethexa_dynamics.nodes.param_spec import load_node_yaml
 from jethexa_dynamics.nodes import graph_spec
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import launch_stub  # noqa: E402
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 GRAPHS = sorted(graph_spec.GRAPHS)
 
@@ -116,37 +119,6 @@ def test_user_docs_describe_every_parameter_and_launch_argument():
             assert "`%s`" % arg.name in text, arg.name
 
 
-class _Stub:
-    """Records the keyword arguments of a launch/launch_ros action."""
-
-    def __init__(self, *args, **kwargs):
-        self.args, self.kwargs = args, kwargs
-
-
-def _fake_launch(monkeypatch):
-    """Minimal ``launch`` / ``launch_ros`` (not installable here) with the API the launch files use: enough to
-    run ``generate_launch_description`` and the OpaqueFunction that builds the processes."""
-    import types
-
-    class LaunchConfiguration:
-        def __init__(self, name):
-            self.name = name
-
-        def perform(self, context):
-            return context.launch_configurations[self.name]
-
-    mods = {name: types.ModuleType(name) for name in ("launch", "launch.actions", "launch.substitutions",
-                                                       "launch_ros", "launch_ros.actions")}
-    mods["launch"].LaunchDescription = type("LaunchDescription", (_Stub,), {})
-    for action in ("DeclareLaunchArgument", "LogInfo", "OpaqueFunction"):
-        setattr(mods["launch.actions"], action, type(action, (_Stub,), {}))
-    mods["launch.substitutions"].LaunchConfiguration = LaunchConfiguration
-    mods["launch_ros.actions"].Node = type("Node", (_Stub,), {})
-    for name, mod in mods.items():
-        monkeypatch.setitem(sys.modules, name, mod)
-    return mods
-
-
 @pytest.mark.parametrize("graph, composed", [("bringup", "true"), ("bringup", "false"), ("sim", "true")])
 def test_launch_description_starts_the_processes_with_the_resolved_parameters(monkeypatch, graph, composed):
     """The launch file as ``ros2 launch`` evaluates it (against a stand-in of the launch API): every argument
@@ -156,17 +128,13 @@ def test_launch_description_starts_the_processes_with_the_resolved_parameters(mo
 
     if importlib.util.find_spec("launch_ros") is not None:
         pytest.skip("the real launch_ros is installed: test_generate_launch_description_when_launch_is_installed")
-    _fake_launch(monkeypatch)
+    launch_stub.install(monkeypatch)
     mod, _ = _load_launch_module(graph)
-    ld = mod.generate_launch_description()
-    entities = ld.args[0]
-    declared = {a.args[0]: a.kwargs["default_value"] for a in entities if type(a).__name__ == "DeclareLaunchArgument"}
+    values = {"composed": composed, "predictor_rate": "80.0"}
+    declared, actions = launch_stub.evaluate(mod.generate_launch_description(), values)
     assert declared == {a.name: a.default for a in graph_spec.GRAPHS[graph]["arguments"]}
-    opaque = [a for a in entities if type(a).__name__ == "OpaqueFunction"]
-    assert len(opaque) == 1
-    values = dict(declared, composed=composed, predictor_rate="80.0")
-    context = type("Context", (), {"launch_configurations": values})()
-    nodes = opaque[0].kwargs["function"](context)
+    nodes = [a for a in actions if type(a).__name__ == "Node" and a.kwargs["package"] == graph_spec.PACKAGE]
+    values = dict(declared, **values)
     expected = graph_spec.processes(graph, values)
     assert [(n.kwargs["executable"], n.kwargs["name"], n.kwargs["arguments"]) for n in nodes] == [
         (p.executable, p.name, list(p.arguments)) for p in expected]

@@ -27,7 +27,7 @@ LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
 def setup():
     g = Graph()
     try:
-        gc = g.add(GaitController, {"cmd_vel_timeout": 0.4})
+        gc = g.add(GaitController, {"cmd_vel_timeout": 0.4, "morphology_publishers_allowed": "watcher"})
         w = g.add(Watcher)
         w.watch(JointTrajectory, "joint_commands")
         cmd = w.create_publisher(Twist, "cmd_vel", 10)
@@ -153,7 +153,8 @@ def test_recovery_replans_reports_on_diagnostics_and_stops_when_the_imu_goes_sil
 
     g = Graph()
     try:
-        gc = g.add(GaitController, {"recovery": True, "heading_imu_timeout": 0.3})
+        gc = g.add(GaitController, {"recovery": True, "heading_imu_timeout": 0.3,
+                                     "morphology_publishers_allowed": "watcher"})
         w = g.add(Watcher)
         w.watch(JointTrajectory, "joint_commands")
         w.watch(DiagnosticArray, "/diagnostics")
@@ -215,7 +216,7 @@ def test_recovery_plans_off_the_executor_and_switches_when_the_plan_is_ready(mon
     monkeypatch.setattr(GaitPlanner, "plan", gated)
     g = Graph()
     try:
-        gc = g.add(GaitController, {"recovery": True})
+        gc = g.add(GaitController, {"recovery": True, "morphology_publishers_allowed": "watcher"})
         w = g.add(Watcher)
         w.watch(JointTrajectory, "joint_commands")
         cmd = w.create_publisher(Twist, "cmd_vel", 10)

@@ -71,7 +71,7 @@ def mocap(x=0.0, y=0.0, z=0.12):
 def rig():
     g = Graph()
     try:
-        node = g.add(PredictorNode, {"predictor": "slip", "rate": 50.0})
+        node = g.add(PredictorNode, {"predictor": "slip", "rate": 50.0, "morphology_publishers_allowed": "watcher"})
         w = g.add(Watcher)
         for topic in ("predicted/pose", "measured/pose"):
             w.watch(PoseStamped, topic)

@@ -50,7 +50,7 @@ def test_colcon_build_installs_launch_config_urdf_and_node_executables(tmp_path)
     share = inst / "share" / "jethexa_dynamics"
     assert (share / "package.xml").is_file()
     assert (share / "urdf" / "jethexa.urdf").is_file()
-    for sub, pattern in (("launch", ".launch.py"), ("config", ".yaml")):
+    for sub, pattern in (("launch", ".launch.py"), ("config", ".yaml"), ("policy", ".policy.xml")):
         shipped = sorted(f for f in os.listdir(os.path.join(ROOT, sub)) if f.endswith(pattern))
         assert shipped, f"no {pattern} files in {sub}/"
         assert sorted(os.listdir(share / sub)) == shipped

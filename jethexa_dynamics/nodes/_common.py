@@ -126,6 +126,8 @@ class ThinNode(Node):
         self._log_times: Dict[str, float] = {}
         self._rate_timers: Dict[str, Tuple[Any, Callable, str]] = {}
         self.qos_incompatible: Dict[Tuple[str, str, str], str] = {}   # (topic, endpoint kind, node) -> policy
+        #: more (key, value) pairs for the node's own /diagnostics status, each call of each source at each report
+        self.status_sources: List[Callable[[], Sequence[Tuple[str, Any]]]] = []
         for spec in params:
             self.p[spec.name] = self._declare(spec)
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -229,10 +231,17 @@ class ThinNode(Node):
         """Hook: react to validated run-time parameter changes (raise ValueError to reject)."""
 
     # ------------------------------------------------------------------ rejections and guards
-    def reject(self, topic: str, why: str) -> None:
-        """Count a rejected message/parameter and log one line (at most one per topic per 2 s)."""
+    def reject(self, topic: str, why: str, once: bool = False) -> None:
+        """Count a rejected message/parameter and log one line (at most one per topic per 2 s; with ``once``
+        only the first of ``topic``: the rest are counted on /diagnostics, not logged)."""
+        first = topic not in self.rejected
         self.rejected[topic] = self.rejected.get(topic, 0) + 1
         self.last_rejection = "%s: %s" % (topic, why)
+        if once:
+            if first:
+                self.get_logger().warning("rejected %s: %s (further ones are counted on /diagnostics, not logged)"
+                                          % (topic, why))
+            return
         now = time.monotonic()
         if now - self._log_times.get(topic, -1e9) >= 2.0:
             self._log_times[topic] = now
@@ -289,6 +298,8 @@ class ThinNode(Node):
         if self.qos_incompatible:
             kv.append(("qos_incompatible", "; ".join("%s %s on %s: %s" % (k[1], k[2], k[0], why)
                                                      for k, why in sorted(self.qos_incompatible.items()))))
+        for source in self.status_sources:
+            kv += list(source())
         kv += list(values)
         kv += self.cpu.values(self.t())
         if (self.errors or self.qos_incompatible) and level == 0:

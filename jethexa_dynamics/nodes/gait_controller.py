@@ -36,6 +36,7 @@ from jethexa_dynamics.control.walking import WalkingGait
 from jethexa_dynamics.damage.evidence import SupportGate, evidence_from_values
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages as validate, params as node_params
+from jethexa_dynamics.nodes.authority import subscribe_morphology
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run
 from jethexa_dynamics.nodes.messages import morphology_from_wire
 from jethexa_dynamics.nodes._robot import jethexa, leg_geometry
@@ -72,8 +73,10 @@ class GaitController(ThinNode):
         self.sub(Twist, "cmd_vel", self._on_cmd_vel, RELIABLE_QOS)
         self.gate = SupportGate(self.leg_names)
         self._held_said = ""
-        self.sub(UInt8MultiArray, "morphology", self._on_morphology, LATCHED_QOS)
-        self.sub(DiagnosticStatus, "morphology/evidence", self._on_evidence, LATCHED_QOS)
+        # both from the morphology authority only (issue 25)
+        self.morphology_sub = subscribe_morphology(self, self._on_morphology, LATCHED_QOS)
+        self.evidence_sub = subscribe_morphology(self, self._on_evidence, LATCHED_QOS, "morphology/evidence",
+                                                 DiagnosticStatus)
         if self.p["recovery"]:
             self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS)
             self.sub(Odometry, "predicted/odom", self._on_odom, RELIABLE_QOS)

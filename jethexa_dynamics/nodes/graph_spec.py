@@ -2,7 +2,10 @@
 
 The launch files turn this into a ``LaunchDescription`` (:func:`launch_description`, imports ``launch`` and
 ``launch_ros`` lazily); ``jethexa-demo`` builds the same graph in one process from the same data
-(:func:`node_parameters`), and the launch tests check it statically without a ROS install.
+(:func:`node_parameters`), and the launch tests check it statically without a ROS install. The topics and
+services each node creates (:data:`ENDPOINTS`, :func:`node_endpoints`, :func:`graph_endpoints`) are what the
+SROS2 policy ``policy/<graph>.policy.xml`` is generated from (``nodes/security.py``, docs/security.md); a test
+starts the nodes and compares what they create with this table.
 """
 from __future__ import annotations
 
@@ -12,8 +15,11 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from jethexa_dynamics.nodes import params as node_params
 from jethexa_dynamics.nodes.param_spec import config_dir, load_node_yaml
+from jethexa_dynamics.validation.topics import DEFAULT_RECORD_TOPICS
 
 PACKAGE = "jethexa_dynamics"
+#: SROS2 enclaves: node ``<node>`` of a launch graph runs in enclave ``<enclave_root>/<node>`` (launch argument)
+ENCLAVE_ROOT = "/jethexa"
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,9 @@ _COMMON_ARGS = [
              (("gait_controller", "recovery"),)),
     Argument("composed", "true", "the robot's five nodes in one process (executable robot: one interpreter, one "
              "DDS participant, about a fifth of the memory); false: a process per node", ()),
+    Argument("enclave_root", ENCLAVE_ROOT, "SROS2 enclave root: each process runs with --enclave <enclave_root>/<name> "
+             "(the robot's composed process: <enclave_root>/robot; inert unless ROS_SECURITY_ENABLE=true; "
+             "policy/<graph>.policy.xml, docs/security.md)", ()),
 ]
 
 GRAPHS: Dict[str, Dict[str, Any]] = {
@@ -87,6 +96,158 @@ GRAPHS: Dict[str, Dict[str, Any]] = {
         ] + _COMMON_ARGS,
     },
 }
+
+
+# ---------------------------------------------------------------------------------------------- endpoints
+@dataclass(frozen=True)
+class When:
+    """The condition under which a node creates an endpoint: parameter ``param`` has one of ``values``, or (with
+    ``nonempty``) is a non-empty string. Only read-only parameters (fixed at start-up) may be conditions."""
+    param: str
+    values: Tuple[Any, ...] = ()
+    nonempty: bool = False
+
+    def holds(self, value: Any) -> bool:
+        return bool(value) if self.nonempty else value in self.values
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A topic or service of a node, named as the node names it: relative names resolve in the node's namespace,
+    ``~/name`` under the node's own name. ``kind``: ``publish`` or ``subscribe`` (a topic), ``reply`` (a service
+    the node serves) or ``request`` (a service it calls). ``since``: a ROS 2 distro before which the node does
+    not create it (e.g. ``iron``: Humble has no such endpoint)."""
+    kind: str
+    name: str
+    type: str
+    when: Optional[When] = None
+    since: str = ""
+
+
+def _params_services() -> Tuple[Endpoint, ...]:
+    names = ("describe_parameters", "get_parameter_types", "get_parameters", "list_parameters", "set_parameters",
+             "set_parameters_atomically")
+    return tuple(Endpoint("reply", "~/" + n, "rcl_interfaces/srv/" + "".join(w.title() for w in n.split("_")))
+                 for n in names)
+
+
+#: what the ROS client library creates for every node: its log and parameter-event publishers, its parameter
+#: services and (Iron and later) its type-description service
+ROS_NODE: Tuple[Endpoint, ...] = (
+    Endpoint("publish", "/rosout", "rcl_interfaces/msg/Log"),
+    Endpoint("publish", "/parameter_events", "rcl_interfaces/msg/ParameterEvent"),
+) + _params_services() + (
+    Endpoint("reply", "~/get_type_description", "type_description_interfaces/srv/GetTypeDescription", since="iron"),
+)
+#: and every node of this package (``ThinNode``): its own status on /diagnostics
+THIN_NODE: Tuple[Endpoint, ...] = ROS_NODE + (
+    Endpoint("publish", "/diagnostics", "diagnostic_msgs/msg/DiagnosticArray"),)
+
+_IMU, _JS, _TRAJ = "sensor_msgs/msg/Imu", "sensor_msgs/msg/JointState", "trajectory_msgs/msg/JointTrajectory"
+_POSE, _ODOM, _MORPH = "geometry_msgs/msg/PoseStamped", "nav_msgs/msg/Odometry", "std_msgs/msg/UInt8MultiArray"
+_EVIDENCE = "diagnostic_msgs/msg/DiagnosticStatus"
+_RECOVERY = When("recovery", (True,))
+
+#: the topics and services each node of the package creates, besides ``THIN_NODE``'s (test/test_security_policy.py
+#: starts every node and compares)
+ENDPOINTS: Dict[str, Tuple[Endpoint, ...]] = {
+    "servo_driver": (
+        Endpoint("publish", "joint_states", _JS),
+        Endpoint("subscribe", "joint_commands", _TRAJ),
+        Endpoint("reply", "~/emergency_stop", "std_srvs/srv/Trigger"),
+        Endpoint("reply", "~/set_torque", "std_srvs/srv/SetBool"),
+    ),
+    "imu": (
+        Endpoint("publish", "imu/data_raw", _IMU),
+        Endpoint("publish", "imu/data", _IMU),
+        Endpoint("subscribe", "emulator/imu_motion", _IMU, When("source", ("emulator",))),
+    ),
+    "gait_controller": (
+        Endpoint("publish", "joint_commands", _TRAJ),
+        Endpoint("subscribe", "cmd_vel", "geometry_msgs/msg/Twist"),
+        Endpoint("subscribe", "morphology", _MORPH),
+        Endpoint("subscribe", "morphology/evidence", _EVIDENCE),
+        Endpoint("subscribe", "imu/data", _IMU, _RECOVERY),
+        Endpoint("subscribe", "predicted/odom", _ODOM, _RECOVERY),
+    ),
+    "predictor": (
+        Endpoint("publish", "predicted/pose", _POSE),
+        Endpoint("publish", "predicted/odom", _ODOM),
+        Endpoint("publish", "measured/pose", _POSE),
+        Endpoint("publish", "prediction/error", "std_msgs/msg/Float64MultiArray"),
+        Endpoint("publish", "slip/pose", _POSE),
+        Endpoint("publish", "slip/odom", _ODOM),
+        Endpoint("subscribe", "joint_commands", _TRAJ),
+        Endpoint("subscribe", "joint_states", _JS),
+        Endpoint("subscribe", "imu/data", _IMU),
+        Endpoint("subscribe", "mocap/pose", _POSE),
+        Endpoint("subscribe", "morphology", _MORPH),
+    ),
+    "damage_monitor": (
+        Endpoint("publish", "morphology", _MORPH),
+        Endpoint("publish", "morphology/evidence", _EVIDENCE),
+        Endpoint("subscribe", "/diagnostics", "diagnostic_msgs/msg/DiagnosticArray"),
+        Endpoint("subscribe", "joint_states", _JS),
+        Endpoint("subscribe", "joint_commands", _TRAJ),
+        Endpoint("subscribe", "imu/data", _IMU),
+        Endpoint("reply", "~/reset", "std_srvs/srv/Trigger"),
+    ),
+    "robot_emulator": (
+        Endpoint("publish", "mocap/pose", _POSE),
+        Endpoint("publish", "emulator/imu_motion", _IMU),
+    ) + tuple(Endpoint("subscribe", t, ty, When("record", nonempty=True)) for t, ty in DEFAULT_RECORD_TOPICS.items()),
+}
+
+#: the launch files' robot_state_publisher (added when that package is installed; C++, rclcpp), from its Humble
+#: source: /tf, /tf_static, robot_description out, joint_states and the parameter events in. Not checked against a
+#: running node here (it is not installable from PyPI).
+ROBOT_STATE_PUBLISHER = NodeEntry("robot_state_publisher", "robot_state_publisher")
+EXTERNAL_ENDPOINTS: Dict[str, Tuple[Endpoint, ...]] = {
+    "robot_state_publisher": ROS_NODE + (
+        Endpoint("publish", "/tf", "tf2_msgs/msg/TFMessage"),
+        Endpoint("publish", "/tf_static", "tf2_msgs/msg/TFMessage"),
+        Endpoint("publish", "robot_description", "std_msgs/msg/String"),
+        Endpoint("subscribe", "joint_states", _JS),
+        Endpoint("subscribe", "/parameter_events", "rcl_interfaces/msg/ParameterEvent"),
+    ),
+}
+
+
+def enclave(node: str, root: str = ENCLAVE_ROOT) -> str:
+    """The SROS2 enclave of ``node`` under ``root``."""
+    return root.rstrip("/") + "/" + node
+
+
+def node_endpoints(executable: str, params: Dict[str, Any]) -> Tuple[Endpoint, ...]:
+    """Every endpoint a node of the package creates with these (validated) parameters."""
+    return THIN_NODE + tuple(e for e in ENDPOINTS[executable] if e.when is None or e.when.holds(params[e.when.param]))
+
+
+def _reachable(graph: str, entry: NodeEntry, param: str) -> Optional[List[Any]]:
+    """The values ``param`` of ``entry`` can have in ``graph`` as launched: None = any (a launch argument sets
+    it), else the one value of the graph's fixed parameters or of config/<node>.yaml."""
+    if param in entry.fixed:
+        return [entry.fixed[param]]
+    if any((entry.name, param) in a.targets for a in GRAPHS[graph]["arguments"]):
+        return None
+    values = load_node_yaml(config_file(entry.executable), entry.executable)
+    return [values.get(param, node_params.ALL[entry.executable][param].default)]
+
+
+def graph_endpoints(graph: str) -> Dict[str, Tuple[Endpoint, ...]]:
+    """{node name: endpoints} of ``<graph>.launch.py``: for each node every endpoint it creates in some launch of
+    the graph (conditional endpoints whose parameter a launch argument sets are included), and the
+    robot_state_publisher's."""
+    out: Dict[str, Tuple[Endpoint, ...]] = {}
+    for entry in GRAPHS[graph]["nodes"]:
+        eps = list(THIN_NODE)
+        for e in ENDPOINTS[entry.executable]:
+            values = None if e.when is None else _reachable(graph, entry, e.when.param)
+            if e.when is None or values is None or any(e.when.holds(v) for v in values):
+                eps.append(e)
+        out[entry.name] = tuple(eps)
+    out[ROBOT_STATE_PUBLISHER.name] = EXTERNAL_ENDPOINTS[ROBOT_STATE_PUBLISHER.executable]
+    return out
 
 
 def _convert(node: str, param: str, text: str) -> Any:
@@ -187,7 +348,8 @@ def launch_description(graph: str):
         args = {a.name: LaunchConfiguration(a.name).perform(context) for a in spec["arguments"]}
         directory = tempfile.mkdtemp(prefix="jethexa_%s_launch_" % graph)
         return [Node(package=PACKAGE, executable=p.executable, name=p.name, arguments=list(p.arguments),
-                     parameters=[write_parameters(p, directory)], output="screen", emulate_tty=True)
+                     parameters=[write_parameters(p, directory)], output="screen", emulate_tty=True,
+                     ros_arguments=["--enclave", enclave(p.name or p.executable, args["enclave_root"])])
                 for p in processes(graph, args)]
 
     actions.append(OpaqueFunction(function=nodes))
@@ -195,8 +357,9 @@ def launch_description(graph: str):
     urdf = os.path.join(share, "urdf", "jethexa.urdf")
     if _has_package("robot_state_publisher") and os.path.exists(urdf):
         with open(urdf, "r", encoding="utf-8") as f:
-            actions.append(Node(package="robot_state_publisher", executable="robot_state_publisher",
-                                name="robot_state_publisher", parameters=[{"robot_description": f.read()}]))
+            actions.append(Node(package="robot_state_publisher", executable=ROBOT_STATE_PUBLISHER.executable,
+                                name=ROBOT_STATE_PUBLISHER.name, parameters=[{"robot_description": f.read()}],
+                                ros_arguments=_enclave_args(ROBOT_STATE_PUBLISHER.name)))
     else:
         actions.append(LogInfo(msg="robot_state_publisher not installed: no TF from joint_states"))
     return LaunchDescription(actions)
@@ -209,6 +372,13 @@ def _share_dir() -> str:
         return get_package_share_directory(PACKAGE)
     except Exception:  # noqa: BLE001 - not installed through colcon: use the source tree
         return os.path.dirname(config_dir())
+
+
+def _enclave_args(node: str) -> list:
+    """``--enclave <enclave_root>/<node>`` (rcl uses the enclave only with ROS_SECURITY_ENABLE=true)."""
+    from launch.substitutions import LaunchConfiguration
+
+    return ["--enclave", [LaunchConfiguration("enclave_root"), "/" + node]]
 
 
 def _has_package(name: str) -> bool:

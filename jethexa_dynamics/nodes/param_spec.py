@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
@@ -35,7 +36,9 @@ class ParamSpec:
 
     ``lo``/``hi`` bound numbers (inclusive; for arrays every element), ``choices`` restricts strings (and
     every element of a string array), ``length`` fixes an array's length (an int or a tuple of allowed
-    lengths), ``read_only`` parameters can only be set at start-up (launch/YAML).
+    lengths), ``pattern`` is a regular expression a string (every element of a string array) must match in full
+    (``pattern_text`` says what it allows, in words), ``read_only`` parameters can only be set at start-up
+    (launch/YAML).
     """
 
     name: str
@@ -48,6 +51,8 @@ class ParamSpec:
     length: Any = None
     unit: str = ""
     read_only: bool = False
+    pattern: Optional[str] = None
+    pattern_text: str = ""
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -69,6 +74,8 @@ class ParamSpec:
             parts.append("(%s)" % self.unit)
         if self.choices:
             parts.append("one of {%s}" % ", ".join(str(c) for c in self.choices))
+        if self.pattern is not None:
+            parts.append(self.pattern_text or "matching %s" % self.pattern)
         if self.length is not None:
             lens = self.length if isinstance(self.length, tuple) else (self.length,)
             parts.append("of length %s" % " or ".join(str(n) for n in lens))
@@ -105,6 +112,8 @@ class ParamSpec:
             raise self._fail(v, "not a string")
         if self.choices and v not in self.choices:
             raise self._fail(v, "unknown value")
+        if self.pattern is not None and re.fullmatch(self.pattern, v) is None:
+            raise self._fail(v, "malformed")
         return v
 
     def _bounded(self, v):

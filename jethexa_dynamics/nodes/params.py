@@ -13,6 +13,27 @@ P = ParamSpec
 
 LEGS = 6
 
+#: a ROS node name: relative (``damage_monitor``, resolved in the node's own namespace) or absolute
+#: (``/damage_monitor``, ``/robot1/damage_monitor``)
+NODE_NAME = r"/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*"
+NODE_NAMES = r"\s*(%s(\s*,\s*%s)*)?\s*" % (NODE_NAME, NODE_NAME)
+
+
+def _morphology_authority() -> list:
+    """Who may tell the node that the robot's body changed (issue 25, ``nodes/authority.py``,
+    docs/security.md): the gait controller and the predictor declare the same two parameters."""
+    return [
+        P("morphology_authority", "string", "damage_monitor", "the node whose morphology messages are acted on; "
+          "each message's sender is identified by its publisher endpoint in the ROS graph (not by a field of the "
+          "message); a relative name resolves in this node's namespace", read_only=True, pattern=NODE_NAME,
+          pattern_text="a ROS node name"),
+        P("morphology_publishers_allowed", "string", "", "other nodes whose morphology messages are accepted too, "
+          "comma separated (e.g. a second monitor or a test harness); empty = the authority only; messages of "
+          "any other publisher are ignored and counted on /diagnostics by sender", read_only=True,
+          pattern=NODE_NAMES, pattern_text="comma-separated ROS node names"),
+    ]
+
+
 SERVO_DRIVER = ParamSet("servo_driver", [
     P("transport", "string", "uart", "bus transport (hardware.open_bus, as jethexa-bus-emulator --transport): "
       "uart (direct Jetson UART, 0x55 0x55 frames) or rrc (STM32 robot controller board, 0xAA 0x55 + CRC8)",
@@ -104,7 +125,7 @@ GAIT_CONTROLLER = ParamSet("gait_controller", [
       "the margin over 0.1 rad/s)", lo=0.0, hi=0.1, unit="rad/s"),
     P("heading_imu_timeout", "double", 0.5, "heading hold: the IMU is silent after this long", lo=0.05, hi=10.0,
       unit="s"),
-])
+] + _morphology_authority())
 
 PREDICTOR = ParamSet("predictor", [
     P("predictor", "string", "boltzmann_hamel", "dynamics model: boltzmann_hamel (the modular whole-body model) or "
@@ -128,7 +149,7 @@ PREDICTOR = ParamSet("predictor", [
     P("stamp_tolerance", "double", 2.0, "a stamped input (joint_commands, joint_states, imu/data, mocap/pose) "
       "more than this far from the node's clock is rejected (all-zero stamps pass as 'not stamped'); raise it "
       "to replay old bags without use_sim_time", lo=0.01, hi=1.0e9, unit="s"),
-])
+] + _morphology_authority())
 
 DAMAGE_MONITOR = ParamSet("damage_monitor", [
     P("morphology", "int_array", [-1] * LEGS, "manual override, one entry per leg (LF LM LR RF RM RR) = intact "

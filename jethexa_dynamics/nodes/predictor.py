@@ -37,6 +37,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages as validate, params as node_params
+from jethexa_dynamics.nodes.authority import subscribe_morphology
 from jethexa_dynamics.nodes.messages import MeasuredPose, morphology_from_wire
 from jethexa_dynamics.nodes.pacing import CYCLE_TIMER, CyclePacer, arm_timers
 from jethexa_dynamics.predictors.base import CycleStats, Predictor
@@ -105,7 +106,7 @@ class PredictorNode(ThinNode):
         self._paced_cycle = self.guard("predict", self._on_tick)
         self.create_subscription(Imu, "imu/data", self._on_imu_arrival, SENSOR_QOS)
         self.sub(PoseStamped, "mocap/pose", self._on_mocap, SENSOR_QOS)
-        self.sub(UInt8MultiArray, "morphology", self._on_morphology, LATCHED_QOS)
+        self.morphology_sub = subscribe_morphology(self, self._on_morphology, LATCHED_QOS)  # authority only
         self.rate_timer("rate", self._on_cycle_timer, "predict")
         self._watchdog = self._new_watchdog()
         self.rate_timer("diagnostics_rate", self._on_diag, "diagnostics")
