@@ -4,6 +4,8 @@ Twists are ordered ``[v; w]`` (linear first, as in the paper eq. 2 and in Pinocc
 These are the readable reference versions; the compiled hot path in :mod:`.kernels` evaluates the same
 expressions in closed form and is tested against these functions.
 """
+import math
+
 import numpy as np
 
 #: how far from 1 the norm of a quaternion given as an orientation may be before it is rejected; the one
@@ -17,7 +19,12 @@ def unit_quat(q, field="quat", error=ValueError):
     """Quaternion (4 components; (w, x, y, z) in the core) normalised, or ``error`` (a ``ValueError`` type)
     naming ``field`` unless it is 4 finite numbers with norm in [1 - QUAT_NORM_TOL, 1 + QUAT_NORM_TOL]."""
     a = np.asarray(q, dtype=float).reshape(-1)
-    n = float(np.linalg.norm(a)) if a.shape == (4,) and np.all(np.isfinite(a)) else float("nan")
+    n = math.nan
+    # the checks on Python floats, the norm as ``np.linalg.norm`` computes it (sqrt of the vector's dot with
+    # itself: the same bits), without its ~10 µs of numpy dispatch on 4 numbers
+    if a.shape == (4,) and all(map(math.isfinite, a.tolist())):
+        v = a.ravel(order="K")
+        n = math.sqrt(v.dot(v))
     if not abs(n - 1.0) <= QUAT_NORM_TOL:
         raise error("%s must be a finite unit quaternion (w, x, y, z) with norm in [%g, %g], got %r"
                          % (field, 1.0 - QUAT_NORM_TOL, 1.0 + QUAT_NORM_TOL, np.asarray(q).tolist()))
