@@ -56,11 +56,6 @@ class Ladder:
     def degraded(self) -> bool:
         return self.level > 0
 
-    def reset(self) -> None:
-        """Back to the normal mode, history forgotten (a parameter change)."""
-        self.level, self.reason, self.backoff = 0, "", 1
-        self._good_since, self._last_up = None, -math.inf
-
     def judge(self, now: float, bad: bool, good: bool, why: str) -> Optional[str]:
         """One evaluation at ``now``: ``bad`` steps down (``why`` becomes the reason), ``good`` counts toward
         stepping up; neither (in between) restarts the recovery wait. Returns 'down', 'up' or None."""
@@ -95,7 +90,21 @@ class Ladder:
         return "up"
 
 
-class RateGovernor:
+class _Governor:
+    """What both governors report: ``degraded`` and ``reason``, their ladder's."""
+
+    ladder: Ladder
+
+    @property
+    def degraded(self) -> bool:
+        return self.ladder.degraded
+
+    @property
+    def reason(self) -> str:
+        return self.ladder.reason
+
+
+class RateGovernor(_Governor):
     """The predictor's cycle rate (module docstring). ``on_cycle(now)`` at the start of every cycle; it returns
     'down' or 'up' when :attr:`effective_rate` changed (the node then re-times its cycle), else None.
 
@@ -142,14 +151,6 @@ class RateGovernor:
     def effective_rate(self) -> float:
         return self.rate / self.factor
 
-    @property
-    def degraded(self) -> bool:
-        return self.ladder.degraded
-
-    @property
-    def reason(self) -> str:
-        return self.ladder.reason
-
     def add_cpu(self, seconds: float) -> None:
         """The CPU time [s] of the cycle that ran after the last ``on_cycle``."""
         self._cpu += seconds
@@ -173,7 +174,7 @@ class RateGovernor:
         return change
 
 
-class LagGovernor:
+class LagGovernor(_Governor):
     """The damage identifier's bank spacing (module docstring): ``on_window(now, lag)`` after each finished
     window, ``lag`` [s] = how long its closing sample waited in the queue; returns 'down'/'up' when
     :attr:`bank_every` changed, else None."""
@@ -191,17 +192,6 @@ class LagGovernor:
     @property
     def bank_every(self) -> int:
         return 2 ** self.ladder.level
-
-    @property
-    def degraded(self) -> bool:
-        return self.ladder.degraded
-
-    @property
-    def reason(self) -> str:
-        return self.ladder.reason
-
-    def reset(self) -> None:
-        self.ladder.reset()
 
     def on_window(self, now: float, lag: float) -> Optional[str]:
         self.last_lag = float(lag)
