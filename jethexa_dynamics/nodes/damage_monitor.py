@@ -72,10 +72,6 @@ class IdentifierWorker:
     A bug inside the identifier is logged with its traceback, counted by ``on_error`` and stops the worker
     (the node keeps serving the servo evidence).
 
-    Samples are handed over in batches: ``put`` wakes the worker when it sleeps with nothing queued, and the
-    worker then lets up to ``wake_batch`` samples gather, for ``max_delay`` s at most, before it feeds them (one
-    thread switch per batch instead of one per sample; a window is closed at most ``max_delay`` s later).
-
     Falling behind: with a ``governor`` (``nodes.degrade.LagGovernor``) every finished window reports how long
     its closing sample waited in the queue; the governor sets the identifier's ``bank_every`` (degraded mode:
     a bank episode starts at most every k-th window) and ``on_degrade(change)`` is called on the worker thread
@@ -83,12 +79,9 @@ class IdentifierWorker:
 
     def __init__(self, identifier, on_sample: Callable[[bool, str], None], on_error: Callable[[str], None],
                  max_queue: int = 5000, cpu: Optional[CpuLoad] = None, lock=None, governor=None,
-                 on_degrade: Optional[Callable[[str], None]] = None, wake_batch: int = 8, max_delay: float = 0.05):
+                 on_degrade: Optional[Callable[[str], None]] = None):
         self.identifier = identifier
         self.governor, self._on_degrade = governor, on_degrade
-        self.wake_batch, self.max_delay = int(wake_batch), float(max_delay)
-        self._idle = False      # the worker sleeps with nothing queued: the next put wakes it
-        self._flush = 0         # wait_idle callers: no batching meanwhile
         # cost accounting: every sample's CPU time goes to ``cpu`` (the node's CpuLoad, under ``lock``) as stage
         # "identifier"; a sample that closes a window carries the window's work (a bank window runs its models),
         # timed apart in CPU time and in wall time (the pauses between models included: the decision delay)
@@ -122,24 +115,16 @@ class IdentifierWorker:
                 self._queue.popleft()
                 self.dropped += 1
             self._queue.append((topic, method, args, time.monotonic()))
-            if self._idle or len(self._queue) >= self.wake_batch:
-                self._cv.notify()
-
-    def _batch_ready(self) -> bool:
-        return self._stop or self._flush > 0 or len(self._queue) >= self.wake_batch
+            self._cv.notify()
 
     def _run(self) -> None:
         idf = self.identifier
         while True:
             with self._cv:
-                if not self._queue and not self._stop:
-                    while not self._queue and not self._stop:
-                        self._busy = False
-                        self._cv.notify_all()
-                        self._idle = True
-                        self._cv.wait()
-                        self._idle = False
-                    self._cv.wait_for(self._batch_ready, self.max_delay)    # a batch gathers
+                while not self._queue and not self._stop:
+                    self._busy = False
+                    self._cv.notify_all()
+                    self._cv.wait()
                 if self._stop:
                     return
                 topic, method, args, t_put = self._queue.popleft()
@@ -187,12 +172,7 @@ class IdentifierWorker:
     def wait_idle(self, timeout: float) -> bool:
         """Block until every queued sample is fed (tests); False on time-out."""
         with self._cv:
-            self._flush += 1
-            self._cv.notify_all()
-            try:
-                return self._cv.wait_for(lambda: self._stop or (not self._queue and not self._busy), timeout)
-            finally:
-                self._flush -= 1
+            return self._cv.wait_for(lambda: self._stop or (not self._queue and not self._busy), timeout)
 
     def stop(self, timeout: float = 0.0) -> None:
         """Stop after the sample being fed; wait for that up to ``timeout`` s (0 from a callback: the worker may

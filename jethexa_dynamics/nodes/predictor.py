@@ -24,9 +24,8 @@ on /diagnostics say which.
 
 When the cycles run late (``degrade``; ``nodes/degrade.RateGovernor``: more than ``degrade_late_fraction`` of
 the cycles due over 2 s late or not run, while the cycles take ``degrade_min_cpu`` of a core), the cycle rate
-is halved, in steps down to ``degrade_min_rate``,
-and doubled again after ``degrade_recover`` s on time; paced by the IMU, the cycle then runs on every 2nd, 4th,
-... sample. /diagnostics says so at WARN: ``degraded``, ``effective_rate_hz``, ``degraded_reason``.
+is halved, in steps down to ``degrade_min_rate``, and doubled again after ``degrade_recover`` s on time; paced by
+the IMU, the cycle then runs on every 2nd, 4th, ... sample. /diagnostics says so at WARN: ``degraded``, ``effective_rate_hz``, ``degraded_reason``.
 """
 from __future__ import annotations
 
