@@ -389,3 +389,50 @@ def test_endpoints_carry_no_event_handlers_and_incompatible_qos_is_still_reporte
                                      for kv in status.values)
     w.destroy_publisher(best_effort)
     assert wait_for(lambda: node.check_qos() == {}, 5.0) and node.node_status().level == DiagnosticStatus.OK
+
+
+def test_late_cycles_lower_the_rate_say_so_and_it_comes_back(rig):
+    """``degrade`` (nodes/degrade.py) on the real node: a cycle made to take 60 ms of CPU (3x too slow for 50 Hz)
+    halves the cycle rate until the cycles are on time (50 -> 25 -> 12.5 Hz: the cycle timer's period follows),
+    /diagnostics says ``degraded`` at WARN with the effective rate and why; with the cycle fast again the rate
+    steps back up to 50 Hz and ``degraded`` clears."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    from jethexa_dynamics.nodes._common import level_of
+
+    g, node, w, pubs = rig
+    w.watch(DiagnosticArray, "/diagnostics")
+    assert node.set_parameters([Parameter("degrade_recover", value=1.0)])[0].successful
+    model = node.models["slip"]
+    fast = model.pose
+
+    def slow(t):                                   # 60 ms of CPU (the governor weighs the cycles' CPU)
+        c0 = time.thread_time()
+        while time.thread_time() - c0 < 0.06:
+            pass
+        return fast(t)
+    model.pose = slow
+    assert wait_for(lambda: node.governor.effective_rate == 12.5, 60.0), node.governor.effective_rate
+    with node._lock:
+        assert node._rate_timers["rate"][0].timer_period_ns == 80_000_000 and node.governor.degraded
+        assert "late or missed" in node.governor.reason
+
+    def status(t0):
+        for _, arr in reversed(w.since("/diagnostics", t0)):
+            for st in arr.status:
+                if st.name == node.get_name() + ": node":
+                    return st
+        return None
+    t0 = time.monotonic()
+    st = wait_for(lambda: status(t0), 10.0)
+    values = {kv.key: kv.value for kv in st.values}
+    assert level_of(st) == 1 and "degraded to 12.5 Hz of 50" in st.message
+    assert values["degraded"] == "true" and values["effective_rate_hz"] == "12.5"
+    assert int(values["degrade_steps_down"]) == 2 and "late or missed" in values["degraded_reason"]
+    model.pose = fast
+    assert wait_for(lambda: node.governor.effective_rate == 50.0, 60.0), node.governor.effective_rate
+    t0 = time.monotonic()
+    st = wait_for(lambda: status(t0), 10.0)
+    values = {kv.key: kv.value for kv in st.values}
+    assert values["degraded"] == "false" and values["effective_rate_hz"] == "50" and "degraded to" not in st.message
+    assert int(values["degrade_steps_up"]) >= 2

@@ -40,6 +40,14 @@ Data gaps: an IMU or joint-state stream silent longer than ``max_gap`` (a stalle
 leaves its window, and those starting within ``gap_settle`` after the data resumes, unscored: the models are
 driven through them by the commands and re-anchored after them (``gaps``, ``skipped_windows``).
 
+Degraded mode (``bank_every`` > 1, set by a live node whose worker falls behind the data, ``nodes/degrade.py``):
+a bank episode (the whole bank, started by a surprised pre-screen) starts at most every ``bank_every``-th
+window; an episode under way (another hypothesis holds clearly more than its prior) goes on every window as
+usual. A window whose episode start is deferred is not scored: the confirmed model runs and its residual level
+is learnt as in any window, the other hypotheses stay off, and no belief, candidate row or decision changes
+(``deferred_windows``). Every decision thus rests on the same fully scored consecutive windows as in the normal
+mode: a break may be named up to ``bank_every - 1`` windows later, never on less evidence.
+
 Streams: times in seconds on any single clock; joint vectors in ``robot.joint_names`` order (rad);
 quaternions (w, x, y, z) world <- base_link; gyro rad/s in base_link axes. Bad samples (NaN/inf, wrong
 size, time going backwards) are rejected and counted (``rejections``), never raised: a live node keeps
@@ -173,6 +181,9 @@ class DamageIdentifier:
         self.z_log: List[Tuple[float, float]] = []   # (window end, z-score of the confirmed model)
         self.sim_failures = 0
         self.bank_windows = 0
+        self.bank_every = 1               # degraded mode: a bank episode starts at most every n-th window
+        self.deferred_windows = 0         # windows whose episode start was deferred: not scored
+        self._since_bank = 1 << 30        # windows since the bank last ran
         # measurement buffers
         self._cmds: deque = deque()          # (t, q, move_time, joint indices)
         self._imu: deque = deque()           # (t, roll, pitch, yaw-rate world z (bias not removed))
@@ -509,6 +520,10 @@ class DamageIdentifier:
         p_other = (1.0 - self.stay_prior) / max(len(self.hyps) - 1, 1)
         others_live = any(h.active and p > 2.0 * p_other for h, p in zip(self.hyps[1:], p_prev[1:]))
         run_bank = not self.screen or z_cur > self.screen_z or others_live
+        if run_bank and not others_live and self._since_bank + 1 < self.bank_every:
+            self._defer_window(e_cur, z_cur, p_prev, in_win[-1][0] if in_win else t1)
+            return
+        self._since_bank = 0 if run_bank else self._since_bank + 1
         if run_bank:
             self.bank_windows += 1
             # hypotheses the episode has already ruled out are not simulated again (their belief is kept) ...
@@ -549,6 +564,19 @@ class DamageIdentifier:
             self._update_scale(e_cur, bias=z_cur < 0.75 * self.screen_z and probs[0] >= settled)
         self._decide(t1, probs)
         self._start_window(in_win[-1][0] if in_win else t1)
+
+    def _defer_window(self, e_cur, z_cur, p_prev, t_next):
+        """Degraded mode: the pre-screen was surprised but no episode is under way and the bank ran less than
+        ``bank_every`` windows ago. Nothing is scored or decided; the other hypotheses (none clearly above its
+        prior) stay off, as after a quiet window; the confirmed model's residual level is learnt by the rule
+        of every window (the z-score is above ``screen_z``: never the gyro bias)."""
+        self._since_bank += 1
+        self.deferred_windows += 1
+        for h in self.hyps[1:]:
+            h.active, h.ll, h.pruned = False, 0.0, False
+        if z_cur < self.learn_z and p_prev[0] >= min(0.9, self.stay_prior - 1e-9):
+            self._update_scale(e_cur, bias=False)
+        self._start_window(t_next)
 
     def probabilities(self, hyps=None) -> np.ndarray:
         """Posterior over ``hyps`` (default ``self.hyps``; the first is the confirmed morphology); inactive

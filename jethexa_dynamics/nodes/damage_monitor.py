@@ -6,7 +6,9 @@ setting never counts), and ``joint_states``: a joint without servo statuses (ano
 another board) that its publisher stops carrying is lost under the same rules (``JointPresenceTracker``).
 Breaks the servos cannot see are found by the model-based identifier
 (``jethexa_dynamics.damage.identification``) on ``joint_commands``, ``joint_states`` and ``imu/data``
-(parameters ``identify``, ``identify_window``, ``identify_threshold``, ``identify_confirm``). The two are
+(parameters ``identify``, ``identify_window``, ``identify_threshold``, ``identify_confirm``); when its worker
+falls behind the data it degrades on purpose (``identify_degrade``: bank episodes started less often, never a
+decision on less evidence) and says so on ``/diagnostics`` (``identifier_degraded``). The two are
 fused: per leg the fewer intact links; the servo evidence re-centres the identifier's hypotheses. On
 ``/diagnostics``: the top hypotheses with their probabilities and the evidence source of the last change
 (servo or model). Manual override: the ``morphology`` parameter (one entry per leg, -1 = automatic), e.g.
@@ -34,6 +36,7 @@ from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, J
 from jethexa_dynamics.damage.evidence import NAME as EVIDENCE_NAME, evidence_to_values
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages
+from jethexa_dynamics.nodes.degrade import LagGovernor
 from jethexa_dynamics.nodes.messages import InvalidMessage, morphology_to_wire
 from jethexa_dynamics.nodes._common import (LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, CpuLoad, ThinNode, run,
                                             stamp_to_sec, status)
@@ -44,11 +47,17 @@ _CONFIG_KEYS = ("no_reply_timeout", "min_missed_reads", "position_error_threshol
                 "position_error_hold", "latch")
 _IDENTIFIER_ATTRS = (("identify_window", "window"), ("identify_threshold", "threshold"),
                      ("identify_confirm", "confirm"), ("identify_max_gap", "max_gap"))
+_DEGRADE_KEYS = ("identify_degrade", "identify_max_lag", "identify_max_bank_every", "identify_recover")
 
 
 #: the worker's share of the interpreter during a bank window at most (it pauses between models for as long as
 #: the last one ran, bounded by PAUSE_RANGE s)
 PAUSE_RANGE = (0.002, 0.05)
+
+
+def _closed_windows(idf) -> int:
+    """Windows an identifier finished: scored, deferred (degraded mode) or skipped (a data gap)."""
+    return idf.windows + getattr(idf, "deferred_windows", 0) + getattr(idf, "skipped_windows", 0)
 
 
 class IdentifierWorker:
@@ -61,11 +70,18 @@ class IdentifierWorker:
     every node, and the identifier's own windows made such gaps (measured: 100-290 ms per bank window with
     the machine loaded). ``on_sample(ok, topic)`` runs on the worker thread after each sample is fed.
     A bug inside the identifier is logged with its traceback, counted by ``on_error`` and stops the worker
-    (the node keeps serving the servo evidence)."""
+    (the node keeps serving the servo evidence).
+
+    Falling behind: with a ``governor`` (``nodes.degrade.LagGovernor``) every finished window reports how long
+    its closing sample waited in the queue; the governor sets the identifier's ``bank_every`` (degraded mode:
+    a bank episode starts at most every k-th window) and ``on_degrade(change)`` is called on the worker thread
+    when it changes."""
 
     def __init__(self, identifier, on_sample: Callable[[bool, str], None], on_error: Callable[[str], None],
-                 max_queue: int = 5000, cpu: Optional[CpuLoad] = None, lock=None):
+                 max_queue: int = 5000, cpu: Optional[CpuLoad] = None, lock=None, governor=None,
+                 on_degrade: Optional[Callable[[str], None]] = None):
         self.identifier = identifier
+        self.governor, self._on_degrade = governor, on_degrade
         # cost accounting: every sample's CPU time goes to ``cpu`` (the node's CpuLoad, under ``lock``) as stage
         # "identifier"; a sample that closes a window carries the window's work (a bank window runs its models),
         # timed apart in CPU time and in wall time (the pauses between models included: the decision delay)
@@ -98,10 +114,11 @@ class IdentifierWorker:
             if len(self._queue) >= self.max_queue:
                 self._queue.popleft()
                 self.dropped += 1
-            self._queue.append((topic, method, args))
+            self._queue.append((topic, method, args, time.monotonic()))
             self._cv.notify()
 
     def _run(self) -> None:
+        idf = self.identifier
         while True:
             with self._cv:
                 while not self._queue and not self._stop:
@@ -110,14 +127,18 @@ class IdentifierWorker:
                     self._cv.wait()
                 if self._stop:
                     return
-                topic, method, args = self._queue.popleft()
+                topic, method, args, t_put = self._queue.popleft()
                 self._busy = True
             self._ran_since = wall0 = time.monotonic()
             try:
-                windows, cpu0 = self.identifier.windows, time.thread_time()
-                ok = getattr(self.identifier, method)(*args)
-                self._count(time.thread_time() - cpu0, time.monotonic() - wall0, self.identifier.windows != windows)
-                self._on_sample(self.identifier, ok, topic)
+                governor = self.governor
+                closed = _closed_windows(idf) if governor is not None else 0
+                windows, cpu0 = idf.windows, time.thread_time()
+                ok = getattr(idf, method)(*args)
+                self._count(time.thread_time() - cpu0, time.monotonic() - wall0, idf.windows != windows)
+                if governor is not None and _closed_windows(idf) != closed:
+                    self._judge(governor, wall0 - t_put)
+                self._on_sample(idf, ok, topic)
             except Exception:  # noqa: BLE001 - a bug: logged with its traceback, counted, the worker stops
                 self.failed = "%s: %s" % (topic, traceback.format_exc().strip().splitlines()[-1])
                 self._on_error(traceback.format_exc())
@@ -126,6 +147,19 @@ class IdentifierWorker:
                     self._queue.clear()
                     self._cv.notify_all()
                 return
+
+    def _judge(self, governor, lag: float) -> None:
+        """A window closed: its closing sample waited ``lag`` s in the queue."""
+        change = governor.on_window(time.monotonic(), lag)
+        if change is not None:
+            self.identifier.bank_every = governor.bank_every
+            if self._on_degrade is not None:
+                self._on_degrade(change)
+
+    def set_governor(self, governor) -> None:
+        """A new governor (None: never degraded); the identifier back to its normal mode."""
+        self.governor = governor
+        self.identifier.bank_every = 1
 
     def _count(self, cpu: float, wall: float, window: bool) -> None:
         if window:
@@ -209,13 +243,32 @@ class DamageMonitor(ThinNode):
         idf.hyps[0].engine.step(0)
         self.identifier = idf
         self.worker = IdentifierWorker(idf, self._check_identifier, self._identifier_failed, cpu=self.cpu,
-                                       lock=self._lock)
+                                       lock=self._lock, governor=self._lag_governor(),
+                                       on_degrade=self._identifier_degraded)
         self._feed_servo()
 
     def _stop_identifier(self, timeout: float = 0.0) -> None:
         if self.worker is not None:
             self.worker.stop(timeout)
         self.identifier, self.worker = None, None
+
+    def _lag_governor(self) -> Optional[LagGovernor]:
+        if not self.p["identify_degrade"]:
+            return None
+        return LagGovernor(self.p["identify_max_lag"], self.p["identify_max_bank_every"], self.p["identify_recover"])
+
+    def _identifier_degraded(self, change: str) -> None:
+        """The worker's governor changed the identifier's mode (worker thread): one log line."""
+        gov = self.worker.governor if self.worker is not None else None
+        if gov is None:
+            return
+        if change == "down":
+            self.get_logger().warning("identifier degraded: a bank episode starts at most every %d windows (%s)"
+                                      % (gov.bank_every, gov.reason))
+        else:
+            self.get_logger().info("identifier %s" % ("back to its normal mode" if not gov.degraded else
+                                                      "less degraded: a bank episode at most every %d windows"
+                                                      % gov.bank_every))
 
     def _identifier_failed(self, trace: str) -> None:
         self.errors += 1
@@ -279,6 +332,8 @@ class DamageMonitor(ThinNode):
             for key, attr in _IDENTIFIER_ATTRS:
                 if key in changed:
                     setattr(self.identifier, attr, changed[key])   # takes effect from the next window
+            if any(k in changed for k in _DEGRADE_KEYS):
+                self.worker.set_governor(self._lag_governor())     # the normal mode, judged afresh
         if any(k in changed for k in _CONFIG_KEYS):
             self.detector.config = self._config()
         if "morphology" in changed:
@@ -418,6 +473,17 @@ class DamageMonitor(ThinNode):
                        ("identifier_gyro_bias_z", "%.5f" % idf.gyro_bias),
                        ("identifier_rejected", sum(idf.rejections.values())),
                        ("identifier_queue", len(worker._queue)), ("identifier_dropped", worker.dropped)]
+            gov = worker.governor
+            degraded = gov is not None and gov.degraded
+            values += [("identifier_degraded", degraded),
+                       ("identifier_bank_every", gov.bank_every if gov is not None else 1),
+                       ("identifier_degraded_reason", gov.reason if degraded else ""),
+                       ("identifier_lag_s", gov.last_lag if gov is not None else 0.0),
+                       ("identifier_deferred_windows", getattr(idf, "deferred_windows", 0))]
+            if degraded:
+                message += "; identifier degraded: a bank episode at most every %d windows (%s)" % (
+                    gov.bank_every, gov.reason)
+                level = max(level, 1)
             for what, stats in (("cpu", worker.window_cpu), ("wall", worker.window_wall)):
                 st = stats.summary()
                 values += [("identifier_window_%s_%s" % (what, k), st[k]) for k in ("p50_ms", "p99_ms", "max_ms")]

@@ -2,7 +2,8 @@
 
 * ``imu/data_raw`` (sensor_msgs/Imu): specific force [m/s^2] and body rates [rad/s] in ``imu_link``
   (REP-103/145 axes, the chip's 90 deg mount already remapped), no orientation
-  (``orientation_covariance[0] = -1``).
+  (``orientation_covariance[0] = -1``); published only while something subscribes (a publish costs more than
+  the sample: nothing in the launch graphs reads it, a recorder or a tool does).
 * ``imu/data``: the same plus the Madgwick-filtered orientation (yaw drifts: no magnetometer).
 * Covariances are diagonal, from the ``*_stddev`` parameters.
 * ``source: emulator`` runs the MPU6050 register model (``hardware.mpu6050_emulator``) fed by the emulated
@@ -45,6 +46,10 @@ class ImuNode(ThinNode):
         self.motion_seen = self.p["source"] != "emulator"  # the emulated chip waits for its robot's motion
         self.raw_pub = self.create_publisher(Imu, "imu/data_raw", SENSOR_QOS)
         self.data_pub = self.create_publisher(Imu, "imu/data", SENSOR_QOS)
+        # the two messages are built once and refilled at every sample (rclpy's publish serializes at once):
+        # frame and covariances change only with the parameters
+        self.raw_msg, self.data_msg = Imu(), Imu()
+        self._fill_constant_fields()
         if self.p["source"] == "emulator":
             from jethexa_dynamics.hardware.mpu6050_emulator import Mpu6050Emulator
 
@@ -92,6 +97,16 @@ class ImuNode(ThinNode):
     def apply_params(self, changed: Dict[str, Any]) -> None:
         if "filter_beta" in changed:
             self.filter.beta = changed["filter_beta"]
+        self._fill_constant_fields()
+
+    def _fill_constant_fields(self) -> None:
+        """frame_id and covariances of both messages, from the parameters."""
+        for msg in (self.raw_msg, self.data_msg):
+            msg.header.frame_id = self.p["frame_id"]
+            msg.angular_velocity_covariance = _diag(self.p["angular_velocity_stddev"])
+            msg.linear_acceleration_covariance = _diag(self.p["linear_acceleration_stddev"])
+        self.raw_msg.orientation_covariance = [-1.0] + [0.0] * 8    # imu/data_raw carries no orientation
+        self.data_msg.orientation_covariance = _diag(self.p["orientation_stddev"])
 
     # ------------------------------------------------------------------ callbacks
     def _on_motion(self, msg: Imu) -> None:
@@ -128,19 +143,22 @@ class ImuNode(ThinNode):
             self.gaps += 1
             dt = period
         self._last_stamp = now
-        qw, qx, qy, qz = self.filter.update(sample.gyro, sample.accel, dt)
-        msg = Imu()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.header.frame_id = self.p["frame_id"]
-        msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = map(float, sample.gyro)
-        msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = map(float, sample.accel)
-        msg.angular_velocity_covariance = _diag(self.p["angular_velocity_stddev"])
-        msg.linear_acceleration_covariance = _diag(self.p["linear_acceleration_stddev"])
-        msg.orientation_covariance = [-1.0] + [0.0] * 8
-        self.raw_pub.publish(msg)
-        msg.orientation.w, msg.orientation.x, msg.orientation.y, msg.orientation.z = map(float, (qw, qx, qy, qz))
-        msg.orientation_covariance = _diag(self.p["orientation_stddev"])
-        self.data_pub.publish(msg)
+        qw, qx, qy, qz = self.filter.update(sample.gyro, sample.accel, dt).tolist()
+        stamp = self.get_clock().now().to_msg()
+        gx, gy, gz = sample.gyro.tolist()
+        ax, ay, az = sample.accel.tolist()
+        # imu/data_raw is published only while someone subscribes (nobody in the launch graphs; a recorder or
+        # a tool does): a publish costs more than the sample itself
+        for msg, pub in ((self.raw_msg, self.raw_pub), (self.data_msg, self.data_pub)):
+            if pub is self.data_pub or pub.get_subscription_count() > 0:
+                msg.header.stamp = stamp
+                v, a = msg.angular_velocity, msg.linear_acceleration
+                v.x, v.y, v.z = gx, gy, gz
+                a.x, a.y, a.z = ax, ay, az
+                if pub is self.data_pub:
+                    o = msg.orientation
+                    o.w, o.x, o.y, o.z = qw, qx, qy, qz
+                pub.publish(msg)
         self.samples += 1
 
     def _on_diag(self) -> None:

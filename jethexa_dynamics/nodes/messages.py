@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -28,6 +28,11 @@ class CannotServe(InputError):
     """A valid message the node cannot act on now (e.g. the servo bus is not open, an emergency stop)."""
 
 
+#: up to this many entries the checks run on Python floats (``ndarray.tolist``): numpy's per-call overhead
+#: (``isfinite``, ``flatnonzero``: a few µs each) is most of the cost of checking a 3-, 4- or 18-vector
+_SCALAR_CHECK_MAX = 64
+
+
 def finite_vector(field: str, values: Sequence[float], length: Optional[int] = None,
                   lo: Optional[float] = None, hi: Optional[float] = None) -> np.ndarray:
     """``values`` as a float array, checked for length, finiteness and (optional) bounds."""
@@ -37,6 +42,18 @@ def finite_vector(field: str, values: Sequence[float], length: Optional[int] = N
         raise InvalidMessage("%s: not a list of numbers" % field) from None
     if length is not None and arr.size != length:
         raise InvalidMessage("%s: has %d entries, expected %d" % (field, arr.size, length))
+    if arr.size <= _SCALAR_CHECK_MAX:
+        vals = arr.tolist()
+        if not all(map(math.isfinite, vals)):
+            i = next(k for k, v in enumerate(vals) if not math.isfinite(v))
+            raise InvalidMessage("%s[%d] = %s: must be a finite number" % (field, i, arr[i]))
+        if (lo is not None or hi is not None) and vals:
+            lo_ = -math.inf if lo is None else lo
+            hi_ = math.inf if hi is None else hi
+            if min(vals) < lo_ or max(vals) > hi_:
+                i = next(k for k, v in enumerate(vals) if v < lo_ or v > hi_)
+                raise InvalidMessage("%s[%d] = %.6g: must be in [%.6g, %.6g]" % (field, i, arr[i], lo_, hi_))
+        return arr
     bad = np.flatnonzero(~np.isfinite(arr))
     if bad.size:
         i = int(bad[0])
@@ -51,12 +68,32 @@ def finite_vector(field: str, values: Sequence[float], length: Optional[int] = N
     return arr
 
 
+#: {id(known): (a copy of known, {name: index})}: the nodes check every message against the same few lists
+_INDEX_CACHE: Dict[int, Tuple[List[str], Dict[str, int]]] = {}
+
+
+def _index_of(known: Sequence[str]) -> Dict[str, int]:
+    hit = _INDEX_CACHE.get(id(known))
+    if hit is not None and hit[0] == known:      # (a list equal to the one cached: not a reused id)
+        return hit[1]
+    index = {n: i for i, n in enumerate(known)}
+    if isinstance(known, list) and len(_INDEX_CACHE) < 64:
+        _INDEX_CACHE[id(known)] = (list(known), index)
+    return index
+
+
 def joint_indices(field: str, names: Sequence[str], known: Sequence[str]) -> List[int]:
     """Indices of ``names`` in ``known``; rejects an empty list, unknown and duplicated names."""
     if len(names) == 0:
         raise InvalidMessage("%s: empty (expected joint names out of %d known joints)" % (field, len(known)))
-    index = {n: i for i, n in enumerate(known)}
-    out, seen = [], set()
+    index = _index_of(known)
+    try:
+        out = [index[n] for n in names]
+    except KeyError:
+        out = None
+    if out is not None and len(set(out)) == len(out):
+        return out
+    out, seen = [], set()       # an unknown or a repeated name: the first one, in the message's order
     for n in names:
         if n not in index:
             raise InvalidMessage("%s: unknown joint %r (expected names like %r)" % (field, n, known[0]))
@@ -87,6 +124,14 @@ def stamp(field: str, sec: int, nanosec: int, now: float, tolerance: float) -> f
 
 def _within(field: str, idx: Sequence[int], pos: np.ndarray, known: Sequence[str], lower, upper,
             margin: float = 0.0) -> None:
+    if len(idx) <= _SCALAR_CHECK_MAX:      # the same comparisons on Python floats (see finite_vector)
+        lower_, upper_ = np.asarray(lower, dtype=float).tolist(), np.asarray(upper, dtype=float).tolist()
+        for j, (i, p) in enumerate(zip(idx, pos.tolist())):
+            lo, hi = lower_[i] - margin, upper_[i] + margin
+            if p < lo or p > hi:
+                raise InvalidMessage("%s[%d] (%s) = %.4f rad: must be in [%.4f, %.4f] rad"
+                                     % (field, j, known[i], p, lo, hi))
+        return
     lo = np.asarray(lower, dtype=float)[idx] - margin
     hi = np.asarray(upper, dtype=float)[idx] + margin
     out = np.flatnonzero((pos < lo) | (pos > hi))

@@ -18,6 +18,9 @@ The choice (not in the papers; tested in ``test/test_nodes_pacing.py``):
 * while paced, the node's cycle timer is cancelled and a watchdog timer of two periods is reset at every
   input: it fires only when the input has been silent for two periods, and then the cycle timer takes over
   again at once (``on_silence``).
+* ``every`` > 1 (a node that lowered its cycle rate on purpose, ``nodes/degrade.py``): the input still paces
+  at its own rate, and the cycle runs on every ``every``-th sample (one that comes at least ``every - 1/2``
+  periods after the last cycle); the watchdog waits two of those longer cycle periods.
 """
 from __future__ import annotations
 
@@ -55,6 +58,7 @@ class CyclePacer:
         self.tolerance = float(tolerance)
         self.smoothing = float(smoothing)
         self.counts: Dict[str, int] = {"input": 0, "timer": 0}
+        self.every = 1          # the cycle runs on every n-th paced input (a lowered cycle rate)
         self.reset(period)
 
     def reset(self, period: Optional[float] = None) -> None:
@@ -72,7 +76,7 @@ class CyclePacer:
     @property
     def watchdog_period(self) -> float:
         """Silence (s) after which the watchdog fires (``on_silence``)."""
-        return 2.0 * self.period
+        return 2.0 * self.period * self.every
 
     def on_input(self, now: float) -> Tuple[bool, Optional[str]]:
         """An input sample arrived at ``now``: (the cycle runs now, what to arm). While paced every sample re-arms
@@ -84,7 +88,7 @@ class CyclePacer:
         was = self.paced
         self.paced = self.interval is not None and abs(self.interval - self.period) <= self.tolerance * self.period
         arm = WATCHDOG if self.paced else (CYCLE_TIMER if was else None)
-        if self.paced and now - self.last_cycle >= 0.5 * self.period:
+        if self.paced and now - self.last_cycle >= (self.every - 0.5) * self.period:
             self._ran(now, "input")
             return True, arm
         return False, arm

@@ -149,6 +149,17 @@ PREDICTOR = ParamSet("predictor", [
     P("stamp_tolerance", "double", 2.0, "a stamped input (joint_commands, joint_states, imu/data, mocap/pose) "
       "more than this far from the node's clock is rejected (all-zero stamps pass as 'not stamped'); raise it "
       "to replay old bags without use_sim_time", lo=0.01, hi=1.0e9, unit="s"),
+    P("degrade", "bool", True, "when the cycles run late (CPU short), halve the cycle rate in steps (rate/2, "
+      "rate/4, ... not below degrade_min_rate), say so on /diagnostics (WARN, degraded), and step back up when "
+      "on time again"),
+    P("degrade_min_rate", "double", 12.5, "the lowest cycle rate degrade goes down to", lo=1.0, hi=1000.0,
+      unit="Hz"),
+    P("degrade_late_fraction", "double", 0.2, "fraction of the cycles due over 2 s that ran late or not at all "
+      "which halves the cycle rate (a quarter of it or less counts as on time)", lo=0.01, hi=1.0),
+    P("degrade_min_cpu", "double", 0.1, "late cycles lower the rate only while the cycles themselves take at "
+      "least this fraction of a core (lowering a cheap cycle's rate frees nothing)", lo=0.0, hi=1.0),
+    P("degrade_recover", "double", 5.0, "on time this long before the cycle rate is doubled again (twice as "
+      "long after each step down that follows a step up closely, up to 16 times)", lo=0.5, hi=600.0, unit="s"),
 ] + _morphology_authority())
 
 DAMAGE_MONITOR = ParamSet("damage_monitor", [
@@ -182,6 +193,16 @@ DAMAGE_MONITOR = ParamSet("damage_monitor", [
     P("stamp_tolerance", "double", 2.0, "a stamped input of the identifier (joint_commands, joint_states, "
       "imu/data) more than this far from the node's clock is rejected (all-zero stamps pass as 'not stamped')",
       lo=0.01, hi=1.0e9, unit="s"),
+    P("identify_degrade", "bool", True, "identifier: when its worker falls behind the data (a window closed "
+      "more than identify_max_lag after its data arrived), start a bank episode at most every 2nd, 4th, ... "
+      "window (an episode under way goes on every window; nothing is decided on a deferred window), say so on "
+      "/diagnostics (WARN, identifier_degraded), and step back when on time again"),
+    P("identify_max_lag", "double", 1.0, "identifier: a window closing this long after the sample that closed it "
+      "arrived degrades the identifier one step", lo=0.1, hi=60.0, unit="s"),
+    P("identify_max_bank_every", "int", 8, "identifier: the sparsest degraded mode, a bank episode at most every "
+      "n-th window (rounded down to a power of 2)", lo=2, hi=64),
+    P("identify_recover", "double", 10.0, "identifier: on time (windows closing within a quarter of "
+      "identify_max_lag) this long before a degraded step is undone", lo=1.0, hi=600.0, unit="s"),
 ])
 
 ROBOT_EMULATOR = ParamSet("robot_emulator", [

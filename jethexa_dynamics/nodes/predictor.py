@@ -21,6 +21,11 @@ The cycle runs at ``rate``: with ``pace_on_imu``, right after each ``imu/data`` 
 at that rate (within 10 %; the launch files run both at 100 Hz), else on the node's timer (``nodes/pacing.py``:
 one executor wake-up per period instead of two). ``paced_by``, ``cycles_paced_by_imu`` and ``cycles_on_timer``
 on /diagnostics say which.
+
+When the cycles run late (``degrade``; ``nodes/degrade.RateGovernor``: more than ``degrade_late_fraction`` of
+the cycles due over 2 s late or not run, while the cycles take ``degrade_min_cpu`` of a core), the cycle rate
+is halved, in steps down to ``degrade_min_rate``, and doubled again after ``degrade_recover`` s on time; paced by
+the IMU, the cycle then runs on every 2nd, 4th, ... sample. /diagnostics says so at WARN: ``degraded``, ``effective_rate_hz``, ``degraded_reason``.
 """
 from __future__ import annotations
 
@@ -38,6 +43,7 @@ from trajectory_msgs.msg import JointTrajectory
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages as validate, params as node_params
 from jethexa_dynamics.nodes.authority import subscribe_morphology
+from jethexa_dynamics.nodes.degrade import RateGovernor
 from jethexa_dynamics.nodes.messages import MeasuredPose, morphology_from_wire
 from jethexa_dynamics.nodes.pacing import CYCLE_TIMER, CyclePacer, arm_timers
 from jethexa_dynamics.predictors.base import CycleStats, Predictor
@@ -102,6 +108,7 @@ class PredictorNode(ThinNode):
         # the executor per period instead of two; the cycle timer is then cancelled and a watchdog of two
         # periods (reset by every sample) hands the cycle back to it when the IMU falls silent
         self.pacer = CyclePacer(1.0 / self.p["rate"])
+        self.governor = self._new_governor()
         self._imu_sample = self.guard("imu/data", self._on_imu)
         self._paced_cycle = self.guard("predict", self._on_tick)
         self.create_subscription(Imu, "imu/data", self._on_imu_arrival, SENSOR_QOS)
@@ -128,13 +135,20 @@ class PredictorNode(ThinNode):
 
     def apply_params(self, changed: Dict[str, Any]) -> None:
         if "rate" in changed:    # the cycle timer is re-created (running) after this: it paces until the IMU does
+            self.governor = self._new_governor()
             self.pacer.reset(1.0 / changed["rate"])
+            self.pacer.every = 1
             self._watchdog.cancel()
             self.destroy_timer(self._watchdog)
             self._watchdog = self._new_watchdog()
         elif "pace_on_imu" in changed:
             self.pacer.reset()
             self._arm(CYCLE_TIMER)
+        if "rate" not in changed and any(k.startswith("degrade") for k in changed):
+            was = self.governor.factor
+            self.governor = self._new_governor()      # normal mode again, judged afresh
+            if was != 1:
+                self._retime(None)
         if any(k in changed for k in ("predictor", "horizon", "publish_slip")):
             self._build_models()
         if "mocap_timeout" in changed:
@@ -243,9 +257,47 @@ class PredictorNode(ThinNode):
     def _arm(self, which) -> None:
         arm_timers(which, self._rate_timers["rate"][0], self._watchdog)
 
+    # ------------------------------------------------------------------ degrading (nodes/degrade.py)
+    def _new_governor(self) -> RateGovernor:
+        return RateGovernor(self.p["rate"], self.p["degrade_min_rate"], self.p["degrade_late_fraction"],
+                            self.p["degrade_recover"], min_cpu=self.p["degrade_min_cpu"])
+
+    def _retime(self, change) -> None:
+        """The governor changed the effective rate (``change``: 'down', 'up'; None: back to the configured rate):
+        the cycle timer's period, the pacer's every-n-th sample and the watchdog follow; one log line."""
+        rate = self.governor.effective_rate
+        self.pacer.every = self.governor.factor
+        self._set_period("rate", self._rate_timers["rate"][0], 1.0 / rate)
+        self._set_period("watchdog", self._watchdog, self.pacer.watchdog_period)
+        if change == "down":
+            self.get_logger().warning("cycle rate lowered to %g Hz of %g (degraded: %s)" % (
+                rate, self.p["rate"], self.governor.reason))
+        elif change == "up":
+            self.get_logger().info("cycle rate back up to %g Hz of %g%s" % (
+                rate, self.p["rate"], " (still degraded)" if self.governor.degraded else ""))
+
+    def _set_period(self, which: str, timer, period: float) -> None:
+        try:
+            timer.timer_period_ns = int(round(period * 1e9))      # rcl: from the timer's next call on
+        except AttributeError:          # an rclpy without the setter: a new timer, armed like the old one
+            running = not timer.is_canceled()
+            timer.cancel()
+            self.destroy_timer(timer)
+            if which == "rate":
+                new = self.timer(period, self._on_cycle_timer, "predict")
+                self._rate_timers["rate"] = (new, self._on_cycle_timer, "predict")
+            else:
+                new = self._watchdog = self.timer(period, self._on_imu_silent, "predict")
+            if not running:
+                new.cancel()
+
     # ------------------------------------------------------------------ outputs
     def _on_tick(self) -> None:
-        tic = time.perf_counter()
+        tic, cpu0 = time.perf_counter(), time.thread_time()
+        if self.p["degrade"]:
+            change = self.governor.on_cycle(time.monotonic())
+            if change is not None:
+                self._retime(change)
         t = self.t()
         stamp = self.get_clock().now().to_msg()
         dynamics = 0.0
@@ -262,7 +314,8 @@ class PredictorNode(ThinNode):
                 if self._listened("measured") or self._listened("error"):
                     self._publish_measured_and_error(stamp, t, pos, quat)
         cycle = time.perf_counter() - tic
-        self.stats.add(cycle, 1.0 / self.p["rate"])
+        self.stats.add(cycle, 1.0 / self.governor.effective_rate)
+        self.governor.add_cpu(time.thread_time() - cpu0)
         self.stage_stats["dynamics"].add(dynamics)
         self.stage_stats["publishing"].add(cycle - dynamics)
 
@@ -315,13 +368,20 @@ class PredictorNode(ThinNode):
             if mquat is not None:
                 self.last_error = pose_error(pos, quat, mpos, mquat)
         s = self.stats.summary()
-        period_ms = 1e3 / self.p["rate"]
-        level = 1 if s["cycles"] and s["p99_ms"] > period_ms else 0
+        gov = self.governor
+        period_ms = 1e3 / gov.effective_rate
+        level = 1 if (s["cycles"] and s["p99_ms"] > period_ms) or gov.degraded else 0
         message = "cycle p50 %.2f ms, p99 %.2f ms (period %.1f ms)" % (s["p50_ms"], s["p99_ms"], period_ms)
+        if gov.degraded:
+            message += "; degraded to %g Hz of %g: %s" % (gov.effective_rate, self.p["rate"], gov.reason)
         if not self.models:
             level, message = 2, "no model: " + self.model_error
         model = self.models.get(self.p["predictor"])
         values = [("predictor", self.p["predictor"]), ("horizon_s", self.p["horizon"]),
+                  ("degraded", gov.degraded), ("effective_rate_hz", gov.effective_rate),
+                  ("degraded_reason", gov.reason), ("degrade_steps_down", gov.ladder.steps_down),
+                  ("degrade_steps_up", gov.ladder.steps_up), ("late_fraction", gov.last_late_fraction),
+                  ("cycle_cpu_fraction", gov.last_cpu),
                   ("paced_by", "imu/data" if self.pacer.paced else "timer"),
                   ("cycles_paced_by_imu", self.pacer.counts["input"]), ("cycles_on_timer", self.pacer.counts["timer"])]
         values += [(k, v) for k, v in s.items()]

@@ -236,10 +236,12 @@ class CycleStats:
         self.samples: deque = deque(maxlen=int(window))
         self.count = 0
         self.overruns = 0
+        self._stats: Optional[Tuple[int, dict]] = None   # (count, stats()) of the last call: percentiles cost
 
     def clear(self) -> None:
         self.samples.clear()
         self.count = self.overruns = 0
+        self._stats = None
 
     def add(self, seconds: float, period: Optional[float] = None) -> None:
         self.samples.append(float(seconds))
@@ -251,9 +253,14 @@ class CycleStats:
         """{'n', 'p50', 'p99', 'mean', 'max'} in seconds over the window (NaN statistics and n = 0 when empty)."""
         if not self.samples:
             return {"n": 0, "p50": math.nan, "p99": math.nan, "mean": math.nan, "max": math.nan}
+        count = self.count
+        if self._stats is not None and self._stats[0] == count:   # nothing added since: the same figures
+            return dict(self._stats[1])
         a = np.asarray(self.samples, dtype=float)
-        return {"n": len(a), "p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
-                "mean": float(a.mean()), "max": float(a.max())}
+        out = {"n": len(a), "p50": float(np.percentile(a, 50)), "p99": float(np.percentile(a, 99)),
+               "mean": float(a.mean()), "max": float(a.max())}
+        self._stats = (count, out)
+        return dict(out)
 
     def summary(self) -> dict:
         """{'p50_ms', 'p99_ms', 'max_ms', 'mean_ms', 'cycles', 'overruns'} (NaN before the first cycle)."""
