@@ -17,7 +17,7 @@ board) is evidence too (:class:`JointPresenceTracker`), under the same no-false-
 "No reply" must survive CPU starvation (a loaded machine makes replies late, not absent): a missed read only
 counts while other servos answer, and a servo is reported silent only after a *confirmation read* with a
 long timeout, attempted within its deadline, got no reply either (:meth:`ServoStatusTracker.pending_confirmation`),
-while another servo read right after it answered within its normal timeout (the witness).
+while another servo read right before and right after it answered within its normal timeout (the witness).
 """
 from __future__ import annotations
 
@@ -203,9 +203,9 @@ class ServoStatusTracker:
                             timed_out: bool, witness: bool = False, **values) -> None:
         """Outcome of a confirmation read of ``joint`` that took ``elapsed`` s with ``timeout``: a reply
         (``values``, e.g. ``measured``) ends the streak; a timeout within :func:`read_deadline` confirms the
-        silence (and is a miss) if ``witness``: another servo, read right after it, answered within its normal
-        timeout -- the bus and whatever answers on it were on time (issue 21: an emulated bus starved with the
-        machine let a healthy servo time out once). Anything else (a starved read, a corrupted reply, a late
+        silence (and is a miss) if ``witness``: another servo, read right before and right after it, answered
+        within its normal timeout -- the bus and whatever answers on it were on time (issue 21: an emulated bus
+        starved with the machine let a healthy servo time out once). Anything else (a starved read, a corrupted reply, a late
         witness) proves nothing and waits for the next counted miss."""
         if joint not in self.health:
             return

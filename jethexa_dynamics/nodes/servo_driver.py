@@ -227,6 +227,10 @@ class ServoDriver(ThinNode):
         spec = self.table.by_joint(joint)
         timeout = self.p["confirm_timeout"]
         values, timed_out = {}, False
+        # bracketed by another servo answering promptly just before and just after: only then was the bus, and
+        # whatever answers on it, on time around the silence (an emulator starved for 0.3 s between two prompt
+        # replies is far less likely than one starved across either end)
+        before = self._witness(joint)
         t0 = time.monotonic()
         try:
             values["measured"] = spec.to_rad(self.joints.bus.read_position(spec.servo_id, timeout))
@@ -239,13 +243,13 @@ class ServoDriver(ThinNode):
             self.reject("servo bus", str(exc))
             return
         now = time.monotonic()
-        witness = timed_out and self._witness(joint)
+        witness = timed_out and before and self._witness(joint)
         with self._tracker_lock:
             self.tracker.record_confirmation(joint, now, now - t0, timeout, timed_out, witness, **values)
 
     def _witness(self, joint: str) -> bool:
-        """Right after a silent confirmation read: does another servo answer within the normal reply timeout,
-        read on time? Only then was the silence the servo's, not a starved bus or process (issue 21)."""
+        """Around a confirmation read: does another servo answer within the normal reply timeout, read on time?
+        Only then was a silence the servo's, not a starved bus or process (issue 21)."""
         with self._tracker_lock:
             other = self.tracker.witness_for(joint)
         if other is None:
