@@ -1,0 +1,1004 @@
+#!/usr/bin/env python3
+"""Does the robot fit the Jetson Nano? The sim graph as separate processes, walking, unconstrained and with the
+robot's nodes inside a CPU cgroup quota that stands for the Nano (issue 21).
+
+Run (as root for the quota runs; a few minutes):
+
+    cd <repo> && export PYTHONPATH=$PWD && source scripts/ros_env.sh && source scripts/numba_env.sh
+    .venv/bin/python benchmarks/bench_nano_budget.py [--seconds 30] [--break-at 15] [--factors 4,5,6]
+        [--half-factor 5] [--cgroup auto] [--out benchmarks/results/nano_budget.md]
+    .venv/bin/python benchmarks/bench_nano_budget.py --smoke       (8 s walks: unconstrained + 5x; CI)
+
+Every node of ``sim.launch.py`` runs in its own process, started as the launch file starts it (``python -m
+jethexa_dynamics.nodes.entry <node> --ros-args -r __node:=<name> --params-file <the graph's parameters>``,
+``bench_startup.graph_commands``); the imu node through ``_imu_split.py``, the same node with its emulated
+MPU6050 register model's CPU time counted apart. This process drives ``cmd_vel`` (0.05 m/s forward, like a
+teleop) and records ``predicted/pose``, ``mocap/pose`` (the emulated world's truth), ``joint_commands``,
+``imu/data``, ``joint_states``, ``morphology`` and ``/diagnostics``; it stays outside any quota and its CPU is not
+counted.
+
+Per run, after the graph is up (first predicted pose) and ``--warmup`` seconds of walking, a ``--seconds`` window:
+CPU-seconds per second of every node process (/proc utime + stime, children included), memory (VmRSS, PSS from
+smaps_rollup, VmHWM), the rates of the four topics, the identifier's windows per second, the prediction error
+against the truth (``predictors.errors``: predicted/pose minus mocap/pose interpolated at the predicted stamp;
+healthy part of the window), the walking speed (truth), and a silent break (``robot_emulator``'s ``breaks``
+parameter, ``--break-spec`` at ``--break-at`` s into the window): seconds until ``morphology`` names it, what it
+names, and whether any damage was named before it.
+
+Runs: unconstrained, then the robot's five node processes (servo_driver, imu, gait_controller, predictor,
+damage_monitor; the emulator stays outside) in one CPU cgroup whose quota stands for the Nano's 4 cores at a
+per-core slowdown F: 4/F of one core here (``--factors``; 5x -> 0.8 core, ``cpu.cfs_quota_us`` 8000 per 10000),
+and the half-busy Nano, 2/F core (``--half-factor``). cgroup v1 (``cpu.cfs_quota_us``) or v2 (``cpu.max``),
+whichever is writable; with neither, the quota runs are left out and only CPU is reported.
+
+Emulated hardware does not count against the robot: the servo bus emulator runs in robot_emulator's process
+(outside the quota); the MPU6050 register model runs inside the imu node's process, so its cost is measured
+apart (the ``emulated MPU6050`` and ``emulator/imu_motion`` stages on /diagnostics, and the delivery of
+``emulator/imu_motion`` from an A/B of the imu node alone: ``--imu-seconds``) and, by default, added to the
+quota (``--no-credit``: not).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+os.environ.setdefault("ROS_LOCALHOST_ONLY", "1")
+os.environ.setdefault("ROS_DOMAIN_ID", str(101 + os.getpid() % 100))
+
+from _machine import describe, write_results  # noqa: E402
+
+from jethexa_dynamics import cli_args  # noqa: E402
+
+ROBOT_NODES = ("servo_driver", "imu", "gait_controller", "predictor", "damage_monitor")
+EMULATOR_NODES = ("robot_emulator",)
+NANO_CORES = 4
+NANO_RANGE = (4.0, 6.0)     # Jetson Nano (Cortex-A57 at 1.43 GHz) assumed 4-6x slower per core than this machine
+NANO_F = 5.0                # the central estimate
+PERIOD_US = 10000           # CFS period of the quota group (10 ms)
+GAIT_CYCLE = 1.3            # s, gait_controller's cycle_time default
+SPEED = 0.05                # m/s forward on cmd_vel, as in the issue
+TARGETS = {"cpu": 0.4, "pose_hz": 95.0, "cmd_hz": 49.0, "error_ratio": 1.5, "break_cycles": 3, "rss_mb": 500.0}
+IMU_EMULATED_STAGES = ("emulator/imu_motion", "emulated MPU6050")
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+# ---------------------------------------------------------------------------------------------- /proc
+def proc_cpu(pid):
+    """utime + stime + cutime + cstime of ``pid`` [s] (every thread; waited-for children), NaN if gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLK
+
+
+def proc_memory(pid):
+    """{rss, hwm, pss} of ``pid`` in MB (VmRSS, VmHWM from status; Pss from smaps_rollup), NaN if unreadable."""
+    out = {"rss": float("nan"), "hwm": float("nan"), "pss": float("nan")}
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    out["rss" if line.startswith("VmRSS") else "hwm"] = int(line.split()[1]) / 1024.0
+        with open("/proc/%d/smaps_rollup" % pid) as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    out["pss"] = int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return out
+
+
+def load_text():
+    """'load average 1.23 0.98 0.70 (1/5/15 min)' of the machine now."""
+    a, b, c = os.getloadavg()
+    return "load average %.2f %.2f %.2f (1/5/15 min)" % (a, b, c)
+
+
+# ---------------------------------------------------------------------------------------------- cgroup
+def _mounts():
+    with open("/proc/mounts") as f:
+        return [line.split()[:4] for line in f]
+
+
+def _probe_dir(parent):
+    """Create and remove a child cgroup under ``parent``: '' if that works, else why not."""
+    probe = os.path.join(parent, "jethexa_probe_%d" % os.getpid())
+    try:
+        os.mkdir(probe)
+        os.rmdir(probe)
+        return ""
+    except OSError as exc:
+        return "%s: %s" % (parent, exc.strerror or exc)
+
+
+def find_cgroup(which="auto"):
+    """(kind 'v1'/'v2' or None, mount point, note): the first writable CPU controller (``which``: auto, v1, v2,
+    none). The note says what was found and why a controller was not used."""
+    notes = []
+    if which == "none":
+        return None, "", "quota runs disabled (--cgroup none)"
+    if which in ("auto", "v1"):
+        for dev, mnt, fstype, opts in _mounts():
+            if fstype == "cgroup" and "cpu" in opts.split(","):
+                why = _probe_dir(mnt) or ("" if os.path.exists(os.path.join(mnt, "cpu.cfs_quota_us"))
+                                          else "%s has no cpu.cfs_quota_us" % mnt)
+                if not why:
+                    return "v1", mnt, "cgroup v1 cpu controller at %s (cpu.cfs_quota_us / cpu.cfs_period_us)" % mnt
+                notes.append("v1: " + why)
+        if not notes:
+            notes.append("v1: no cpu controller mounted")
+    if which in ("auto", "v2"):
+        for dev, mnt, fstype, opts in _mounts():
+            if fstype == "cgroup2":
+                try:
+                    with open(os.path.join(mnt, "cgroup.controllers")) as f:
+                        controllers = f.read().split()
+                except OSError:
+                    controllers = []
+                if "cpu" not in controllers:
+                    notes.append("v2 at %s: no cpu controller (controllers: %s)" % (mnt, " ".join(controllers) or
+                                                                                  "none"))
+                    continue
+                why = _probe_dir(mnt)
+                if not why:
+                    return "v2", mnt, "cgroup v2 at %s (cpu.max)" % mnt
+                notes.append("v2: " + why)
+    return None, "", "no writable CPU cgroup (%s): CPU only, the quota runs are left out" % "; ".join(notes)
+
+
+class QuotaGroup:
+    """A CPU cgroup with a quota of ``cores`` cores (period ``PERIOD_US``); ``add(pid)`` moves a process (all its
+    threads, and every thread it starts later); ``close()`` moves them back to the root group and removes it."""
+
+    def __init__(self, kind, mount, cores):
+        self.kind, self.mount, self.cores = kind, mount, cores
+        self.path = os.path.join(mount, "jethexa_nano_budget_%d" % os.getpid())
+        self.quota_us = int(round(cores * PERIOD_US))
+        os.mkdir(self.path)
+        try:
+            if kind == "v1":
+                self._write("cpu.cfs_period_us", PERIOD_US)
+                self._write("cpu.cfs_quota_us", self.quota_us)
+            else:
+                try:
+                    with open(os.path.join(mount, "cgroup.subtree_control")) as f:
+                        enabled = f.read().split()
+                    if "cpu" not in enabled:
+                        self._write_at(os.path.join(mount, "cgroup.subtree_control"), "+cpu")
+                except OSError:
+                    pass
+                self._write("cpu.max", "%d %d" % (self.quota_us, PERIOD_US))
+        except BaseException:
+            self.close()
+            raise
+
+    def _write_at(self, path, value):
+        with open(path, "w") as f:
+            f.write("%s\n" % value)
+
+    def _write(self, name, value):
+        self._write_at(os.path.join(self.path, name), value)
+
+    def add(self, pid):
+        self._write("cgroup.procs", pid)
+
+    def stats(self):
+        """{nr_periods, nr_throttled, throttled_s} from cpu.stat."""
+        out = {}
+        try:
+            with open(os.path.join(self.path, "cpu.stat")) as f:
+                for line in f:
+                    k, v = line.split()[:2]
+                    out[k] = int(v)
+        except OSError:
+            return {}
+        thr = out.get("throttled_time", 0) / 1e9 if self.kind == "v1" else out.get("throttled_usec", 0) / 1e6
+        return {"nr_periods": out.get("nr_periods", 0), "nr_throttled": out.get("nr_throttled", 0), "throttled_s": thr}
+
+    def close(self):
+        """Every process back to the root group, then the group removed (idempotent)."""
+        if not os.path.isdir(self.path):
+            return
+        for _ in range(20):
+            try:
+                with open(os.path.join(self.path, "cgroup.procs")) as f:
+                    pids = [p for p in f.read().split() if p]
+            except OSError:
+                pids = []
+            for p in pids:
+                try:
+                    self._write_at(os.path.join(self.mount, "cgroup.procs"), p)
+                except OSError:
+                    pass        # ended meanwhile
+            try:
+                os.rmdir(self.path)
+                return
+            except OSError:
+                time.sleep(0.1)
+        print("warning: could not remove the cgroup %s" % self.path, file=sys.stderr)
+
+
+# ---------------------------------------------------------------------------------------------- recorder
+def _stamp(h):
+    return h.stamp.sec + 1e-9 * h.stamp.nanosec
+
+
+def make_recorder(graph, speed, break_target="robot_emulator"):
+    """The benchmark's node in ``graph``: publishes cmd_vel (``speed`` forward, 10 Hz) and records the topics
+    (arrival times on the monotonic clock; poses with their header stamps)."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from geometry_msgs.msg import PoseStamped, Twist
+    from rclpy.node import Node
+    from rclpy.parameter_client import AsyncParameterClient
+    from sensor_msgs.msg import Imu, JointState
+    from std_msgs.msg import UInt8MultiArray
+    from trajectory_msgs.msg import JointTrajectory
+
+    from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS
+    from jethexa_dynamics.nodes._robot import jethexa
+    from jethexa_dynamics.nodes.messages import morphology_from_wire
+
+    legs = list(jethexa().leg_names)
+
+    class Recorder(Node):
+        def __init__(self, **kwargs):
+            super().__init__("bench_nano_budget", **kwargs)
+            self.lock = threading.Lock()
+            self.arrivals = {t: [] for t in ("predicted/pose", "mocap/pose", "joint_commands", "imu/data",
+                                             "joint_states")}
+            self.poses = {"predicted/pose": [], "mocap/pose": []}    # (arrival, stamp, x, y, z, qw, qx, qy, qz)
+            self.morphology = []                                     # (arrival, links)
+            self.diag = {}                                           # status name -> [(arrival, values)]
+
+            def pose_cb(topic):
+                def cb(msg):
+                    t = time.monotonic()
+                    p, o = msg.pose.position, msg.pose.orientation
+                    with self.lock:
+                        self.arrivals[topic].append(t)
+                        self.poses[topic].append((t, _stamp(msg.header), p.x, p.y, p.z, o.w, o.x, o.y, o.z))
+                return cb
+
+            def count_cb(topic):
+                def cb(msg):
+                    t = time.monotonic()
+                    with self.lock:
+                        self.arrivals[topic].append(t)
+                return cb
+
+            def morph_cb(msg):
+                label = msg.layout.dim[0].label if msg.layout.dim else ""
+                links = morphology_from_wire(list(msg.data), label, legs)
+                with self.lock:
+                    self.morphology.append((time.monotonic(), links))
+
+            def diag_cb(arr):
+                t = time.monotonic()
+                for st in arr.status:
+                    if st.name.endswith(": node"):
+                        with self.lock:
+                            self.diag.setdefault(st.name[:-len(": node")], []).append(
+                                (t, {kv.key: kv.value for kv in st.values}))
+
+            self.create_subscription(PoseStamped, "predicted/pose", pose_cb("predicted/pose"), RELIABLE_QOS)
+            self.create_subscription(PoseStamped, "mocap/pose", pose_cb("mocap/pose"), SENSOR_QOS)
+            self.create_subscription(JointTrajectory, "joint_commands", count_cb("joint_commands"), RELIABLE_QOS)
+            self.create_subscription(Imu, "imu/data", count_cb("imu/data"), SENSOR_QOS)
+            self.create_subscription(JointState, "joint_states", count_cb("joint_states"), SENSOR_QOS)
+            self.create_subscription(UInt8MultiArray, "morphology", morph_cb, LATCHED_QOS)
+            self.create_subscription(DiagnosticArray, "/diagnostics", diag_cb, RELIABLE_QOS)
+            pub = self.create_publisher(Twist, "cmd_vel", 10)
+            twist = Twist()
+            twist.linear.x = float(speed)
+            self.create_timer(0.1, lambda: pub.publish(twist))
+            self.params = AsyncParameterClient(self, break_target)
+
+        def count(self, topic):
+            with self.lock:
+                return len(self.arrivals[topic])
+
+        def diag_after(self, node, t):
+            """(arrival, values) of ``node``'s first status received at or after ``t``, or None."""
+            with self.lock:
+                for item in self.diag.get(node, []):
+                    if item[0] >= t:
+                        return item
+            return None
+
+    return graph.add(Recorder), legs
+
+
+def wait_diag(rec, nodes, t, timeout):
+    """{node: (arrival, values)}: each node's first /diagnostics status at or after ``t`` (waits up to ``timeout``)."""
+    end = time.monotonic() + timeout
+    while True:
+        got = {n: rec.diag_after(n, t) for n in nodes}
+        if all(got.values()) or time.monotonic() > end:
+            return got
+        time.sleep(0.05)
+
+
+def stage_rates(a, b):
+    """CPU-s/s of every ``cpu_s <stage>`` between two (arrival, values) statuses of one node."""
+    if not a or not b or b[0] <= a[0]:
+        return {}
+    dt = b[0] - a[0]
+    return {k[len("cpu_s "):]: (float(v) - float(a[1].get(k, 0.0))) / dt
+            for k, v in b[1].items() if k.startswith("cpu_s ")}
+
+
+def counter_rate(a, b, key):
+    """Per-second increase of the integer /diagnostics value ``key`` between two statuses (NaN if missing)."""
+    try:
+        return (float(b[1][key]) - float(a[1][key])) / (b[0] - a[0])
+    except (TypeError, KeyError, ValueError, ZeroDivisionError):
+        return float("nan")
+
+
+# ---------------------------------------------------------------------------------------------- error
+def prediction_error(pred, truth, t_from, t_to):
+    """Predicted minus true pose for the predicted poses received in [t_from, t_to): the truth (mocap/pose, 50 Hz)
+    interpolated at each predicted stamp (positions linearly, quaternions normalised-linearly), the difference as
+    ``predictors.errors`` defines it. {n, roll_pitch_deg (mean |roll| and |pitch|), yaw_deg (mean |yaw|),
+    pos_mm (mean 3-D distance), pos_p95_mm}; n = 0 when nothing matched."""
+    import numpy as np
+
+    from jethexa_dynamics.predictors.errors import orientation_errors
+
+    p = np.array([r for r in pred if t_from <= r[0] < t_to]).reshape(-1, 9)
+    m = np.array(truth).reshape(-1, 9)
+    nan = {"n": 0, "roll_pitch_deg": float("nan"), "yaw_deg": float("nan"), "pos_mm": float("nan"),
+           "pos_p95_mm": float("nan")}
+    if len(p) == 0 or len(m) < 2:
+        return nan
+    m = m[np.argsort(m[:, 1])]
+    ts = m[:, 1]
+    i = np.searchsorted(ts, p[:, 1])
+    ok = (i > 0) & (i < len(ts))
+    i = np.clip(i, 1, len(ts) - 1)
+    t0, t1 = ts[i - 1], ts[i]
+    ok &= (t1 - t0) < 0.1            # a gap in the truth: not compared
+    if not ok.any():
+        return nan
+    p, i, t0, t1 = p[ok], i[ok], t0[ok], t1[ok]
+    w = ((p[:, 1] - t0) / np.maximum(t1 - t0, 1e-9))[:, None]
+    a, b = m[i - 1], m[i]
+    pos = a[:, 2:5] + w * (b[:, 2:5] - a[:, 2:5])
+    qb = b[:, 5:9] * np.sign(np.sum(a[:, 5:9] * b[:, 5:9], axis=1))[:, None]
+    q = a[:, 5:9] + w * (qb - a[:, 5:9])
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    e_rpy = np.degrees(np.abs(orientation_errors(p[:, 5:9], q)))
+    e_pos = 1e3 * np.linalg.norm(p[:, 2:5] - pos, axis=1)
+    return {"n": int(len(p)), "roll_pitch_deg": float(e_rpy[:, :2].mean()), "yaw_deg": float(e_rpy[:, 2].mean()),
+            "pos_mm": float(e_pos.mean()), "pos_p95_mm": float(np.percentile(e_pos, 95))}
+
+
+def walk_speed(truth, t_from, t_to):
+    """Mean horizontal speed of the body [m/s] from the truth received in [t_from, t_to)."""
+    rows = [r for r in truth if t_from <= r[0] < t_to]
+    if len(rows) < 2:
+        return float("nan")
+    a, b = rows[0], rows[-1]
+    return math.hypot(b[2] - a[2], b[3] - a[3]) / max(b[1] - a[1], 1e-9)
+
+
+# ---------------------------------------------------------------------------------------------- processes
+def node_commands(workdir, port_link):
+    """(name, command) of every sim.launch.py node as the launch file starts it (``bench_startup.graph_commands``),
+    the imu node through ``_imu_split.py`` (the same node, its emulated MPU6050 counted apart)."""
+    from bench_startup import graph_commands
+
+    out = []
+    for name, cmd in graph_commands(workdir, port_link):
+        if name == "imu":
+            cmd = [sys.executable, os.path.join(HERE, "_imu_split.py")] + cmd[cmd.index("--ros-args"):]
+        out.append((name, cmd))
+    return out
+
+
+class Interrupted(Exception):
+    pass
+
+
+def _on_term(signum, frame):
+    raise Interrupted("signal %d" % signum)
+
+
+def _stop(procs, logs):
+    from jethexa_dynamics.nodes.graph import stop_processes
+
+    codes, text = stop_processes(procs, logs, timeout=20.0)
+    return codes, text
+
+
+def run_case(label, quota, opts, workdir, cgroup, credit):
+    """One run of the whole graph; ``quota`` = cores of the robot's group (None: unconstrained). Returns a dict of
+    everything measured."""
+    from jethexa_dynamics.model import format_morphology
+    from jethexa_dynamics.nodes.graph import Graph, wait_for
+    from rclpy.parameter import Parameter
+
+    print("== %s: %s" % (label, "unconstrained" if quota is None else "robot's nodes inside %.3f core%s" % (
+        quota, " (+ %.3f credit for the emulated MPU6050)" % credit if credit else "")), flush=True)
+    res = {"label": label, "quota": quota, "credit": credit if quota is not None else 0.0, "load_start": load_text()}
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    g = Graph()
+    procs, logs, group = {}, {}, None
+    try:
+        rec, legs = make_recorder(g, opts.speed)
+        g.start()
+        time.sleep(1.0)
+        if rec.count("predicted/pose") or rec.count("joint_commands"):
+            raise SystemExit("another graph publishes on ROS_DOMAIN_ID=%s: stop it first" % os.environ["ROS_DOMAIN_ID"])
+        if quota is not None:
+            group = QuotaGroup(cgroup[0], cgroup[1], quota + credit)
+            res["quota_us"] = group.quota_us
+        t_launch = time.monotonic()
+        run_dir = os.path.join(workdir, label.replace(" ", "_"))
+        os.makedirs(run_dir, exist_ok=True)
+        for name, cmd in node_commands(run_dir, "/tmp/jethexa_nano_bus_%d" % os.getpid()):
+            logs[name] = open(os.path.join(run_dir, name + ".log"), "w+")
+            procs[name] = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=logs[name], stderr=subprocess.STDOUT)
+            if group is not None and name in ROBOT_NODES:
+                group.add(procs[name].pid)       # at once: start-up, too, runs inside the quota
+
+        def up():
+            return all(rec.count(t) for t in rec.arrivals) and rec.morphology
+
+        def dead():
+            return [n for n, p in procs.items() if p.poll() is not None]
+
+        ok = wait_for(lambda: up() or dead(), opts.timeout, poll=0.1)
+        if not up():
+            raise RuntimeError("graph not up after %.0f s (ended: %s); see the logs in %s"
+                               % (time.monotonic() - t_launch, dead() or "none", run_dir))
+        del ok
+        res["startup_s"] = time.monotonic() - t_launch
+        print("   graph up after %.1f s (first predicted pose, truth, commands, IMU, joint states, morphology)"
+              % res["startup_s"], flush=True)
+        if not rec.params.wait_for_services(timeout_sec=30.0):
+            raise RuntimeError("robot_emulator's parameter service not available")
+        time.sleep(opts.warmup)
+        if dead():
+            raise RuntimeError("node processes ended: %s" % dead())
+        pids = {n: p.pid for n, p in procs.items()}
+
+        def cpu_snapshot():
+            return time.monotonic(), {n: proc_cpu(pid) for n, pid in pids.items()}
+
+        t_mark = time.monotonic()
+        diag0 = wait_diag(rec, ROBOT_NODES, t_mark, 5.0)
+        s0 = cpu_snapshot()
+        g0 = group.stats() if group else {}
+        t0 = s0[0]
+        sb = tb = None
+        mem_mid = None
+        if opts.break_at > 0:
+            time.sleep(max(0.0, t0 + opts.break_at - time.monotonic()))
+            mem_mid = {n: proc_memory(pid) for n, pid in pids.items()}
+            sb = cpu_snapshot()
+            tb = time.monotonic()
+            fut = rec.params.set_parameters([Parameter("breaks", value=opts.break_spec)])
+            wait_for(fut.done, 10.0)
+            if not fut.done() or not fut.result().results[0].successful:
+                raise RuntimeError("setting breaks=%s on robot_emulator failed: %s" % (
+                    opts.break_spec, fut.result().results[0].reason if fut.done() else "no answer"))
+            print("   silent break %s at %.1f s into the window" % (opts.break_spec, tb - t0), flush=True)
+        time.sleep(max(0.0, t0 + opts.seconds - time.monotonic()))
+        s1 = cpu_snapshot()
+        t1 = s1[0]
+        g1 = group.stats() if group else {}
+        mem = {n: proc_memory(pid) for n, pid in pids.items()}
+        if mem_mid:
+            for n, m in mem.items():
+                m["rss"] = max(m["rss"], mem_mid[n]["rss"])
+                m["pss"] = max(m["pss"], mem_mid[n]["pss"])
+        diag1 = wait_diag(rec, ROBOT_NODES, t1, 5.0)
+        if dead():
+            raise RuntimeError("node processes ended during the window: %s" % dead())
+
+        # silent break: the first non-healthy morphology after it (waiting on a little past the window)
+        healthy = [3] * len(legs)
+        if tb is not None:
+            def named():
+                with rec.lock:
+                    return next(((t, m) for t, m in rec.morphology if t >= tb and m != healthy), None)
+
+            wait_for(named, max(0.0, tb + opts.name_timeout - time.monotonic()), poll=0.1)
+            first = named()
+            with rec.lock:
+                before = [m for t, m in rec.morphology if t < tb and m != healthy]
+                final = rec.morphology[-1][1] if rec.morphology else None
+            expect = _links(opts.break_spec)
+            broken = [i for i, n in enumerate(expect) if n < 3]
+            res["break"] = {"delay_s": first[0] - tb if first else float("nan"),
+                            "named": format_morphology(first[1], legs) if first else "nothing",
+                            "legs_right": bool(first and [i for i, n in enumerate(first[1]) if n < 3] == broken),
+                            "exact": bool(first and first[1] == expect), "waited_s": opts.name_timeout,
+                            "final": format_morphology(final, legs) if final else "-"}
+        else:
+            with rec.lock:
+                before = [m for t, m in rec.morphology if m != healthy]
+        res["false_damage"] = [format_morphology(m, legs) for m in before]
+
+        dt = t1 - t0
+        res["window_s"] = dt
+        res["cpu"] = {n: (s1[1][n] - s0[1][n]) / dt for n in pids}
+        if sb is not None:
+            res["cpu_before"] = sum((sb[1][n] - s0[1][n]) for n in ROBOT_NODES) / (sb[0] - s0[0])
+            res["cpu_after"] = sum((s1[1][n] - sb[1][n]) for n in ROBOT_NODES) / (t1 - sb[0])
+        res["mem"] = mem
+        with rec.lock:
+            res["rates"] = {t: sum(1 for a in arr if t0 <= a < t1) / dt for t, arr in rec.arrivals.items()}
+            pred, truth = list(rec.poses["predicted/pose"]), list(rec.poses["mocap/pose"])
+        t_h = tb if tb is not None else t1
+        res["error"] = prediction_error(pred, truth, t0, t_h)
+        res["error_after"] = prediction_error(pred, truth, t_h, t1) if tb is not None else None
+        res["speed"] = walk_speed(truth, t0, t_h)
+        res["stages"] = {n: stage_rates(diag0.get(n), diag1.get(n)) for n in ROBOT_NODES}
+        res["id_windows"] = counter_rate(diag0.get("damage_monitor"), diag1.get("damage_monitor"),
+                                         "identifier_windows")
+        if group:
+            res["throttle"] = {"periods": g1.get("nr_periods", 0) - g0.get("nr_periods", 0),
+                               "throttled": g1.get("nr_throttled", 0) - g0.get("nr_throttled", 0),
+                               "throttled_s": g1.get("throttled_s", 0.0) - g0.get("throttled_s", 0.0)}
+        res["load_end"] = load_text()
+        _print_case(res)
+        return res
+    finally:
+        g.close()
+        if group is not None:
+            group.close()            # the nodes end at full speed
+        if procs:
+            codes, text = _stop(procs, logs)
+            bad = {n: c for n, c in codes.items() if c != 0}
+            errors = sum(t.count("[ERROR]") + t.count("Traceback") for t in text.values())
+            res["exits"] = "all 0" if not bad else str(bad)
+            res["error_lines"] = errors
+            if bad or errors:
+                print("   exits %s, ERROR lines/tracebacks %d (logs in %s)" % (res["exits"], errors, workdir),
+                      flush=True)
+
+
+def _links(spec):
+    from jethexa_dynamics.model import Morphology
+    from jethexa_dynamics.nodes._robot import jethexa
+
+    return list(Morphology.parse(jethexa(), spec).links_per_leg)
+
+
+def robot_cpu(res):
+    return sum(res["cpu"][n] for n in ROBOT_NODES)
+
+
+def imu_split(res, delivery):
+    """(imu process CPU-s/s, emulated part, robot part) of a run: emulated = the motion callback + the register
+    model (measured in the run) + the delivery of emulator/imu_motion (from the A/B, ``delivery``, >= 0)."""
+    total = res["cpu"]["imu"]
+    st = res["stages"].get("imu", {})
+    emulated = sum(st.get(k, 0.0) for k in IMU_EMULATED_STAGES) + max(0.0, delivery or 0.0)
+    return total, emulated, total - emulated
+
+
+def _print_case(res):
+    cpu = robot_cpu(res)
+    r = res["rates"]
+    e = res["error"]
+    line = ("   robot CPU %.3f CPU-s/s (%s); emulator %.3f; predicted/pose %.1f Hz, joint_commands %.1f, imu/data %.1f,"
+            " joint_states %.1f; identifier windows %.2f/s; error roll/pitch %.3f deg, position %.1f mm; speed %.3f m/s"
+            % (cpu, ", ".join("%s %.3f" % (n, res["cpu"][n]) for n in ROBOT_NODES), res["cpu"]["robot_emulator"],
+               r["predicted/pose"], r["joint_commands"], r["imu/data"], r["joint_states"], res["id_windows"],
+               e["roll_pitch_deg"], e["pos_mm"], res["speed"]))
+    if "break" in res:
+        b = res["break"]
+        line += "; break named after %.1f s as %s" % (b["delay_s"], b["named"])
+    line += "; RSS %.0f MB (PSS %.0f)" % (sum(res["mem"][n]["rss"] for n in ROBOT_NODES),
+                                         sum(res["mem"][n]["pss"] for n in ROBOT_NODES))
+    print(line, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------- imu A/B
+def measure_imu_alone(local, seconds, workdir):
+    """The imu node alone, ``seconds`` measured: ``local`` False = as in the sim graph (source emulator, fed
+    emulator/imu_motion at 100 Hz by this process), True = its robot code path (source i2c) on the same register
+    model fed in-process (``_imu_split.py --local-motion``). This process subscribes to imu/data in both.
+    {cpu (CPU-s/s of the process), stages (from /diagnostics), rate}."""
+    from geometry_msgs.msg import Vector3  # noqa: F401  (message package loaded before the node class)
+    from sensor_msgs.msg import Imu
+
+    from bench_startup import _yaml_value
+    from jethexa_dynamics.nodes import graph_spec
+    from jethexa_dynamics.nodes._common import SENSOR_QOS
+    from jethexa_dynamics.nodes.graph import Graph, wait_for
+
+    values = dict(next(v for e, v in graph_spec.node_parameters("sim") if e.name == "imu"))
+    values["source"] = "i2c" if local else "emulator"
+    path = os.path.join(workdir, "imu_alone_%s.yaml" % ("local" if local else "topic"))
+    with open(path, "w") as f:
+        f.write("imu:\n  ros__parameters:\n" + "".join("    %s: %s\n" % (k, _yaml_value(v)) for k, v in values.items()))
+    cmd = [sys.executable, os.path.join(HERE, "_imu_split.py")] + (["--local-motion"] if local else []) + [
+        "--ros-args", "-r", "__node:=imu", "--params-file", path]
+    log = open(os.path.join(workdir, "imu_alone_%s.log" % ("local" if local else "topic")), "w+")
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ,
+                                                                                          PYTHONUNBUFFERED="1"))
+    g = Graph()
+    try:
+        rec, _ = make_recorder(g, 0.0)
+        if not local:
+            pub = rec.create_publisher(Imu, "emulator/imu_motion", SENSOR_QOS)
+            msg = Imu()
+            msg.orientation.w = 1.0
+            msg.angular_velocity.x, msg.angular_velocity.z = 0.05, 0.1
+
+            def feed():
+                msg.header.stamp = rec.get_clock().now().to_msg()
+                pub.publish(msg)
+
+            rec.create_timer(0.01, feed)
+        g.start()
+        if not wait_for(lambda: rec.count("imu/data") > 50 or proc.poll() is not None, 120.0, poll=0.1) \
+                or proc.poll() is not None:
+            raise RuntimeError("imu node alone did not publish (log %s)" % log.name)
+        time.sleep(2.0)
+        a = wait_diag(rec, ["imu"], time.monotonic(), 5.0)["imu"]
+        c0, t0 = proc_cpu(proc.pid), time.monotonic()
+        n0 = rec.count("imu/data")
+        time.sleep(seconds)
+        c1, t1 = proc_cpu(proc.pid), time.monotonic()
+        n1 = rec.count("imu/data")
+        b = wait_diag(rec, ["imu"], t1, 5.0)["imu"]
+        return {"cpu": (c1 - c0) / (t1 - t0), "stages": stage_rates(a, b), "rate": (n1 - n0) / (t1 - t0)}
+    finally:
+        g.close()
+        _stop({"imu": proc}, {"imu": log})
+
+
+def imu_ab(seconds, workdir):
+    """The A/B of the imu node alone: {topic, local, delivery}; delivery = CPU-s/s of receiving
+    emulator/imu_motion (DDS threads + rclpy executor), i.e. the difference of the two processes' CPU outside
+    the emulated stages."""
+    topic = measure_imu_alone(False, seconds, workdir)
+    local = measure_imu_alone(True, seconds, workdir)
+    rest_topic = topic["cpu"] - sum(topic["stages"].get(k, 0.0) for k in IMU_EMULATED_STAGES)
+    rest_local = local["cpu"] - local["stages"].get("emulated MPU6050", 0.0)
+    out = {"topic": topic, "local": local, "delivery": rest_topic - rest_local}
+    print("== imu node alone (%.0f s each): fed by emulator/imu_motion %.4f CPU-s/s (motion callback %.4f, register "
+          "model %.4f), local motion %.4f (register model %.4f); delivery of emulator/imu_motion %.4f CPU-s/s" % (
+              seconds, topic["cpu"], topic["stages"].get("emulator/imu_motion", 0.0),
+              topic["stages"].get("emulated MPU6050", 0.0), local["cpu"], local["stages"].get("emulated MPU6050", 0.0),
+              out["delivery"]), flush=True)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- report
+def _f(x, fmt="%.3f"):
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else fmt % x
+
+
+def _nano(x):
+    """'a (b-c)': CPU-s/s here -> Nano cores at 5x (4-6x)."""
+    return "%.2f (%.2f-%.2f)" % (x * NANO_F, x * NANO_RANGE[0], x * NANO_RANGE[1])
+
+
+def _quota_text(res):
+    if res["quota"] is None:
+        return "none (2 cores shared)"
+    q = "%.3f core" % res["quota"]
+    if res["credit"]:
+        q += " + %.3f" % res["credit"]
+    return q + " (%d µs / %d)" % (res["quota_us"], PERIOD_US)
+
+
+def _break_text(res):
+    b = res.get("break")
+    if not b:
+        return "-"
+    if math.isnan(b["delay_s"]):
+        return "not named within %.0f s" % b["waited_s"]
+    return "%.1f s = %.1f cycles, as %s (%s)" % (
+        b["delay_s"], b["delay_s"] / GAIT_CYCLE, b["named"], "exact" if b["exact"] else
+        "the right leg, another link count" if b["legs_right"] else "the wrong leg")
+
+
+def targets(runs, by_label, opts, delivery):
+    """Rows (target, measured, status) for the issue's targets."""
+    rows = []
+    free = by_label.get("unconstrained")
+    if free is None:
+        return rows
+    cpu_all = robot_cpu(free)
+    _, emu, _ = imu_split(free, delivery)
+    cpu = cpu_all - emu
+    rows.append(("robot's nodes together <= %.1f CPU-s/s here (2 Nano cores at 5x)" % TARGETS["cpu"],
+                 "%.3f without the emulated MPU6050 (%.3f as measured, all five processes); Nano cores %s"
+                 % (cpu, cpu_all, _nano(cpu)), _met(cpu <= TARGETS["cpu"])))
+    rss = sum(free["mem"][n]["rss"] for n in ROBOT_NODES)
+    pss = sum(free["mem"][n]["pss"] for n in ROBOT_NODES)
+    rows.append(("memory: the robot's processes together <= %.0f MB RSS" % TARGETS["rss_mb"],
+                 "%.0f MB RSS (PSS %.0f MB: shared libraries counted once)" % (rss, pss),
+                 _met(rss <= TARGETS["rss_mb"])))
+    main = by_label.get("5x")
+    if main is not None:
+        r, e, e0 = main["rates"], main["error"], free["error"]
+        rows.append(("inside %.1f core: predicted/pose >= %.0f Hz" % (main["quota"], TARGETS["pose_hz"]),
+                     "%.1f Hz (unconstrained %.1f)" % (r["predicted/pose"], free["rates"]["predicted/pose"]),
+                     _met(r["predicted/pose"] >= TARGETS["pose_hz"])))
+        rows.append(("inside %.1f core: joint_commands >= %.0f Hz" % (main["quota"], TARGETS["cmd_hz"]),
+                     "%.1f Hz" % r["joint_commands"], _met(r["joint_commands"] >= TARGETS["cmd_hz"])))
+        ratio_rp = e["roll_pitch_deg"] / e0["roll_pitch_deg"] if e0["roll_pitch_deg"] else float("nan")
+        ratio_pos = e["pos_mm"] / e0["pos_mm"] if e0["pos_mm"] else float("nan")
+        rows.append(("inside %.1f core: prediction error <= %.1fx the unconstrained run's" % (
+            main["quota"], TARGETS["error_ratio"]),
+            "roll/pitch %.3f deg vs %.3f (%.2fx), position %.1f mm vs %.1f (%.2fx)" % (
+                e["roll_pitch_deg"], e0["roll_pitch_deg"], ratio_rp, e["pos_mm"], e0["pos_mm"], ratio_pos),
+            _met(max(ratio_rp, ratio_pos) <= TARGETS["error_ratio"])))
+        if "break" in main:
+            b = main["break"]
+            limit = TARGETS["break_cycles"] * GAIT_CYCLE
+            rows.append(("inside %.1f core: silent %s named within %d gait cycles (%.1f s)" % (
+                main["quota"], opts.break_spec, TARGETS["break_cycles"], limit), _break_text(main),
+                _met(b["legs_right"] and b["delay_s"] <= limit)))
+        rows.append(("inside %.1f core: no false damage (no morphology change before the break)" % main["quota"],
+                     ", ".join(main["false_damage"]) or "none", _met(not main["false_damage"])))
+    half = by_label.get("half-Nano 5x")
+    if half is not None:
+        walks = half["speed"] >= 0.8 * free["speed"]
+        rows.append(("inside %.1f core (half-busy Nano): the gait keeps its rate and the robot walks" % half["quota"],
+                     "joint_commands %.1f Hz, speed %.3f m/s (unconstrained %.3f); predicted/pose %.1f Hz, identifier "
+                     "%.2f windows/s" % (half["rates"]["joint_commands"], half["speed"], free["speed"],
+                                         half["rates"]["predicted/pose"], half["id_windows"]),
+                     _met(half["rates"]["joint_commands"] >= TARGETS["cmd_hz"] and walks)))
+    return rows
+
+
+def _met(ok):
+    return "met" if ok else "**not met**"
+
+
+def report(opts, info, cgroup_note, runs, ab, argv_text):
+    by_label = {r["label"]: r for r in runs}
+    delivery = ab["delivery"] if ab else None
+    lo, hi = NANO_RANGE
+    md = ["# Jetson Nano budget: the robot's nodes as processes, unconstrained and inside a CPU quota "
+          "(`benchmarks/bench_nano_budget.py`)", "",
+          "`benchmarks/bench_nano_budget.py %s`" % argv_text, ""] + info + [
+          "- CPU quota: " + cgroup_note,
+          "- Jetson Nano: 4 Cortex-A57 cores, assumed %g-%g× slower per core than this machine (%g× central); a "
+          "quota of 4/F core here stands for the whole Nano at slowdown F, 2/F for a half-busy Nano; Nano figures "
+          "= CPU-s/s here × F (cores of the Nano)" % (lo, hi, NANO_F), "",
+          "The sim.launch.py graph as separate processes, started as the launch file starts them, with the default "
+          "parameters (predictor 100 Hz + slip, gait 50 Hz tripod, IMU 100 Hz, identifier on); this process drives "
+          "cmd_vel at %.2f m/s and subscribes to the measured topics (one more reader on each; outside the quota, "
+          "not counted). Window: %g s, starting after the graph is up (first predicted pose) and %g s of walking; "
+          "silent break `%s` (robot_emulator's `breaks`) at %g s into the window. CPU = /proc utime+stime per "
+          "process over the window; quota runs: servo_driver, imu, gait_controller, predictor and damage_monitor "
+          "in one CPU cgroup from their start (robot_emulator and this process outside). Error = predicted/pose "
+          "minus the truth (mocap/pose interpolated at the predicted stamp; `predictors.errors`), mean over the "
+          "healthy part of the window. Speed = the truth's horizontal speed over the healthy part."
+          % (opts.speed, opts.seconds, opts.warmup, opts.break_spec, opts.break_at), "",
+          "## Targets (issue 21)", "", "| target | measured | status |", "|---|---|---|"]
+    md += ["| %s | %s | %s |" % row for row in targets(runs, by_label, opts, delivery)]
+    md += ["", "## Runs", "",
+           "| run | robot's group quota | robot CPU-s/s (5 processes) | without the emulated MPU6050 "
+           "| Nano cores at 5× (4-6×) | throttled periods | predicted/pose [Hz] | joint_commands [Hz] "
+           "| imu/data [Hz] | joint_states [Hz] | identifier windows [1/s] | error roll/pitch [deg] "
+           "| error position mean / p95 [mm] | speed [m/s] | silent break named after | false damage "
+           "| RSS / PSS [MB] | start-up [s] |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        cpu = robot_cpu(r)
+        _, emu, _ = imu_split(r, delivery)
+        rt, e = r["rates"], r["error"]
+        thr = r.get("throttle")
+        md.append("| %s | %s | %.3f | %.3f | %s | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s / %s | %s | %s | %s "
+                  "| %.0f / %.0f | %.1f |" % (
+                      r["label"], _quota_text(r), cpu, cpu - emu, _nano(cpu - emu),
+                      "%d of %d (%.1f s)" % (thr["throttled"], thr["periods"], thr["throttled_s"]) if thr else "-",
+                      rt["predicted/pose"], rt["joint_commands"], rt["imu/data"], rt["joint_states"],
+                      _f(r["id_windows"], "%.2f"), _f(e["roll_pitch_deg"], "%.3f"), _f(e["pos_mm"], "%.1f"),
+                      _f(e["pos_p95_mm"], "%.1f"), _f(r["speed"], "%.3f"), _break_text(r),
+                      ", ".join(r["false_damage"]) or "none", sum(r["mem"][n]["rss"] for n in ROBOT_NODES),
+                      sum(r["mem"][n]["pss"] for n in ROBOT_NODES), r["startup_s"]))
+    md += ["", "Robot CPU before / after the break (CPU-s/s): " + "; ".join(
+        "%s %.3f / %.3f" % (r["label"], r["cpu_before"], r["cpu_after"]) for r in runs if "cpu_before" in r) + ".",
+        "Error after the break (the model is wrong until the morphology is named): " + "; ".join(
+            "%s roll/pitch %s deg, position %s mm" % (r["label"], _f(r["error_after"]["roll_pitch_deg"]),
+                                                      _f(r["error_after"]["pos_mm"], "%.1f"))
+            for r in runs if r.get("error_after")) + "."]
+    md += ["", "## CPU by node (CPU-s/s over the window)", "",
+           "| node | " + " | ".join(r["label"] for r in runs) + " | Nano cores at 5× (4-6×), unconstrained |",
+           "|---|" + "---|" * len(runs) + "---|"]
+    free = by_label.get("unconstrained", runs[0])
+    for n in ROBOT_NODES:
+        md.append("| %s | %s | %s |" % (n, " | ".join("%.3f" % r["cpu"][n] for r in runs), _nano(free["cpu"][n])))
+    md.append("| **robot, 5 processes** | %s | %s |" % (" | ".join("**%.3f**" % robot_cpu(r) for r in runs),
+                                                      _nano(robot_cpu(free))))
+    md.append("| robot_emulator (emulated world + servo bus; outside the quota, not counted) | %s | - |"
+              % " | ".join("%.3f" % r["cpu"]["robot_emulator"] for r in runs))
+    md += ["", "## Emulated hardware: what runs where, and its cost", "",
+           "- Servo bus: the emulated servos (`hardware.emulator.BusEmulator`, its reply thread) run in the "
+           "robot_emulator process, outside the robot's group and not counted; servo_driver talks to them over a "
+           "pty as it talks to the UART on the robot, so all of servo_driver's CPU counts.",
+           "- MPU6050: in the sim graph the imu node (`source: emulator`) runs the register model "
+           "(`hardware.mpu6050_emulator`) in its own process, fed by `emulator/imu_motion` from robot_emulator at "
+           "100 Hz. Measured apart: the register model's CPU (`emulated MPU6050`, counted by `_imu_split.py` "
+           "inside the node's `sample` tick), the motion callback (`emulator/imu_motion`: validation + "
+           "`set_state`), and the delivery of that topic (DDS threads + rclpy executor), from an A/B of the imu "
+           "node alone: fed by the topic vs its robot code path (`source: i2c`) on the same register model fed "
+           "in-process. Separating it into its own process would need the register model behind a bus of its own "
+           "(the node's code unchanged); not done here.", ""]
+    if ab:
+        t, l = ab["topic"], ab["local"]
+        md += ["Imu node alone, %g s each (CPU-s/s): fed by `emulator/imu_motion`: process %.4f (motion callback "
+               "%.4f, register model %.4f, sample tick %.4f), %.1f Hz; robot code path on the local register model: "
+               "process %.4f (register model %.4f, sample tick %.4f), %.1f Hz. Delivery of `emulator/imu_motion` = "
+               "%.4f CPU-s/s (difference of the two processes outside the emulated stages; noisy, counted as 0 if "
+               "negative)." % (opts.imu_seconds, t["cpu"], t["stages"].get("emulator/imu_motion", 0.0),
+                               t["stages"].get("emulated MPU6050", 0.0), t["stages"].get("sample", 0.0), t["rate"],
+                               l["cpu"], l["stages"].get("emulated MPU6050", 0.0), l["stages"].get("sample", 0.0),
+                               l["rate"], ab["delivery"]), ""]
+    else:
+        md += ["(The A/B of the imu node alone was not run: the delivery of `emulator/imu_motion` is not taken off.)",
+               ""]
+    md += ["| run | imu process | motion callback | register model | delivery (A/B) | emulated, total | imu's "
+           "robot part | its `sample` tick without the register model |", "|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        total, emu, robot = imu_split(r, delivery)
+        st = r["stages"].get("imu", {})
+        md.append("| %s | %.4f | %.4f | %.4f | %s | %.4f | %.4f | %.4f |" % (
+            r["label"], total, st.get("emulator/imu_motion", float("nan")), st.get("emulated MPU6050", float("nan")),
+            _f(max(0.0, delivery), "%.4f") if delivery is not None else "-", emu, robot,
+            st.get("sample", float("nan")) - st.get("emulated MPU6050", 0.0)))
+    credit = next((r["credit"] for r in runs if r["quota"] is not None), 0.0)
+    md += ["", "Quota runs: %s" % (
+        "the group's quota is the Nano's share plus %.3f core, the emulated MPU6050's cost measured in the "
+        "unconstrained run of this invocation (it runs inside the imu process, so inside the group), so that the "
+        "robot's own code gets the Nano's share" % credit if credit else
+        "no credit for the emulated MPU6050: it runs inside the imu process and so spends the group's quota")]
+    md += ["", "## Memory (end of the window, unconstrained run; the larger of mid-window and end)", "",
+           "| process | RSS [MB] | PSS [MB] | peak RSS (VmHWM) [MB] |", "|---|---|---|---|"]
+    for n in ROBOT_NODES + EMULATOR_NODES:
+        m = free["mem"][n]
+        md.append("| %s%s | %.0f | %.0f | %.0f |" % (n, " (not counted)" if n in EMULATOR_NODES else "", m["rss"],
+                                                   m["pss"], m["hwm"]))
+    md.append("| **robot, 5 processes** | **%.0f** | **%.0f** | %.0f |" % tuple(
+        sum(free["mem"][n][k] for n in ROBOT_NODES) for k in ("rss", "pss", "hwm")))
+    md += ["", "RSS sums count the shared libraries (Python, numpy, numba/LLVM, rclpy, DDS) once per process; PSS "
+           "shares them out. On the Nano the same five processes would map the same libraries (aarch64 builds).", "",
+           "Load: %s" % "; ".join("%s: %s at the start, %s at the end" % (r["label"], r["load_start"], r["load_end"])
+                                   for r in runs) + ".",
+           "", "Exit status of the node processes after SIGINT: " + "; ".join(
+               "%s %s (ERROR lines/tracebacks %d)" % (r["label"], r.get("exits", "?"), r.get("error_lines", 0))
+               for r in runs) + ".", "",
+           "Not covered: the Nano's memory bandwidth, caches and thermal throttling (a quota slows every "
+           "instruction alike); numba's start-up compile on the Nano (bench_startup); DDS between 4 real cores vs "
+           "2 shared ones; the GPU. The machine is shared: figures move between runs (see the load).", ""]
+    return "\n".join(md)
+
+
+# ---------------------------------------------------------------------------------------------- main
+def _factors(text):
+    try:
+        vals = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a comma-separated list of numbers (allowed: "
+                                                  "slowdowns in [1, 20], e.g. 4,5,6)" % text) from None
+    if any(not (1.0 <= v <= 20.0) for v in vals):
+        raise argparse.ArgumentTypeError("%r: every slowdown must be in [1, 20]" % text)
+    return vals
+
+
+def _break_spec(text):
+    try:
+        links = _links(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if links == [3] * len(links):
+        raise argparse.ArgumentTypeError("%r breaks nothing (allowed: a morphology spec that breaks a "
+                                                  "link, e.g. LM:1)" % text)
+    return text
+
+
+def parse_args(argv):
+    num = cli_args.number
+    ap = cli_args.ArgumentParser(prog="bench_nano_budget.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--smoke", action="store_true", help="short: --seconds 8 --break-at 4 --warmup 2 --factors 5 "
+                    "--half-factor 0 --imu-seconds 2 --name-timeout 8 (unless given); nothing written unless --out")
+    ap.add_argument("--seconds", type=num(0.0, 3600.0, lo_open=True, unit="s"), help="window per run (default 30)")
+    ap.add_argument("--break-at", type=num(0.0, 3600.0, unit="s"),
+                    help="silent break this long into the window (default 15; 0 = no break)")
+    ap.add_argument("--break-spec", type=_break_spec, default="LM:1", help="the silent break (default LM:1)")
+    ap.add_argument("--warmup", type=num(0.0, 600.0, unit="s"), help="walking before the window (default 6)")
+    ap.add_argument("--factors", type=_factors, help="Nano per-core slowdowns of the quota runs, quota 4/F core "
+                    "(default 4,5,6; '' = none)")
+    ap.add_argument("--half-factor", type=num(0.0, 20.0), help="half-busy Nano run: quota 2/F core (default 5; 0 = "
+                    "none)")
+    ap.add_argument("--cgroup", choices=("auto", "v1", "v2", "none"), default="auto", help="CPU controller "
+                    "(default auto: v1 cpu.cfs_quota_us, else v2 cpu.max)")
+    ap.add_argument("--no-credit", action="store_true", help="do not add the emulated MPU6050's measured cost to "
+                    "the quota")
+    ap.add_argument("--imu-seconds", type=num(0.0, 600.0, unit="s"), help="A/B of the imu node alone, seconds per "
+                    "side (default 12; 0 = skip)")
+    ap.add_argument("--name-timeout", type=num(0.0, 600.0, lo_open=True, unit="s"),
+                    help="wait this long after the break for the morphology naming it (default 30; smoke 8)")
+    ap.add_argument("--timeout", type=num(1.0, 3600.0, unit="s"), default=600.0,
+                    help="give up on a start of the graph after this long (default 600: a cold numba cache)")
+    ap.add_argument("--speed", type=num(0.0, 0.1, unit="m/s"), default=SPEED, help="cmd_vel forward speed (default "
+                    "0.05)")
+    ap.add_argument("--out", type=cli_args.output_file, help="results file (default benchmarks/results/"
+                    "nano_budget.md; with --smoke nothing is written unless given)")
+    args = ap.parse_args(argv)
+    smoke = {"seconds": 8.0, "break_at": 4.0, "warmup": 2.0, "factors": [5.0], "half_factor": 0.0, "imu_seconds": 2.0,
+             "name_timeout": 8.0}
+    full = {"seconds": 30.0, "break_at": 15.0, "warmup": 6.0, "factors": [4.0, 5.0, 6.0], "half_factor": 5.0,
+            "imu_seconds": 12.0, "name_timeout": 30.0}
+    for k, v in (smoke if args.smoke else full).items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    if args.break_at >= args.seconds:
+        ap.error("argument --break-at: %g s is not inside the %g s window (allowed: [0, --seconds))"
+                 % (args.break_at, args.seconds))
+    return args
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    opts = parse_args(argv)
+    signal.signal(signal.SIGTERM, _on_term)
+    kind, mount, note = find_cgroup(opts.cgroup)
+    print("CPU quota: " + note, flush=True)
+    info = describe("rclpy") + ["- %s at the start; %s; NUMBA_CACHE_DIR %s" % (
+        load_text(), os.environ.get("RMW_IMPLEMENTATION", "default rmw"),
+        "set" if os.environ.get("NUMBA_CACHE_DIR") else "not set (the nodes compile at every start)")]
+    runs, ab = [], None
+    workdir = tempfile.mkdtemp(prefix="jethexa_nano_budget_")
+    plan = [("unconstrained", None)]
+    if kind:
+        plan += [("%gx" % f, NANO_CORES / f) for f in opts.factors]
+        if opts.half_factor:
+            plan.append(("half-Nano %gx" % opts.half_factor, NANO_CORES / 2.0 / opts.half_factor))
+    try:
+        if opts.imu_seconds > 0:
+            ab = imu_ab(opts.imu_seconds, workdir)
+        credit = 0.0
+        for label, quota in plan:
+            res = run_case(label, quota, opts, workdir, (kind, mount), credit)
+            runs.append(res)
+            if quota is None and not opts.no_credit:
+                credit = imu_split(res, ab["delivery"] if ab else None)[1]
+    except Interrupted as exc:
+        print("interrupted (%s): the cgroup and the node processes were cleaned up" % exc, file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("interrupted: the cgroup and the node processes were cleaned up", file=sys.stderr)
+        return 130
+    info.append("- %s at the end" % load_text())
+    text = report(opts, info, note, runs, ab, " ".join(argv) or "(defaults)")
+    if opts.smoke and opts.out is None:
+        print(text)
+        print("smoke run: every case ran; results not written")
+        return 0
+    write_results(text, opts.out or os.path.join(HERE, "results", "nano_budget.md"))
+    if opts.smoke:
+        print("smoke run: every case ran")
+    import shutil
+
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
