@@ -84,6 +84,23 @@ def proc_cpu(pid):
     return sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLK
 
 
+def proc_wait(pid):
+    """Seconds the threads of ``pid`` have waited on a run queue for a CPU so far (schedstat run_delay, summed
+    over the live threads), NaN if unreadable."""
+    total = 0.0
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return float("nan")
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                total += int(f.read().split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
 def proc_memory(pid):
     """{rss, hwm, pss} of ``pid`` in MB (VmRSS, VmHWM from status; Pss from smaps_rollup), NaN if unreadable."""
     out = {"rss": float("nan"), "hwm": float("nan"), "pss": float("nan")}
@@ -102,9 +119,17 @@ def proc_memory(pid):
 
 
 def load_text():
-    """'load average 1.23 0.98 0.70 (1/5/15 min)' of the machine now."""
+    """'load average 1.23 0.98 0.70 (1/5/15 min), CPU pressure 12 % (avg60)' of the machine now (the pressure: the
+    share of time some runnable task waited for a CPU, /proc/pressure/cpu, where the kernel has it)."""
     a, b, c = os.getloadavg()
-    return "load average %.2f %.2f %.2f (1/5/15 min)" % (a, b, c)
+    text = "load average %.2f %.2f %.2f (1/5/15 min)" % (a, b, c)
+    try:
+        with open("/proc/pressure/cpu") as f:
+            some = dict(kv.split("=") for kv in f.readline().split()[1:])
+        text += ", CPU pressure %.0f %% (avg60)" % float(some["avg60"])
+    except (OSError, KeyError, ValueError):
+        pass
+    return text
 
 
 # ---------------------------------------------------------------------------------------------- cgroup
@@ -477,7 +502,8 @@ def run_case(label, quota, opts, workdir, cgroup, credit):
         pids = {n: p.pid for n, p in procs.items()}
 
         def cpu_snapshot():
-            return time.monotonic(), {n: proc_cpu(pid) for n, pid in pids.items()}
+            return time.monotonic(), {n: proc_cpu(pid) for n, pid in pids.items()}, {
+                n: proc_wait(pid) for n, pid in pids.items()}
 
         t_mark = time.monotonic()
         diag0 = wait_diag(rec, ROBOT_NODES, t_mark, 5.0)
@@ -537,6 +563,7 @@ def run_case(label, quota, opts, workdir, cgroup, credit):
         dt = t1 - t0
         res["window_s"] = dt
         res["cpu"] = {n: (s1[1][n] - s0[1][n]) / dt for n in pids}
+        res["wait"] = {n: (s1[2][n] - s0[2][n]) / dt for n in pids}
         if sb is not None:
             res["cpu_before"] = sum((sb[1][n] - s0[1][n]) for n in ROBOT_NODES) / (sb[0] - s0[0])
             res["cpu_after"] = sum((s1[1][n] - sb[1][n]) for n in ROBOT_NODES) / (t1 - sb[0])
@@ -605,6 +632,7 @@ def _print_case(res):
     if "break" in res:
         b = res["break"]
         line += "; break named after %.1f s as %s" % (b["delay_s"], b["named"])
+    line += "; waited for a CPU %.2f s/s" % sum(res["wait"][n] for n in ROBOT_NODES)
     line += "; RSS %.0f MB (PSS %.0f)" % (sum(res["mem"][n]["rss"] for n in ROBOT_NODES),
                                          sum(res["mem"][n]["pss"] for n in ROBOT_NODES))
     print(line, flush=True)
@@ -796,28 +824,35 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
            "| Nano cores at 5× (4-6×) | throttled periods | predicted/pose [Hz] | joint_commands [Hz] "
            "| imu/data [Hz] | joint_states [Hz] | identifier windows [1/s] | error roll/pitch [deg] "
            "| error position mean / p95 [mm] | speed [m/s] | silent break named after | false damage "
-           "| RSS / PSS [MB] | start-up [s] |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| RSS / PSS [MB] | start-up [s] | robot waited for a CPU [s/s] |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         cpu = robot_cpu(r)
         _, emu, _ = imu_split(r, delivery)
         rt, e = r["rates"], r["error"]
         thr = r.get("throttle")
         md.append("| %s | %s | %.3f | %.3f | %s | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s / %s | %s | %s | %s "
-                  "| %.0f / %.0f | %.1f |" % (
+                  "| %.0f / %.0f | %.1f | %.2f |" % (
                       r["label"], _quota_text(r), cpu, cpu - emu, _nano(cpu - emu),
                       "%d of %d (%.1f s)" % (thr["throttled"], thr["periods"], thr["throttled_s"]) if thr else "-",
                       rt["predicted/pose"], rt["joint_commands"], rt["imu/data"], rt["joint_states"],
                       _f(r["id_windows"], "%.2f"), _f(e["roll_pitch_deg"], "%.3f"), _f(e["pos_mm"], "%.1f"),
                       _f(e["pos_p95_mm"], "%.1f"), _f(r["speed"], "%.3f"), _break_text(r),
                       ", ".join(r["false_damage"]) or "none", sum(r["mem"][n]["rss"] for n in ROBOT_NODES),
-                      sum(r["mem"][n]["pss"] for n in ROBOT_NODES), r["startup_s"]))
-    md += ["", "Robot CPU before / after the break (CPU-s/s): " + "; ".join(
-        "%s %.3f / %.3f" % (r["label"], r["cpu_before"], r["cpu_after"]) for r in runs if "cpu_before" in r) + ".",
-        "Error after the break (the model is wrong until the morphology is named): " + "; ".join(
-            "%s roll/pitch %s deg, position %s mm" % (r["label"], _f(r["error_after"]["roll_pitch_deg"]),
-                                                      _f(r["error_after"]["pos_mm"], "%.1f"))
-            for r in runs if r.get("error_after")) + "."]
+                      sum(r["mem"][n]["pss"] for n in ROBOT_NODES), r["startup_s"],
+                      sum(r["wait"][n] for n in ROBOT_NODES)))
+    md += ["", "Robot waited for a CPU = the run-queue delay of every thread of the five processes (schedstat "
+           "run_delay) per second: in the unconstrained run the machine's other load (this machine is shared), in "
+           "the quota runs that plus the quota's throttling. Throttled periods = the group's CFS periods that ran "
+           "out of quota (cpu.stat)."]
+    if any("cpu_before" in r for r in runs):
+        md += ["", "Robot CPU before / after the break (CPU-s/s): " + "; ".join(
+            "%s %.3f / %.3f" % (r["label"], r["cpu_before"], r["cpu_after"]) for r in runs if "cpu_before" in r) + ".",
+            "Error after the break (the model is wrong until the morphology is named): " + "; ".join(
+                "%s roll/pitch %s deg, position %s mm" % (r["label"], _f(r["error_after"]["roll_pitch_deg"]),
+                                                          _f(r["error_after"]["pos_mm"], "%.1f"))
+                for r in runs if r.get("error_after")) + ". Morphology at the end of the run: " + "; ".join(
+                "%s %s" % (r["label"], r["break"]["final"]) for r in runs if "break" in r) + "."]
     md += ["", "## CPU by node (CPU-s/s over the window)", "",
            "| node | " + " | ".join(r["label"] for r in runs) + " | Nano cores at 5× (4-6×), unconstrained |",
            "|---|" + "---|" * len(runs) + "---|"]
@@ -867,8 +902,8 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
         "the group's quota is the Nano's share plus %.3f core, the emulated MPU6050's cost measured in the "
         "unconstrained run of this invocation (it runs inside the imu process, so inside the group), so that the "
         "robot's own code gets the Nano's share" % credit if credit else
-        "no credit for the emulated MPU6050: it runs inside the imu process and so spends the group's quota")]
-    md += ["", "## Memory (end of the window, unconstrained run; the larger of mid-window and end)", "",
+        "no credit for the emulated MPU6050: it runs inside the imu process and so spends the group's quota") + "."]
+    md += ["", "## Memory (unconstrained run: the larger of mid-window and end of the window)", "",
            "| process | RSS [MB] | PSS [MB] | peak RSS (VmHWM) [MB] |", "|---|---|---|---|"]
     for n in ROBOT_NODES + EMULATOR_NODES:
         m = free["mem"][n]
@@ -916,7 +951,7 @@ def parse_args(argv):
     num = cli_args.number
     ap = cli_args.ArgumentParser(prog="bench_nano_budget.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--smoke", action="store_true", help="short: --seconds 8 --break-at 4 --warmup 2 --factors 5 "
-                    "--half-factor 0 --imu-seconds 2 --name-timeout 8 (unless given); nothing written unless --out")
+                    "--half-factor 0 --imu-seconds 1 --name-timeout 8 (unless given); nothing written unless --out")
     ap.add_argument("--seconds", type=num(0.0, 3600.0, lo_open=True, unit="s"), help="window per run (default 30)")
     ap.add_argument("--break-at", type=num(0.0, 3600.0, unit="s"),
                     help="silent break this long into the window (default 15; 0 = no break)")
@@ -941,7 +976,7 @@ def parse_args(argv):
     ap.add_argument("--out", type=cli_args.output_file, help="results file (default benchmarks/results/"
                     "nano_budget.md; with --smoke nothing is written unless given)")
     args = ap.parse_args(argv)
-    smoke = {"seconds": 8.0, "break_at": 4.0, "warmup": 2.0, "factors": [5.0], "half_factor": 0.0, "imu_seconds": 2.0,
+    smoke = {"seconds": 8.0, "break_at": 4.0, "warmup": 2.0, "factors": [5.0], "half_factor": 0.0, "imu_seconds": 1.0,
              "name_timeout": 8.0}
     full = {"seconds": 30.0, "break_at": 15.0, "warmup": 6.0, "factors": [4.0, 5.0, 6.0], "half_factor": 5.0,
             "imu_seconds": 12.0, "name_timeout": 30.0}
