@@ -25,11 +25,16 @@ healthy part of the window), the walking speed (truth), and a silent break (``ro
 parameter, ``--break-spec`` at ``--break-at`` s into the window): seconds until ``morphology`` names it, what it
 names, and whether any damage was named before it.
 
-Runs: unconstrained, then the robot's five node processes (servo_driver, imu, gait_controller, predictor,
-damage_monitor; the emulator stays outside) in one CPU cgroup whose quota stands for the Nano's 4 cores at a
-per-core slowdown F: 4/F of one core here (``--factors``; 5x -> 0.8 core, ``cpu.cfs_quota_us`` 8000 per 10000),
-and the half-busy Nano, 2/F core (``--half-factor``). cgroup v1 (``cpu.cfs_quota_us``) or v2 (``cpu.max``),
-whichever is writable; with neither, the quota runs are left out and only CPU is reported.
+Runs: unconstrained (up to the machine's 2 cores), then the robot's five node processes (servo_driver, imu,
+gait_controller, predictor, damage_monitor; the emulator stays outside) in one CPU cgroup whose quota stands for
+the Nano's 4 cores at a per-core slowdown F: 4/F of one core here (``--factors``; 5x -> 0.8 core,
+``cpu.cfs_quota_us`` 8000 per 10000), and the half-busy Nano, 2/F core (``--half-factor``). cgroup v1
+(``cpu.cfs_quota_us``) or v2 (``cpu.max``), whichever is writable; with neither, the quota runs are left out and
+only CPU is reported.
+
+On a shared machine the other load would starve the runs below their quota: by default the robot's group and a
+second group (robot_emulator and this process, no quota) get the CPU weight of 100 processes (``--shares``; 0 = none,
+and then the unconstrained run is not put in a group at all).
 
 Emulated hardware does not count against the robot: the servo bus emulator runs in robot_emulator's process
 (outside the quota); the MPU6050 register model runs inside the imu node's process, so its cost is measured
@@ -184,19 +189,24 @@ def find_cgroup(which="auto"):
     return None, "", "no writable CPU cgroup (%s): CPU only, the quota runs are left out" % "; ".join(notes)
 
 
-class QuotaGroup:
-    """A CPU cgroup with a quota of ``cores`` cores (period ``PERIOD_US``); ``add(pid)`` moves a process (all its
-    threads, and every thread it starts later); ``close()`` moves them back to the root group and removes it."""
+class CpuGroup:
+    """A CPU cgroup ``jethexa_nano_budget_<pid>_<name>`` under the controller's root: a quota of ``cores`` cores per
+    ``PERIOD_US`` (None: no quota) and the weight ``shares`` (v1 cpu.shares, default 1024 a process; v2 cpu.weight
+    = shares / 1024 * 100; None: the default). ``add(pid)`` moves a process (all its threads, and every thread it
+    starts later); ``close()`` moves them back to the root group and removes the group."""
 
-    def __init__(self, kind, mount, cores):
+    def __init__(self, kind, mount, name, cores=None, shares=None):
         self.kind, self.mount, self.cores = kind, mount, cores
-        self.path = os.path.join(mount, "jethexa_nano_budget_%d" % os.getpid())
-        self.quota_us = int(round(cores * PERIOD_US))
+        self.path = os.path.join(mount, "jethexa_nano_budget_%d_%s" % (os.getpid(), name))
+        self.quota_us = int(round(cores * PERIOD_US)) if cores is not None else None
         os.mkdir(self.path)
         try:
             if kind == "v1":
-                self._write("cpu.cfs_period_us", PERIOD_US)
-                self._write("cpu.cfs_quota_us", self.quota_us)
+                if cores is not None:
+                    self._write("cpu.cfs_period_us", PERIOD_US)
+                    self._write("cpu.cfs_quota_us", self.quota_us)
+                if shares:
+                    self._write("cpu.shares", int(shares))
             else:
                 try:
                     with open(os.path.join(mount, "cgroup.subtree_control")) as f:
@@ -205,7 +215,10 @@ class QuotaGroup:
                         self._write_at(os.path.join(mount, "cgroup.subtree_control"), "+cpu")
                 except OSError:
                     pass
-                self._write("cpu.max", "%d %d" % (self.quota_us, PERIOD_US))
+                if cores is not None:
+                    self._write("cpu.max", "%d %d" % (self.quota_us, PERIOD_US))
+                if shares:
+                    self._write("cpu.weight", max(1, min(10000, int(round(shares / 1024.0 * 100)))))
         except BaseException:
             self.close()
             raise
@@ -254,6 +267,39 @@ class QuotaGroup:
             except OSError:
                 time.sleep(0.1)
         print("warning: could not remove the cgroup %s" % self.path, file=sys.stderr)
+
+
+class Groups:
+    """The groups of one run: ``robot`` (the five node processes; the quota, if any) and ``world`` (robot_emulator
+    and this process; no quota), both with the weight ``shares`` (None: as the machine comes, no groups at all
+    unless there is a quota). ``kind`` None: no cgroup available, nothing is done."""
+
+    def __init__(self, cgroup, quota, shares):
+        kind, mount = cgroup
+        self.robot = self.world = None
+        if kind is None or (quota is None and not shares):
+            return
+        try:
+            self.robot = CpuGroup(kind, mount, "robot", quota, shares)
+            if shares:
+                self.world = CpuGroup(kind, mount, "world", None, shares)
+                self.world.add(os.getpid())
+        except BaseException:
+            self.close()
+            raise
+
+    def add(self, name, pid):
+        group = self.robot if name in ROBOT_NODES else self.world
+        if group is not None:
+            group.add(pid)
+
+    def stats(self):
+        return self.robot.stats() if self.robot is not None and self.robot.cores is not None else {}
+
+    def close(self):
+        for g in (self.robot, self.world):
+            if g is not None:
+                g.close()
 
 
 # ---------------------------------------------------------------------------------------------- recorder
@@ -344,6 +390,15 @@ def make_recorder(graph, speed, break_target="robot_emulator"):
             return None
 
     return graph.add(Recorder), legs
+
+
+def check_domain_free(rec):
+    """Exit (status 1) if anything publishes the graph's topics on this ROS domain already (another engineer's
+    graph: scripts/ros_env.sh derives the domain from the shell's pid, so two shells can share one)."""
+    busy = [t for t in rec.arrivals if rec.count(t)]
+    if busy:
+        raise SystemExit("another graph publishes %s on ROS_DOMAIN_ID=%s: choose another domain (export "
+                         "ROS_DOMAIN_ID=...)" % (", ".join(busy), os.environ["ROS_DOMAIN_ID"]))
 
 
 def wait_diag(rec, nodes, t, timeout):
@@ -461,24 +516,22 @@ def run_case(label, quota, opts, workdir, cgroup, credit):
     res = {"label": label, "quota": quota, "credit": credit if quota is not None else 0.0, "load_start": load_text()}
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     g = Graph()
-    procs, logs, group = {}, {}, None
+    procs, logs, groups = {}, {}, None
     try:
         rec, legs = make_recorder(g, opts.speed)
         g.start()
         time.sleep(1.0)
-        if rec.count("predicted/pose") or rec.count("joint_commands"):
-            raise SystemExit("another graph publishes on ROS_DOMAIN_ID=%s: stop it first" % os.environ["ROS_DOMAIN_ID"])
+        check_domain_free(rec)
+        groups = Groups(cgroup, None if quota is None else quota + credit, opts.shares)
         if quota is not None:
-            group = QuotaGroup(cgroup[0], cgroup[1], quota + credit)
-            res["quota_us"] = group.quota_us
+            res["quota_us"] = groups.robot.quota_us
         t_launch = time.monotonic()
         run_dir = os.path.join(workdir, label.replace(" ", "_"))
         os.makedirs(run_dir, exist_ok=True)
         for name, cmd in node_commands(run_dir, "/tmp/jethexa_nano_bus_%d" % os.getpid()):
             logs[name] = open(os.path.join(run_dir, name + ".log"), "w+")
             procs[name] = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=logs[name], stderr=subprocess.STDOUT)
-            if group is not None and name in ROBOT_NODES:
-                group.add(procs[name].pid)       # at once: start-up, too, runs inside the quota
+            groups.add(name, procs[name].pid)       # at once: start-up, too, runs inside the quota
 
         def up():
             return all(rec.count(t) for t in rec.arrivals) and rec.morphology
@@ -508,7 +561,7 @@ def run_case(label, quota, opts, workdir, cgroup, credit):
         t_mark = time.monotonic()
         diag0 = wait_diag(rec, ROBOT_NODES, t_mark, 5.0)
         s0 = cpu_snapshot()
-        g0 = group.stats() if group else {}
+        g0 = groups.stats()
         t0 = s0[0]
         sb = tb = None
         mem_mid = None
@@ -526,7 +579,7 @@ def run_case(label, quota, opts, workdir, cgroup, credit):
         time.sleep(max(0.0, t0 + opts.seconds - time.monotonic()))
         s1 = cpu_snapshot()
         t1 = s1[0]
-        g1 = group.stats() if group else {}
+        g1 = groups.stats()
         mem = {n: proc_memory(pid) for n, pid in pids.items()}
         if mem_mid:
             for n, m in mem.items():
@@ -578,7 +631,7 @@ def run_case(label, quota, opts, workdir, cgroup, credit):
         res["stages"] = {n: stage_rates(diag0.get(n), diag1.get(n)) for n in ROBOT_NODES}
         res["id_windows"] = counter_rate(diag0.get("damage_monitor"), diag1.get("damage_monitor"),
                                          "identifier_windows")
-        if group:
+        if g0:
             res["throttle"] = {"periods": g1.get("nr_periods", 0) - g0.get("nr_periods", 0),
                                "throttled": g1.get("nr_throttled", 0) - g0.get("nr_throttled", 0),
                                "throttled_s": g1.get("throttled_s", 0.0) - g0.get("throttled_s", 0.0)}
@@ -587,8 +640,8 @@ def run_case(label, quota, opts, workdir, cgroup, credit):
         return res
     finally:
         g.close()
-        if group is not None:
-            group.close()            # the nodes end at full speed
+        if groups is not None:
+            groups.close()            # the nodes end at full speed
         if procs:
             codes, text = _stop(procs, logs)
             bad = {n: c for n, c in codes.items() if c != 0}
@@ -639,7 +692,7 @@ def _print_case(res):
 
 
 # ---------------------------------------------------------------------------------------------- imu A/B
-def measure_imu_alone(local, seconds, workdir):
+def measure_imu_alone(local, seconds, workdir, cgroup=(None, ""), shares=None):
     """The imu node alone, ``seconds`` measured: ``local`` False = as in the sim graph (source emulator, fed
     emulator/imu_motion at 100 Hz by this process), True = its robot code path (source i2c) on the same register
     model fed in-process (``_imu_split.py --local-motion``). This process subscribes to imu/data in both.
@@ -660,10 +713,20 @@ def measure_imu_alone(local, seconds, workdir):
     cmd = [sys.executable, os.path.join(HERE, "_imu_split.py")] + (["--local-motion"] if local else []) + [
         "--ros-args", "-r", "__node:=imu", "--params-file", path]
     log = open(os.path.join(workdir, "imu_alone_%s.log" % ("local" if local else "topic")), "w+")
+    g = Graph()
+    rec, _ = make_recorder(g, 0.0)
+    g.start()
+    time.sleep(1.0)
+    try:
+        check_domain_free(rec)
+    finally:
+        g.close()
+    groups = Groups(cgroup, None, shares)
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ,
                                                                                           PYTHONUNBUFFERED="1"))
     g = Graph()
     try:
+        groups.add("imu", proc.pid)
         rec, _ = make_recorder(g, 0.0)
         if not local:
             pub = rec.create_publisher(Imu, "emulator/imu_motion", SENSOR_QOS)
@@ -691,15 +754,16 @@ def measure_imu_alone(local, seconds, workdir):
         return {"cpu": (c1 - c0) / (t1 - t0), "stages": stage_rates(a, b), "rate": (n1 - n0) / (t1 - t0)}
     finally:
         g.close()
+        groups.close()
         _stop({"imu": proc}, {"imu": log})
 
 
-def imu_ab(seconds, workdir):
+def imu_ab(seconds, workdir, cgroup, shares):
     """The A/B of the imu node alone: {topic, local, delivery}; delivery = CPU-s/s of receiving
     emulator/imu_motion (DDS threads + rclpy executor), i.e. the difference of the two processes' CPU outside
     the emulated stages."""
-    topic = measure_imu_alone(False, seconds, workdir)
-    local = measure_imu_alone(True, seconds, workdir)
+    topic = measure_imu_alone(False, seconds, workdir, cgroup, shares)
+    local = measure_imu_alone(True, seconds, workdir, cgroup, shares)
     rest_topic = topic["cpu"] - sum(topic["stages"].get(k, 0.0) for k in IMU_EMULATED_STAGES)
     rest_local = local["cpu"] - local["stages"].get("emulated MPU6050", 0.0)
     out = {"topic": topic, "local": local, "delivery": rest_topic - rest_local}
@@ -804,6 +868,12 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
           "(`benchmarks/bench_nano_budget.py`)", "",
           "`benchmarks/bench_nano_budget.py %s`" % argv_text, ""] + info + [
           "- CPU quota: " + cgroup_note,
+          "- CPU weight: " + (("the robot's five processes in one group, robot_emulator and this process in another, "
+                               "both with cpu.shares %d (a process weighs 1024) in every run, so that the other load "
+                               "of this shared machine does not starve a run below its quota (the quota runs are "
+                               "capped by their quota, the unconstrained run by the 2 cores)" % opts.shares)
+                              if opts.shares and cgroup_note.startswith("cgroup") else
+                              "none: the processes compete with the machine's other load as they come"),
           "- Jetson Nano: 4 Cortex-A57 cores, assumed %g-%g× slower per core than this machine (%g× central); a "
           "quota of 4/F core here stands for the whole Nano at slowdown F, 2/F for a half-busy Nano; Nano figures "
           "= CPU-s/s here × F (cores of the Nano)" % (lo, hi, NANO_F), "",
@@ -813,9 +883,10 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
           "not counted). Window: %g s, starting after the graph is up (first predicted pose) and %g s of walking; "
           "silent break `%s` (robot_emulator's `breaks`) at %g s into the window. CPU = /proc utime+stime per "
           "process over the window; quota runs: servo_driver, imu, gait_controller, predictor and damage_monitor "
-          "in one CPU cgroup from their start (robot_emulator and this process outside). Error = predicted/pose "
-          "minus the truth (mocap/pose interpolated at the predicted stamp; `predictors.errors`), mean over the "
-          "healthy part of the window. Speed = the truth's horizontal speed over the healthy part."
+          "in one CPU cgroup with the quota from their start (robot_emulator and this process outside it). "
+          "Error = predicted/pose minus the truth (mocap/pose interpolated at the predicted stamp; "
+          "`predictors.errors`), mean over the healthy part of the window. Speed = the truth's horizontal speed "
+          "over the healthy part."
           % (opts.speed, opts.seconds, opts.warmup, opts.break_spec, opts.break_at), "",
           "## Targets (issue 21)", "", "| target | measured | status |", "|---|---|---|"]
     md += ["| %s | %s | %s |" % row for row in targets(runs, by_label, opts, delivery)]
@@ -963,6 +1034,10 @@ def parse_args(argv):
                     "none)")
     ap.add_argument("--cgroup", choices=("auto", "v1", "v2", "none"), default="auto", help="CPU controller "
                     "(default auto: v1 cpu.cfs_quota_us, else v2 cpu.max)")
+    ap.add_argument("--shares", type=num(0.0, 262144.0, integer=True), default=102400,
+                    help="CPU weight of the robot's group and of the emulator's (cgroup v1 cpu.shares; a process "
+                    "weighs 1024) so that other load on a shared machine does not starve a run below its quota "
+                    "(default 102400: a hundred processes; 0 = no weight, as the machine comes)")
     ap.add_argument("--no-credit", action="store_true", help="do not add the emulated MPU6050's measured cost to "
                     "the quota")
     ap.add_argument("--imu-seconds", type=num(0.0, 600.0, unit="s"), help="A/B of the imu node alone, seconds per "
@@ -1007,7 +1082,7 @@ def main(argv=None):
             plan.append(("half-Nano %gx" % opts.half_factor, NANO_CORES / 2.0 / opts.half_factor))
     try:
         if opts.imu_seconds > 0:
-            ab = imu_ab(opts.imu_seconds, workdir)
+            ab = imu_ab(opts.imu_seconds, workdir, (kind, mount), opts.shares)
         credit = 0.0
         for label, quota in plan:
             res = run_case(label, quota, opts, workdir, (kind, mount), credit)
