@@ -74,7 +74,8 @@ PERIOD_US = 10000           # CFS period of the quota group (10 ms)
 GAIT_CYCLE = 1.3            # s, gait_controller's cycle_time default
 SPEED = 0.05                # m/s forward on cmd_vel, as in the issue
 TARGETS = {"cpu": 0.4, "pose_hz": 95.0, "cmd_hz": 49.0, "error_ratio": 1.5, "break_cycles": 3, "rss_mb": 500.0}
-IMU_EMULATED_STAGES = ("emulator/imu_motion", "emulated MPU6050")
+MOTION = "emulator/imu_motion"
+IMU_EMULATED_STAGES = (MOTION, "emulated MPU6050")
 CLK = os.sysconf("SC_CLK_TCK")
 
 
@@ -420,6 +421,15 @@ def stage_rates(a, b):
             for k, v in b[1].items() if k.startswith("cpu_s ")}
 
 
+def call_rates(a, b):
+    """Calls per second of every stage (``calls <stage>``) between two (arrival, values) statuses of one node."""
+    if not a or not b or b[0] <= a[0]:
+        return {}
+    dt = b[0] - a[0]
+    return {k[len("calls "):]: (float(v) - float(a[1].get(k, 0.0))) / dt
+            for k, v in b[1].items() if k.startswith("calls ")}
+
+
 def counter_rate(a, b, key):
     """Per-second increase of the integer /diagnostics value ``key`` between two statuses (NaN if missing)."""
     try:
@@ -629,6 +639,7 @@ def run_case(label, quota, opts, workdir, cgroup, credit):
         res["error_after"] = prediction_error(pred, truth, t_h, t1) if tb is not None else None
         res["speed"] = walk_speed(truth, t0, t_h)
         res["stages"] = {n: stage_rates(diag0.get(n), diag1.get(n)) for n in ROBOT_NODES}
+        res["calls"] = {n: call_rates(diag0.get(n), diag1.get(n)) for n in ROBOT_NODES}
         res["id_windows"] = counter_rate(diag0.get("damage_monitor"), diag1.get("damage_monitor"),
                                          "identifier_windows")
         if g0:
@@ -664,12 +675,23 @@ def robot_cpu(res):
     return sum(res["cpu"][n] for n in ROBOT_NODES)
 
 
-def imu_split(res, delivery):
+def delivery_in(res, ab):
+    """CPU-s/s of the delivery of emulator/imu_motion in a run: the A/B's figure (>= 0) scaled by the motion
+    messages the imu node handled per second in the run against the A/B (a throttled node takes fewer); None
+    without the A/B."""
+    if not ab:
+        return None
+    ref = ab["topic"]["calls"].get(MOTION, 0.0)
+    got = res.get("calls", {}).get("imu", {}).get(MOTION, ref)
+    return max(0.0, ab["delivery"]) * (got / ref if ref > 0 else 1.0)
+
+
+def imu_split(res, ab):
     """(imu process CPU-s/s, emulated part, robot part) of a run: emulated = the motion callback + the register
-    model (measured in the run) + the delivery of emulator/imu_motion (from the A/B, ``delivery``, >= 0)."""
+    model (measured in the run) + the delivery of emulator/imu_motion (``delivery_in``: from the A/B ``ab``)."""
     total = res["cpu"]["imu"]
     st = res["stages"].get("imu", {})
-    emulated = sum(st.get(k, 0.0) for k in IMU_EMULATED_STAGES) + max(0.0, delivery or 0.0)
+    emulated = sum(st.get(k, 0.0) for k in IMU_EMULATED_STAGES) + (delivery_in(res, ab) or 0.0)
     return total, emulated, total - emulated
 
 
@@ -751,7 +773,8 @@ def measure_imu_alone(local, seconds, workdir, cgroup=(None, ""), shares=None):
         c1, t1 = proc_cpu(proc.pid), time.monotonic()
         n1 = rec.count("imu/data")
         b = wait_diag(rec, ["imu"], t1, 5.0)["imu"]
-        return {"cpu": (c1 - c0) / (t1 - t0), "stages": stage_rates(a, b), "rate": (n1 - n0) / (t1 - t0)}
+        return {"cpu": (c1 - c0) / (t1 - t0), "stages": stage_rates(a, b), "calls": call_rates(a, b),
+                "rate": (n1 - n0) / (t1 - t0)}
     finally:
         g.close()
         groups.close()
@@ -805,14 +828,14 @@ def _break_text(res):
         "the right leg, another link count" if b["legs_right"] else "the wrong leg")
 
 
-def targets(runs, by_label, opts, delivery):
+def targets(runs, by_label, opts, ab):
     """Rows (target, measured, status) for the issue's targets."""
     rows = []
     free = by_label.get("unconstrained")
     if free is None:
         return rows
     cpu_all = robot_cpu(free)
-    _, emu, _ = imu_split(free, delivery)
+    _, emu, _ = imu_split(free, ab)
     cpu = cpu_all - emu
     rows.append(("robot's nodes together <= %.1f CPU-s/s here (2 Nano cores at 5x)" % TARGETS["cpu"],
                  "%.3f without the emulated MPU6050 (%.3f as measured, all five processes); Nano cores %s"
@@ -862,7 +885,6 @@ def _met(ok):
 
 def report(opts, info, cgroup_note, runs, ab, argv_text):
     by_label = {r["label"]: r for r in runs}
-    delivery = ab["delivery"] if ab else None
     lo, hi = NANO_RANGE
     md = ["# Jetson Nano budget: the robot's nodes as processes, unconstrained and inside a CPU quota "
           "(`benchmarks/bench_nano_budget.py`)", "",
@@ -889,7 +911,7 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
           "over the healthy part."
           % (opts.speed, opts.seconds, opts.warmup, opts.break_spec, opts.break_at), "",
           "## Targets (issue 21)", "", "| target | measured | status |", "|---|---|---|"]
-    md += ["| %s | %s | %s |" % row for row in targets(runs, by_label, opts, delivery)]
+    md += ["| %s | %s | %s |" % row for row in targets(runs, by_label, opts, ab)]
     md += ["", "## Runs", "",
            "| run | robot's group quota | robot CPU-s/s (5 processes) | without the emulated MPU6050 "
            "| Nano cores at 5× (4-6×) | throttled periods | predicted/pose [Hz] | joint_commands [Hz] "
@@ -899,7 +921,7 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         cpu = robot_cpu(r)
-        _, emu, _ = imu_split(r, delivery)
+        _, emu, _ = imu_split(r, ab)
         rt, e = r["rates"], r["error"]
         thr = r.get("throttle")
         md.append("| %s | %s | %.3f | %.3f | %s | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s / %s | %s | %s | %s "
@@ -952,22 +974,26 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
                "%.4f, register model %.4f, sample tick %.4f), %.1f Hz; robot code path on the local register model: "
                "process %.4f (register model %.4f, sample tick %.4f), %.1f Hz. Delivery of `emulator/imu_motion` = "
                "%.4f CPU-s/s (difference of the two processes outside the emulated stages; noisy, counted as 0 if "
-               "negative)." % (opts.imu_seconds, t["cpu"], t["stages"].get("emulator/imu_motion", 0.0),
-                               t["stages"].get("emulated MPU6050", 0.0), t["stages"].get("sample", 0.0), t["rate"],
-                               l["cpu"], l["stages"].get("emulated MPU6050", 0.0), l["stages"].get("sample", 0.0),
-                               l["rate"], ab["delivery"]), ""]
+               "negative; in a run, scaled by the motion messages the node handled per second there, %.1f here)."
+               % (opts.imu_seconds, t["cpu"], t["stages"].get(MOTION, 0.0), t["stages"].get("emulated MPU6050", 0.0),
+                  t["stages"].get("sample", 0.0), t["rate"], l["cpu"], l["stages"].get("emulated MPU6050", 0.0),
+                  l["stages"].get("sample", 0.0), l["rate"], ab["delivery"], t["calls"].get(MOTION, float("nan"))),
+               ""]
     else:
         md += ["(The A/B of the imu node alone was not run: the delivery of `emulator/imu_motion` is not taken off.)",
                ""]
-    md += ["| run | imu process | motion callback | register model | delivery (A/B) | emulated, total | imu's "
-           "robot part | its `sample` tick without the register model |", "|---|---|---|---|---|---|---|---|"]
+    md += ["CPU-s/s of the imu process in each run:", "",
+           "| run | imu process | motion callback | register model | delivery (A/B, scaled) | emulated, total | imu's "
+           "robot part | its `sample` tick without the register model | motion messages handled [1/s] |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
-        total, emu, robot = imu_split(r, delivery)
+        total, emu, robot = imu_split(r, ab)
         st = r["stages"].get("imu", {})
-        md.append("| %s | %.4f | %.4f | %.4f | %s | %.4f | %.4f | %.4f |" % (
-            r["label"], total, st.get("emulator/imu_motion", float("nan")), st.get("emulated MPU6050", float("nan")),
-            _f(max(0.0, delivery), "%.4f") if delivery is not None else "-", emu, robot,
-            st.get("sample", float("nan")) - st.get("emulated MPU6050", 0.0)))
+        md.append("| %s | %.4f | %.4f | %.4f | %s | %.4f | %.4f | %.4f | %s |" % (
+            r["label"], total, st.get(MOTION, float("nan")), st.get("emulated MPU6050", float("nan")),
+            _f(delivery_in(r, ab), "%.4f"), emu, robot,
+            st.get("sample", float("nan")) - st.get("emulated MPU6050", 0.0),
+            _f(r.get("calls", {}).get("imu", {}).get(MOTION), "%.1f")))
     credit = next((r["credit"] for r in runs if r["quota"] is not None), 0.0)
     md += ["", "Quota runs: %s" % (
         "the group's quota is the Nano's share plus %.3f core, the emulated MPU6050's cost measured in the "
@@ -989,8 +1015,11 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
            "", "Exit status of the node processes after SIGINT: " + "; ".join(
                "%s %s (ERROR lines/tracebacks %d)" % (r["label"], r.get("exits", "?"), r.get("error_lines", 0))
                for r in runs) + ".", "",
-           "Not covered: the Nano's memory bandwidth, caches and thermal throttling (a quota slows every "
-           "instruction alike); numba's start-up compile on the Nano (bench_startup); DDS between 4 real cores vs "
+           "Not covered: the Nano's single-thread speed (the group quota caps the five processes' total, but "
+           "between throttles a thread runs at this machine's speed, so one long computation -- a predictor cycle, "
+           "an identifier window -- ends 4-6x sooner than on an A57; a per-process quota would model that, not "
+           "done); the Nano's memory bandwidth, caches and thermal throttling (a quota slows every instruction "
+           "alike); numba's start-up compile on the Nano (bench_startup); DDS between 4 real cores vs "
            "2 shared ones; the GPU. The machine is shared: figures move between runs (see the load).", ""]
     return "\n".join(md)
 
@@ -1088,7 +1117,7 @@ def main(argv=None):
             res = run_case(label, quota, opts, workdir, (kind, mount), credit)
             runs.append(res)
             if quota is None and not opts.no_credit:
-                credit = imu_split(res, ab["delivery"] if ab else None)[1]
+                credit = imu_split(res, ab)[1]
     except Interrupted as exc:
         print("interrupted (%s): the cgroup and the node processes were cleaned up" % exc, file=sys.stderr)
         return 130
