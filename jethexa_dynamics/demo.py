@@ -1,7 +1,8 @@
-"""``jethexa-demo``: the whole ``sim.launch.py`` graph in one process, walking, with a damage event mid-run.
+"""``jethexa-demo``: the whole ``sim.launch.py`` graph, walking, with a damage event mid-run.
 
-The emulated JetHexa (simulation engine + servo-bus emulator on a pty + MPU6050 model) is driven by the real
-nodes -- servo_driver, imu, gait_controller, predictor, damage_monitor -- over DDS on this machine only.
+The emulated JetHexa (simulation engine + servo-bus emulator on a pty, in a process of its own as the real
+hardware would be) is driven by the real nodes -- servo_driver, imu (with the MPU6050 register model),
+gait_controller, predictor, damage_monitor -- in this process, on one executor, over DDS on this machine only.
 The demo sends ``cmd_vel``, prints predicted vs measured pose as a live table, removes legs in the emulated
 world at ``--damage-at`` (the damage monitor must notice from the silent servos, then the gait and the
 predictor reshape without a restart), and ends with a summary. Exit status 0 on a clean run.
@@ -11,7 +12,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shutil
 import sys
+import tempfile
 import time
 from typing import Dict, List, Optional, Sequence
 
@@ -21,6 +24,7 @@ DEFAULT_DURATION = 16.0
 DEFAULT_DAMAGE_AT = 7.0
 DEFAULT_PREDICTOR_RATE = 50.0
 LEGS = ("LF", "LM", "LR", "RF", "RM", "RR")  # URDF leg order (docs/DEV_NOTES.md)
+EMULATOR = "robot_emulator"  # the hardware's stand-in: a process of its own
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,8 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--horizon", type=param(PREDICTOR["horizon"]), default=2.0,
                     help="predictor re-anchoring horizon [s] (%s)" % PREDICTOR["horizon"].range_text())
     ap.add_argument("--predictor-rate", type=param(PREDICTOR["rate"]), default=DEFAULT_PREDICTOR_RATE,
-                    help="predictor rate [Hz] (default %(default)s: every node shares one Python process here; "
-                         "the launch files run it at 100 Hz in its own process)")
+                    help="predictor rate [Hz] (default %(default)s: the robot's five nodes share one Python "
+                         "process here; the launch files run it at 100 Hz)")
     ap.add_argument("--period", type=number(0.05, 10.0, unit="s"), default=0.5,
                     help="table row period [s] (default %(default)s)")
     ap.add_argument("--record", default=None, metavar="PATH", type=new_dir,
@@ -177,19 +181,21 @@ def displayed_morphology(msg, legs: Sequence[str], monitor) -> Optional[List[int
 # ---------------------------------------------------------------------------------------------- run
 def run(args: argparse.Namespace, out=sys.stdout) -> int:
     env = configure_ros_environment(args.network)
-    # one process runs the world, the bus emulator's reply thread and the servo driver's bus thread: hand the
-    # GIL over more often so replies are not late behind a long callback (default 5 ms)
+    # the servo driver's bus thread shares this process with the executor and the identifier's worker: hand
+    # the GIL over more often so a reply is read when it comes, not behind a long callback (default 5 ms)
     sys.setswitchinterval(0.001)
     from geometry_msgs.msg import PoseStamped
     from rcl_interfaces.msg import Parameter as ParameterMsg
     from rcl_interfaces.msg import ParameterType, ParameterValue
     from rcl_interfaces.srv import SetParameters
+    from diagnostic_msgs.msg import DiagnosticArray
     from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 
     from jethexa_dynamics.model import format_morphology
     from jethexa_dynamics.predictors.errors import rpy
     from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS
     from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, wait_for
+    from jethexa_dynamics.nodes.graph_spec import processes
 
     def say(text=""):
         print(text, file=out, flush=True)
@@ -197,7 +203,8 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     legs = list(LEGS)
     silent = args.breaks is not None
     damage = None if args.no_damage else damage_links(args.breaks if silent else args.damage)
-    say("jethexa-demo: the sim.launch.py graph in one process; DDS %s, ROS_DOMAIN_ID=%s" % (
+    say("jethexa-demo: the sim.launch.py graph (the robot's nodes in this process, the emulated robot in its "
+        "own); DDS %s, ROS_DOMAIN_ID=%s" % (
         "as configured by the environment" if args.network else "on loopback only", env["ROS_DOMAIN_ID"]))
     say("  walk %.3f m/s for %.0f s; %s; predictor %s (re-anchored every %.1f s)" % (
         args.speed, args.duration, "no damage" if damage is None else "%s %s at %.1f s" % (
@@ -211,11 +218,16 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                  "predictor_rate": str(args.predictor_rate), "record": args.record or "",
                  "record_storage": args.record_storage, "recovery": "true" if args.recovery == "on" else "false"}
     t_build = time.monotonic()
+    workdir = tempfile.mkdtemp(prefix="jethexa_demo_")
     graph = Graph(threads=1)
     status = 1
     try:
-        nodes = add_launch_graph(graph, "sim", overrides)
+        emulator = [p for p in processes("sim", overrides) if p.name == EMULATOR][0]
+        emu_proc = graph.start_process(emulator, workdir)   # the hardware's stand-in first (the bus pty)
+        emu_log = graph.processes[EMULATOR][1]
+        nodes = add_launch_graph(graph, "sim", overrides, exclude=(EMULATOR,))
         w = graph.add(Watcher, name="demo")
+        w.watch(DiagnosticArray, "/diagnostics", 10, emulator_status)
         odom = nodes["predictor"].p["odom_frame"]
         # validate what is displayed: anyone may publish on these topics (the morphology is checked below)
         for topic, typ, qos, accept in (
@@ -228,10 +240,14 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
             w.watch(typ, topic, qos, accept)
         w.drive(args.speed)
         param_cli = w.create_client(SetParameters, "/robot_emulator/set_parameters")
-        say("  %d nodes up in %.1f s: %s" % (len(nodes), time.monotonic() - t_build, ", ".join(nodes)))
+        say("  %d nodes up in %.1f s: %s in this process, %s in its own (pid %d, log %s)" % (
+            len(nodes) + 1, time.monotonic() - t_build, ", ".join(nodes), EMULATOR, emu_proc.pid, emu_log.name))
         graph.start()
-        if not wait_for(lambda: w.count("predicted/pose") > 0 and w.count("mocap/pose") > 0, 30.0):
-            say("ERROR: no predicted/mocap pose within 30 s")
+        if not wait_for(lambda: (w.count("predicted/pose") > 0 and w.count("mocap/pose") > 0)
+                        or emu_proc.poll() is not None, 60.0) or emu_proc.poll() is not None:
+            emu_log.seek(0)
+            say("ERROR: no predicted/mocap pose within 60 s (%s exit status %s); its log:\n%s" % (
+                EMULATOR, emu_proc.poll(), emu_log.read()[-3000:]))
             return 1
         say()
         say(HEADER)
@@ -245,7 +261,7 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
         next_row = 0.0
         while True:
             t = time.monotonic() - t0
-            if t >= args.duration or graph.spin_error is not None:
+            if t >= args.duration or graph.spin_error is not None or emu_proc.poll() is not None:
                 break
             if damage is not None and not damage_sent and t >= args.damage_at:
                 pv = ParameterValue(type=ParameterType.PARAMETER_STRING,
@@ -303,15 +319,21 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                     None if err is None else np.asarray(err.data, dtype=float),
                     format_morphology(morph_seen[-1], legs) if morph_seen else "?"))
             time.sleep(0.02)
-        ignored = {t: n for t, n in w.rejected.items() if n}
+        ignored = {t: n for t, n in w.rejected.items() if n and t != "/diagnostics"}   # (the others' statuses)
         if foreign:
             ignored["morphology"] = foreign
         if ignored:
             say("  the display ignored messages the graph did not publish (malformed or foreign): %s" % ignored)
-        status = summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_seen, legs, silent)
+        status = summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_seen, legs, silent,
+                         emu_proc)
         return status
     finally:
-        graph.close()
+        graph.close()                   # the nodes, then the emulator (the servos unloaded over its bus)
+        code, log = graph.exit_codes.get(EMULATOR), graph.logs.get(EMULATOR, "")
+        if code not in (0, None) or "Traceback" in log:
+            say("  %s ended with status %s; its log:\n%s" % (EMULATOR, code, log[-3000:]))
+            status = 1
+        shutil.rmtree(workdir, ignore_errors=True)
         if args.record:  # only claim a bag that rosbag2 finished (it writes metadata.yaml on close)
             if os.path.isfile(os.path.join(args.record, "metadata.yaml")):
                 say("  bag written to %s (jethexa-validate %s)" % (args.record, args.record))
@@ -328,7 +350,21 @@ def _series(w, topic, t0, t1=None):
     return [m for t, m in w.since(topic, t0) if t1 is None or t < t1]
 
 
-def summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_seen, legs, silent=False) -> int:
+def emulator_status(msg) -> None:
+    """``accept`` of the watched /diagnostics: only the emulator's own status is kept (ValueError otherwise)."""
+    if not any(st.name == EMULATOR + ": node" for st in msg.status):
+        raise ValueError("not the emulator's status")
+
+
+def lag_events(w) -> int:
+    """The emulated world's lag events (it fell behind real time), from its last status on /diagnostics."""
+    msg = w.last("/diagnostics")
+    values = {} if msg is None else {kv.key: kv.value for st in msg.status for kv in st.values}
+    return int(values.get("lag_events", -1))
+
+
+def summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_seen, legs, silent=False,
+            emu_proc=None) -> int:
     from jethexa_dynamics.model import format_morphology
 
     problems = []
@@ -378,9 +414,11 @@ def summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_se
         problems.append("unexpected morphology sequence %s" % [format_morphology(m, legs) for m in morph_seen])
     rejected = {n: sum(node.rejected.values()) for n, node in nodes.items() if getattr(node, "rejected", None)}
     errors = {n: node.errors for n, node in nodes.items() if getattr(node, "errors", 0)}
-    emu = nodes["robot_emulator"]
+    running = len(nodes) + (emu_proc is not None and emu_proc.poll() is None)
     say("  nodes: %d running; rejected inputs %s; unexpected errors %s; world lag events %d" % (
-        len(nodes), rejected or "none", errors or "none", emu.lag_events))
+        running, rejected or "none", errors or "none", lag_events(w)))
+    if emu_proc is not None and emu_proc.poll() is not None:
+        problems.append("%s stopped (exit status %s)" % (EMULATOR, emu_proc.poll()))
     if errors:
         problems.append("node errors %s" % errors)
     if graph.spin_error is not None:

@@ -107,20 +107,24 @@ def diagnostics():
 
 # ---------------------------------------------------------------------------------- measuring (test, bench)
 def walking_graph(tag):
-    """The demo's sim graph (predictor at 50 Hz) walking in this process, with a ``Watcher`` on predicted/pose,
-    mocap/pose and /diagnostics; returns (graph, nodes, watcher) once past the start-up transient (the caller
-    closes the graph)."""
+    """The demo's sim graph (predictor at 50 Hz): the robot's five nodes in this process, the emulator in its
+    own (as in the demo), walking, with a ``Watcher`` on predicted/pose, mocap/pose and /diagnostics; returns
+    (graph, nodes, watcher) once past the start-up transient (the caller closes the graph, which stops the
+    emulator too)."""
     import os
+    import tempfile
 
     from geometry_msgs.msg import PoseStamped as Pose
 
     from jethexa_dynamics.nodes._common import SENSOR_QOS
     from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, wait_for
+    from jethexa_dynamics.nodes.graph_spec import processes
 
     g = Graph()
     try:
-        nodes = add_launch_graph(g, "sim", {"port_link": "/tmp/jethexa_%s_%d" % (tag, os.getpid()),
-                                            "predictor_rate": "50"})
+        args = {"port_link": "/tmp/jethexa_%s_%d" % (tag, os.getpid()), "predictor_rate": "50"}
+        g.start_process([p for p in processes("sim", args) if p.name == "robot_emulator"][0], tempfile.mkdtemp())
+        nodes = add_launch_graph(g, "sim", args, exclude=("robot_emulator",))
         w = g.add(Watcher)
         w.watch(Pose, "predicted/pose")
         w.watch(Pose, "mocap/pose", SENSOR_QOS)

@@ -185,12 +185,13 @@ def test_a_failing_confirmed_model_costs_one_window_not_the_identifier(monkeypat
 def test_a_data_gap_is_skipped_not_scored_and_not_looped_on():
     """IMU and joint states drop out for 1.2 s (longer than two windows) while the commands go on: the
     identifier goes on after the gap, the windows it falls in are driven through but not scored."""
-    streams, _ = walk_streams(WalkConfig(duration=5.0, gaps=[(2.0, 1.2, "sensors")]))
+    streams, _ = walk_streams(WalkConfig(duration=6.0, gaps=[(2.0, 1.2, "sensors")]))
     assert not any(2.0 < t < 3.2 for t, kind, _ in streams if kind != "cmd")
     idf = DamageIdentifier()
     feed(idf, streams)
     assert idf.gaps == 2 and idf.skipped_windows >= 2          # one gap seen on each stream
-    assert 5 <= idf.windows <= (5.0 - 0.5 - 1.2) / idf.window   # scored windows: none across the gap
+    # scored windows: none across the gap nor within gap_settle after it (a 6 s stream: the default 1 s settle)
+    assert 5 <= idf.windows <= (6.0 - 0.5 - 1.2 - idf.gap_settle) / idf.window + 1
     assert idf.events == [] and not idf.rejections
 
 

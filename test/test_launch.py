@@ -10,6 +10,7 @@ import glob
 import importlib
 import importlib.util
 import os
+import sys
 
 import pytest
 
@@ -113,3 +114,81 @@ def test_user_docs_describe_every_parameter_and_launch_argument():
     for graph in GRAPHS:
         for arg in graph_spec.GRAPHS[graph]["arguments"]:
             assert "`%s`" % arg.name in text, arg.name
+
+
+class _Stub:
+    """Records the keyword arguments of a launch/launch_ros action."""
+
+    def __init__(self, *args, **kwargs):
+        self.args, self.kwargs = args, kwargs
+
+
+def _fake_launch(monkeypatch):
+    """Minimal ``launch`` / ``launch_ros`` (not installable here) with the API the launch files use: enough to
+    run ``generate_launch_description`` and the OpaqueFunction that builds the processes."""
+    import types
+
+    class LaunchConfiguration:
+        def __init__(self, name):
+            self.name = name
+
+        def perform(self, context):
+            return context.launch_configurations[self.name]
+
+    mods = {name: types.ModuleType(name) for name in ("launch", "launch.actions", "launch.substitutions",
+                                                       "launch_ros", "launch_ros.actions")}
+    mods["launch"].LaunchDescription = type("LaunchDescription", (_Stub,), {})
+    for action in ("DeclareLaunchArgument", "LogInfo", "OpaqueFunction"):
+        setattr(mods["launch.actions"], action, type(action, (_Stub,), {}))
+    mods["launch.substitutions"].LaunchConfiguration = LaunchConfiguration
+    mods["launch_ros.actions"].Node = type("Node", (_Stub,), {})
+    for name, mod in mods.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    return mods
+
+
+@pytest.mark.parametrize("graph, composed", [("bringup", "true"), ("bringup", "false"), ("sim", "true")])
+def test_launch_description_starts_the_processes_with_the_resolved_parameters(monkeypatch, graph, composed):
+    """The launch file as ``ros2 launch`` evaluates it (against a stand-in of the launch API): every argument
+    declared with its default; once the arguments have values, one Node action per process of
+    ``graph_spec.processes``, its parameter file holding exactly ``graph_spec.node_parameters``'s values."""
+    import yaml
+
+    if importlib.util.find_spec("launch_ros") is not None:
+        pytest.skip("the real launch_ros is installed: test_generate_launch_description_when_launch_is_installed")
+    _fake_launch(monkeypatch)
+    mod, _ = _load_launch_module(graph)
+    ld = mod.generate_launch_description()
+    entities = ld.args[0]
+    declared = {a.args[0]: a.kwargs["default_value"] for a in entities if type(a).__name__ == "DeclareLaunchArgument"}
+    assert declared == {a.name: a.default for a in graph_spec.GRAPHS[graph]["arguments"]}
+    opaque = [a for a in entities if type(a).__name__ == "OpaqueFunction"]
+    assert len(opaque) == 1
+    values = dict(declared, composed=composed, predictor_rate="80.0")
+    context = type("Context", (), {"launch_configurations": values})()
+    nodes = opaque[0].kwargs["function"](context)
+    expected = graph_spec.processes(graph, values)
+    assert [(n.kwargs["executable"], n.kwargs["name"], n.kwargs["arguments"]) for n in nodes] == [
+        (p.executable, p.name, list(p.arguments)) for p in expected]
+    if composed == "true":
+        assert nodes[0 if graph == "bringup" else 1].kwargs["arguments"] == list(graph_spec.ROBOT_NODES)
+    resolved = dict((e.name, p) for e, p in graph_spec.node_parameters(graph, values))
+    for n in nodes:
+        (path,) = n.kwargs["parameters"]
+        sections = yaml.safe_load(open(path))
+        for name, section in sections.items():
+            assert section["ros__parameters"] == resolved[name]
+    assert resolved["predictor"]["rate"] == 80.0
+
+
+def test_robot_executable_names_a_bad_node_in_one_line_and_exits_2(capsys):
+    from jethexa_dynamics.nodes.robot import parse_nodes
+
+    assert parse_nodes(["--ros-args", "-p", "x:=1"]) == list(graph_spec.ROBOT_NODES)
+    assert parse_nodes(["imu", "predictor", "--ros-args"]) == ["imu", "predictor"]
+    for bad in (["imu", "robot_emulator"], ["imu", "imu"]):
+        with pytest.raises(SystemExit) as exc:
+            parse_nodes(bad)
+        assert exc.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "robot: error: node" in err[0] and "servo_driver" in err[0]

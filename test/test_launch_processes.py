@@ -1,6 +1,7 @@
-"""The sim.launch.py graph as separate processes of the console scripts, with the YAML parameter files
-passed the way ``ros2 launch`` passes them (``--ros-args --params-file ... -p ...``), so rcl itself parses
-config/*.yaml. Walks, then Ctrl-C: every node exits 0 and the servo driver unloads the servos."""
+"""The sim.launch.py graph as the processes ``ros2 launch`` starts (``graph_spec.processes``): the console
+scripts with the parameter file the launch file writes from the graph spec (``--ros-args --params-file``, so
+rcl itself parses it), the robot's five nodes composed in one ``robot`` process (the default) or one process
+per node. Walks, then Ctrl-C: every process exits 0 and the servo driver unloads the servos."""
 import os
 import shutil
 import subprocess
@@ -20,43 +21,31 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(300)]
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 
-def _ros_value(v):
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return v if v else "''"
-    return repr(v)
-
-
-def command_line(entry, arguments):
-    """What launch_ros runs for one node of graph_spec."""
-    exe = shutil.which(entry.executable, path=os.path.dirname(sys.executable))
+def command_line(process, directory):
+    """What launch_ros runs for one process of graph_spec.processes."""
+    exe = shutil.which(process.executable, path=os.path.dirname(sys.executable))
     if exe is None:
-        pytest.skip("console script %s not installed (pip install -e .)" % entry.executable)
-    cmd = [exe, "--ros-args", "-r", "__node:=" + entry.name,
-           "--params-file", os.path.join(ROOT, "config", entry.executable + ".yaml")]
-    overrides = dict(entry.fixed)
-    for a in graph_spec.GRAPHS["sim"]["arguments"]:
-        for node, param in a.targets:
-            if node == entry.name and a.name in arguments:
-                overrides[param] = graph_spec._convert(node, param, arguments[a.name])
-    for k, v in overrides.items():
-        cmd += ["-p", "%s:=%s" % (k, _ros_value(v))]
-    return cmd
+        pytest.skip("console script %s not installed (pip install -e .)" % process.executable)
+    return [exe, *process.arguments, "--ros-args"] + (["-r", "__node:=" + process.name] if process.name else []) \
+        + ["--params-file", graph_spec.write_parameters(process, str(directory))]
 
 
-def test_sim_graph_as_processes_walks_and_shuts_down_cleanly(tmp_path):
-    args = {"port_link": "/tmp/jethexa_proc_bus_%d" % os.getpid()}
+@pytest.mark.parametrize("composed", ["true", "false"])
+def test_sim_graph_as_processes_walks_and_shuts_down_cleanly(tmp_path, composed):
+    args = {"port_link": "/tmp/jethexa_proc_bus_%d" % os.getpid(), "composed": composed}
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.setdefault("NUMBA_CACHE_DIR", os.path.join(ROOT, ".venv", "numba-cache"))
     procs = {}
     logs = {}
     g = Graph()
     try:
-        for entry in graph_spec.GRAPHS["sim"]["nodes"]:
-            logs[entry.name] = open(tmp_path / (entry.name + ".log"), "w+")
-            procs[entry.name] = subprocess.Popen(command_line(entry, args), env=env, cwd=ROOT,
-                                                 stdout=logs[entry.name], stderr=subprocess.STDOUT)
+        launched = graph_spec.processes("sim", args)
+        assert len(launched) == (2 if composed == "true" else 6)
+        for process in launched:
+            name = process.name or process.executable
+            logs[name] = open(tmp_path / (name + ".log"), "w+")
+            procs[name] = subprocess.Popen(command_line(process, tmp_path), env=env, cwd=ROOT,
+                                           stdout=logs[name], stderr=subprocess.STDOUT)
         w = g.add(Watcher)
         w.watch(PoseStamped, "predicted/pose")
         w.watch(PoseStamped, "mocap/pose", SENSOR_QOS)
@@ -71,5 +60,5 @@ def test_sim_graph_as_processes_walks_and_shuts_down_cleanly(tmp_path):
         g.close()
         codes, text = stop_processes(procs, logs)
     assert codes == {n: 0 for n in procs}, (codes, {n: t[-1500:] for n, t in text.items()})
-    assert "servos unloaded (torque off)" in text["servo_driver"]
+    assert "servos unloaded (torque off)" in text["servo_driver" if composed == "false" else "robot"]
     assert "Traceback" not in "".join(text.values()), {n: t[-2000:] for n, t in text.items() if "Traceback" in t}

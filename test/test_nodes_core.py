@@ -251,11 +251,36 @@ def test_late_replies_are_not_silence_only_a_confirmed_timeout_is():
         now += 0.02
         if cycle(now) is not None:
             now += 0.1
-            t.record_confirmation(late, now, 0.101, 0.1, timed_out=True)
+            t.record_confirmation(late, now, 0.101, 0.1, timed_out=True, witness=True)
         det.update(now, t.snapshot(now))
         assert now - t0 < 1.0
     assert list(det.faults) == [late] and det.detected() == [3, 3, 3, 2, 3, 3]
     assert "1 confirmed" in det.faults[late].reason
+
+
+def test_a_silent_confirmation_counts_only_with_a_prompt_witness():
+    """Issue 21: with the machine starved, the emulated bus let a healthy femur time out through its whole
+    confirmation read (RR:1 on a healthy robot). The confirmation is evidence only if another servo, read right
+    after it, answers within its normal timeout; the witness is the servo that replied last."""
+    joints = [("coxa_joint_RR", 16), ("femur_joint_RR", 17), ("tibia_joint_RR", 18)]
+    t = ServoStatusTracker(joints)
+    det = DamageDetector(JOINTS, LEGS)
+    t.record_reply("coxa_joint_RR", 0.0)
+    t.record_reply("tibia_joint_RR", 0.01)
+    assert t.witness_for("femur_joint_RR") == "tibia_joint_RR" and t.witness_for("tibia_joint_RR") == "coxa_joint_RR"
+    now = 0.0
+    for k in range(40):                                    # 0.8 s: femur misses, the others answer, late witness
+        now += 0.02
+        t.record_miss("femur_joint_RR", now)
+        t.record_reply("coxa_joint_RR", now)
+        if t.pending_confirmation():
+            t.record_confirmation("femur_joint_RR", now, 0.1, 0.1, timed_out=True, witness=False)
+        assert det.update(now, t.snapshot(now)) == []
+    assert t.unwitnessed > 5 and t.health["femur_joint_RR"].silent_confirmations == 0
+    t.record_miss("femur_joint_RR", now + 0.02)
+    t.record_reply("coxa_joint_RR", now + 0.02)
+    t.record_confirmation("femur_joint_RR", now + 0.13, 0.1, 0.1, timed_out=True, witness=True)
+    assert [f.joint for f in det.update(now + 0.13, t.snapshot(now + 0.13))] == ["femur_joint_RR"]
 
 
 def test_confirmations_only_when_the_bus_answers():
@@ -264,7 +289,7 @@ def test_confirmations_only_when_the_bus_answers():
         t.record_miss("coxa_joint_LF", k)
         t.record_miss("femur_joint_LF", k)
         while t.pending_confirmation() is not None:
-            t.record_confirmation(t.pending_confirmation(), k, 0.1, 0.1, timed_out=True)
+            t.record_confirmation(t.pending_confirmation(), k, 0.1, 0.1, timed_out=True, witness=True)
     assert [h.consecutive_misses for h in t.snapshot(5.0)] == [1, 1]
     assert t.pending_confirmation() is None
     t.record_reply("femur_joint_LF", 6.0)                  # any reply ends that servo's streak

@@ -9,12 +9,13 @@ pytest.importorskip("rclpy")
 
 from geometry_msgs.msg import Twist  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
 from std_msgs.msg import MultiArrayDimension, UInt8MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from jethexa_dynamics.control.walking import remaining_leg_offsets  # noqa: E402
 from jethexa_dynamics.nodes._common import LATCHED_QOS  # noqa: E402
-from jethexa_dynamics.nodes.damage_monitor import morphology_msg  # noqa: E402
+from jethexa_dynamics.nodes.damage_monitor import evidence_msg, morphology_msg  # noqa: E402
 from jethexa_dynamics.nodes.gait_controller import GaitController  # noqa: E402
 from jethexa_dynamics.nodes.graph import Graph, Watcher, wait_for  # noqa: E402
 
@@ -30,11 +31,25 @@ def setup():
         w = g.add(Watcher)
         w.watch(JointTrajectory, "joint_commands")
         cmd = w.create_publisher(Twist, "cmd_vel", 10)
-        morph = w.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
+        morph = Monitor(w)
         g.start()
         yield g, gc, w, cmd, morph
     finally:
         g.close()
+
+
+class Monitor:
+    """Publishes morphologies as damage_monitor does: the evidence first (``kind`` for every damaged leg),
+    then the morphology; ``kind=None`` publishes the morphology alone (no evidence)."""
+
+    def __init__(self, node):
+        self.morph = node.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
+        self.evidence = node.create_publisher(DiagnosticStatus, "morphology/evidence", LATCHED_QOS)
+
+    def publish(self, links, kind="servo"):
+        if kind is not None:
+            self.evidence.publish(evidence_msg(links, {leg: kind for leg, n in zip(LEGS, links) if n < 3}, LEGS))
+        self.morph.publish(morphology_msg(links, LEGS))
 
 
 def twist(vx=0.0, vy=0.0, wz=0.0):
@@ -79,7 +94,7 @@ def test_walks_on_cmd_vel_then_holds_stance_when_stale(setup):
 def test_follows_morphology_without_restart(setup):
     g, gc, w, cmd, morph = setup
     walk(cmd, 0.4)
-    morph.publish(morphology_msg([3, 0, 3, 3, 0, 3], LEGS))  # scenario 1: RM, LM removed
+    morph.publish([3, 0, 3, 3, 0, 3])  # scenario 1: RM, LM removed
     t0 = time.monotonic()
 
     def twelve():
@@ -96,7 +111,7 @@ def test_follows_morphology_without_restart(setup):
     # keeps walking on the remaining legs
     assert np.ptp(np.array(twelve()[-30:]), axis=0).max() > 0.03
     # too few legs: holds the stance and publishes only the remaining joints
-    morph.publish(morphology_msg([3, 0, 0, 3, 0, 1], LEGS))
+    morph.publish([3, 0, 0, 3, 0, 1])
     assert wait_for(lambda: len(w.last("joint_commands").joint_names) == 6, 3.0)
     assert not gc.walker.can_walk
 
@@ -106,11 +121,11 @@ def test_bad_input_is_rejected_and_node_keeps_running(setup):
     cmd.publish(twist(math.nan))
     cmd.publish(twist(0.0, wz=math.inf))
     bad = UInt8MultiArray(data=[3, 3, 3, 3, 3])
-    morph.publish(bad)
-    morph.publish(UInt8MultiArray())
+    morph.morph.publish(bad)
+    morph.morph.publish(UInt8MultiArray())
     m = UInt8MultiArray(data=[3, 3, 3, 3, 3, 3])
     m.layout.dim = [MultiArrayDimension(label="a,b,c,d,e,f", size=6, stride=6)]
-    morph.publish(m)
+    morph.morph.publish(m)
     assert wait_for(lambda: gc.rejected.get("cmd_vel", 0) >= 2, 5.0)
     assert wait_for(lambda: gc.rejected.get("morphology", 0) >= 3, 5.0), gc.rejected
     assert "cmd_vel.linear[0] = nan" in gc.last_rejection or "morphology" in gc.last_rejection
@@ -144,9 +159,9 @@ def test_recovery_replans_reports_on_diagnostics_and_stops_when_the_imu_goes_sil
         w.watch(DiagnosticArray, "/diagnostics")
         cmd = w.create_publisher(Twist, "cmd_vel", 10)
         imu = w.create_publisher(Imu, "imu/data", 10)
-        morph = w.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
+        morph = Monitor(w)
         g.start()
-        morph.publish(morphology_msg([3, 0, 3, 3, 0, 3], LEGS))      # damage 1
+        morph.publish([3, 0, 3, 3, 0, 3])      # damage 1
         # the plan is made off the executor (the stance is held meanwhile): walk until it is in, however long
         # this machine takes (one failure here after 2.5 s, state 'stance', on a busy machine)
         end = time.monotonic() + 2.5
@@ -205,7 +220,7 @@ def test_recovery_plans_off_the_executor_and_switches_when_the_plan_is_ready(mon
         w.watch(JointTrajectory, "joint_commands")
         cmd = w.create_publisher(Twist, "cmd_vel", 10)
         imu = w.create_publisher(Imu, "imu/data", 10)
-        morph = w.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
+        morph = Monitor(w)
         g.start()
 
         def drive(seconds, until=lambda: False):
@@ -218,7 +233,7 @@ def test_recovery_plans_off_the_executor_and_switches_when_the_plan_is_ready(mon
 
         drive(10.0, lambda: gc.state == "walking")
         assert gc.state == "walking"
-        morph.publish(morphology_msg([3, 0, 3, 3, 0, 3], LEGS))          # damage 1, its plan blocked
+        morph.publish([3, 0, 3, 3, 0, 3])          # damage 1, its plan blocked
         assert wait_for(lambda: gc.walker.planning, 10.0)
         n = w.count("joint_commands")
         drive(60.0, lambda: w.count("joint_commands") > n + 10)       # the executor keeps ticking ...
@@ -233,3 +248,34 @@ def test_recovery_plans_off_the_executor_and_switches_when_the_plan_is_ready(mon
     finally:
         gate.set()
         g.close()
+
+
+@pytest.mark.parametrize("links", [[3, 3, 3, 1, 3, 3], [3, 3, 3, 3, 0, 1], [1, 3, 3, 1, 3, 3]],
+                         ids=["RF:1", "RM:0 RR:1", "LF:1 RF:1"])
+def test_a_morphology_without_strong_evidence_holds_every_foot_down_until_corrected(setup, links):
+    """Issue 21: a false alarm must not fold a leg that still carries the body. Without evidence, or on weak
+    evidence (a stall, a joint left out of joint_states), the gait keeps every foot of the accepted morphology
+    down and stands still (state 'unconfirmed', said on /diagnostics); strong evidence for the same morphology
+    lets it follow; a corrected morphology lets it walk again on all six legs."""
+    g, gc, w, cmd, morph = setup
+    walk(cmd, 0.5, until=lambda: gc.state == "walking")
+    assert gc.state == "walking"
+    for kind in (None, "stall", "joint_states"):
+        morph.publish(links, kind)
+        why = "no evidence" if kind is None else "(%s)" % kind
+        walk(cmd, 0.3, until=lambda: gc.state == "unconfirmed" and why in gc.gate.held)
+        assert gc.state == "unconfirmed" and gc.walker.walking_legs == LEGS, (kind, gc.state)
+        assert gc.gate.requested == links and gc.gate.accepted == [3] * 6 and why in gc.gate.held
+    t1 = time.monotonic()
+    walk(cmd, 0.5, until=lambda: len(positions_since(w, t1 + 0.2)) > 10)
+    still = np.array(positions_since(w, t1 + 0.2))
+    assert still.shape[1] == 18 and np.allclose(still, gc.walker.stance)      # every foot down, not moving
+    # corrected: walks again on all six legs, without a restart
+    morph.publish([3] * 6, None)
+    walk(cmd, 0.5, until=lambda: gc.state == "walking")
+    assert gc.state == "walking" and not gc.gate.held and gc.walker.walking_legs == LEGS
+    # the same morphology on strong evidence is followed
+    morph.publish(links, "model")
+    walk(cmd, 0.5, until=lambda: gc.walker.links_per_leg == links)
+    assert gc.walker.links_per_leg == links and not gc.gate.held
+    assert gc.gate.holds >= 3 and not gc.errors and g.spin_error is None   # (+1 if a morphology beat its evidence)

@@ -9,7 +9,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_BIN = os.path.dirname(sys.executable)
-NODES = ["servo_driver", "imu", "gait_controller", "predictor", "damage_monitor", "robot_emulator"]
+NODES = ["servo_driver", "imu", "gait_controller", "predictor", "damage_monitor", "robot_emulator", "robot"]
 SCRIPTS = ["jethexa-demo", "jethexa-sim", "jethexa-bus-emulator", "jethexa-validate", "jethexa-identify",
            "jethexa-model-report"]
 

@@ -16,7 +16,8 @@ board) is evidence too (:class:`JointPresenceTracker`), under the same no-false-
 
 "No reply" must survive CPU starvation (a loaded machine makes replies late, not absent): a missed read only
 counts while other servos answer, and a servo is reported silent only after a *confirmation read* with a
-long timeout, attempted within its deadline, got no reply either (:meth:`ServoStatusTracker.pending_confirmation`).
+long timeout, attempted within its deadline, got no reply either (:meth:`ServoStatusTracker.pending_confirmation`),
+while another servo read right after it answered within its normal timeout (the witness).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
+from jethexa_dynamics.damage.evidence import KINDS
 from jethexa_dynamics.hardware.errors import measured_faults
 
 LINK_TYPES = ("coxa", "femur", "tibia")
@@ -158,6 +160,12 @@ class ServoStatusTracker:
         self._replies = 0
         self._replies_at_miss: Dict[str, int] = {}
         self._to_confirm: Dict[str, float] = {}  # joint -> time of the miss that asks for a confirmation
+        self.unwitnessed = 0                     # timed-out confirmations without a prompt witness (no evidence)
+
+    def witness_for(self, joint: str) -> Optional[str]:
+        """The servo to read right after ``joint``'s confirmation: the one that replied last, other than it."""
+        others = [(t, j) for j, t in self._last_reply.items() if j != joint]
+        return max(others)[1] if others else None
 
     def record_reply(self, joint: str, now: float, **values) -> None:
         """A valid reply: ``values`` may hold ``measured``, ``voltage_mv``, ``temperature_c``, ``torque``,
@@ -192,11 +200,13 @@ class ServoStatusTracker:
         return min(due, key=self._to_confirm.get) if due else None
 
     def record_confirmation(self, joint: str, now: float, elapsed: float, timeout: float,
-                            timed_out: bool, **values) -> None:
+                            timed_out: bool, witness: bool = False, **values) -> None:
         """Outcome of a confirmation read of ``joint`` that took ``elapsed`` s with ``timeout``: a reply
         (``values``, e.g. ``measured``) ends the streak; a timeout within :func:`read_deadline` confirms the
-        silence (and is a miss); anything else (a starved read, a corrupted reply) proves nothing and waits
-        for the next counted miss."""
+        silence (and is a miss) if ``witness``: another servo, read right after it, answered within its normal
+        timeout -- the bus and whatever answers on it were on time (issue 21: an emulated bus starved with the
+        machine let a healthy servo time out once). Anything else (a starved read, a corrupted reply, a late
+        witness) proves nothing and waits for the next counted miss."""
         if joint not in self.health:
             return
         self._to_confirm.pop(joint, None)
@@ -204,7 +214,8 @@ class ServoStatusTracker:
             if values:
                 self.record_reply(joint, now, **values)
             return
-        if elapsed <= read_deadline(timeout):
+        self.unwitnessed += not witness
+        if witness and elapsed <= read_deadline(timeout):
             h = self.health[joint]
             before = h.consecutive_misses
             self.record_miss(joint, now)
@@ -295,34 +306,68 @@ class JointPresenceTracker:
     each publish a subset (or a driver a rotating subset of what it read), and a publisher that goes quiet as
     a whole (a starved process, a stopped node) makes nobody miss anything -- the analogue of the servo
     tracker's rule that misses count only while the bus answers. Joints never seen are no evidence.
+
+    Starvation is not absence (issue 21): a miss counts only from a message that shows both ends on time --
+    stamped at most ``max_interval`` [s] after the previous message of the same stream (a publisher starved
+    into 2 messages in 0.5 s leaves joints out because it had no time to read them), and received at most
+    ``max_latency`` [s] after its stamp (a reader working through a backlog knows it is late). Any other
+    message breaks the streak: it proves nothing either way. Spans are measured on the publisher's stamps
+    (``observe(..., stamp=...)``), not on when the reader got to the messages.
     """
 
-    def __init__(self, joint_names: Sequence[str]):
+    def __init__(self, joint_names: Sequence[str], max_interval: float = 0.12, max_latency: float = 0.2):
         self.joints = frozenset(joint_names)
-        self.last_seen: Dict[str, float] = {}
+        self.max_interval = float(max_interval)
+        self.max_latency = float(max_latency)
+        self.last_seen: Dict[str, float] = {}           # stamp of the last message carrying the joint
         self.consecutive_misses: Dict[str, int] = {}
+        self.streak_start: Dict[str, float] = {}        # stamp the current on-time miss streak counts from
+        self.streak_last: Dict[str, float] = {}         # stamp of its last miss
         self._siblings: Dict[str, FrozenSet[str]] = {}
+        self._stream_last: Dict[str, float] = {}        # per joint: stamp of the last message of its stream
         self.messages = 0
+        self.late_messages = 0                          # messages that proved nothing (late or sparse)
 
-    def observe(self, now: float, names: Iterable[str]) -> None:
-        """One ``joint_states`` message received at ``now`` [s] carrying ``names`` (unknown names ignored)."""
+    def observe(self, now: float, names: Iterable[str], stamp: Optional[float] = None) -> None:
+        """One ``joint_states`` message received at ``now`` [s] carrying ``names`` (unknown names ignored),
+        stamped ``stamp`` [s, same clock; None = ``now``: the reader vouches for its own timeliness]."""
+        t = now if stamp is None else float(stamp)
+        on_time = now - t <= self.max_latency
         present = self.joints.intersection(names)
         self.messages += 1
         if not present:
             return
         for j in present:
-            self.last_seen[j] = now
+            self.last_seen[j] = t
             self.consecutive_misses[j] = 0
             self._siblings[j] = present
+            self._stream_last[j] = t
+        late = False
         for j, sib in self._siblings.items():
-            if j not in present and 2 * len(sib & present) > len(sib) - 1:
+            if j in present or not 2 * len(sib & present) > len(sib) - 1:
+                continue                                # not j's stream, or j came with it
+            prev, self._stream_last[j] = self._stream_last[j], t
+            if on_time and 0.0 <= t - prev <= self.max_interval:
+                if self.consecutive_misses[j] == 0:
+                    self.streak_start[j] = prev
                 self.consecutive_misses[j] += 1
+                self.streak_last[j] = t
+            else:
+                late = True
+                self.consecutive_misses[j] = 0          # the streak is broken: start again from here
+        self.late_messages += late
 
     def absent(self, now: float, min_misses: int, timeout: float) -> List[Tuple[str, int, float]]:
-        """(joint, consecutive misses, seconds since seen) of joints missing from at least ``min_misses``
-        messages in a row of their publisher AND unseen for at least ``timeout`` [s]."""
-        return [(j, n, now - self.last_seen[j]) for j, n in sorted(self.consecutive_misses.items())
-                if n >= min_misses and now - self.last_seen[j] >= timeout]
+        """(joint, consecutive on-time misses, seconds of the streak) of joints missing from at least
+        ``min_misses`` on-time messages in a row of their publisher, the streak spanning at least ``timeout``
+        [s] of the publisher's stamps."""
+        out = []
+        for j, n in sorted(self.consecutive_misses.items()):
+            if n >= min_misses:
+                span = self.streak_last[j] - self.streak_start[j]
+                if span >= timeout:
+                    out.append((j, n, span))
+        return out
 
 
 class DamageDetector:
@@ -412,6 +457,19 @@ class DamageDetector:
         for j in self.faults:
             leg, link = self._leg_link[j]
             out[leg] = min(out[leg], link)
+        return out
+
+    def leg_evidence(self) -> Dict[str, str]:
+        """Per damaged leg, the strongest kind of evidence among its faults (``damage.evidence.KINDS``): a
+        servo confirmed silent (``servo``), a stall (``stall``), a joint left out of joint_states
+        (``joint_states``)."""
+        out: Dict[str, str] = {}
+        for j, f in self.faults.items():
+            leg = self.leg_names[self._leg_link[j][0]]
+            kind = ("joint_states" if f.source == "joint_states" else
+                    "stall" if f.reason.startswith("stall") else "servo")
+            if leg not in out or KINDS.index(kind) < KINDS.index(out[leg]):
+                out[leg] = kind
         return out
 
     def morphology(self, override: Optional[Sequence[int]] = None) -> List[int]:

@@ -119,12 +119,14 @@ class DamageIdentifier:
     no longer simulated (0: never); ``max_gap`` s: an IMU or joint-state stream silent longer than this (an
     executor stall, a dropped link) is a data gap -- the window it falls in, and those starting within
     ``gap_settle`` s after the data resumes, are driven through by the commands but not scored (a stalled
-    plant or a stale anchor is not evidence of damage); ``morphology`` initial links per leg.
+    plant or a stale anchor is not evidence of damage; 1 s: a servo driver paused for a second lets the gait's
+    commands run ahead of the legs, and on resuming the legs catch up in one jolt that shakes the body for
+    most of a second -- a false RR:1 with 0.3 s, issue 21); ``morphology`` initial links per leg.
     """
 
     def __init__(self, robot=None, window=0.5, threshold=0.9, confirm=2, stay_prior=0.95, forget=0.85,
                  sigma_rp=math.radians(0.25), sigma_yaw=math.radians(0.25), samples=5, dt=2e-3, screen=True,
-                 screen_z=1.2, quiet=2.0, min_gain=3.0, prune=1e-6, max_gap=0.2, gap_settle=0.3, morphology=None):
+                 screen_z=1.2, quiet=2.0, min_gain=3.0, prune=1e-6, max_gap=0.2, gap_settle=1.0, morphology=None):
         checks = (("window", window, 0.2, 3.0), ("threshold", threshold, 0.5, 0.999),
                   ("confirm", confirm, 1, 10), ("stay_prior", stay_prior, 0.5, 0.999),
                   ("forget", forget, 0.0, 1.0), ("sigma_rp", sigma_rp, 1e-4, 0.2),

@@ -424,32 +424,41 @@ def run(factory: Callable[..., Node], args=None, executor_cls=None, kernels_of: 
     """``main()`` of every node: (compile or load the kernels of node ``kernels_of``), init, spin until
     SIGINT/SIGTERM or shutdown, then ``close()`` the node's threads, shut the executor down and destroy the
     node -- in that order, after spinning has stopped, so no callback runs into a destroyed entity."""
+    return run_nodes([factory], args, executor_cls, (kernels_of,) if kernels_of else ())
+
+
+def run_nodes(factories: Sequence[Callable[..., Node]], args=None, executor_cls=None,
+              kernels_of: Sequence[str] = ()) -> int:
+    """:func:`run` for several nodes in one process, on one executor (the composed ``robot`` executable): the
+    kernels of every node in ``kernels_of`` first, the nodes built in order, closed in reverse order."""
     stop: List[int] = []
     handlers = _install_stop_handlers(stop)
-    if kernels_of:
-        prepare_kernels(kernels_of, stop, args)
+    for name in kernels_of:
+        prepare_kernels(name, stop, args)
     if stop:  # a signal arrived before rclpy was even started
         return 0
     _init_without_rclpy_signal_handlers(args)
     if handlers:
         _install_stop_handlers(stop)  # again: an rclpy without SignalHandlerOptions installed its own
-    node = executor = None
+    nodes: List[Node] = []
+    executor = None
     try:
-        node = factory()
         executor = (executor_cls or rclpy.executors.SingleThreadedExecutor)()
-        executor.add_node(node)
+        for factory in factories:
+            nodes.append(factory())
+            executor.add_node(nodes[-1])
         while not stop and rclpy.ok():
             executor.spin_once(timeout_sec=SPIN_POLL)
     except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
         pass  # KeyboardInterrupt: run() called from a thread other than the main one, no handlers there
     finally:
-        if node is not None:
+        for node in reversed(nodes):
             close = getattr(node, "close", None)
             if close is not None:
                 close()
         if executor is not None:
             executor.shutdown()
-        if node is not None:
+        for node in reversed(nodes):
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()

@@ -22,7 +22,7 @@ from collections import deque
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import MultiArrayDimension, UInt8MultiArray
 from std_srvs.srv import Trigger
@@ -31,11 +31,12 @@ from trajectory_msgs.msg import JointTrajectory
 from jethexa_dynamics.nodes import params as node_params
 from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, JointPresenceTracker, MorphologyChange,
                                                decode_servo_status)
+from jethexa_dynamics.damage.evidence import NAME as EVIDENCE_NAME, evidence_to_values
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages
 from jethexa_dynamics.nodes.messages import InvalidMessage, morphology_to_wire
 from jethexa_dynamics.nodes._common import (LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, CpuLoad, ThinNode, run,
-                                            stamp_to_sec)
+                                            stamp_to_sec, status)
 from jethexa_dynamics.nodes._robot import jethexa, robot_names
 from jethexa_dynamics.predictors.base import CycleStats
 
@@ -158,6 +159,12 @@ def morphology_msg(links_per_leg, leg_names) -> UInt8MultiArray:
     return msg
 
 
+def evidence_msg(links_per_leg, kinds: Dict[str, str], leg_names) -> DiagnosticStatus:
+    """The ``morphology/evidence`` message: per damaged leg what its link count rests on (``damage.evidence``)."""
+    message, values = evidence_to_values(links_per_leg, kinds, leg_names)
+    return status(EVIDENCE_NAME, message, 0, values)
+
+
 class DamageMonitor(ThinNode):
     def __init__(self, **kwargs):
         super().__init__(node_params.DAMAGE_MONITOR, **kwargs)
@@ -168,7 +175,10 @@ class DamageMonitor(ThinNode):
         self.last_servo_diag: Optional[float] = None
         self.servo_diag_messages = 0   # /diagnostics messages that carried servo statuses
         self.presence = JointPresenceTracker(self.joint_names)
+        self._t_start_ros = self.now_sec()
         self.pub = self.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
+        self.evidence_pub = self.create_publisher(DiagnosticStatus, "morphology/evidence", LATCHED_QOS)
+        self.evidence: Dict[str, str] = {}
         self.identifier = None
         self.worker: Optional[IdentifierWorker] = None
         self.last_source = "none"
@@ -292,6 +302,9 @@ class DamageMonitor(ThinNode):
             return
         old = self.current
         self.current = new
+        # what the verdict rests on, per leg, just before the morphology (the gait acts only on strong evidence)
+        self.evidence = self._leg_evidence(new, override)
+        self.evidence_pub.publish(evidence_msg(new, self.evidence, self.leg_names))
         self.pub.publish(morphology_msg(new, self.leg_names))
         if old is not None:
             self.changes.append(MorphologyChange(now, old, new, reasons))
@@ -299,6 +312,26 @@ class DamageMonitor(ThinNode):
                 format_morphology(old, self.leg_names), format_morphology(new, self.leg_names), "; ".join(reasons)))
         else:
             self.get_logger().info("morphology %s" % format_morphology(new, self.leg_names))
+
+    def _leg_evidence(self, new: List[int], override: Optional[List[int]]) -> Dict[str, str]:
+        """Per damaged leg of ``new``, what its link count rests on (``damage.evidence.KINDS``): the override, the
+        model (the identifier's count), else the servo detector's strongest fault on that leg."""
+        servo = self.detector.leg_evidence()
+        det = self.detector.morphology(None)
+        model = self.identifier.morphology if self.identifier is not None else None
+        out = {}
+        for i, (leg, n) in enumerate(zip(self.leg_names, new)):
+            if n >= self.detector.links:
+                continue
+            if override is not None and override[i] >= 0:
+                out[leg] = "override"
+            elif det[i] == n and servo.get(leg) == "servo":
+                out[leg] = "servo"
+            elif model is not None and model[i] == n:
+                out[leg] = "model"
+            else:
+                out[leg] = servo.get(leg, "none")
+        return out
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         # the whole array is decoded before the detector sees any of it: one malformed servo status rejects
@@ -326,11 +359,20 @@ class DamageMonitor(ThinNode):
         self._stamp("joint_states", msg.header)
         idx, pos, _ = messages.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names)
         now = self.now_sec()
-        self.presence.observe(now, list(msg.name))
-        self._apply(now, self.detector.update_presence(now, self.presence))
+        st = msg.header.stamp
+        self.presence.observe(now, list(msg.name), None if st.sec == 0 and st.nanosec == 0 else stamp_to_sec(st))
+        if self._presence_judged(now):
+            self._apply(now, self.detector.update_presence(now, self.presence))
         if self.worker is not None:
             self.q_meas[idx] = pos
             self._feed("joint_states", "on_joints", self.stamp_time(msg.header.stamp), self.q_meas.copy())
+
+    def _presence_judged(self, now: float) -> bool:
+        """joint_states evidence is judged only once servo_driver's statuses had their chance to say which
+        joints they cover (``servo_diagnostics_timeout`` after start; its full set comes at diagnostics_rate):
+        before that a starting driver's partial reads would read as joints left out (issue 21: a false RF:1
+        at 0.6 s)."""
+        return now - self._t_start_ros >= self.p["servo_diagnostics_timeout"]
 
     def _apply(self, now: float, new) -> None:
         if new:
@@ -364,6 +406,7 @@ class DamageMonitor(ThinNode):
                   ("override", list(self.p["morphology"]))]
         values += [("fault " + j, f.reason) for j, f in sorted(self.detector.faults.items())]
         values.append(("evidence", self.last_source))
+        values += [("evidence " + leg, kind) for leg, kind in sorted(self.evidence.items())]
         idf, worker = self.identifier, self.worker
         values.append(("identifier", "off" if idf is None else ("failed: " + worker.failed if worker.failed
                                                                   else "on")))

@@ -2,7 +2,11 @@
 
 Holds the neutral stance when ``cmd_vel`` is older than ``cmd_vel_timeout`` (or zero). Follows
 ``morphology``: legs that lost links are not commanded and the gait is re-phased for the remaining legs
-(``jethexa_dynamics.control.walking.WalkingGait``), without a restart.
+(``jethexa_dynamics.control.walking.WalkingGait``), without a restart -- but a leg stops being supported on
+only when ``morphology/evidence`` (damage_monitor) says it carries nothing (a servo confirmed silent, the
+model, the manual override: ``damage.evidence.SupportGate``); on weaker evidence the gait stands still on every
+foot it has (state ``unconfirmed``, the reason on /diagnostics) until the evidence comes or the morphology is
+corrected.
 
 With ``recovery`` (issue 12) the gait is re-planned from the model for each morphology (statically stable
 crawl with body shift, folded footless legs, blended switch; no stable gait -> safe stance). The planning
@@ -19,6 +23,7 @@ import time
 from typing import Any, Dict, Optional
 
 from builtin_interfaces.msg import Duration
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Imu
@@ -28,6 +33,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from jethexa_dynamics.control.heading import HeadingHold
 from jethexa_dynamics.control.replan import common_morphologies
 from jethexa_dynamics.control.walking import WalkingGait
+from jethexa_dynamics.damage.evidence import SupportGate, evidence_from_values
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages as validate, params as node_params
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run
@@ -64,7 +70,10 @@ class GaitController(ThinNode):
         self.published = 0
         self.pub = self.create_publisher(JointTrajectory, "joint_commands", RELIABLE_QOS)
         self.sub(Twist, "cmd_vel", self._on_cmd_vel, RELIABLE_QOS)
+        self.gate = SupportGate(self.leg_names)
+        self._held_said = ""
         self.sub(UInt8MultiArray, "morphology", self._on_morphology, LATCHED_QOS)
+        self.sub(DiagnosticStatus, "morphology/evidence", self._on_evidence, LATCHED_QOS)
         if self.p["recovery"]:
             self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS)
             self.sub(Odometry, "predicted/odom", self._on_odom, RELIABLE_QOS)
@@ -113,9 +122,27 @@ class GaitController(ThinNode):
     def _on_morphology(self, msg: UInt8MultiArray) -> None:
         label = msg.layout.dim[0].label if msg.layout.dim else ""
         lpl = morphology_from_wire(list(msg.data), label, self.leg_names)
-        if self.walker.set_morphology(lpl):
+        self._follow(self.gate.request(lpl))
+
+    def _on_evidence(self, msg: DiagnosticStatus) -> None:
+        try:
+            ev = evidence_from_values({kv.key: kv.value for kv in msg.values}, self.leg_names)
+        except ValueError as exc:
+            raise validate.InvalidMessage(str(exc)) from None
+        self._follow(self.gate.set_evidence(ev))
+
+    def _follow(self, changed: bool) -> None:
+        """The gait follows the gate's accepted morphology; a held one is said once (issue 21: a leg that may
+        still carry the body is never folded or lifted on weak evidence)."""
+        if self.gate.held and self.gate.held != self._held_said:
+            self.get_logger().warning("morphology %s not followed: %s; standing still on every foot (%s) until "
+                                      "the evidence comes or the morphology is corrected" % (
+                                          format_morphology(self.gate.requested, self.leg_names), self.gate.held,
+                                          ",".join(self.walker.walking_legs)))
+        self._held_said = self.gate.held
+        if changed and self.walker.set_morphology(self.gate.accepted):
             self.hold.new_gait()
-            self._log_gait("morphology %s" % format_morphology(lpl, self.leg_names))
+            self._log_gait("morphology %s" % format_morphology(self.gate.accepted, self.leg_names))
 
     def _log_gait(self, what: str) -> None:
         st = self.walker.status()
@@ -135,11 +162,13 @@ class GaitController(ThinNode):
         moving = fresh and any(abs(c) > 1e-9 for c in self.walker.command)
         gyro, yaw, odom, self._gyro, self._yaw, self._odom = self._gyro, self._yaw, self._odom, None, None, None
         imu_stale = False
-        if self.hold.enabled and moving and self.walker.can_walk:
+        if self.hold.enabled and moving and self.walker.can_walk and not self.gate.held:
             trimmed = self.hold.update(self.walker.command, now, min(dt, 0.1), gyro_z=gyro, yaw=yaw, odom_xy=odom)
             imu_stale = self.hold.imu_stale(now)
             self.walker.set_trim(trimmed)
         state = "walking" if moving and self.walker.can_walk else ("stale" if not fresh else "stance")
+        if state == "walking" and self.gate.held:
+            state = "unconfirmed"
         if imu_stale and state == "walking":
             state = "imu_stale"
         names, targets = self.walker.step(min(dt, 0.1), state == "walking")
@@ -152,6 +181,8 @@ class GaitController(ThinNode):
             if state == "stale":
                 self.get_logger().info("cmd_vel older than %.2f s: gait stopped, holding the stance"
                                        % self.p["cmd_vel_timeout"])
+            elif state == "unconfirmed":
+                self.get_logger().warning("holding the stance on every foot: %s" % self.gate.held)
             elif state == "imu_stale":
                 self.get_logger().warning("imu/data silent for more than heading_imu_timeout = %.2f s: heading "
                                           "hold blind, holding the stance" % self.p["heading_imu_timeout"])
@@ -172,9 +203,13 @@ class GaitController(ThinNode):
                   ("active_gait", st["gait"]), ("stability_margin", round(st["stability_margin"], 4)),
                   ("heading_hold", "on" if self.hold.enabled else "off"),
                   ("morphology", format_morphology(self.walker.links_per_leg, self.leg_names)),
+                  ("morphology_requested", format_morphology(self.gate.requested, self.leg_names)),
+                  ("morphology_held", self.gate.held or "no"), ("morphology_holds", self.gate.holds),
                   ("command_applied", [round(float(c), 4) for c in self.walker.applied]),
                   ("joint_commands_published", self.published)]
-        self.publish_diagnostics([self.node_status(self.state, 0, values)])
+        level = 1 if self.gate.held else 0
+        self.publish_diagnostics([self.node_status(self.state + (": " + self.gate.held if self.gate.held else ""),
+                                                   level, values)])
 
 
 NODE = GaitController  # the class graph.node_class() finds

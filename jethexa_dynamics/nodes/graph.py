@@ -34,6 +34,17 @@ class Graph:
         self.nodes: List[Node] = []
         self._thread: Optional[threading.Thread] = None
         self.spin_error: Optional[BaseException] = None
+        self.processes: Dict[str, Any] = {}   # name -> (Popen, log file): stopped by close() after the nodes
+        self.exit_codes: Dict[str, Any] = {}
+        self.logs: Dict[str, str] = {}
+
+    def start_process(self, process, workdir: str):
+        """Start a process of ``graph_spec.processes`` beside this graph (:func:`start_process`); ``close()``
+        stops it (SIGINT) after closing the graph's own nodes, its exit code and log then in ``exit_codes`` and
+        ``logs``. Returns its Popen."""
+        name = process.name or process.executable
+        self.processes[name] = start_process(process, workdir)
+        return self.processes[name][0]
 
     def add(self, node_cls: Callable[..., Node], params: Optional[Dict[str, Any]] = None, **kwargs) -> Node:
         node = node_cls(context=self.context, parameter_overrides=overrides(params), **kwargs)
@@ -79,6 +90,11 @@ class Graph:
             self.context.try_shutdown()
         except Exception:  # noqa: BLE001
             pass
+        if self.processes:   # after the nodes: the servo driver unloads the servos over an emulated bus
+            codes, self.logs = stop_processes({n: p for n, (p, _) in self.processes.items()},
+                                              {n: f for n, (_, f) in self.processes.items()})
+            self.exit_codes.update(codes)
+            self.processes.clear()
 
     def __enter__(self):
         return self
@@ -165,13 +181,35 @@ def node_class(executable: str):
     return importlib.import_module("jethexa_dynamics.nodes." + executable).NODE
 
 
-def add_launch_graph(graph: Graph, name: str, arguments: Optional[Dict[str, str]] = None) -> Dict[str, Node]:
+def add_launch_graph(graph: Graph, name: str, arguments: Optional[Dict[str, str]] = None,
+                     exclude: Tuple[str, ...] = ()) -> Dict[str, Node]:
     """Add the nodes of ``<name>.launch.py`` (``graph_spec``) with their YAML parameters and the launch
-    ``arguments``; returns {node name: node}."""
+    ``arguments``, except those named in ``exclude``; returns {node name: node}."""
     from jethexa_dynamics.nodes.graph_spec import node_parameters
 
     return {entry.name: graph.add(node_class(entry.executable), params)
-            for entry, params in node_parameters(name, arguments)}
+            for entry, params in node_parameters(name, arguments) if entry.name not in exclude}
+
+
+def start_process(process, workdir: str, env: Optional[Dict[str, str]] = None):
+    """Start one process of ``graph_spec.processes`` as ``ros2 launch`` would: ``python -m
+    jethexa_dynamics.nodes.entry <executable> [arguments] --ros-args [-r __node:=<name>] --params-file <file>``
+    with its parameter file written to ``workdir``; stdout and stderr go to ``workdir/<name>.log``. Returns
+    (Popen, log file opened ``w+``) for :func:`stop_processes`."""
+    import os
+    import subprocess
+    import sys
+
+    from jethexa_dynamics.nodes.graph_spec import write_parameters
+
+    name = process.name or process.executable
+    log = open(os.path.join(workdir, name + ".log"), "w+")
+    cmd = [sys.executable, "-m", "jethexa_dynamics.nodes.entry", process.executable, *process.arguments,
+           "--ros-args"] + (["-r", "__node:=" + process.name] if process.name else []) + [
+           "--params-file", write_parameters(process, workdir)]
+    proc = subprocess.Popen(cmd, env=dict(os.environ if env is None else env, PYTHONUNBUFFERED="1"),
+                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    return proc, log
 
 
 def stop_processes(procs: Dict[str, Any], logs: Dict[str, Any], first: Tuple[str, ...] = ("gait_controller",

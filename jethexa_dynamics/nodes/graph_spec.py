@@ -32,6 +32,8 @@ class NodeEntry:
 
 
 BUS_LINK = "/tmp/jethexa_emulated_bus"
+#: the nodes that run on the robot's computer (``robot_emulator`` stands in for the hardware)
+ROBOT_NODES = ("servo_driver", "imu", "gait_controller", "predictor", "damage_monitor")
 
 _COMMON_ARGS = [
     Argument("predictor", "boltzmann_hamel", "dynamics model of the predictor (boltzmann_hamel, slip, newton_euler)",
@@ -45,6 +47,8 @@ _COMMON_ARGS = [
              (("gait_controller", "cmd_vel_timeout"),)),
     Argument("recovery", "false", "damage recovery: re-planned statically stable gait + heading hold (true/false)",
              (("gait_controller", "recovery"),)),
+    Argument("composed", "true", "the robot's five nodes in one process (executable robot: one interpreter, one "
+             "DDS participant, about a fifth of the memory); false: a process per node", ()),
 ]
 
 GRAPHS: Dict[str, Dict[str, Any]] = {
@@ -93,7 +97,7 @@ def _convert(node: str, param: str, text: str) -> Any:
     if kind == "double":
         return float(text)
     if kind == "bool":
-        return text.strip().lower() in ("1", "true", "yes", "on")
+        return _truthy(text)
     return text
 
 
@@ -117,40 +121,77 @@ def node_parameters(graph: str, arguments: Optional[Dict[str, str]] = None) -> L
     return out
 
 
+@dataclass(frozen=True)
+class Process:
+    """One process of a launched graph: ``executable`` (a console script of the package) with ``arguments``
+    before ``--ros-args``, named ``name`` (None: its nodes keep their own names), hosting ``nodes`` =
+    ((entry, resolved parameters), ...)."""
+
+    executable: str
+    name: Optional[str]
+    arguments: Tuple[str, ...]
+    nodes: Tuple[Tuple[NodeEntry, Dict[str, Any]], ...]
+
+
+def processes(graph: str, arguments: Optional[Dict[str, str]] = None) -> List[Process]:
+    """The processes ``<graph>.launch.py`` starts for the launch ``arguments``: with ``composed`` (default) the
+    robot's nodes (``ROBOT_NODES``) in one ``robot`` process, every other node (the emulator) in its own; else
+    a process per node. Parameters as :func:`node_parameters` resolves them (the demo's, too)."""
+    composed = _truthy(dict(arguments or {}).get("composed", "true"))
+    resolved = node_parameters(graph, arguments)
+    robot = tuple((e, p) for e, p in resolved if composed and e.name in ROBOT_NODES)
+    out: List[Process] = []
+    for e, p in resolved:
+        if not robot or e.name not in ROBOT_NODES:
+            out.append(Process(e.executable, e.name, (), ((e, p),)))
+        elif e.name == robot[0][0].name:          # the robot process where its first node stood
+            out.append(Process("robot", None, tuple(n.name for n, _ in robot), robot))
+    return out
+
+
+def write_parameters(process: Process, directory: str) -> str:
+    """The process's parameter file (one ``<node>: ros__parameters:`` section per node) in ``directory``."""
+    import yaml
+
+    path = os.path.join(directory, "%s.params.yaml" % (process.name or process.executable))
+    with open(path, "w", encoding="utf-8") as f:
+        yaml.safe_dump({e.name: {"ros__parameters": dict(p)} for e, p in process.nodes}, f)
+    return path
+
+
+def _truthy(text: str) -> bool:
+    return str(text).strip().lower() in ("1", "true", "yes", "on")
+
+
 def config_file(node: str, share_dir: Optional[str] = None) -> str:
     return os.path.join(share_dir or config_dir(), node + ".yaml")
 
 
 def launch_description(graph: str):
-    """The ``LaunchDescription`` of ``<graph>.launch.py`` (needs ``launch`` and ``launch_ros``)."""
+    """The ``LaunchDescription`` of ``<graph>.launch.py`` (needs ``launch`` and ``launch_ros``): the arguments
+    declared, then (once ``ros2 launch`` has their values) the processes of :func:`processes`, each with a
+    parameter file written from the graph spec (config/*.yaml of the installed share directory + the graph's
+    fixed values + the arguments: the same values the demo and the tests use)."""
     from launch import LaunchDescription
-    from launch.actions import DeclareLaunchArgument, LogInfo
+    from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
-    from launch_ros.parameter_descriptions import ParameterValue
 
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        share = get_package_share_directory(PACKAGE)
-    except Exception:  # noqa: BLE001 - not installed through colcon: use the source tree
-        share = os.path.dirname(config_dir())
     spec = GRAPHS[graph]
     actions: list = [DeclareLaunchArgument(a.name, default_value=a.default, description=a.description)
                      for a in spec["arguments"]]
-    types = {"int": int, "double": float, "bool": bool, "string": str}
-    for entry in spec["nodes"]:
-        params: list = [os.path.join(share, "config", entry.executable + ".yaml")]
-        overrides: Dict[str, Any] = dict(entry.fixed)
-        for a in spec["arguments"]:
-            for node, param in a.targets:
-                if node == entry.name:
-                    kind = node_params.ALL[node][param].kind
-                    overrides[param] = ParameterValue(LaunchConfiguration(a.name), value_type=types[kind])
-        if overrides:
-            params.append(overrides)
-        actions.append(Node(package=PACKAGE, executable=entry.executable, name=entry.name, parameters=params,
-                            output="screen", emulate_tty=True))
+
+    def nodes(context):
+        import tempfile
+
+        args = {a.name: LaunchConfiguration(a.name).perform(context) for a in spec["arguments"]}
+        directory = tempfile.mkdtemp(prefix="jethexa_%s_launch_" % graph)
+        return [Node(package=PACKAGE, executable=p.executable, name=p.name, arguments=list(p.arguments),
+                     parameters=[write_parameters(p, directory)], output="screen", emulate_tty=True)
+                for p in processes(graph, args)]
+
+    actions.append(OpaqueFunction(function=nodes))
+    share = _share_dir()
     urdf = os.path.join(share, "urdf", "jethexa.urdf")
     if _has_package("robot_state_publisher") and os.path.exists(urdf):
         with open(urdf, "r", encoding="utf-8") as f:
@@ -159,6 +200,15 @@ def launch_description(graph: str):
     else:
         actions.append(LogInfo(msg="robot_state_publisher not installed: no TF from joint_states"))
     return LaunchDescription(actions)
+
+
+def _share_dir() -> str:
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        return get_package_share_directory(PACKAGE)
+    except Exception:  # noqa: BLE001 - not installed through colcon: use the source tree
+        return os.path.dirname(config_dir())
 
 
 def _has_package(name: str) -> bool:

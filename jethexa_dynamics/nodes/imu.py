@@ -23,6 +23,7 @@ from jethexa_dynamics.nodes import messages as validate, params as node_params
 from jethexa_dynamics.nodes._common import SENSOR_QOS, ThinNode, run
 
 REINIT_AFTER = 10  # consecutive failed reads before the chip is re-initialised
+GAP_PERIODS = 5    # a sample later than this many periods after the previous one follows a gap
 
 
 def _diag(stddev: float) -> list:
@@ -39,6 +40,7 @@ class ImuNode(ThinNode):
         self.init_error = ""
         self.failures = 0
         self.samples = 0
+        self.gaps = 0         # samples after a gap (the filter stepped one period, not across the gap)
         self._last_stamp: Optional[float] = None
         self.motion_seen = self.p["source"] != "emulator"  # the emulated chip waits for its robot's motion
         self.raw_pub = self.create_publisher(Imu, "imu/data_raw", SENSOR_QOS)
@@ -118,7 +120,13 @@ class ImuNode(ThinNode):
             return
         self.failures = 0
         now = time.monotonic()
-        dt = 1.0 / self.p["rate"] if self._last_stamp is None else min(max(now - self._last_stamp, 1e-4), 0.5)
+        period = 1.0 / self.p["rate"]
+        dt = period if self._last_stamp is None else max(now - self._last_stamp, 1e-4)
+        if dt > GAP_PERIODS * period:
+            # a paused or starved node, not a long step: integrating the gyro over the gap would tilt the
+            # attitude by degrees that the filter then takes seconds to correct (issue 21: read as a broken leg)
+            self.gaps += 1
+            dt = period
         self._last_stamp = now
         qw, qx, qy, qz = self.filter.update(sample.gyro, sample.accel, dt)
         msg = Imu()
@@ -138,7 +146,8 @@ class ImuNode(ThinNode):
     def _on_diag(self) -> None:
         level, message = (0, "publishing") if self.chip is not None else (2, "MPU6050 not available: "
                                                                               + self.init_error)
-        values = [("source", self.p["source"]), ("samples", self.samples), ("read_failures", self.failures)]
+        values = [("source", self.p["source"]), ("samples", self.samples), ("read_failures", self.failures),
+                  ("gaps", self.gaps)]
         if self.chip is not None:
             values.append(("gyro_bias", np.round(self.chip.gyro_bias, 5).tolist()))
         self.publish_diagnostics([self.node_status(message, level, values)])

@@ -144,7 +144,8 @@ DAMAGE_MONITOR = ParamSet("damage_monitor", [
     P("latch", "bool", True, "detected faults stay until the reset service is called"),
     P("check_rate", "double", 10.0, "rate of the staleness check (detection also runs on every /diagnostics "
       "message)", lo=0.5, hi=100.0, unit="Hz"),
-    P("servo_diagnostics_timeout", "double", 2.0, "warn when no servo diagnostics arrived for this long",
+    P("servo_diagnostics_timeout", "double", 2.0, "warn when no servo diagnostics arrived for this long; "
+      "joint_states evidence (a joint left out) is judged only this long after start",
       lo=0.1, hi=600.0, unit="s"),
     P("identify", "bool", True, "run the model-based identifier (damage.identification: a bank of modular-model "
       "predictions, one per morphology hypothesis) on joint_commands, joint_states and imu/data, to find breaks "

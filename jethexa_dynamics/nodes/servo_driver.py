@@ -29,7 +29,7 @@ from jethexa_dynamics.hardware.errors import HardwareError, ServoError, ServoTim
 from jethexa_dynamics.hardware.joints import JointServoBus
 from jethexa_dynamics.hardware.servo_table import load_servo_table
 from jethexa_dynamics.nodes import messages as validate, params as node_params
-from jethexa_dynamics.damage.detection import ServoStatusTracker, encode_servo_status
+from jethexa_dynamics.damage.detection import ServoStatusTracker, encode_servo_status, read_deadline
 from jethexa_dynamics.nodes._common import RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec, status
 
 
@@ -239,8 +239,27 @@ class ServoDriver(ThinNode):
             self.reject("servo bus", str(exc))
             return
         now = time.monotonic()
+        witness = timed_out and self._witness(joint)
         with self._tracker_lock:
-            self.tracker.record_confirmation(joint, now, now - t0, timeout, timed_out, **values)
+            self.tracker.record_confirmation(joint, now, now - t0, timeout, timed_out, witness, **values)
+
+    def _witness(self, joint: str) -> bool:
+        """Right after a silent confirmation read: does another servo answer within the normal reply timeout,
+        read on time? Only then was the silence the servo's, not a starved bus or process (issue 21)."""
+        with self._tracker_lock:
+            other = self.tracker.witness_for(joint)
+        if other is None:
+            return False
+        spec, timeout = self.table.by_joint(other), self.p["reply_timeout"]
+        t0 = time.monotonic()
+        try:
+            q = spec.to_rad(self.joints.bus.read_position(spec.servo_id, timeout))
+        except HardwareError:     # silent too, corrupted, or the bus failed: the confirmation proves nothing
+            return False
+        now = time.monotonic()
+        with self._tracker_lock:
+            self.tracker.record_reply(other, now, measured=q)
+        return now - t0 <= read_deadline(timeout)
 
     def _on_estop(self, request, response):
         with self.lock:
