@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
-"""The ``imu`` node with the CPU time of its emulated MPU6050 counted apart (a measuring instrument of
-``bench_nano_budget.py``; the node itself is unchanged).
+"""The node processes with the CPU time of the imu node's emulated MPU6050 counted apart (a measuring instrument
+of ``bench_nano_budget.py``; the nodes themselves are unchanged).
 
-    python benchmarks/_imu_split.py [--local-motion] --ros-args ...    (the arguments of ``entry imu``)
+    python benchmarks/_imu_split.py [--local-motion] EXECUTABLE [ARGS ...] --ros-args ...
 
-In the sim graph the imu node runs the MPU6050 register model (``hardware.mpu6050_emulator``) in its own
+takes the arguments of ``python -m jethexa_dynamics.nodes.entry`` (``graph.start_process(..., launcher=...)``):
+``imu --ros-args ...`` (a process per node) or ``robot servo_driver imu ... --ros-args ...`` (the robot's nodes
+in one process, as the launch files start them by default).
+
+In the sim graph the imu node runs the MPU6050 register model (``hardware.mpu6050_emulator``) in the robot's
 process: every register read or write the driver makes goes into that Python model instead of the I2C bus.
-This runs ``jethexa_dynamics.nodes.entry imu`` as the launch file does, with the model's methods wrapped to
-add their thread CPU time to the node's own ``CpuLoad`` under the stage ``emulated MPU6050`` (so /diagnostics
-carries ``cpu_s emulated MPU6050`` next to ``cpu_s sample``, the tick that contains it, and ``cpu_s
-emulator/imu_motion``, the callback that feeds the model the emulated robot's motion). Cost: two
+This runs ``jethexa_dynamics.nodes.entry EXECUTABLE`` as the launch file does, with the model's methods wrapped
+to add their thread CPU time to the imu node's own ``CpuLoad`` under the stage ``emulated MPU6050`` (so
+/diagnostics carries ``cpu_s emulated MPU6050`` next to ``cpu_s sample``, the tick that contains it, and
+``cpu_s emulator/imu_motion``, the callback that feeds the model the emulated robot's motion). Cost: two
 ``thread_time`` calls per register access (~1 µs, 100 accesses per second).
 
-``--local-motion`` (for the split's A/B measurement): the node runs its robot code path (``source: i2c``, no
-``emulator/imu_motion`` subscription) on the same register model standing in for ``smbus2.SMBus``, fed by a
-slow constant rotation computed in the process. Pass ``-p source:=i2c`` or a parameter file that says so.
+``--local-motion`` (for the split's A/B measurement; executable ``imu``): the node runs its robot code path
+(``source: i2c``, no ``emulator/imu_motion`` subscription) on the same register model standing in for
+``smbus2.SMBus``, fed by a slow constant rotation computed in the process. Pass a parameter file with ``source:
+i2c``.
 """
 import os
 import signal
@@ -72,13 +77,17 @@ def main():
     for sig in (signal.SIGINT, signal.SIGTERM):      # as entry.start: no traceback while importing
         signal.signal(sig, entry._exit_now)
     argv = sys.argv[1:]
-    local = "--local-motion" in argv[:argv.index("--ros-args")] if "--ros-args" in argv else "--local-motion" in argv
+    own = argv[:argv.index("--ros-args")] if "--ros-args" in argv else argv
+    local = "--local-motion" in own
     if local:
         argv.remove("--local-motion")
+    if not argv or argv[0] not in ("imu", "robot"):
+        print("usage: _imu_split.py [--local-motion] {imu,robot} [NODE ...] --ros-args ...", file=sys.stderr)
+        return 2
     emu = _instrument()
     if local:
         _local_motion(emu)
-    return entry.start("imu", [sys.argv[0]] + argv)
+    return entry.start(argv[0], [sys.argv[0]] + argv[1:])
 
 
 if __name__ == "__main__":

@@ -1,35 +1,42 @@
 #!/usr/bin/env python3
-"""Does the robot fit the Jetson Nano? The sim graph as separate processes, walking, unconstrained and with the
-robot's nodes inside a CPU cgroup quota that stands for the Nano (issue 21).
+"""Does the robot fit the Jetson Nano? The sim graph as the launch file starts it, walking, unconstrained and with
+the robot's nodes inside a CPU cgroup quota that stands for the Nano (issue 21); the robot's five nodes in one
+process (``composed:=true``, as launched) and, side by side, a process per node (``composed:=false``).
 
-Run (as root for the quota runs; a few minutes):
+Run (as root for the quota runs; about a quarter of an hour for both layouts):
 
     cd <repo> && export PYTHONPATH=$PWD && source scripts/ros_env.sh && source scripts/numba_env.sh
-    .venv/bin/python benchmarks/bench_nano_budget.py [--seconds 30] [--break-at 15] [--factors 4,5,6]
-        [--half-factor 5] [--cgroup auto] [--out benchmarks/results/nano_budget.md]
-    .venv/bin/python benchmarks/bench_nano_budget.py --smoke       (8 s walks: unconstrained + 5x; CI)
+    .venv/bin/python benchmarks/bench_nano_budget.py [--composed true|false | --separate] [--seconds 30]
+        [--break-at 15] [--factors 4,5,6] [--half-factor 5] [--separate-factors 5] [--cgroup auto]
+        [--out benchmarks/results/nano_budget.md]
+    .venv/bin/python benchmarks/bench_nano_budget.py --smoke   (8 s walks: composed unconstrained + 5x, separate
+                                                                unconstrained; CI)
 
-Every node of ``sim.launch.py`` runs in its own process, started as the launch file starts it (``python -m
-jethexa_dynamics.nodes.entry <node> --ros-args -r __node:=<name> --params-file <the graph's parameters>``,
-``bench_startup.graph_commands``); the imu node through ``_imu_split.py``, the same node with its emulated
-MPU6050 register model's CPU time counted apart. This process drives ``cmd_vel`` (0.05 m/s forward, like a
-teleop) and records ``predicted/pose``, ``mocap/pose`` (the emulated world's truth), ``joint_commands``,
-``imu/data``, ``joint_states``, ``morphology`` and ``/diagnostics``; it stays outside any quota and its CPU is not
-counted.
+The processes are those of ``sim.launch.py`` (``graph_spec.processes``, parameter files from
+``graph_spec.write_parameters``, started by ``graph.start_process`` as ``ros2 launch`` starts them): composed, the
+``robot`` executable hosting servo_driver, imu, gait_controller, predictor and damage_monitor, and robot_emulator;
+separate, a process per node. The process that hosts the imu node runs through ``_imu_split.py``, which takes the
+same arguments and counts the imu node's emulated MPU6050 register model apart. This process drives ``cmd_vel``
+(0.05 m/s forward, like a teleop) and records ``predicted/pose``, ``mocap/pose`` (the emulated world's truth),
+``joint_commands``, ``imu/data``, ``joint_states``, ``morphology`` and ``/diagnostics``; it stays outside any quota
+and its CPU is not counted.
 
 Per run, after the graph is up (first predicted pose) and ``--warmup`` seconds of walking, a ``--seconds`` window:
-CPU-seconds per second of every node process (/proc utime + stime, children included), memory (VmRSS, PSS from
+CPU-seconds per second of every process (/proc utime + stime), per node from the nodes' own accounting (the
+``cpu_s <stage>`` totals of every callback and worker stage on /diagnostics, summed per node; in the composed
+process the only per-node figure), the rest of each process (executor, rclpy, DDS: process total minus its
+stages) split by /proc per-thread stats (the DDS/rmw threads name themselves), memory (VmRSS, PSS from
 smaps_rollup, VmHWM), the rates of the four topics, the identifier's windows per second, the prediction error
 against the truth (``predictors.errors``: predicted/pose minus mocap/pose interpolated at the predicted stamp;
 healthy part of the window), the walking speed (truth), and a silent break (``robot_emulator``'s ``breaks``
 parameter, ``--break-spec`` at ``--break-at`` s into the window): seconds until ``morphology`` names it, what it
 names, and whether any damage was named before it.
 
-Runs: unconstrained (up to the machine's 2 cores), then the robot's five node processes (servo_driver, imu,
-gait_controller, predictor, damage_monitor; the emulator stays outside) in one CPU cgroup whose quota stands for
-the Nano's 4 cores at a per-core slowdown F: 4/F of one core here (``--factors``; 5x -> 0.8 core,
-``cpu.cfs_quota_us`` 8000 per 10000), and the half-busy Nano, 2/F core (``--half-factor``). cgroup v1
-(``cpu.cfs_quota_us``) or v2 (``cpu.max``), whichever is writable; with neither, the quota runs are left out and
+Runs per layout: unconstrained (up to the machine's 2 cores), then the robot's process(es) (the emulator stays
+outside) in one CPU cgroup whose quota stands for the Nano's 4 cores at a per-core slowdown F: 4/F of one core
+here (``--factors``; 5x -> 0.8 core, ``cpu.cfs_quota_us`` 8000 per 10000), and the half-busy Nano, 2/F core
+(``--half-factor``). With both layouts, the separate one runs unconstrained and ``--separate-factors`` only. cgroup
+v1 (``cpu.cfs_quota_us``) or v2 (``cpu.max``), whichever is writable; with neither, the quota runs are left out and
 only CPU is reported.
 
 On a shared machine the other load would starve the runs below their quota: by default the robot's group and a
@@ -48,7 +55,6 @@ import argparse
 import math
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -64,9 +70,10 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(101 + os.getpid() % 100))
 from _machine import describe, write_results  # noqa: E402
 
 from jethexa_dynamics import cli_args  # noqa: E402
+from jethexa_dynamics.nodes.graph_spec import ROBOT_NODES  # noqa: E402
 
-ROBOT_NODES = ("servo_driver", "imu", "gait_controller", "predictor", "damage_monitor")
 EMULATOR_NODES = ("robot_emulator",)
+LAYOUTS = ("composed", "separate")   # composed:=true (as launched) / false
 NANO_CORES = 4
 NANO_RANGE = (4.0, 6.0)     # Jetson Nano (Cortex-A57 at 1.43 GHz) assumed 4-6x slower per core than this machine
 NANO_F = 5.0                # the central estimate
@@ -75,7 +82,9 @@ GAIT_CYCLE = 1.3            # s, gait_controller's cycle_time default
 SPEED = 0.05                # m/s forward on cmd_vel, as in the issue
 TARGETS = {"cpu": 0.4, "pose_hz": 95.0, "cmd_hz": 49.0, "error_ratio": 1.5, "break_cycles": 3, "rss_mb": 500.0}
 MOTION = "emulator/imu_motion"
-IMU_EMULATED_STAGES = (MOTION, "emulated MPU6050")
+REGISTERS = "emulated MPU6050"          # inside the imu node's ``sample`` stage (not added to the node's sum)
+IMU_EMULATED_STAGES = (MOTION, REGISTERS)
+THREAD_KINDS = ("main", "python", "native")
 CLK = os.sysconf("SC_CLK_TCK")
 
 
@@ -90,21 +99,41 @@ def proc_cpu(pid):
     return sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLK
 
 
-def proc_wait(pid):
-    """Seconds the threads of ``pid`` have waited on a run queue for a CPU so far (schedstat run_delay, summed
-    over the live threads), NaN if unreadable."""
-    total = 0.0
+def proc_threads(pid):
+    """{tid: (kind, CPU s, run-queue wait s)} of the live threads of ``pid``: kind ``main`` (the first thread: the
+    executor and every callback), ``python`` (threads named like the process: Python's threading, the nodes'
+    workers), ``native`` (threads that name themselves: the DDS/rmw threads, ``dds.*`` in Fast DDS). CPU =
+    utime + stime, wait = schedstat run_delay."""
+    out = {}
     try:
         tids = os.listdir("/proc/%d/task" % pid)
+        with open("/proc/%d/comm" % pid) as f:
+            own = f.read().strip()
     except OSError:
-        return float("nan")
+        return out
     for tid in tids:
         try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                head, tail = f.read().rsplit(")", 1)
             with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
-                total += int(f.read().split()[1]) / 1e9
+                wait = int(f.read().split()[1]) / 1e9
         except (OSError, IndexError, ValueError):
             continue
-    return total
+        fields = tail.split()
+        kind = "main" if int(tid) == pid else "python" if head.split("(", 1)[1] == own else "native"
+        out[int(tid)] = (kind, (int(fields[11]) + int(fields[12])) / CLK, wait)
+    return out
+
+
+def thread_delta(a, b, dt):
+    """{kind: CPU-s/s} of a process's threads between two ``proc_threads`` snapshots ``dt`` s apart, and the
+    run-queue wait of all of them ('wait', s/s); a thread started in between counts from 0."""
+    out = dict.fromkeys(THREAD_KINDS + ("wait",), 0.0)
+    for tid, (kind, cpu, wait) in b.items():
+        _, cpu0, wait0 = a.get(tid, (kind, 0.0, 0.0))
+        out[kind] += (cpu - cpu0) / dt
+        out["wait"] += (wait - wait0) / dt
+    return out
 
 
 def proc_memory(pid):
@@ -122,7 +151,6 @@ def proc_memory(pid):
     except OSError:
         pass
     return out
-
 
 def load_text():
     """'load average 1.23 0.98 0.70 (1/5/15 min), CPU pressure 12 % (avg60)' of the machine now (the pressure: the
@@ -271,9 +299,9 @@ class CpuGroup:
 
 
 class Groups:
-    """The groups of one run: ``robot`` (the five node processes; the quota, if any) and ``world`` (robot_emulator
-    and this process; no quota), both with the weight ``shares`` (None: as the machine comes, no groups at all
-    unless there is a quota). ``kind`` None: no cgroup available, nothing is done."""
+    """The groups of one run: ``robot`` (the robot's process or its five node processes; the quota, if any) and
+    ``world`` (robot_emulator and this process; no quota), both with the weight ``shares`` (None: as the machine
+    comes, no groups at all unless there is a quota). ``kind`` None: no cgroup available, nothing is done."""
 
     def __init__(self, cgroup, quota, shares):
         kind, mount = cgroup
@@ -289,8 +317,9 @@ class Groups:
             self.close()
             raise
 
-    def add(self, name, pid):
-        group = self.robot if name in ROBOT_NODES else self.world
+    def add(self, robot, pid):
+        """Move ``pid`` into the robot's group (``robot`` true) or the world's."""
+        group = self.robot if robot else self.world
         if group is not None:
             group.add(pid)
 
@@ -402,6 +431,20 @@ def check_domain_free(rec):
                          "ROS_DOMAIN_ID=...)" % (", ".join(busy), os.environ["ROS_DOMAIN_ID"]))
 
 
+def domain_free():
+    """``check_domain_free`` from a short-lived recorder of its own (before any process of a run starts)."""
+    from jethexa_dynamics.nodes.graph import Graph
+
+    g = Graph()
+    rec, _ = make_recorder(g, 0.0)
+    g.start()
+    time.sleep(1.0)
+    try:
+        check_domain_free(rec)
+    finally:
+        g.close()
+
+
 def wait_diag(rec, nodes, t, timeout):
     """{node: (arrival, values)}: each node's first /diagnostics status at or after ``t`` (waits up to ``timeout``)."""
     end = time.monotonic() + timeout
@@ -486,17 +529,50 @@ def walk_speed(truth, t_from, t_to):
 
 
 # ---------------------------------------------------------------------------------------------- processes
-def node_commands(workdir, port_link):
-    """(name, command) of every sim.launch.py node as the launch file starts it (``bench_startup.graph_commands``),
-    the imu node through ``_imu_split.py`` (the same node, its emulated MPU6050 counted apart)."""
-    from bench_startup import graph_commands
+def launch_processes(layout, port_link):
+    """The processes ``sim.launch.py`` starts with ``composed:=true`` (``layout`` 'composed') or ``false``
+    ('separate'): ``graph_spec.processes``, the launch file's own source."""
+    from jethexa_dynamics.nodes.graph_spec import processes
 
-    out = []
-    for name, cmd in graph_commands(workdir, port_link):
-        if name == "imu":
-            cmd = [sys.executable, os.path.join(HERE, "_imu_split.py")] + cmd[cmd.index("--ros-args"):]
-        out.append((name, cmd))
-    return out
+    return processes("sim", {"port_link": port_link, "composed": "true" if layout == "composed" else "false"})
+
+
+def process_name(process):
+    return process.name or process.executable
+
+
+def node_names(process):
+    return [entry.name for entry, _ in process.nodes]
+
+
+def is_robot(process):
+    return all(n in ROBOT_NODES for n in node_names(process))
+
+
+def child_env():
+    """This environment with the checkout first on PYTHONPATH (the processes run this tree's package)."""
+    path = os.environ.get("PYTHONPATH", "")
+    return dict(os.environ, PYTHONPATH=ROOT + (os.pathsep + path if path else ""))
+
+
+def start(process, workdir, local_motion=False):
+    """``graph.start_process`` (parameter file, command line and log as ``ros2 launch``); the process that hosts the
+    imu node through ``_imu_split.py`` (the same arguments; its emulated MPU6050 counted apart). Returns (Popen,
+    log)."""
+    from jethexa_dynamics.nodes.graph import start_process
+
+    launcher = None
+    if "imu" in node_names(process):
+        launcher = [sys.executable, os.path.join(HERE, "_imu_split.py")] + (["--local-motion"] if local_motion else [])
+    return start_process(process, workdir, env=child_env(), launcher=launcher)
+
+
+def stop(procs, logs):
+    """SIGINT to every process, the robot's first (the commands stop before the emulated bus closes); returns
+    (exit codes, log texts)."""
+    from jethexa_dynamics.nodes.graph import stop_processes
+
+    return stop_processes(procs, logs, first=("robot", "gait_controller", "servo_driver"), timeout=20.0)
 
 
 class Interrupted(Exception):
@@ -507,24 +583,19 @@ def _on_term(signum, frame):
     raise Interrupted("signal %d" % signum)
 
 
-def _stop(procs, logs):
-    from jethexa_dynamics.nodes.graph import stop_processes
-
-    codes, text = stop_processes(procs, logs, timeout=20.0)
-    return codes, text
-
-
-def run_case(label, quota, opts, workdir, cgroup, credit):
-    """One run of the whole graph; ``quota`` = cores of the robot's group (None: unconstrained). Returns a dict of
-    everything measured."""
+def run_case(label, layout, quota, opts, workdir, cgroup, credit):
+    """One run of the whole graph in ``layout`` ('composed' or 'separate'); ``quota`` = cores of the robot's group
+    (None: unconstrained). Returns a dict of everything measured."""
     from jethexa_dynamics.model import format_morphology
     from jethexa_dynamics.nodes.graph import Graph, wait_for
     from rclpy.parameter import Parameter
 
-    print("== %s: %s" % (label, "unconstrained" if quota is None else "robot's nodes inside %.3f core%s" % (
-        quota, " (+ %.3f credit for the emulated MPU6050)" % credit if credit else "")), flush=True)
-    res = {"label": label, "quota": quota, "credit": credit if quota is not None else 0.0, "load_start": load_text()}
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    run = "%s %s" % (layout, label)
+    print("== %s: %s" % (run, "unconstrained" if quota is None else "robot's %s inside %.3f core%s" % (
+        "process" if layout == "composed" else "node processes", quota,
+        " (+ %.3f credit for the emulated MPU6050)" % credit if credit else "")), flush=True)
+    res = {"label": label, "layout": layout, "run": run, "quota": quota,
+           "credit": credit if quota is not None else 0.0, "load_start": load_text()}
     g = Graph()
     procs, logs, groups = {}, {}, None
     try:
@@ -536,12 +607,15 @@ def run_case(label, quota, opts, workdir, cgroup, credit):
         if quota is not None:
             res["quota_us"] = groups.robot.quota_us
         t_launch = time.monotonic()
-        run_dir = os.path.join(workdir, label.replace(" ", "_"))
+        run_dir = os.path.join(workdir, run.replace(" ", "_"))
         os.makedirs(run_dir, exist_ok=True)
-        for name, cmd in node_commands(run_dir, "/tmp/jethexa_nano_bus_%d" % os.getpid()):
-            logs[name] = open(os.path.join(run_dir, name + ".log"), "w+")
-            procs[name] = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=logs[name], stderr=subprocess.STDOUT)
-            groups.add(name, procs[name].pid)       # at once: start-up, too, runs inside the quota
+        plan = launch_processes(layout, "/tmp/jethexa_nano_bus_%d" % os.getpid())
+        res["processes"] = {process_name(p): node_names(p) for p in plan}
+        res["robot_procs"] = [process_name(p) for p in plan if is_robot(p)]
+        for p in plan:
+            name = process_name(p)
+            procs[name], logs[name] = start(p, run_dir)
+            groups.add(is_robot(p), procs[name].pid)       # at once: start-up, too, runs inside the quota
 
         def up():
             return all(rec.count(t) for t in rec.arrivals) and rec.morphology
@@ -549,11 +623,10 @@ def run_case(label, quota, opts, workdir, cgroup, credit):
         def dead():
             return [n for n, p in procs.items() if p.poll() is not None]
 
-        ok = wait_for(lambda: up() or dead(), opts.timeout, poll=0.1)
+        wait_for(lambda: up() or dead(), opts.timeout, poll=0.1)
         if not up():
             raise RuntimeError("graph not up after %.0f s (ended: %s); see the logs in %s"
                                % (time.monotonic() - t_launch, dead() or "none", run_dir))
-        del ok
         res["startup_s"] = time.monotonic() - t_launch
         print("   graph up after %.1f s (first predicted pose, truth, commands, IMU, joint states, morphology)"
               % res["startup_s"], flush=True)
@@ -564,13 +637,13 @@ def run_case(label, quota, opts, workdir, cgroup, credit):
             raise RuntimeError("node processes ended: %s" % dead())
         pids = {n: p.pid for n, p in procs.items()}
 
-        def cpu_snapshot():
+        def snapshot():
             return time.monotonic(), {n: proc_cpu(pid) for n, pid in pids.items()}, {
-                n: proc_wait(pid) for n, pid in pids.items()}
+                n: proc_threads(pid) for n, pid in pids.items()}
 
         t_mark = time.monotonic()
         diag0 = wait_diag(rec, ROBOT_NODES, t_mark, 5.0)
-        s0 = cpu_snapshot()
+        s0 = snapshot()
         g0 = groups.stats()
         t0 = s0[0]
         sb = tb = None
@@ -578,7 +651,7 @@ def run_case(label, quota, opts, workdir, cgroup, credit):
         if opts.break_at > 0:
             time.sleep(max(0.0, t0 + opts.break_at - time.monotonic()))
             mem_mid = {n: proc_memory(pid) for n, pid in pids.items()}
-            sb = cpu_snapshot()
+            sb = snapshot()
             tb = time.monotonic()
             fut = rec.params.set_parameters([Parameter("breaks", value=opts.break_spec)])
             wait_for(fut.done, 10.0)
@@ -587,7 +660,7 @@ def run_case(label, quota, opts, workdir, cgroup, credit):
                     opts.break_spec, fut.result().results[0].reason if fut.done() else "no answer"))
             print("   silent break %s at %.1f s into the window" % (opts.break_spec, tb - t0), flush=True)
         time.sleep(max(0.0, t0 + opts.seconds - time.monotonic()))
-        s1 = cpu_snapshot()
+        s1 = snapshot()
         t1 = s1[0]
         g1 = groups.stats()
         mem = {n: proc_memory(pid) for n, pid in pids.items()}
@@ -622,14 +695,17 @@ def run_case(label, quota, opts, workdir, cgroup, credit):
             with rec.lock:
                 before = [m for t, m in rec.morphology if m != healthy]
         res["false_damage"] = [format_morphology(m, legs) for m in before]
+        with rec.lock:
+            seq = [m for t, m in rec.morphology if tb is None or t < tb]
+        res["changes"] = sum(1 for a, b in zip(seq, seq[1:]) if a != b)   # before the break: all false
 
         dt = t1 - t0
         res["window_s"] = dt
         res["cpu"] = {n: (s1[1][n] - s0[1][n]) / dt for n in pids}
-        res["wait"] = {n: (s1[2][n] - s0[2][n]) / dt for n in pids}
+        res["threads"] = {n: thread_delta(s0[2][n], s1[2][n], dt) for n in pids}
         if sb is not None:
-            res["cpu_before"] = sum((sb[1][n] - s0[1][n]) for n in ROBOT_NODES) / (sb[0] - s0[0])
-            res["cpu_after"] = sum((s1[1][n] - sb[1][n]) for n in ROBOT_NODES) / (t1 - sb[0])
+            res["cpu_before"] = sum((sb[1][n] - s0[1][n]) for n in res["robot_procs"]) / (sb[0] - s0[0])
+            res["cpu_after"] = sum((s1[1][n] - sb[1][n]) for n in res["robot_procs"]) / (t1 - sb[0])
         res["mem"] = mem
         with rec.lock:
             res["rates"] = {t: sum(1 for a in arr if t0 <= a < t1) / dt for t, arr in rec.arrivals.items()}
@@ -654,7 +730,7 @@ def run_case(label, quota, opts, workdir, cgroup, credit):
         if groups is not None:
             groups.close()            # the nodes end at full speed
         if procs:
-            codes, text = _stop(procs, logs)
+            codes, text = stop(procs, logs)
             bad = {n: c for n, c in codes.items() if c != 0}
             errors = sum(t.count("[ERROR]") + t.count("Traceback") for t in text.values())
             res["exits"] = "all 0" if not bad else str(bad)
@@ -671,8 +747,25 @@ def _links(spec):
     return list(Morphology.parse(jethexa(), spec).links_per_leg)
 
 
+def robot_total(res, key, field=None):
+    """Sum over the robot's process(es) of ``res[key][process]`` (or of its ``[field]``)."""
+    return sum(res[key][p] if field is None else res[key][p][field] for p in res["robot_procs"])
+
+
 def robot_cpu(res):
-    return sum(res["cpu"][n] for n in ROBOT_NODES)
+    return robot_total(res, "cpu")
+
+
+def node_stages(res, node):
+    """CPU-s/s of ``node`` by its own accounting: the sum of its ``cpu_s`` stages (callbacks, worker threads; the
+    register model is inside the imu's ``sample`` stage, so it is not added again)."""
+    return sum(v for k, v in res["stages"].get(node, {}).items() if k != REGISTERS)
+
+
+def rest_split(res):
+    """(CPU-s/s of the robot's process(es) outside every node's stages: executor, rclpy, interpreter, DDS = process
+    total minus the stages; of which the DDS/rmw threads, from /proc per-thread stats)."""
+    return robot_cpu(res) - sum(node_stages(res, n) for n in ROBOT_NODES), robot_total(res, "threads", "native")
 
 
 def delivery_in(res, ab):
@@ -687,29 +780,36 @@ def delivery_in(res, ab):
 
 
 def imu_split(res, ab):
-    """(imu process CPU-s/s, emulated part, robot part) of a run: emulated = the motion callback + the register
-    model (measured in the run) + the delivery of emulator/imu_motion (``delivery_in``: from the A/B ``ab``)."""
-    total = res["cpu"]["imu"]
+    """(imu CPU-s/s, emulated part, the imu's robot part) of a run. imu = its process (separate) or its stages
+    (composed: the delivery of its topic is then in the process's rest, not in the imu's figure); emulated = the
+    motion callback + the register model (measured in the run) + the delivery of emulator/imu_motion
+    (``delivery_in``: from the A/B ``ab``); robot part = imu minus the emulated part it contains."""
     st = res["stages"].get("imu", {})
-    emulated = sum(st.get(k, 0.0) for k in IMU_EMULATED_STAGES) + (delivery_in(res, ab) or 0.0)
-    return total, emulated, total - emulated
+    inside = st.get(MOTION, 0.0) + st.get(REGISTERS, 0.0)
+    delivery = delivery_in(res, ab) or 0.0
+    if "imu" in res["cpu"]:
+        total = res["cpu"]["imu"]
+        return total, inside + delivery, total - inside - delivery
+    total = node_stages(res, "imu")
+    return total, inside + delivery, total - inside
 
 
 def _print_case(res):
-    cpu = robot_cpu(res)
-    r = res["rates"]
-    e = res["error"]
-    line = ("   robot CPU %.3f CPU-s/s (%s); emulator %.3f; predicted/pose %.1f Hz, joint_commands %.1f, imu/data %.1f,"
-            " joint_states %.1f; identifier windows %.2f/s; error roll/pitch %.3f deg, position %.1f mm; speed %.3f m/s"
-            % (cpu, ", ".join("%s %.3f" % (n, res["cpu"][n]) for n in ROBOT_NODES), res["cpu"]["robot_emulator"],
-               r["predicted/pose"], r["joint_commands"], r["imu/data"], r["joint_states"], res["id_windows"],
-               e["roll_pitch_deg"], e["pos_mm"], res["speed"]))
+    r, e = res["rates"], res["error"]
+    rest, dds = rest_split(res)
+    line = ("   robot CPU %.3f CPU-s/s (stages: %s; rest %.3f, of which DDS threads %.3f); emulator %.3f; "
+            "predicted/pose %.1f Hz, joint_commands %.1f, imu/data %.1f, joint_states %.1f; identifier windows "
+            "%.2f/s; error roll/pitch %.3f deg, position %.1f mm; speed %.3f m/s"
+            % (robot_cpu(res), ", ".join("%s %.3f" % (n, node_stages(res, n)) for n in ROBOT_NODES), rest, dds,
+               res["cpu"]["robot_emulator"], r["predicted/pose"], r["joint_commands"], r["imu/data"],
+               r["joint_states"], res["id_windows"], e["roll_pitch_deg"], e["pos_mm"], res["speed"]))
     if "break" in res:
         b = res["break"]
         line += "; break named after %.1f s as %s" % (b["delay_s"], b["named"])
-    line += "; waited for a CPU %.2f s/s" % sum(res["wait"][n] for n in ROBOT_NODES)
-    line += "; RSS %.0f MB (PSS %.0f)" % (sum(res["mem"][n]["rss"] for n in ROBOT_NODES),
-                                         sum(res["mem"][n]["pss"] for n in ROBOT_NODES))
+    line += "; morphology changes before it %d" % res["changes"] if "break" in res else \
+        "; morphology changes %d" % res["changes"]
+    line += "; waited for a CPU %.2f s/s" % robot_total(res, "threads", "wait")
+    line += "; RSS %.0f MB (PSS %.0f)" % (robot_total(res, "mem", "rss"), robot_total(res, "mem", "pss"))
     print(line, flush=True)
 
 
@@ -722,33 +822,20 @@ def measure_imu_alone(local, seconds, workdir, cgroup=(None, ""), shares=None):
     from geometry_msgs.msg import Vector3  # noqa: F401  (message package loaded before the node class)
     from sensor_msgs.msg import Imu
 
-    from bench_startup import _yaml_value
     from jethexa_dynamics.nodes import graph_spec
     from jethexa_dynamics.nodes._common import SENSOR_QOS
     from jethexa_dynamics.nodes.graph import Graph, wait_for
 
-    values = dict(next(v for e, v in graph_spec.node_parameters("sim") if e.name == "imu"))
+    entry, values = next((e, dict(v)) for e, v in graph_spec.node_parameters("sim") if e.name == "imu")
     values["source"] = "i2c" if local else "emulator"
-    path = os.path.join(workdir, "imu_alone_%s.yaml" % ("local" if local else "topic"))
-    with open(path, "w") as f:
-        f.write("imu:\n  ros__parameters:\n" + "".join("    %s: %s\n" % (k, _yaml_value(v)) for k, v in values.items()))
-    cmd = [sys.executable, os.path.join(HERE, "_imu_split.py")] + (["--local-motion"] if local else []) + [
-        "--ros-args", "-r", "__node:=imu", "--params-file", path]
-    log = open(os.path.join(workdir, "imu_alone_%s.log" % ("local" if local else "topic")), "w+")
-    g = Graph()
-    rec, _ = make_recorder(g, 0.0)
-    g.start()
-    time.sleep(1.0)
-    try:
-        check_domain_free(rec)
-    finally:
-        g.close()
+    side_dir = os.path.join(workdir, "imu_alone_%s" % ("local" if local else "topic"))
+    os.makedirs(side_dir, exist_ok=True)
+    domain_free()
     groups = Groups(cgroup, None, shares)
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ,
-                                                                                          PYTHONUNBUFFERED="1"))
+    proc, log = start(graph_spec.Process("imu", "imu", (), ((entry, values),)), side_dir, local_motion=local)
     g = Graph()
     try:
-        groups.add("imu", proc.pid)
+        groups.add(True, proc.pid)
         rec, _ = make_recorder(g, 0.0)
         if not local:
             pub = rec.create_publisher(Imu, "emulator/imu_motion", SENSOR_QOS)
@@ -778,7 +865,7 @@ def measure_imu_alone(local, seconds, workdir, cgroup=(None, ""), shares=None):
     finally:
         g.close()
         groups.close()
-        _stop({"imu": proc}, {"imu": log})
+        stop({"imu": proc}, {"imu": log})
 
 
 def imu_ab(seconds, workdir, cgroup, shares):
@@ -796,6 +883,7 @@ def imu_ab(seconds, workdir, cgroup, shares):
               topic["stages"].get("emulated MPU6050", 0.0), local["cpu"], local["stages"].get("emulated MPU6050", 0.0),
               out["delivery"]), flush=True)
     return out
+
 
 
 # ---------------------------------------------------------------------------------------------- report
@@ -828,8 +916,14 @@ def _break_text(res):
         "the right leg, another link count" if b["legs_right"] else "the wrong leg")
 
 
-def targets(runs, by_label, opts, ab):
-    """Rows (target, measured, status) for the issue's targets."""
+def _robot_text(res):
+    """'1 process' / '5 processes'."""
+    n = len(res["robot_procs"])
+    return "%d process%s" % (n, "" if n == 1 else "es")
+
+
+def targets(by_label, opts, ab):
+    """Rows (target, measured, status) for the issue's targets, from the runs of one layout by label."""
     rows = []
     free = by_label.get("unconstrained")
     if free is None:
@@ -838,12 +932,11 @@ def targets(runs, by_label, opts, ab):
     _, emu, _ = imu_split(free, ab)
     cpu = cpu_all - emu
     rows.append(("robot's nodes together <= %.1f CPU-s/s here (2 Nano cores at 5x)" % TARGETS["cpu"],
-                 "%.3f without the emulated MPU6050 (%.3f as measured, all five processes); Nano cores %s"
-                 % (cpu, cpu_all, _nano(cpu)), _met(cpu <= TARGETS["cpu"])))
-    rss = sum(free["mem"][n]["rss"] for n in ROBOT_NODES)
-    pss = sum(free["mem"][n]["pss"] for n in ROBOT_NODES)
-    rows.append(("memory: the robot's processes together <= %.0f MB RSS" % TARGETS["rss_mb"],
-                 "%.0f MB RSS (PSS %.0f MB: shared libraries counted once)" % (rss, pss),
+                 "%.3f without the emulated MPU6050 (%.3f as measured, %s); Nano cores %s"
+                 % (cpu, cpu_all, _robot_text(free), _nano(cpu)), _met(cpu <= TARGETS["cpu"])))
+    rss, pss = robot_total(free, "mem", "rss"), robot_total(free, "mem", "pss")
+    rows.append(("memory: the robot's process(es) together <= %.0f MB RSS" % TARGETS["rss_mb"],
+                 "%.0f MB RSS (PSS %.0f MB: shared libraries counted once), %s" % (rss, pss, _robot_text(free)),
                  _met(rss <= TARGETS["rss_mb"])))
     main = by_label.get("5x")
     if main is not None:
@@ -868,7 +961,7 @@ def targets(runs, by_label, opts, ab):
                 _met(b["legs_right"] and b["delay_s"] <= limit)))
         rows.append(("inside %.1f core: no false damage (no morphology change before the break)" % main["quota"],
                      ", ".join(main["false_damage"]) or "none", _met(not main["false_damage"])))
-    half = by_label.get("half-Nano 5x")
+    half = next((r for k, r in by_label.items() if k.startswith("half-Nano")), None)
     if half is not None:
         walks = half["speed"] >= 0.8 * free["speed"]
         rows.append(("inside %.1f core (half-busy Nano): the gait keeps its rate and the robot walks" % half["quota"],
@@ -883,14 +976,47 @@ def _met(ok):
     return "met" if ok else "**not met**"
 
 
+def side_by_side(runs, ab):
+    """The composed vs separate table: a column per run of either layout whose label both layouts ran."""
+    labels = [r["label"] for r in runs if r["layout"] == "composed"]
+    pairs = [r for lab in labels if any(s["label"] == lab for s in runs if s["layout"] == "separate")
+             for r in runs if r["label"] == lab]
+    if not pairs:
+        return []
+    rows = [("robot's processes", lambda r: "%d (%s)" % (len(r["robot_procs"]), ", ".join(r["robot_procs"]))),
+            ("robot CPU-s/s (/proc)", lambda r: "%.3f" % robot_cpu(r)),
+            ("without the emulated MPU6050", lambda r: "%.3f" % (robot_cpu(r) - imu_split(r, ab)[1])),
+            ("Nano cores at 5× (4-6×)", lambda r: _nano(robot_cpu(r) - imu_split(r, ab)[1]))]
+    rows += [("%s (its stages)" % n, lambda r, n=n: "%.3f" % node_stages(r, n)) for n in ROBOT_NODES]
+    rows += [("rest: executor, rclpy, DDS (process − stages)", lambda r: "%.3f" % rest_split(r)[0]),
+             ("… of which DDS/rmw threads (/proc per thread)", lambda r: "%.3f" % rest_split(r)[1]),
+             ("RSS / PSS [MB]", lambda r: "%.0f / %.0f" % (robot_total(r, "mem", "rss"), robot_total(r, "mem", "pss"))),
+             ("predicted/pose [Hz]", lambda r: "%.1f" % r["rates"]["predicted/pose"]),
+             ("joint_commands [Hz]", lambda r: "%.1f" % r["rates"]["joint_commands"]),
+             ("imu/data / joint_states [Hz]", lambda r: "%.1f / %.1f" % (r["rates"]["imu/data"],
+                                                                         r["rates"]["joint_states"])),
+             ("error roll/pitch [deg] / position [mm]", lambda r: "%s / %s" % (
+                 _f(r["error"]["roll_pitch_deg"]), _f(r["error"]["pos_mm"], "%.1f"))),
+             ("silent break named after", _break_text),
+             ("false damage", lambda r: ", ".join(r["false_damage"]) or "none"),
+             ("start-up [s]", lambda r: "%.1f" % r["startup_s"]),
+             ("robot waited for a CPU [s/s]", lambda r: "%.2f" % robot_total(r, "threads", "wait"))]
+    md = ["## Composed (as launched) vs a process per node", "",
+          "| | " + " | ".join(r["run"] for r in pairs) + " |", "|---|" + "---|" * len(pairs)]
+    md += ["| %s | %s |" % (name, " | ".join(fn(r) for r in pairs)) for name, fn in rows]
+    return md + [""]
+
+
 def report(opts, info, cgroup_note, runs, ab, argv_text):
-    by_label = {r["label"]: r for r in runs}
+    layouts = [lay for lay in LAYOUTS if any(r["layout"] == lay for r in runs)]
+    primary = layouts[0]
+    by_label = {r["label"]: r for r in runs if r["layout"] == primary}
     lo, hi = NANO_RANGE
-    md = ["# Jetson Nano budget: the robot's nodes as processes, unconstrained and inside a CPU quota "
-          "(`benchmarks/bench_nano_budget.py`)", "",
+    md = ["# Jetson Nano budget: the robot's nodes as launched (one process) and a process per node, "
+          "unconstrained and inside a CPU quota (`benchmarks/bench_nano_budget.py`)", "",
           "`benchmarks/bench_nano_budget.py %s`" % argv_text, ""] + info + [
           "- CPU quota: " + cgroup_note,
-          "- CPU weight: " + (("the robot's five processes in one group, robot_emulator and this process in another, "
+          "- CPU weight: " + (("the robot's process(es) in one group, robot_emulator and this process in another, "
                                "both with cpu.shares %d (a process weighs 1024) in every run, so that the other load "
                                "of this shared machine does not starve a run below its quota (the quota runs are "
                                "capped by their quota, the unconstrained run by the 2 cores)" % opts.shares)
@@ -899,21 +1025,29 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
           "- Jetson Nano: 4 Cortex-A57 cores, assumed %g-%g× slower per core than this machine (%g× central); a "
           "quota of 4/F core here stands for the whole Nano at slowdown F, 2/F for a half-busy Nano; Nano figures "
           "= CPU-s/s here × F (cores of the Nano)" % (lo, hi, NANO_F), "",
-          "The sim.launch.py graph as separate processes, started as the launch file starts them, with the default "
-          "parameters (predictor 100 Hz + slip, gait 50 Hz tripod, IMU 100 Hz, identifier on); this process drives "
-          "cmd_vel at %.2f m/s and subscribes to the measured topics (one more reader on each; outside the quota, "
-          "not counted). Window: %g s, starting after the graph is up (first predicted pose) and %g s of walking; "
-          "silent break `%s` (robot_emulator's `breaks`) at %g s into the window. CPU = /proc utime+stime per "
-          "process over the window; quota runs: servo_driver, imu, gait_controller, predictor and damage_monitor "
-          "in one CPU cgroup with the quota from their start (robot_emulator and this process outside it). "
-          "Error = predicted/pose minus the truth (mocap/pose interpolated at the predicted stamp; "
-          "`predictors.errors`), mean over the healthy part of the window. Speed = the truth's horizontal speed "
-          "over the healthy part."
+          "The sim.launch.py graph started as the launch file starts it (`graph_spec.processes`, "
+          "`graph.start_process`): **composed** (`composed:=true`, the default) = the `robot` executable hosting "
+          "servo_driver, imu, gait_controller, predictor and damage_monitor in one process, robot_emulator in its "
+          "own; **separate** (`composed:=false`) = a process per node. Default parameters (predictor 100 Hz + slip, "
+          "gait 50 Hz tripod, IMU 100 Hz, identifier on); this process drives cmd_vel at %.2f m/s and subscribes to "
+          "the measured topics (one more reader on each; outside the quota, not counted). Window: %g s, starting "
+          "after the graph is up (first predicted pose) and %g s of walking; silent break `%s` (robot_emulator's "
+          "`breaks`) at %g s into the window. CPU: /proc utime+stime per process over the window; per node, the "
+          "nodes' own accounting (the `cpu_s <stage>` totals on /diagnostics, thread CPU time of every callback and "
+          "worker stage, summed per node over the window: in the composed process the only per-node figure); the "
+          "rest of a process (process total − its nodes' stages) is the executor, rclpy, the interpreter and DDS, "
+          "and /proc per-thread stats give the DDS/rmw threads' part of it (Fast DDS names its threads `dds.*`; "
+          "Python's threads keep the process's name). Quota runs: the robot's process(es) in one CPU cgroup with "
+          "the quota from their start (robot_emulator and this process outside it). Error = predicted/pose minus "
+          "the truth (mocap/pose interpolated at the predicted stamp; `predictors.errors`), mean over the healthy "
+          "part of the window. Speed = the truth's horizontal speed over the healthy part."
           % (opts.speed, opts.seconds, opts.warmup, opts.break_spec, opts.break_at), "",
-          "## Targets (issue 21)", "", "| target | measured | status |", "|---|---|---|"]
-    md += ["| %s | %s | %s |" % row for row in targets(runs, by_label, opts, ab)]
-    md += ["", "## Runs", "",
-           "| run | robot's group quota | robot CPU-s/s (5 processes) | without the emulated MPU6050 "
+          "## Targets (issue 21; %s runs%s)" % (primary, ", as launched" if primary == "composed" else ""), "",
+          "| target | measured | status |", "|---|---|---|"]
+    md += ["| %s | %s | %s |" % row for row in targets(by_label, opts, ab)]
+    md += [""] + side_by_side(runs, ab)
+    md += ["## Runs", "",
+           "| run | robot's group quota | robot CPU-s/s (its processes) | without the emulated MPU6050 "
            "| Nano cores at 5× (4-6×) | throttled periods | predicted/pose [Hz] | joint_commands [Hz] "
            "| imu/data [Hz] | joint_states [Hz] | identifier windows [1/s] | error roll/pitch [deg] "
            "| error position mean / p95 [mm] | speed [m/s] | silent break named after | false damage "
@@ -926,34 +1060,44 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
         thr = r.get("throttle")
         md.append("| %s | %s | %.3f | %.3f | %s | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s / %s | %s | %s | %s "
                   "| %.0f / %.0f | %.1f | %.2f |" % (
-                      r["label"], _quota_text(r), cpu, cpu - emu, _nano(cpu - emu),
+                      r["run"], _quota_text(r), cpu, cpu - emu, _nano(cpu - emu),
                       "%d of %d (%.1f s)" % (thr["throttled"], thr["periods"], thr["throttled_s"]) if thr else "-",
                       rt["predicted/pose"], rt["joint_commands"], rt["imu/data"], rt["joint_states"],
                       _f(r["id_windows"], "%.2f"), _f(e["roll_pitch_deg"], "%.3f"), _f(e["pos_mm"], "%.1f"),
                       _f(e["pos_p95_mm"], "%.1f"), _f(r["speed"], "%.3f"), _break_text(r),
-                      ", ".join(r["false_damage"]) or "none", sum(r["mem"][n]["rss"] for n in ROBOT_NODES),
-                      sum(r["mem"][n]["pss"] for n in ROBOT_NODES), r["startup_s"],
-                      sum(r["wait"][n] for n in ROBOT_NODES)))
-    md += ["", "Robot waited for a CPU = the run-queue delay of every thread of the five processes (schedstat "
-           "run_delay) per second: in the unconstrained run the machine's other load (this machine is shared), in "
+                      ", ".join(r["false_damage"]) or "none", robot_total(r, "mem", "rss"),
+                      robot_total(r, "mem", "pss"), r["startup_s"], robot_total(r, "threads", "wait")))
+    md += ["", "Robot waited for a CPU = the run-queue delay of every thread of the robot's process(es) (schedstat "
+           "run_delay) per second: in the unconstrained runs the machine's other load (this machine is shared), in "
            "the quota runs that plus the quota's throttling. Throttled periods = the group's CFS periods that ran "
            "out of quota (cpu.stat)."]
     if any("cpu_before" in r for r in runs):
         md += ["", "Robot CPU before / after the break (CPU-s/s): " + "; ".join(
-            "%s %.3f / %.3f" % (r["label"], r["cpu_before"], r["cpu_after"]) for r in runs if "cpu_before" in r) + ".",
+            "%s %.3f / %.3f" % (r["run"], r["cpu_before"], r["cpu_after"]) for r in runs if "cpu_before" in r) + ".",
             "Error after the break (the model is wrong until the morphology is named): " + "; ".join(
-                "%s roll/pitch %s deg, position %s mm" % (r["label"], _f(r["error_after"]["roll_pitch_deg"]),
+                "%s roll/pitch %s deg, position %s mm" % (r["run"], _f(r["error_after"]["roll_pitch_deg"]),
                                                           _f(r["error_after"]["pos_mm"], "%.1f"))
                 for r in runs if r.get("error_after")) + ". Morphology at the end of the run: " + "; ".join(
-                "%s %s" % (r["label"], r["break"]["final"]) for r in runs if "break" in r) + "."]
-    md += ["", "## CPU by node (CPU-s/s over the window)", "",
-           "| node | " + " | ".join(r["label"] for r in runs) + " | Nano cores at 5× (4-6×), unconstrained |",
-           "|---|" + "---|" * len(runs) + "---|"]
+                "%s %s" % (r["run"], r["break"]["final"]) for r in runs if "break" in r) + "."]
     free = by_label.get("unconstrained", runs[0])
+    md += ["", "## CPU by node (CPU-s/s over the window)", "",
+           "Per node: the sum of its stages on /diagnostics (composed and separate alike); separate runs also give "
+           "its process's /proc figure (stages / process).", "",
+           "| node | " + " | ".join(r["run"] for r in runs) + " | Nano cores at 5× (4-6×), %s |" % free["run"],
+           "|---|" + "---|" * len(runs) + "---|"]
     for n in ROBOT_NODES:
-        md.append("| %s | %s | %s |" % (n, " | ".join("%.3f" % r["cpu"][n] for r in runs), _nano(free["cpu"][n])))
-    md.append("| **robot, 5 processes** | %s | %s |" % (" | ".join("**%.3f**" % robot_cpu(r) for r in runs),
-                                                      _nano(robot_cpu(free))))
+        md.append("| %s | %s | %s |" % (n, " | ".join(
+            "%.3f" % node_stages(r, n) + (" / %.3f" % r["cpu"][n] if n in r["cpu"] else "") for r in runs),
+            _nano(node_stages(free, n))))
+    md.append("| rest of the robot's process(es): executor, rclpy, interpreter, DDS (process − stages) | %s | %s |"
+              % (" | ".join("%.3f" % rest_split(r)[0] for r in runs), _nano(rest_split(free)[0])))
+    md.append("| … of which DDS/rmw threads (/proc per thread) | %s | - |"
+              % " | ".join("%.3f" % rest_split(r)[1] for r in runs))
+    md.append("| all of the process(es) by thread (/proc): main (executor + callbacks) / other Python threads "
+              "(workers, bus reader) / DDS/rmw | %s | - |" % " | ".join("%.3f / %.3f / %.3f" % tuple(
+                  robot_total(r, "threads", k) for k in THREAD_KINDS) for r in runs))
+    md.append("| **robot, all its processes (/proc)** | %s | %s |" % (
+        " | ".join("**%.3f**" % robot_cpu(r) for r in runs), _nano(robot_cpu(free))))
     md.append("| robot_emulator (emulated world + servo bus; outside the quota, not counted) | %s | - |"
               % " | ".join("%.3f" % r["cpu"]["robot_emulator"] for r in runs))
     md += ["", "## Emulated hardware: what runs where, and its cost", "",
@@ -961,66 +1105,77 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
            "robot_emulator process, outside the robot's group and not counted; servo_driver talks to them over a "
            "pty as it talks to the UART on the robot, so all of servo_driver's CPU counts.",
            "- MPU6050: in the sim graph the imu node (`source: emulator`) runs the register model "
-           "(`hardware.mpu6050_emulator`) in its own process, fed by `emulator/imu_motion` from robot_emulator at "
-           "100 Hz. Measured apart: the register model's CPU (`emulated MPU6050`, counted by `_imu_split.py` "
-           "inside the node's `sample` tick), the motion callback (`emulator/imu_motion`: validation + "
-           "`set_state`), and the delivery of that topic (DDS threads + rclpy executor), from an A/B of the imu "
-           "node alone: fed by the topic vs its robot code path (`source: i2c`) on the same register model fed "
-           "in-process. Separating it into its own process would need the register model behind a bus of its own "
-           "(the node's code unchanged); not done here.", ""]
+           "(`hardware.mpu6050_emulator`) in the robot's process (the composed one, or its own), fed by "
+           "`emulator/imu_motion` from robot_emulator at 100 Hz. Measured apart: the register model's CPU (`emulated "
+           "MPU6050`, counted inside the node's `sample` tick by `_imu_split.py`, which starts the process that hosts "
+           "the imu node -- `robot` or `imu` -- with the same arguments as the launch file), the motion callback "
+           "(`emulator/imu_motion`: validation + `set_state`), and the delivery of that topic (DDS threads + rclpy "
+           "executor), from an A/B of the imu node alone in its own process: fed by the topic vs its robot code "
+           "path (`source: i2c`) on the same register model fed in-process; the same delivery is assumed inside the "
+           "composed process. Separating the model into its own process would need it behind a bus of its own (the "
+           "node's code unchanged); not done here.", ""]
     if ab:
-        t, l = ab["topic"], ab["local"]
+        t, loc = ab["topic"], ab["local"]
         md += ["Imu node alone, %g s each (CPU-s/s): fed by `emulator/imu_motion`: process %.4f (motion callback "
                "%.4f, register model %.4f, sample tick %.4f), %.1f Hz; robot code path on the local register model: "
                "process %.4f (register model %.4f, sample tick %.4f), %.1f Hz. Delivery of `emulator/imu_motion` = "
                "%.4f CPU-s/s (difference of the two processes outside the emulated stages; noisy, counted as 0 if "
                "negative; in a run, scaled by the motion messages the node handled per second there, %.1f here)."
-               % (opts.imu_seconds, t["cpu"], t["stages"].get(MOTION, 0.0), t["stages"].get("emulated MPU6050", 0.0),
-                  t["stages"].get("sample", 0.0), t["rate"], l["cpu"], l["stages"].get("emulated MPU6050", 0.0),
-                  l["stages"].get("sample", 0.0), l["rate"], ab["delivery"], t["calls"].get(MOTION, float("nan"))),
+               % (opts.imu_seconds, t["cpu"], t["stages"].get(MOTION, 0.0), t["stages"].get(REGISTERS, 0.0),
+                  t["stages"].get("sample", 0.0), t["rate"], loc["cpu"], loc["stages"].get(REGISTERS, 0.0),
+                  loc["stages"].get("sample", 0.0), loc["rate"], ab["delivery"], t["calls"].get(MOTION, float("nan"))),
                ""]
     else:
         md += ["(The A/B of the imu node alone was not run: the delivery of `emulator/imu_motion` is not taken off.)",
                ""]
-    md += ["CPU-s/s of the imu process in each run:", "",
-           "| run | imu process | motion callback | register model | delivery (A/B, scaled) | emulated, total | imu's "
+    md += ["CPU-s/s of the imu in each run (separate: its process; composed: its stages, the delivery of its topic "
+           "being in the process's rest):", "",
+           "| run | imu | motion callback | register model | delivery (A/B, scaled) | emulated, total | imu's "
            "robot part | its `sample` tick without the register model | motion messages handled [1/s] |",
            "|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         total, emu, robot = imu_split(r, ab)
         st = r["stages"].get("imu", {})
         md.append("| %s | %.4f | %.4f | %.4f | %s | %.4f | %.4f | %.4f | %s |" % (
-            r["label"], total, st.get(MOTION, float("nan")), st.get("emulated MPU6050", float("nan")),
-            _f(delivery_in(r, ab), "%.4f"), emu, robot,
-            st.get("sample", float("nan")) - st.get("emulated MPU6050", 0.0),
+            r["run"], total, st.get(MOTION, float("nan")), st.get(REGISTERS, float("nan")),
+            _f(delivery_in(r, ab), "%.4f"), emu, robot, st.get("sample", float("nan")) - st.get(REGISTERS, 0.0),
             _f(r.get("calls", {}).get("imu", {}).get(MOTION), "%.1f")))
-    credit = next((r["credit"] for r in runs if r["quota"] is not None), 0.0)
+    credits = ["%s %.3f" % (lay, next(r["credit"] for r in runs if r["layout"] == lay and r["quota"] is not None))
+               for lay in layouts if any(r["layout"] == lay and r["quota"] is not None for r in runs)]
     md += ["", "Quota runs: %s" % (
-        "the group's quota is the Nano's share plus %.3f core, the emulated MPU6050's cost measured in the "
-        "unconstrained run of this invocation (it runs inside the imu process, so inside the group), so that the "
-        "robot's own code gets the Nano's share" % credit if credit else
-        "no credit for the emulated MPU6050: it runs inside the imu process and so spends the group's quota") + "."]
-    md += ["", "## Memory (unconstrained run: the larger of mid-window and end of the window)", "",
-           "| process | RSS [MB] | PSS [MB] | peak RSS (VmHWM) [MB] |", "|---|---|---|---|"]
-    for n in ROBOT_NODES + EMULATOR_NODES:
-        m = free["mem"][n]
-        md.append("| %s%s | %.0f | %.0f | %.0f |" % (n, " (not counted)" if n in EMULATOR_NODES else "", m["rss"],
-                                                   m["pss"], m["hwm"]))
-    md.append("| **robot, 5 processes** | **%.0f** | **%.0f** | %.0f |" % tuple(
-        sum(free["mem"][n][k] for n in ROBOT_NODES) for k in ("rss", "pss", "hwm")))
+        "the group's quota is the Nano's share plus the emulated MPU6050's cost measured in the same layout's "
+        "unconstrained run of this invocation (%s core; it runs inside the robot's process, so inside the group), "
+        "so that the robot's own code gets the Nano's share" % ", ".join(credits)
+        if any(r["credit"] for r in runs) else
+        "no credit for the emulated MPU6050: it runs inside the robot's process and so spends the group's quota") + "."]
+    md += ["", "## Memory (unconstrained runs: the larger of mid-window and end of the window)", "",
+           "| run | process | RSS [MB] | PSS [MB] | peak RSS (VmHWM) [MB] |", "|---|---|---|---|---|"]
+    for lay in layouts:
+        r = next((x for x in runs if x["layout"] == lay and x["label"] == "unconstrained"), None)
+        if r is None:
+            continue
+        for p in r["robot_procs"] + list(EMULATOR_NODES):
+            m = r["mem"][p]
+            md.append("| %s | %s%s | %.0f | %.0f | %.0f |" % (
+                r["run"], p, " (%s)" % ", ".join(r["processes"][p]) if p == "robot" else
+                " (not counted)" if p in EMULATOR_NODES else "", m["rss"], m["pss"], m["hwm"]))
+        md.append("| %s | **robot, %s** | **%.0f** | **%.0f** | %.0f |" % (
+            r["run"], _robot_text(r), robot_total(r, "mem", "rss"), robot_total(r, "mem", "pss"),
+            robot_total(r, "mem", "hwm")))
     md += ["", "RSS sums count the shared libraries (Python, numpy, numba/LLVM, rclpy, DDS) once per process; PSS "
-           "shares them out. On the Nano the same five processes would map the same libraries (aarch64 builds).", "",
-           "Load: %s" % "; ".join("%s: %s at the start, %s at the end" % (r["label"], r["load_start"], r["load_end"])
+           "shares them out. On the Nano the same processes would map the same libraries (aarch64 builds).", "",
+           "Load: %s" % "; ".join("%s: %s at the start, %s at the end" % (r["run"], r["load_start"], r["load_end"])
                                    for r in runs) + ".",
-           "", "Exit status of the node processes after SIGINT: " + "; ".join(
-               "%s %s (ERROR lines/tracebacks %d)" % (r["label"], r.get("exits", "?"), r.get("error_lines", 0))
+           "", "Exit status of the processes after SIGINT (the robot's first): " + "; ".join(
+               "%s %s (ERROR lines/tracebacks %d)" % (r["run"], r.get("exits", "?"), r.get("error_lines", 0))
                for r in runs) + ".", "",
-           "Not covered: the Nano's single-thread speed (the group quota caps the five processes' total, but "
-           "between throttles a thread runs at this machine's speed, so one long computation -- a predictor cycle, "
-           "an identifier window -- ends 4-6x sooner than on an A57; a per-process quota would model that, not "
-           "done); the Nano's memory bandwidth, caches and thermal throttling (a quota slows every instruction "
-           "alike); numba's start-up compile on the Nano (bench_startup); DDS between 4 real cores vs "
-           "2 shared ones; the GPU. The machine is shared: figures move between runs (see the load).", ""]
+           "Not covered: the Nano's single-thread speed (the group quota caps the robot's total, but between "
+           "throttles a thread runs at this machine's speed, so one long computation -- a predictor cycle, an "
+           "identifier window -- ends 4-6x sooner than on an A57; a per-process quota would model that, not done); "
+           "per-node CPU in the composed process beyond the nodes' own stages (the executor and DDS work of the five "
+           "nodes is one shared rest); the Nano's memory bandwidth, caches and thermal throttling (a quota slows "
+           "every instruction alike); numba's start-up compile on the Nano (bench_startup); DDS between 4 real "
+           "cores vs 2 shared ones; the GPU. The machine is shared: figures move between runs (see the load).", ""]
     return "\n".join(md)
 
 
@@ -1030,7 +1185,7 @@ def _factors(text):
         vals = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError("%r is not a comma-separated list of numbers (allowed: "
-                                                  "slowdowns in [1, 20], e.g. 4,5,6)" % text) from None
+                                         "slowdowns in [1, 20], e.g. 4,5,6)" % text) from None
     if any(not (1.0 <= v <= 20.0) for v in vals):
         raise argparse.ArgumentTypeError("%r: every slowdown must be in [1, 20]" % text)
     return vals
@@ -1043,15 +1198,26 @@ def _break_spec(text):
         raise argparse.ArgumentTypeError(str(exc)) from None
     if links == [3] * len(links):
         raise argparse.ArgumentTypeError("%r breaks nothing (allowed: a morphology spec that breaks a "
-                                                  "link, e.g. LM:1)" % text)
+                                         "link, e.g. LM:1)" % text)
     return text
+
+
+def _bool(text):
+    value = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(text.strip().lower())
+    if value is None:
+        raise argparse.ArgumentTypeError("%r is not true or false" % text)
+    return value
 
 
 def parse_args(argv):
     num = cli_args.number
     ap = cli_args.ArgumentParser(prog="bench_nano_budget.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--smoke", action="store_true", help="short: --seconds 8 --break-at 4 --warmup 2 --factors 5 "
-                    "--half-factor 0 --imu-seconds 1 --name-timeout 8 (unless given); nothing written unless --out")
+                    "--half-factor 0 --separate-factors '' --imu-seconds 1 --name-timeout 8 (unless given); nothing "
+                    "written unless --out")
+    ap.add_argument("--composed", type=_bool, help="true: only the robot's nodes in one process (composed:=true, "
+                    "as launched); false: only a process per node (composed:=false); default: both, side by side")
+    ap.add_argument("--separate", action="store_true", help="the same as --composed false")
     ap.add_argument("--seconds", type=num(0.0, 3600.0, lo_open=True, unit="s"), help="window per run (default 30)")
     ap.add_argument("--break-at", type=num(0.0, 3600.0, unit="s"),
                     help="silent break this long into the window (default 15; 0 = no break)")
@@ -1061,6 +1227,9 @@ def parse_args(argv):
                     "(default 4,5,6; '' = none)")
     ap.add_argument("--half-factor", type=num(0.0, 20.0), help="half-busy Nano run: quota 2/F core (default 5; 0 = "
                     "none)")
+    ap.add_argument("--separate-factors", type=_factors, help="with both layouts: the separate layout's quota runs "
+                    "(default 5; smoke ''); --factors and --half-factor are then the composed layout's. With one "
+                    "layout, it runs --factors and --half-factor")
     ap.add_argument("--cgroup", choices=("auto", "v1", "v2", "none"), default="auto", help="CPU controller "
                     "(default auto: v1 cpu.cfs_quota_us, else v2 cpu.max)")
     ap.add_argument("--shares", type=num(0.0, 262144.0, integer=True), default=102400,
@@ -1080,10 +1249,14 @@ def parse_args(argv):
     ap.add_argument("--out", type=cli_args.output_file, help="results file (default benchmarks/results/"
                     "nano_budget.md; with --smoke nothing is written unless given)")
     args = ap.parse_args(argv)
+    if args.separate:
+        if args.composed:
+            ap.error("argument --separate: not with --composed true")
+        args.composed = False
     smoke = {"seconds": 8.0, "break_at": 4.0, "warmup": 2.0, "factors": [5.0], "half_factor": 0.0, "imu_seconds": 1.0,
-             "name_timeout": 8.0}
+             "name_timeout": 8.0, "separate_factors": []}
     full = {"seconds": 30.0, "break_at": 15.0, "warmup": 6.0, "factors": [4.0, 5.0, 6.0], "half_factor": 5.0,
-            "imu_seconds": 12.0, "name_timeout": 30.0}
+            "imu_seconds": 12.0, "name_timeout": 30.0, "separate_factors": [5.0]}
     for k, v in (smoke if args.smoke else full).items():
         if getattr(args, k) is None:
             setattr(args, k, v)
@@ -1091,6 +1264,22 @@ def parse_args(argv):
         ap.error("argument --break-at: %g s is not inside the %g s window (allowed: [0, --seconds))"
                  % (args.break_at, args.seconds))
     return args
+
+
+def plan_runs(opts, quotas):
+    """[(label, layout, quota cores or None)] in order: each layout's unconstrained run first (its emulated MPU6050
+    cost is the credit of its quota runs). ``quotas`` False: no cgroup, unconstrained runs only."""
+    layouts = list(LAYOUTS) if opts.composed is None else ["composed" if opts.composed else "separate"]
+    plan = []
+    for layout in layouts:
+        plan.append(("unconstrained", layout, None))
+        if not quotas:
+            continue
+        full = layout == layouts[0]
+        plan += [("%gx" % f, layout, NANO_CORES / f) for f in (opts.factors if full else opts.separate_factors)]
+        if full and opts.half_factor:
+            plan.append(("half-Nano %gx" % opts.half_factor, layout, NANO_CORES / 2.0 / opts.half_factor))
+    return plan
 
 
 def main(argv=None):
@@ -1104,17 +1293,12 @@ def main(argv=None):
         "set" if os.environ.get("NUMBA_CACHE_DIR") else "not set (the nodes compile at every start)")]
     runs, ab = [], None
     workdir = tempfile.mkdtemp(prefix="jethexa_nano_budget_")
-    plan = [("unconstrained", None)]
-    if kind:
-        plan += [("%gx" % f, NANO_CORES / f) for f in opts.factors]
-        if opts.half_factor:
-            plan.append(("half-Nano %gx" % opts.half_factor, NANO_CORES / 2.0 / opts.half_factor))
     try:
         if opts.imu_seconds > 0:
             ab = imu_ab(opts.imu_seconds, workdir, (kind, mount), opts.shares)
         credit = 0.0
-        for label, quota in plan:
-            res = run_case(label, quota, opts, workdir, (kind, mount), credit)
+        for label, layout, quota in plan_runs(opts, bool(kind)):
+            res = run_case(label, layout, quota, opts, workdir, (kind, mount), credit)
             runs.append(res)
             if quota is None and not opts.no_credit:
                 credit = imu_split(res, ab)[1]

@@ -191,11 +191,13 @@ def add_launch_graph(graph: Graph, name: str, arguments: Optional[Dict[str, str]
             for entry, params in node_parameters(name, arguments) if entry.name not in exclude}
 
 
-def start_process(process, workdir: str, env: Optional[Dict[str, str]] = None):
+def start_process(process, workdir: str, env: Optional[Dict[str, str]] = None,
+                  launcher: Optional[List[str]] = None):
     """Start one process of ``graph_spec.processes`` as ``ros2 launch`` would: ``python -m
     jethexa_dynamics.nodes.entry <executable> [arguments] --ros-args [-r __node:=<name>] --params-file <file>``
-    with its parameter file written to ``workdir``; stdout and stderr go to ``workdir/<name>.log``. Returns
-    (Popen, log file opened ``w+``) for :func:`stop_processes`."""
+    with its parameter file written to ``workdir``; stdout and stderr go to ``workdir/<name>.log``. ``launcher``
+    stands in for ``python -m jethexa_dynamics.nodes.entry`` (a measuring wrapper that takes the same arguments,
+    e.g. ``benchmarks/_imu_split.py``). Returns (Popen, log file opened ``w+``) for :func:`stop_processes`."""
     import os
     import subprocess
     import sys
@@ -204,9 +206,10 @@ def start_process(process, workdir: str, env: Optional[Dict[str, str]] = None):
 
     name = process.name or process.executable
     log = open(os.path.join(workdir, name + ".log"), "w+")
-    cmd = [sys.executable, "-m", "jethexa_dynamics.nodes.entry", process.executable, *process.arguments,
-           "--ros-args"] + (["-r", "__node:=" + process.name] if process.name else []) + [
-           "--params-file", write_parameters(process, workdir)]
+    cmd = (launcher or [sys.executable, "-m", "jethexa_dynamics.nodes.entry"]) + [
+        process.executable, *process.arguments, "--ros-args"] + (
+        ["-r", "__node:=" + process.name] if process.name else []) + [
+        "--params-file", write_parameters(process, workdir)]
     proc = subprocess.Popen(cmd, env=dict(os.environ if env is None else env, PYTHONUNBUFFERED="1"),
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     return proc, log
