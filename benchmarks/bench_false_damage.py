@@ -37,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import bench_nano_budget as nano  # noqa: E402  (sets the ROS environment defaults, sys.path)
-from _machine import describe, write_results  # noqa: E402
+from _machine import describe  # noqa: E402
 
 from jethexa_dynamics import cli_args  # noqa: E402
 
@@ -199,39 +199,23 @@ def parse_args(argv):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     opts = parse_args(argv)
-    import signal
-
-    signal.signal(signal.SIGTERM, nano._on_term)
     kind, mount, note = nano.find_cgroup(opts.cgroup)
     print("CPU quota: " + note, flush=True)
     info = describe("rclpy") + ["- %s at the start; %s" % (nano.load_text(), os.environ.get(
         "RMW_IMPLEMENTATION", "default rmw"))]
     workdir = tempfile.mkdtemp(prefix="jethexa_false_damage_")
-    try:
+
+    def work():
         nano.domain_free()
         print("== (a) %d healthy demo runs beside %d busy loops" % (opts.runs, opts.hogs), flush=True)
         demos = [demo_run(i + 1, opts, workdir) for i in range(opts.runs)]
         print("== (b) the launch graph walking healthy for %g min" % opts.minutes, flush=True)
         walk = quota_walk(opts, workdir, (kind, mount))
-    except nano.Interrupted as exc:
-        print("interrupted (%s): the cgroup and the processes were cleaned up" % exc, file=sys.stderr)
-        return 130
-    except KeyboardInterrupt:
-        print("interrupted: the cgroup and the processes were cleaned up", file=sys.stderr)
-        return 130
-    info.append("- %s at the end" % nano.load_text())
-    text = report(opts, info, note, demos, walk, " ".join(argv) or "(defaults)")
-    if opts.smoke and opts.out is None:
-        print(text)
-        print("smoke run: both parts ran; results not written")
-        return 0
-    write_results(text, opts.out or os.path.join(HERE, "results", "false_damage.md"))
-    if opts.smoke:
-        print("smoke run: both parts ran")
-    import shutil
+        info.append("- %s at the end" % nano.load_text())
+        return nano.finish(opts, report(opts, info, note, demos, walk, " ".join(argv) or "(defaults)"),
+                           "false_damage", workdir)
 
-    shutil.rmtree(workdir, ignore_errors=True)
-    return 0
+    return nano.interruptible(work)
 
 
 if __name__ == "__main__":

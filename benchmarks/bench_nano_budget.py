@@ -1282,45 +1282,57 @@ def plan_runs(opts, quotas):
     return plan
 
 
+def interruptible(work):
+    """``work()``; on SIGTERM or Ctrl-C one line and status 130 (the runs' ``finally`` blocks have removed their
+    cgroups and stopped their processes by then)."""
+    signal.signal(signal.SIGTERM, _on_term)
+    try:
+        return work()
+    except (Interrupted, KeyboardInterrupt) as exc:
+        print("interrupted (%s): the cgroups and the processes were cleaned up" % (exc or "Ctrl-C"), file=sys.stderr)
+        return 130
+
+
+def finish(opts, text, name, workdir):
+    """The results: printed (``--smoke`` without ``--out``) or written to ``--out`` or results/<name>.md; the work
+    directory (the processes' logs) removed. Returns 0."""
+    import shutil
+
+    shutil.rmtree(workdir, ignore_errors=True)
+    if opts.smoke and opts.out is None:
+        print(text)
+        print("smoke run: every case ran; results not written")
+        return 0
+    write_results(text, opts.out or os.path.join(HERE, "results", name + ".md"))
+    if opts.smoke:
+        print("smoke run: every case ran")
+    return 0
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     opts = parse_args(argv)
-    signal.signal(signal.SIGTERM, _on_term)
     kind, mount, note = find_cgroup(opts.cgroup)
     print("CPU quota: " + note, flush=True)
     info = describe("rclpy") + ["- %s at the start; %s; NUMBA_CACHE_DIR %s" % (
         load_text(), os.environ.get("RMW_IMPLEMENTATION", "default rmw"),
         "set" if os.environ.get("NUMBA_CACHE_DIR") else "not set (the nodes compile at every start)")]
-    runs, ab = [], None
     workdir = tempfile.mkdtemp(prefix="jethexa_nano_budget_")
-    try:
-        if opts.imu_seconds > 0:
-            ab = imu_ab(opts.imu_seconds, workdir, (kind, mount), opts.shares)
+
+    def work():
+        runs = []
+        ab = imu_ab(opts.imu_seconds, workdir, (kind, mount), opts.shares) if opts.imu_seconds > 0 else None
         credit = 0.0
         for label, layout, quota in plan_runs(opts, bool(kind)):
             res = run_case(label, layout, quota, opts, workdir, (kind, mount), credit)
             runs.append(res)
             if quota is None and not opts.no_credit:
                 credit = imu_split(res, ab)[1]
-    except Interrupted as exc:
-        print("interrupted (%s): the cgroup and the node processes were cleaned up" % exc, file=sys.stderr)
-        return 130
-    except KeyboardInterrupt:
-        print("interrupted: the cgroup and the node processes were cleaned up", file=sys.stderr)
-        return 130
-    info.append("- %s at the end" % load_text())
-    text = report(opts, info, note, runs, ab, " ".join(argv) or "(defaults)")
-    if opts.smoke and opts.out is None:
-        print(text)
-        print("smoke run: every case ran; results not written")
-        return 0
-    write_results(text, opts.out or os.path.join(HERE, "results", "nano_budget.md"))
-    if opts.smoke:
-        print("smoke run: every case ran")
-    import shutil
+        info.append("- %s at the end" % load_text())
+        return finish(opts, report(opts, info, note, runs, ab, " ".join(argv) or "(defaults)"), "nano_budget",
+                      workdir)
 
-    shutil.rmtree(workdir, ignore_errors=True)
-    return 0
+    return interruptible(work)
 
 
 if __name__ == "__main__":

@@ -47,17 +47,32 @@ def _table(text, heading):
     return [[c.strip() for c in ln.strip("|").split("|")] for ln in rows if not ln.startswith("|---")]
 
 
-@pytest.mark.slow
-@pytest.mark.ros
-def test_bench_nano_budget_smoke_writes_every_table(tmp_path):
+def _smoke_results(script, tmp_path):
+    """The results file ``script --smoke --out ...`` wrote (it must exit 0), with its machine and load lines."""
     pytest.importorskip("rclpy")
-    out = tmp_path / "nano_budget.md"
-    r = subprocess.run([sys.executable, "bench_nano_budget.py", "--smoke", "--out", str(out)], cwd=BENCH,
+    out = tmp_path / "results.md"
+    r = subprocess.run([sys.executable, script, "--smoke", "--out", str(out)], cwd=BENCH,
                        capture_output=True, text=True, timeout=900)      # guard against a hang only
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "smoke run" in r.stdout
     text = out.read_text()
     assert "- CPU quota: " in text and "- date: " in text and "load average" in text
+    return text
+
+
+def _refuses(script, argv, option):
+    """``script argv`` exits 2 before any work, with one line naming ``option``."""
+    r = subprocess.run([sys.executable, script] + argv, cwd=BENCH, capture_output=True, text=True,
+                       timeout=300)      # guard against a hang only
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("%s: error: argument %s: " % (script, option)), r.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_bench_nano_budget_smoke_writes_every_table(tmp_path):
+    text = _smoke_results("bench_nano_budget.py", tmp_path)
     targets = _table(text, "## Targets (issue 21; composed runs, as launched)")
     assert targets[0] == ["target", "measured", "status"]
     assert any(row[0].startswith("robot's nodes together <= 0.4 CPU-s/s") for row in targets[1:])
@@ -106,24 +121,13 @@ def test_bench_nano_budget_smoke_writes_every_table(tmp_path):
                                           (["--separate", "--composed", "true"], "--separate"),
                                           (["--separate-factors", "0"], "--separate-factors")])
 def test_bench_nano_budget_refuses_bad_arguments_before_any_work(argv, option):
-    r = subprocess.run([sys.executable, "bench_nano_budget.py"] + argv, cwd=BENCH, capture_output=True, text=True,
-                       timeout=300)      # guard against a hang only
-    assert r.returncode == 2 and r.stdout == ""
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("bench_nano_budget.py: error: argument %s: " % option), r.stderr
+    _refuses("bench_nano_budget.py", argv, option)
 
 
 @pytest.mark.slow
 @pytest.mark.ros
 def test_bench_false_damage_smoke_writes_both_parts(tmp_path):
-    pytest.importorskip("rclpy")
-    out = tmp_path / "false_damage.md"
-    r = subprocess.run([sys.executable, "bench_false_damage.py", "--smoke", "--out", str(out)], cwd=BENCH,
-                       capture_output=True, text=True, timeout=900)      # guard against a hang only
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    assert "smoke run" in r.stdout
-    text = out.read_text()
-    assert "- date: " in text and "- CPU quota: " in text and "load average" in text
+    text = _smoke_results("bench_false_damage.py", tmp_path)
     checks = _table(text, "## Acceptance")
     assert checks[0] == ["check", "measured", "status"] and len(checks) == 4
     assert all(row[2] in ("met", "**not met**") for row in checks[1:])
@@ -155,8 +159,4 @@ def test_bench_false_damage_parses_the_demo_output():
                                           (["--hogs", "x"], "--hogs"), (["--factor", "0.5"], "--factor"),
                                           (["--cgroup", "v3"], "--cgroup")])
 def test_bench_false_damage_refuses_bad_arguments_before_any_work(argv, option):
-    r = subprocess.run([sys.executable, "bench_false_damage.py"] + argv, cwd=BENCH, capture_output=True, text=True,
-                       timeout=300)      # guard against a hang only
-    assert r.returncode == 2 and r.stdout == ""
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("bench_false_damage.py: error: argument %s: " % option), r.stderr
+    _refuses("bench_false_damage.py", argv, option)

@@ -48,7 +48,7 @@ _COMMON_ARGS = [
     Argument("recovery", "false", "damage recovery: re-planned statically stable gait + heading hold (true/false)",
              (("gait_controller", "recovery"),)),
     Argument("composed", "true", "the robot's five nodes in one process (executable robot: one interpreter, one "
-             "DDS participant, about a fifth of the memory); false: a process per node", ()),
+             "DDS participant, about a quarter of the memory); false: a process per node", ()),
 ]
 
 GRAPHS: Dict[str, Dict[str, Any]] = {
