@@ -42,15 +42,19 @@ from _machine import describe  # noqa: E402
 from jethexa_dynamics import cli_args  # noqa: E402
 
 MORPHOLOGY_LINE = "damage_monitor publishes morphology"
+REASON_LINE = "[damage_monitor]: "
 PREDICTOR_LINE = re.compile(r"predictor (\S+): (\d+) poses/s \(configured (\d+) Hz\)")
 HOG = "while True: pass"
 
 
 # ---------------------------------------------------------------------------------------------- (a) demo
 def parse_demo(text):
-    """{changes, named, rate, configured, model, verdict} from a demo's output (rate None without a summary)."""
+    """{changes, named, reasons, rate, configured, model, verdict} from a demo's output (rate None without a
+    summary); reasons = the damage monitor's own log lines for each change (``morphology A -> B (why)``)."""
     named = [line.split(MORPHOLOGY_LINE, 1)[1].split("(")[0].strip() for line in text.splitlines()
              if MORPHOLOGY_LINE in line]
+    reasons = [line.split(REASON_LINE, 1)[1].strip() for line in text.splitlines()
+               if REASON_LINE in line and " -> " in line]
     m = PREDICTOR_LINE.search(text)
     if "unexpected morphology sequence" in text:
         verdict = "unexpected morphology sequence"
@@ -60,7 +64,7 @@ def parse_demo(text):
         verdict = "clean run"
     else:
         verdict = "no summary"
-    return {"changes": len(named), "named": named, "rate": int(m.group(2)) if m else None,
+    return {"changes": len(named), "named": named, "reasons": reasons, "rate": int(m.group(2)) if m else None,
             "configured": int(m.group(3)) if m else None, "model": m.group(1) if m else None, "verdict": verdict}
 
 
@@ -137,12 +141,12 @@ def report(opts, info, cgroup_note, demos, walk, argv_text):
               " (%s)" % ", ".join(walk["false_damage"]) if walk["false_damage"] else "",
               nano._met(walk["changes"] == 0)), "",
           "## (a) jethexa-demo --no-damage beside %d busy loops" % opts.hogs, "",
-          "| run | exit | morphology changes | named | predictor poses/s (configured) | demo's verdict | wall [s] "
-          "| load at the start |", "|---|---|---|---|---|---|---|---|"]
+          "| run | exit | morphology changes | named | predictor poses/s (configured) | demo's verdict | the damage "
+          "monitor's reason | wall [s] | load at the start |", "|---|---|---|---|---|---|---|---|---|"]
     for d in demos:
-        md.append("| %d | %s | %d | %s | %s (%s Hz) | %s | %.0f | %s |" % (
+        md.append("| %d | %s | %d | %s | %s (%s Hz) | %s | %s | %.0f | %s |" % (
             d["run"], d["exit"], d["changes"], ", ".join(d["named"]) or "-", nano._f(d["rate"], "%d"),
-            nano._f(d["configured"], "%d"), d["verdict"], d["wall_s"], d["load"]))
+            nano._f(d["configured"], "%d"), d["verdict"], "; ".join(d["reasons"]) or "-", d["wall_s"], d["load"]))
     if rates:
         md += ["", "Predictor (%s) achieved rate over the %d runs: min %d, median %g, max %d poses/s (configured "
                "%s Hz)." % (demos[0]["model"], len(rates), min(rates), statistics.median(rates), max(rates),

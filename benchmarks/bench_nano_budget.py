@@ -572,7 +572,7 @@ def stop(procs, logs):
     (exit codes, log texts)."""
     from jethexa_dynamics.nodes.graph import stop_processes
 
-    return stop_processes(procs, logs, first=("robot", "gait_controller", "servo_driver"), timeout=20.0)
+    return stop_processes(procs, logs, timeout=20.0)
 
 
 class Interrupted(Exception):

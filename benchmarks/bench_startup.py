@@ -74,7 +74,7 @@ def start_graph(cache_dir, workdir, timeout, composed=False):
         elapsed = (first[0] - t0, max(first) - t0)
     finally:
         g.close()
-        codes, text = stop_processes(procs, logs, first=("robot", "gait_controller", "servo_driver"), timeout=30.0)
+        codes, text = stop_processes(procs, logs, timeout=30.0)
     return elapsed, text, codes
 
 

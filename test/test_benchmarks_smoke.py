@@ -146,12 +146,14 @@ def test_bench_false_damage_parses_the_demo_output():
         from bench_false_damage import parse_demo
     finally:
         sys.path.remove(BENCH)
-    text = ("  >> 5.2 s: damage_monitor publishes morphology RR:1 (1.0 s after the damage)\n"
+    text = ("[WARN] [1.5] [damage_monitor]: morphology healthy -> RR:1 (femur_joint_RR: no reply for 0.93 s)\n"
+            "  >> 5.2 s: damage_monitor publishes morphology RR:1 (1.0 s after the damage)\n"
             "  predictor boltzmann_hamel: 48 poses/s (configured 50 Hz), cycle p50 1.00 ms\n"
             "  NOT CLEAN: unexpected morphology sequence ['healthy', 'RR:1']\n")
     got = parse_demo(text)
     assert got["changes"] == 1 and got["named"] == ["RR:1"] and got["rate"] == 48 and got["configured"] == 50
     assert got["verdict"] == "unexpected morphology sequence"
+    assert got["reasons"] == ["morphology healthy -> RR:1 (femur_joint_RR: no reply for 0.93 s)"]
     assert parse_demo("  predictor slip: 50 poses/s (configured 50 Hz)\n  clean run\n")["changes"] == 0
 
 

@@ -215,10 +215,11 @@ def start_process(process, workdir: str, env: Optional[Dict[str, str]] = None,
     return proc, log
 
 
-def stop_processes(procs: Dict[str, Any], logs: Dict[str, Any], first: Tuple[str, ...] = ("gait_controller",
-                                                                                      "servo_driver"),
+def stop_processes(procs: Dict[str, Any], logs: Dict[str, Any],
+                   first: Tuple[str, ...] = ("robot", "gait_controller", "servo_driver"),
                    timeout: float = 20.0) -> Tuple[Dict[str, Any], Dict[str, str]]:
-    """SIGINT to node processes one by one (``first`` first: the commands stop before the bus closes), each
+    """SIGINT to node processes one by one (``first`` first: the commands stop and the servos are unloaded before
+    the emulated bus closes; ``robot`` is the composed process of the robot's nodes), each
     waited for up to ``timeout`` s (then killed: "killed"); their log files (opened ``w+``) read back.
     Returns (exit code per node, log text per node)."""
     import signal
