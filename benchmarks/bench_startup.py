@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Start-up time of the sim.launch.py graph as separate node processes: cold vs warm numba cache.
 
-Run: ``source scripts/ros_env.sh && .venv/bin/python benchmarks/bench_startup.py [--out
+Run: ``source scripts/ros_env.sh && .venv/bin/python benchmarks/bench_startup.py [--composed] [--out
 benchmarks/results/startup.md]`` (a few minutes: the cold case compiles every kernel).
 
-Each node runs as its own process, as ``ros2 launch jethexa_dynamics sim.launch.py`` starts them
-(``python -m jethexa_dynamics.nodes.entry <node> --ros-args -r __node:=... --params-file ...`` with the
-graph's parameters from ``graph_spec``). Measured: seconds from starting the processes to the first
+The processes are those ``ros2 launch jethexa_dynamics sim.launch.py composed:=false`` starts (a process per
+node, as in the earlier figures; ``--composed``: the launch default, the robot's nodes in one process), from
+``graph_spec.processes`` and started by ``graph.start_process`` (``python -m jethexa_dynamics.nodes.entry <node>
+--ros-args -r __node:=... --params-file ...`` with the graph's parameters). Measured: seconds from starting the processes to the first
 ``predicted/pose`` received by a subscriber in this process, while it drives ``cmd_vel`` like a teleop.
 
 Cases, side by side in one run:
@@ -37,41 +38,19 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(101 + os.getpid() % 100))
 NANO_SCALING = (4, 6)  # Jetson Nano (Cortex-A57) is assumed 4-6x slower per core than this machine
 
 
-def _yaml_value(v):
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return "'%s'" % v.replace("'", "''")
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_yaml_value(x) for x in v) + "]"
-    return repr(v)
-
-
-def graph_commands(workdir, port_link):
-    """(node name, command line) of every node of sim.launch.py, parameters in a params file each."""
-    from jethexa_dynamics.nodes import graph_spec
-
-    out = []
-    for entry, values in graph_spec.node_parameters("sim", {"port_link": port_link}):
-        path = os.path.join(workdir, entry.name + ".yaml")
-        with open(path, "w") as f:
-            f.write("%s:\n  ros__parameters:\n" % entry.name)
-            for k, v in values.items():
-                f.write("    %s: %s\n" % (k, _yaml_value(v)))
-        out.append((entry.name, [sys.executable, "-m", "jethexa_dynamics.nodes.entry", entry.executable,
-                                 "--ros-args", "-r", "__node:=" + entry.name, "--params-file", path]))
-    return out
-
-
-def start_graph(cache_dir, workdir, timeout):
-    """Seconds from starting the processes to the first predicted/pose and to the graph being up (first
-    predicted/pose and first mocap/pose from the emulated world); the logs; the exit codes."""
+def start_graph(cache_dir, workdir, timeout, composed=False):
+    """Seconds from starting the processes of sim.launch.py (``graph_spec.processes``, started by
+    ``graph.start_process`` as ``ros2 launch`` starts them; ``composed``: the launch default, the robot's nodes in
+    one process) to the first predicted/pose and to the graph being up (first predicted/pose and first mocap/pose
+    from the emulated world); the logs; the exit codes."""
     from geometry_msgs.msg import PoseStamped
 
     from jethexa_dynamics.nodes._common import SENSOR_QOS
-    from jethexa_dynamics.nodes.graph import Graph, Watcher, stop_processes, wait_for
+    from jethexa_dynamics.nodes.graph import Graph, Watcher, start_process, stop_processes, wait_for
+    from jethexa_dynamics.nodes.graph_spec import processes
 
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, PYTHONUNBUFFERED="1")
+    path = os.environ.get("PYTHONPATH", "")
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, PYTHONPATH=ROOT + (os.pathsep + path if path else ""))
     g = Graph()
     procs, logs = {}, {}
     try:
@@ -85,9 +64,10 @@ def start_graph(cache_dir, workdir, timeout):
             raise SystemExit("another predictor publishes on ROS_DOMAIN_ID=%s: stop it first"
                              % os.environ["ROS_DOMAIN_ID"])
         t0 = time.monotonic()
-        for name, cmd in graph_commands(workdir, "/tmp/jethexa_bench_bus_%d" % os.getpid()):
-            logs[name] = open(os.path.join(workdir, name + ".log"), "w+")
-            procs[name] = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=logs[name], stderr=subprocess.STDOUT)
+        for p in processes("sim", {"port_link": "/tmp/jethexa_bench_bus_%d" % os.getpid(),
+                                   "composed": "true" if composed else "false"}):
+            name = p.name or p.executable
+            procs[name], logs[name] = start_process(p, workdir, env=env)
         ok = wait_for(lambda: w.count("predicted/pose") > 0 and w.count("mocap/pose") > 0, timeout)
         with w.lock:  # predictor up; whole graph up (the emulated world publishes too)
             first = [w.msgs[t][0][0] if ok else float("nan") for t in ("predicted/pose", "mocap/pose")]
@@ -116,6 +96,7 @@ def run_warmup(cache_dir):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", help="write the markdown results here")
+    ap.add_argument("--composed", action="store_true", help="the robot's nodes in one process (composed:=true)")
     ap.add_argument("--timeout", type=float, default=900.0, help="give up on a start after this long (s)")
     args = ap.parse_args(argv)
     base = tempfile.mkdtemp(prefix="jethexa_bench_startup_")
@@ -131,7 +112,7 @@ def main(argv=None):
                 print("warmup: %.1f s, peak memory %.0f MB" % (dt, peak_mb), flush=True)
                 continue
             cache = os.path.join(base, "cache_cold" if case == "cold" else "cache_warm")
-            dt, text, codes = start_graph(cache, work, args.timeout)
+            dt, text, codes = start_graph(cache, work, args.timeout, args.composed)
             errors = sum(t.count("[ERROR]") for t in text.values())
             tracebacks = sum(t.count("Traceback") for t in text.values())
             exits = "all 0" if all(c == 0 for c in codes.values()) else str(codes)
@@ -149,7 +130,9 @@ def main(argv=None):
         shutil.rmtree(base, ignore_errors=True)
     lo, hi = NANO_SCALING
     md = ["# Start-up: launch to the first predicted pose (`benchmarks/bench_startup.py`)", "",
-          "Start-up of the sim.launch.py graph as separate processes (`benchmarks/bench_startup.py`):",
+          "Start-up of the sim.launch.py graph as %s (`benchmarks/bench_startup.py%s`):" % (
+              "the launch default, composed:=true (the robot's nodes in one process)" if args.composed else
+              "separate processes (composed:=false)", " --composed" if args.composed else ""),
           "seconds from starting the node processes to the first `predicted/pose` (predictor up) and to the",
           "graph being up (also the first `mocap/pose` of the emulated world), cold vs warm numba cache, in one "
           "run. The cold nodes compile one at a time through the cache's lock file.", ""] + describe("rclpy") + [

@@ -37,3 +37,128 @@ def test_bench_predictor_node_refuses_bad_counts_before_any_work(argv, option):
     assert r.returncode == 2 and r.stdout == ""
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("bench_predictor_node.py: error: %s must be" % option), r.stderr
+
+
+def _table(text, heading):
+    """Rows (lists of cells) of the first markdown table under ``heading``, header row first."""
+    lines = text.split(heading, 1)[1].splitlines()
+    rows = [ln for ln in lines[lines.index(next(ln for ln in lines if ln.startswith("|"))):]]
+    rows = rows[:next((i for i, ln in enumerate(rows) if not ln.startswith("|")), len(rows))]
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in rows if not ln.startswith("|---")]
+
+
+def _smoke_results(script, tmp_path):
+    """The results file ``script --smoke --out ...`` wrote (it must exit 0), with its machine and load lines."""
+    pytest.importorskip("rclpy")
+    out = tmp_path / "results.md"
+    r = subprocess.run([sys.executable, script, "--smoke", "--out", str(out)], cwd=BENCH,
+                       capture_output=True, text=True, timeout=900)      # guard against a hang only
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "smoke run" in r.stdout
+    text = out.read_text()
+    assert "- CPU quota: " in text and "- date: " in text and "load average" in text
+    return text
+
+
+def _refuses(script, argv, option):
+    """``script argv`` exits 2 before any work, with one line naming ``option``."""
+    r = subprocess.run([sys.executable, script] + argv, cwd=BENCH, capture_output=True, text=True,
+                       timeout=300)      # guard against a hang only
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("%s: error: argument %s: " % (script, option)), r.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_bench_nano_budget_smoke_writes_every_table(tmp_path):
+    text = _smoke_results("bench_nano_budget.py", tmp_path)
+    targets = _table(text, "## Targets (issue 21; composed runs, as launched)")
+    assert targets[0] == ["target", "measured", "status"]
+    assert any(row[0].startswith("robot's nodes together <= 0.4 CPU-s/s") for row in targets[1:])
+    assert any(row[0].startswith("memory: the robot's process(es) together <= 500 MB RSS") for row in targets[1:])
+    assert all(row[2] in ("met", "**not met**") for row in targets[1:])
+    pair = _table(text, "## Composed (as launched) vs a process per node")
+    assert pair[0][1:] == ["composed unconstrained", "separate unconstrained"]
+    assert pair[1] == ["robot's processes", "1 (robot)",
+                       "5 (servo_driver, imu, gait_controller, predictor, damage_monitor)"]
+    runs = _table(text, "## Runs")
+    head = runs[0]
+    for col in ("run", "robot CPU-s/s (its processes)", "without the emulated MPU6050", "predicted/pose [Hz]",
+                "joint_commands [Hz]", "imu/data [Hz]", "joint_states [Hz]", "error roll/pitch [deg]",
+                "silent break named after", "false damage", "RSS / PSS [MB]"):
+        assert col in head, col
+    labels = [row[0] for row in runs[1:]]
+    assert all(len(row) == len(head) for row in runs[1:])
+    quota = "cgroup v1" in text.split("- CPU quota: ", 1)[1].splitlines()[0] or \
+        "cgroup v2" in text.split("- CPU quota: ", 1)[1].splitlines()[0]
+    assert labels == (["composed unconstrained", "composed 5x", "separate unconstrained"] if quota else
+                      ["composed unconstrained", "separate unconstrained"])
+    for row in runs[1:]:
+        cpu = float(row[head.index("robot CPU-s/s (its processes)")])
+        assert 0.0 < cpu < 2.5                                        # two cores at most
+        assert float(row[head.index("predicted/pose [Hz]")]) > 0.0
+    by_node = _table(text, "## CPU by node")
+    assert [row[0] for row in by_node[1:6]] == ["servo_driver", "imu", "gait_controller", "predictor",
+                                                "damage_monitor"]
+    for row in by_node[1:6]:      # composed: the node's stages; separate: stages / its process
+        assert float(row[1]) > 0.0 and all(float(x) > 0.0 for x in row[len(labels)].split(" / "))
+    assert by_node[6][0].startswith("rest of the robot's process(es)")
+    split = _table(text, "## Emulated hardware")
+    assert split[0][:4] == ["run", "imu", "motion callback", "register model"]
+    assert [row[0] for row in split[1:]] == labels
+    assert all(float(row[3]) > 0.0 for row in split[1:])   # the register model counted apart, composed too
+    memory = _table(text, "## Memory")
+    assert memory[0] == ["run", "process", "RSS [MB]", "PSS [MB]", "peak RSS (VmHWM) [MB]"]
+    totals = [row[1] for row in memory[1:] if row[1].startswith("**robot")]
+    assert totals == ["**robot, 1 process**", "**robot, 5 processes**"]
+
+
+@pytest.mark.parametrize("argv, option", [(["--seconds", "0"], "--seconds"), (["--factors", "4,x"], "--factors"),
+                                          (["--break-at", "40"], "--break-at"), (["--cgroup", "v3"], "--cgroup"),
+                                          (["--break-spec", "XX:1"], "--break-spec"),
+                                          (["--composed", "maybe"], "--composed"),
+                                          (["--separate", "--composed", "true"], "--separate"),
+                                          (["--separate-factors", "0"], "--separate-factors")])
+def test_bench_nano_budget_refuses_bad_arguments_before_any_work(argv, option):
+    _refuses("bench_nano_budget.py", argv, option)
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_bench_false_damage_smoke_writes_both_parts(tmp_path):
+    text = _smoke_results("bench_false_damage.py", tmp_path)
+    checks = _table(text, "## Acceptance")
+    assert checks[0] == ["check", "measured", "status"] and len(checks) == 4
+    assert all(row[2] in ("met", "**not met**") for row in checks[1:])
+    demos = _table(text, "## (a) jethexa-demo --no-damage")
+    assert demos[0][:5] == ["run", "exit", "morphology changes", "named", "predictor poses/s (configured)"]
+    assert [row[0] for row in demos[1:]] == ["1"]
+    assert demos[1][4].endswith("(50 Hz)") and int(demos[1][4].split()[0]) > 0    # the summary line was read
+    walk = _table(text, "## (b) the launch graph")
+    assert walk[0][:3] == ["quota", "minutes", "morphology changes"] and len(walk) == 2
+    assert int(walk[1][2]) >= 0 and float(walk[1][walk[0].index("predicted/pose [Hz]")]) > 0.0
+
+
+def test_bench_false_damage_parses_the_demo_output():
+    sys.path.insert(0, BENCH)
+    try:
+        from bench_false_damage import parse_demo
+    finally:
+        sys.path.remove(BENCH)
+    text = ("[WARN] [1.5] [damage_monitor]: morphology healthy -> RR:1 (femur_joint_RR: no reply for 0.93 s)\n"
+            "  >> 5.2 s: damage_monitor publishes morphology RR:1 (1.0 s after the damage)\n"
+            "  predictor boltzmann_hamel: 48 poses/s (configured 50 Hz), cycle p50 1.00 ms\n"
+            "  NOT CLEAN: unexpected morphology sequence ['healthy', 'RR:1']\n")
+    got = parse_demo(text)
+    assert got["changes"] == 1 and got["named"] == ["RR:1"] and got["rate"] == 48 and got["configured"] == 50
+    assert got["verdict"] == "unexpected morphology sequence"
+    assert got["reasons"] == ["morphology healthy -> RR:1 (femur_joint_RR: no reply for 0.93 s)"]
+    assert parse_demo("  predictor slip: 50 poses/s (configured 50 Hz)\n  clean run\n")["changes"] == 0
+
+
+@pytest.mark.parametrize("argv, option", [(["--runs", "0"], "--runs"), (["--minutes", "0"], "--minutes"),
+                                          (["--hogs", "x"], "--hogs"), (["--factor", "0.5"], "--factor"),
+                                          (["--cgroup", "v3"], "--cgroup")])
+def test_bench_false_damage_refuses_bad_arguments_before_any_work(argv, option):
+    _refuses("bench_false_damage.py", argv, option)

@@ -209,11 +209,13 @@ def _hardware_priority() -> None:
         pass
 
 
-def start_process(process, workdir: str, env: Optional[Dict[str, str]] = None):
+def start_process(process, workdir: str, env: Optional[Dict[str, str]] = None,
+                  launcher: Optional[List[str]] = None):
     """Start one process of ``graph_spec.processes`` as ``ros2 launch`` would: ``python -m
     jethexa_dynamics.nodes.entry <executable> [arguments] --ros-args [-r __node:=<name>] --params-file <file>``
-    with its parameter file written to ``workdir``; stdout and stderr go to ``workdir/<name>.log``. Returns
-    (Popen, log file opened ``w+``) for :func:`stop_processes`."""
+    with its parameter file written to ``workdir``; stdout and stderr go to ``workdir/<name>.log``. ``launcher``
+    stands in for ``python -m jethexa_dynamics.nodes.entry`` (a measuring wrapper that takes the same arguments,
+    e.g. ``benchmarks/_imu_split.py``). Returns (Popen, log file opened ``w+``) for :func:`stop_processes`."""
     import os
     import subprocess
     import sys
@@ -222,19 +224,21 @@ def start_process(process, workdir: str, env: Optional[Dict[str, str]] = None):
 
     name = process.name or process.executable
     log = open(os.path.join(workdir, name + ".log"), "w+")
-    cmd = [sys.executable, "-m", "jethexa_dynamics.nodes.entry", process.executable, *process.arguments,
-           "--ros-args"] + (["-r", "__node:=" + process.name] if process.name else []) + [
-           "--params-file", write_parameters(process, workdir)]
+    cmd = (launcher or [sys.executable, "-m", "jethexa_dynamics.nodes.entry"]) + [
+        process.executable, *process.arguments, "--ros-args"] + (
+        ["-r", "__node:=" + process.name] if process.name else []) + [
+        "--params-file", write_parameters(process, workdir)]
     proc = subprocess.Popen(cmd, env=dict(os.environ if env is None else env, PYTHONUNBUFFERED="1"),
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             preexec_fn=_hardware_priority if process.executable in HARDWARE else None)
     return proc, log
 
 
-def stop_processes(procs: Dict[str, Any], logs: Dict[str, Any], first: Tuple[str, ...] = ("gait_controller",
-                                                                                      "servo_driver"),
+def stop_processes(procs: Dict[str, Any], logs: Dict[str, Any],
+                   first: Tuple[str, ...] = ("robot", "gait_controller", "servo_driver"),
                    timeout: float = 20.0) -> Tuple[Dict[str, Any], Dict[str, str]]:
-    """SIGINT to node processes one by one (``first`` first: the commands stop before the bus closes), each
+    """SIGINT to node processes one by one (``first`` first: the commands stop and the servos are unloaded before
+    the emulated bus closes; ``robot`` is the composed process of the robot's nodes), each
     waited for up to ``timeout`` s (then killed: "killed"); their log files (opened ``w+``) read back.
     Returns (exit code per node, log text per node)."""
     import signal

@@ -54,7 +54,7 @@ _COMMON_ARGS = [
     Argument("recovery", "false", "damage recovery: re-planned statically stable gait + heading hold (true/false)",
              (("gait_controller", "recovery"),)),
     Argument("composed", "true", "the robot's five nodes in one process (executable robot: one interpreter, one "
-             "DDS participant, about a fifth of the memory); false: a process per node", ()),
+             "DDS participant, about a quarter of the memory); false: a process per node", ()),
     Argument("enclave_root", ENCLAVE_ROOT, "SROS2 enclave root: each process runs with --enclave <enclave_root>/<name> "
              "(the robot's composed process: <enclave_root>/robot; inert unless ROS_SECURITY_ENABLE=true; "
              "policy/<graph>.policy.xml, docs/security.md)", ()),

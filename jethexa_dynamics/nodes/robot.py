@@ -4,8 +4,8 @@
 (default: all five: servo_driver, imu, gait_controller, predictor, damage_monitor) with their own names; the
 parameter file has one ``<node>: ros__parameters:`` section per node (``ros2 launch`` writes it from the
 graph spec, so the values are those of the separate processes). One interpreter, one DDS participant and one
-copy of the compiled kernels instead of five: measured on the sim graph, about a fifth of the memory and less
-CPU (BENCHMARKS.md, ``benchmarks/bench_nano_budget.py``). Messages between the nodes still go through DDS
+copy of the compiled kernels instead of five: measured on the sim graph, a quarter of the RSS (a third of the
+PSS) and a fifth less CPU (BENCHMARKS.md, ``benchmarks/bench_nano_budget.py``). Messages between the nodes still go through DDS
 (rclpy has no intra-process transport), so every topic, parameter and service is exactly what the separate
 processes offer: ``ros2 param set /predictor rate 50`` works the same.
 
