@@ -90,7 +90,7 @@ _EPS4 = 4.0 * _FLOAT_EPS                    # transforms3d.euler.mat2euler's
 def imu_attitude(q, gyro) -> Tuple[float, float, float]:
     """(roll, pitch, world z-rate) of a unit quaternion (w, x, y, z) and body rates (arrays): what
     ``R = quat2mat(q); roll, pitch, _ = mat2euler(R, "sxyz"); R[2] @ gyro`` give, bit for bit (the same
-    operations, on Python floats: ~4x cheaper, for every IMU sample)."""
+    operations, on Python floats: ~3x cheaper, for every IMU sample)."""
     w, x, y, z = q.tolist()
     nq = w * w + x * x + y * y + z * z
     if nq < _FLOAT_EPS:
