@@ -230,3 +230,24 @@ def test_break_found_after_a_stall_and_nothing_more_after_the_replanned_gait(spe
     assert idf.events and all([LEGS[i] for i, n in enumerate(e["morphology"]) if n < 3] == [spec[:2]]
                               for e in idf.events), idf.events
     assert 0.0 < idf.events[0]["t"] - T_BREAK <= 3 * CYCLE and idf.gaps >= 4
+
+
+def test_imu_attitude_is_transforms3d_bit_for_bit():
+    """``imu_attitude`` (every IMU sample, on Python floats) against what it replaces: quat2mat, mat2euler
+    'sxyz' and the third row of R times the gyro, equal to the last bit on random and degenerate attitudes."""
+    from transforms3d.euler import euler2quat, mat2euler
+    from transforms3d.quaternions import quat2mat
+
+    from jethexa_dynamics.damage.identification import imu_attitude
+
+    rng = np.random.default_rng(4)
+    cases = [rng.normal(size=4) for _ in range(20000)]
+    cases += [np.array(euler2quat(r, p, y)) for r, p, y in rng.uniform(-math.pi, math.pi, (2000, 3))]
+    cases += [np.array(euler2quat(0.3, s * math.pi / 2, 1.0)) for s in (-1.0, 1.0)]      # gimbal lock
+    cases += [np.array([1.0, 0.0, 0.0, 0.0]), np.array([0.0, 0.0, 0.0, 1.0]), np.array([1e-9, 0.0, 0.0, 0.0])]
+    for q in cases:
+        q = q / np.linalg.norm(q)
+        w = rng.normal(size=3)
+        R = quat2mat(q)
+        roll, pitch, _ = mat2euler(R, "sxyz")
+        assert imu_attitude(q, w) == (roll, pitch, float(R[2] @ w)), q

@@ -100,3 +100,43 @@ def test_missing_chip_reports_error_and_keeps_running():
         assert g.spin_error is None
     finally:
         g.close()
+
+
+def test_data_raw_is_published_only_while_subscribed_with_the_same_fields():
+    """imu/data_raw costs a publish per sample: without a subscriber it is not published (imu/data is); a late
+    subscriber gets it, with the sample's rates and accelerations, imu/data's stamp and frame, no orientation."""
+    g = Graph()
+    try:
+        node = g.add(ImuNode, {"source": "emulator", "rate": 100.0})
+        w = g.add(Watcher)
+        w.watch(Imu, "imu/data", SENSOR_QOS)
+        pub = w.create_publisher(Imu, "emulator/imu_motion", SENSOR_QOS)
+        raw_published = []
+        publish = node.raw_pub.publish
+        node.raw_pub.publish = lambda msg: (raw_published.append(msg.header.stamp.sec), publish(msg))
+        g.start()
+        assert wait_for(lambda: pub.get_subscription_count() > 0, 10.0)
+
+        def feed(seconds):
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                pub.publish(motion(roll=0.1, w=(0.0, 0.0, 0.2)))
+                time.sleep(0.02)
+        feed(1.0)
+        assert wait_for(lambda: w.count("imu/data") > 20, 5.0) and raw_published == []
+        late = g.add(Watcher, name="late")
+        late.watch(Imu, "imu/data_raw", SENSOR_QOS)
+        w.watch(Imu, "imu/data_raw", SENSOR_QOS)
+        assert wait_for(lambda: node.raw_pub.get_subscription_count() >= 2, 10.0)
+        feed(1.0)
+        assert wait_for(lambda: late.count("imu/data_raw") > 10, 5.0) and len(raw_published) > 10
+        raw = w.last("imu/data_raw")
+        data = [m for _, m in w.since("imu/data", 0.0) if m.header.stamp == raw.header.stamp]
+        assert data and raw.header.frame_id == data[0].header.frame_id == "imu_link"
+        assert raw.orientation_covariance[0] == -1.0 and data[0].orientation_covariance[0] > 0
+        for field in ("angular_velocity", "linear_acceleration"):
+            assert [getattr(getattr(raw, field), a) for a in "xyz"] == [getattr(getattr(data[0], field), a)
+                                                                       for a in "xyz"]
+        assert (raw.orientation.x, raw.orientation.y, raw.orientation.z, raw.orientation.w) == (0.0, 0.0, 0.0, 1.0)
+    finally:
+        g.close()

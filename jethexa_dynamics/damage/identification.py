@@ -61,7 +61,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from transforms3d.euler import euler2mat, mat2euler
-from transforms3d.quaternions import quat2mat
 
 from jethexa_dynamics.model import LeggedRobot, Morphology
 
@@ -82,6 +81,31 @@ def single_leg_hypotheses(links_per_leg: Sequence[int], revisable: Sequence[bool
             h[i] = kk
             out.append(tuple(h))
     return out
+
+
+_FLOAT_EPS = float(np.finfo(float).eps)     # transforms3d.quaternions.quat2mat's
+_EPS4 = 4.0 * _FLOAT_EPS                    # transforms3d.euler.mat2euler's
+
+
+def imu_attitude(q, gyro) -> Tuple[float, float, float]:
+    """(roll, pitch, world z-rate) of a unit quaternion (w, x, y, z) and body rates (arrays): what
+    ``R = quat2mat(q); roll, pitch, _ = mat2euler(R, "sxyz"); R[2] @ gyro`` give, bit for bit (the same
+    operations, on Python floats: ~3x cheaper, for every IMU sample)."""
+    w, x, y, z = q.tolist()
+    nq = w * w + x * x + y * y + z * z
+    if nq < _FLOAT_EPS:
+        r00, r10, r11, r12, r20, r21, r22 = 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
+    else:
+        s = 2.0 / nq
+        X, Y, Z = x * s, y * s, z * s
+        wX, wY, wZ = w * X, w * Y, w * Z
+        xX, xY, xZ = x * X, x * Y, x * Z
+        yY, yZ, zZ = y * Y, y * Z, z * Z
+        r00, r10, r11, r12 = 1.0 - (yY + zZ), xY + wZ, 1.0 - (xX + zZ), yZ - wX
+        r20, r21, r22 = xZ - wY, yZ + wX, 1.0 - (xX + yY)
+    cy = math.sqrt(r00 * r00 + r10 * r10)
+    roll = math.atan2(r21, r22) if cy > _EPS4 else math.atan2(-r12, r11)
+    return roll, math.atan2(-r20, cy), float(np.array((r20, r21, r22)).dot(gyro))
 
 
 def _huber(z, c):
@@ -251,7 +275,7 @@ class DamageIdentifier:
         a = np.asarray(x, dtype=np.float64).reshape(-1)
         if a.shape != (n,):
             return None, "%s must have %d values, got %d" % (name, n, a.size)
-        if not np.all(np.isfinite(a)):
+        if not all(map(math.isfinite, a.tolist())):
             return None, "%s must be finite (no NaN/inf)" % name
         return a, ""
 
@@ -313,14 +337,13 @@ class DamageIdentifier:
         if t is None:
             return self._reject("imu", err)
         qv, err = self._vec(quat, 4, "imu orientation")
-        if qv is None or not np.linalg.norm(qv) > 0.5:
+        n = math.sqrt(qv.dot(qv)) if qv is not None else 0.0      # np.linalg.norm's bits
+        if qv is None or not n > 0.5:
             return self._reject("imu", err or "imu orientation must be a unit quaternion (w, x, y, z)")
         w, err = self._vec(gyro, 3, "imu angular_velocity")
         if w is None:
             return self._reject("imu", err)
-        R = quat2mat(qv / np.linalg.norm(qv))
-        roll, pitch, _ = mat2euler(R, "sxyz")
-        yaw_rate = float(R[2] @ w)              # world z component of the body rate
+        roll, pitch, yaw_rate = imu_attitude(qv / n, w)      # yaw_rate: world z component of the body rate
         if t - self._t_imu > self.max_gap and math.isfinite(self._t_imu):
             self._gap(t)
         self._t_imu = t

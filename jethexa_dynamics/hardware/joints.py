@@ -115,6 +115,7 @@ class JointServoBus:
         self._aux = [k for k in self.AUX_KINDS if k != "load" or bus.supports("read_torque")]
         self._read_limits = bus.supports("read_voltage_limits") and bus.supports("read_temperature_limit")
         self._cost: Dict[str, float] = {}
+        self._wire: Dict[str, float] = {}      # bus.read_time per kind (fixed by the bus's line rate): asked once
         #: last commanded {joint: rad}, its duration [s] and time
         self.last_command: Dict[str, float] = {}
         self.last_command_duration = 0.0
@@ -297,7 +298,13 @@ class JointServoBus:
             dt = time.monotonic() - t0
             old = self._cost.get(kind)
             # cost estimate of successful-or-not reads; the wire time is the floor
-            self._cost[kind] = max(self.bus.read_time(kind), dt if old is None else 0.8 * old + 0.2 * dt)
+            self._cost[kind] = max(self._read_time(kind), dt if old is None else 0.8 * old + 0.2 * dt)
+
+    def _read_time(self, kind: str) -> float:
+        t = self._wire.get(kind)
+        if t is None:
+            t = self._wire[kind] = self.bus.read_time(kind)
+        return t
 
     @staticmethod
     def _classify(spec: ServoSpec, h: ServoHealth, out: JointReadings) -> None:
@@ -358,7 +365,8 @@ class JointServoBus:
             if max_reads is not None and out.reads >= max_reads:
                 break
             remaining = budget_s - (time.monotonic() - t0)
-            nxt = min(self._cost.get(k, self.bus.read_time(k)) for k in ["position"] + list(self._aux))
+            nxt = min(self._cost[k] if k in self._cost else self._read_time(k)
+                      for k in ["position"] + list(self._aux))
             if remaining < nxt:
                 break
         out.elapsed = time.monotonic() - t0
