@@ -112,9 +112,9 @@ def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
 
         print("predicted/pose %.1f/s -> %.1f/s under the flood; attitude error RMS %.3f (quiet), %.3f (control) "
               "-> %.3f deg; rejected %s" % (rate_quiet, rate_flood, att_quiet, att_control, att_flood, rejected))
-        # cheap: the output rate keeps >= 70 % of the same run's quiet rate (issue 14: 16 of 46 Hz, 35 %); the
-        # margin is for the shared 2-core machine, where the flooding process itself takes CPU
-        assert rate_flood >= 0.7 * rate_quiet, (rate_quiet, rate_flood)
+        # cheap: garbage costs at most 20 % of the same run's quiet rate (issue 21; issue 14 had 16 of 46 Hz, 35 %),
+        # the flooding process itself taking CPU on the shared 2-core machine (measured 50.1 -> 47.9/s)
+        assert rate_flood >= 0.8 * rate_quiet, (rate_quiet, rate_flood)
         # every subscription rejected its share, counted per topic on the node's own /diagnostics status
         # (the flood's morphologies are not the damage_monitor's: rejected by sender before their content is read)
         for name, topics in (("predictor", ("joint_commands", "joint_states", "imu/data", "mocap/pose",
