@@ -254,7 +254,10 @@ class ServoDriver(ThinNode):
             other = self.tracker.witness_for(joint)
         if other is None:
             return False
-        spec, timeout = self.table.by_joint(other), self.p["reply_timeout"]
+        # prompt = within a third of the confirmation's timeout: a starved bus or emulator is late across all
+        # three reads, while the reading thread itself may wait for the interpreter a few tens of ms (a node
+        # sharing its process with the whole robot graph: a witness held to reply_timeout failed there)
+        spec, timeout = self.table.by_joint(other), max(self.p["reply_timeout"], self.p["confirm_timeout"] / 3.0)
         t0 = time.monotonic()
         try:
             q = spec.to_rad(self.joints.bus.read_position(spec.servo_id, timeout))
