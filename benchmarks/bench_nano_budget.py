@@ -455,22 +455,23 @@ def wait_diag(rec, nodes, t, timeout):
         time.sleep(0.05)
 
 
-def stage_rates(a, b):
-    """CPU-s/s of every ``cpu_s <stage>`` between two (arrival, values) statuses of one node."""
+def _per_second(a, b, prefix):
+    """Per second, the growth of every ``<prefix><stage>`` counter between two (arrival, values) statuses of one
+    node, by stage."""
     if not a or not b or b[0] <= a[0]:
         return {}
     dt = b[0] - a[0]
-    return {k[len("cpu_s "):]: (float(v) - float(a[1].get(k, 0.0))) / dt
-            for k, v in b[1].items() if k.startswith("cpu_s ")}
+    return {k[len(prefix):]: (float(v) - float(a[1].get(k, 0.0))) / dt for k, v in b[1].items() if k.startswith(prefix)}
+
+
+def stage_rates(a, b):
+    """CPU-s/s of every ``cpu_s <stage>`` between two (arrival, values) statuses of one node."""
+    return _per_second(a, b, "cpu_s ")
 
 
 def call_rates(a, b):
     """Calls per second of every stage (``calls <stage>``) between two (arrival, values) statuses of one node."""
-    if not a or not b or b[0] <= a[0]:
-        return {}
-    dt = b[0] - a[0]
-    return {k[len("calls "):]: (float(v) - float(a[1].get(k, 0.0))) / dt
-            for k, v in b[1].items() if k.startswith("calls ")}
+    return _per_second(a, b, "calls ")
 
 
 def counter_rate(a, b, key):
