@@ -57,7 +57,7 @@ PAUSE_RANGE = (0.002, 0.05)
 
 def _closed_windows(idf) -> int:
     """Windows an identifier finished: scored, deferred (degraded mode) or skipped (a data gap)."""
-    return idf.windows + getattr(idf, "deferred_windows", 0) + getattr(idf, "skipped_windows", 0)
+    return idf.windows + idf.deferred_windows + idf.skipped_windows
 
 
 class IdentifierWorker:
