@@ -31,6 +31,7 @@ except ImportError:  # Humble
     from rclpy.qos_event import PublisherEventCallbacks, SubscriptionEventCallbacks
 
 from jethexa_dynamics.hardware.errors import ParameterError
+from jethexa_dynamics.nodes.executor import LeanExecutor
 from jethexa_dynamics.nodes.messages import InputError
 from jethexa_dynamics.nodes.param_spec import ParamError, ParamSet, ParamSpec
 
@@ -461,7 +462,7 @@ def run_nodes(factories: Sequence[Callable[..., Node]], args=None, executor_cls=
     nodes: List[Node] = []
     executor = None
     try:
-        executor = (executor_cls or rclpy.executors.SingleThreadedExecutor)()
+        executor = (executor_cls or LeanExecutor)()
         for factory in factories:
             nodes.append(factory())
             executor.add_node(nodes[-1])

@@ -13,9 +13,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import rclpy
 from rclpy.context import Context
-from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+
+from jethexa_dynamics.nodes.executor import LeanExecutor
 
 
 def overrides(params: Optional[Dict[str, Any]]) -> List[Parameter]:
@@ -30,7 +32,7 @@ class Graph:
         kw = {} if domain_id is None else {"domain_id": domain_id}
         rclpy.init(context=self.context, **kw)
         self.executor = (MultiThreadedExecutor(num_threads=threads, context=self.context) if threads > 1
-                         else SingleThreadedExecutor(context=self.context))
+                         else LeanExecutor(context=self.context))
         self.nodes: List[Node] = []
         self._thread: Optional[threading.Thread] = None
         self.spin_error: Optional[BaseException] = None

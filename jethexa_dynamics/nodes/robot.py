@@ -5,7 +5,9 @@
 parameter file has one ``<node>: ros__parameters:`` section per node (``ros2 launch`` writes it from the
 graph spec, so the values are those of the separate processes). One interpreter, one DDS participant and one
 copy of the compiled kernels instead of five: measured on the sim graph, a quarter of the RSS (a third of the
-PSS) and a fifth less CPU (BENCHMARKS.md, ``benchmarks/bench_nano_budget.py``). Messages between the nodes still go through DDS
+PSS) and a fifth less CPU (BENCHMARKS.md, ``benchmarks/bench_nano_budget.py``), on ``nodes.executor.LeanExecutor``
+in the order servo_driver, imu, gait_controller, predictor, damage_monitor (the order its ready callbacks run
+in after each wait). Messages between the nodes still go through DDS
 (rclpy has no intra-process transport), so every topic, parameter and service is exactly what the separate
 processes offer: ``ros2 param set /predictor rate 50`` works the same.
 
@@ -42,8 +44,9 @@ def main(args: Optional[Sequence[str]] = None) -> int:
 
     argv = list(sys.argv if args is None else args)
     names = parse_nodes(argv[1:])
-    # servo_driver first, so it closes last (torque off after every other node stopped)
-    names.sort(key=lambda n: n != "servo_driver")
+    # ROBOT_NODES' order: servo_driver first, so it closes last (torque off after every other node stopped), and
+    # the gait controller before the predictor and damage_monitor (the order of the callbacks of one wait)
+    names.sort(key=ROBOT_NODES.index)
     return run_nodes([node_class(n) for n in names], argv, kernels_of=[n for n in names if n in NODE_KERNELS])
 
 

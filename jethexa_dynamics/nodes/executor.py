@@ -1,0 +1,272 @@
+"""LeanExecutor: rclpy's single-threaded executor without its per-wake-up rebuild, for the robot's computer.
+
+Why. rclpy's ``SingleThreadedExecutor`` (Humble to Kilted alike) rebuilds its wait set in Python at every
+wake-up: it filters every timer, subscription and service of every node through the callback groups, enters
+each handle's context, allocates a new rcl/rmw wait set, and wraps each ready callback in a ``Task`` whose
+guard condition it triggers twice, which wakes it once more for nothing. Measured on the sim graph's composed
+robot process (72 entities: 14 subscriptions, 18 timers, 38 services, 2 guard conditions; ~570 wake-ups/s):
+~440 µs of CPU per wake-up here, about 0.25 CPU-s/s of the 0.74 the robot's nodes took, which is 1.3 Nano
+cores at the 5x per-core slowdown (issue 21; BENCHMARKS.md, ``benchmarks/bench_nano_budget.py``).
+
+What this one does instead:
+
+* it gathers the entities and enters their handles' contexts once, and again only after ``wake()`` (which
+  rclpy's nodes call whenever they create or destroy an entity; ``add_node``/``remove_node`` too). Holding the
+  contexts keeps a destroyed entity's rcl object alive until that rebuild, as rclpy's own executor does for
+  the length of one wait;
+* it keeps one ``_rclpy.WaitSet`` and refills it at each wait (``clear_entities`` + one ``add_*`` per entity,
+  C calls);
+* after a wait it runs every ready callback directly, in the order the nodes were added and, in a node,
+  timers, then subscriptions, then services (the composed ``robot`` adds servo_driver, imu and
+  gait_controller before the predictor and damage_monitor: on a starved CPU the gait's timer runs first);
+  one message per ready subscription per wait, as rclpy takes them. When a callback creates or destroys an
+  entity, the rest of that wait's ready list is left for the next wait (a destroyed subscription never gets
+  a message after its destruction).
+
+It covers what the robot's nodes use: subscriptions (message-only or message-and-info callbacks), timers
+(including cancel and ``reset``), services, in one thread; waitables (QoS event handlers, ...) go through
+rclpy's own handler. Anything else (clients and their futures, a node's own guard conditions, ``async def``
+callbacks, timers that take a ``TimerInfo``, tasks from ``create_task`` or a waitable still running) makes it
+hand that wake-up to ``SingleThreadedExecutor`` itself, unchanged, so a node with a parameter client still
+works, at rclpy's cost.
+
+Exceptions from a callback propagate out of ``spin_once`` as with rclpy's executor. Callback groups are not
+consulted: one thread runs one callback at a time, which is what every group allows.
+
+It relies on rclpy's ``_rclpy`` binding for the wait set and for taking messages, which rclpy's executor uses
+in the same way from Humble (rclpy 3.3) to Kilted (rclpy 9): ``WaitSet(subs, guards, timers, clients,
+services, events, context)``, ``clear_entities``, ``add_subscription/add_timer/add_service/add_guard_condition``,
+``wait``, ``get_ready_entities``, ``take_message``, ``call_timer``, ``is_timer_ready``, ``service_take_request``.
+
+Example::
+
+    executor = LeanExecutor()
+    executor.add_node(node)
+    while rclpy.ok():
+        executor.spin_once(timeout_sec=0.1)
+"""
+from __future__ import annotations
+
+import inspect
+from contextlib import ExitStack
+from typing import Any, Callable, List, Optional, Tuple
+
+from rclpy.executors import ExternalShutdownException, InvalidHandle, SingleThreadedExecutor
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+from rclpy.subscription import Subscription
+from rclpy.utilities import timeout_sec_to_nsec
+from rclpy.waitable import NumberOfEntities
+
+try:  # Iron and later: a timer callback may ask for a TimerInfo
+    from rclpy.timer import TimerInfo
+except ImportError:  # Humble
+    TimerInfo = None
+
+#: the callback type of a subscription whose callback takes only the message (Iron and later; Humble has only those)
+_MESSAGE_ONLY = getattr(getattr(Subscription, "CallbackType", None), "MessageOnly", None)
+
+
+def _wants_timer_info(callback: Callable) -> bool:
+    if TimerInfo is None or callback is None:
+        return False
+    try:
+        return any(p.annotation is TimerInfo for p in inspect.signature(callback).parameters.values())
+    except (TypeError, ValueError):
+        return False
+
+
+class LeanExecutor(SingleThreadedExecutor):
+    """A single-threaded rclpy executor that builds its wait set once per change of the nodes' entities.
+
+    Attributes (counters since construction, for benchmarks and tests): ``waits`` (waits on the lean path),
+    ``calls`` (callbacks it ran itself), ``rebuilds``, ``delegated`` (wake-ups handed to rclpy's executor).
+    """
+
+    def __init__(self, *, context=None) -> None:
+        super().__init__(context=context)
+        self._ordered: List[Any] = []          # nodes in the order they were added (rclpy keeps a set)
+        self._stale = True
+        self._held = ExitStack()
+        self._wait_set = None
+        self._lean = False
+        self._subs: List[Tuple[Any, Any]] = []       # (handle, subscription)
+        self._timers: List[Tuple[Any, Any]] = []
+        self._services: List[Tuple[Any, Any]] = []
+        self._waitables: List[Tuple[Any, Any]] = []     # (waitable, node)
+        self._guards: List[Any] = []                 # handles of the executor's own guard conditions
+        self._adds: List[Tuple[Callable, Any]] = []  # (wait set's add_*, handle) of every entity, in order
+        self._order: dict = {}                       # handle pointer -> (rank, kind, entity)
+        self.waits = self.calls = self.rebuilds = self.delegated = 0
+
+    # ------------------------------------------------------------------ node and entity changes
+    def add_node(self, node) -> bool:
+        added = super().add_node(node)
+        if added:
+            self._ordered.append(node)
+            self._stale = True
+        return added
+
+    def remove_node(self, node) -> None:
+        super().remove_node(node)
+        if node in self._ordered:
+            self._ordered.remove(node)
+        self._stale = True
+
+    def wake(self) -> None:
+        """rclpy's nodes call this whenever they create or destroy an entity: rebuild before the next wait."""
+        self._stale = True
+        super().wake()
+
+    def shutdown(self, timeout_sec: Optional[float] = None) -> bool:
+        done = super().shutdown(timeout_sec)
+        self._release()
+        self._ordered = []
+        return done
+
+    def _release(self) -> None:
+        self._held.close()
+        self._held = ExitStack()
+        self._wait_set = None
+
+    def _rebuild(self) -> None:
+        self._release()
+        self._stale = False
+        self.rebuilds += 1
+        nodes = [n for n in self._ordered if n in self._nodes]
+        subs, timers, services, waitables = [], [], [], []
+        self._lean = not self._tasks
+        for node in nodes:
+            if any(True for _ in node.clients) or any(True for _ in node.guards):
+                self._lean = False
+            subs += node.subscriptions
+            timers += node.timers
+            services += node.services
+            waitables += [(w, node) for w in node.waitables]
+        for ent in (*subs, *timers, *services):
+            if inspect.iscoroutinefunction(ent.callback) or (ent in timers and _wants_timer_info(ent.callback)):
+                self._lean = False
+        if not self._lean:
+            return
+        held = self._held
+
+        def enter(entities):
+            out = []
+            for ent in entities:
+                try:
+                    held.enter_context(ent.handle)
+                except InvalidHandle:
+                    continue            # destroyed before this rebuild
+                out.append((ent.handle, ent))
+            return out
+
+        self._subs, self._timers, self._services = enter(subs), enter(timers), enter(services)
+        guards = [g for g in (self._guard, self._sigint_gc) if g is not None]
+        self._guards = [g.handle for g in guards]
+        for handle in self._guards:
+            held.enter_context(handle)
+        # waitables (a publisher's or subscription's QoS event handlers, ...) add their own entities at each wait
+        self._waitables = []
+        extra = NumberOfEntities()
+        for wt, node in waitables:
+            try:
+                held.enter_context(wt)
+            except InvalidHandle:
+                continue
+            self._waitables.append((wt, node))
+            extra += wt.get_num_entities()
+        held.enter_context(self._context.handle)
+        self._wait_set = _rclpy.WaitSet(
+            len(self._subs) + extra.num_subscriptions, len(self._guards) + extra.num_guard_conditions,
+            len(self._timers) + extra.num_timers, extra.num_clients,
+            len(self._services) + extra.num_services, extra.num_events,
+            self._context.handle)
+        ws = self._wait_set
+        self._adds = ([(ws.add_subscription, h) for h, _ in self._subs] + [(ws.add_timer, h) for h, _ in self._timers]
+                      + [(ws.add_service, h) for h, _ in self._services]
+                      + [(ws.add_guard_condition, h) for h in self._guards])
+        # the order callbacks run in after a wait: by node (added order), then timers, subscriptions, services
+        rank = {id(n): i for i, n in enumerate(nodes)}
+        node_of = {}
+        for node in nodes:
+            for ent in (*node.timers, *node.subscriptions, *node.services):
+                node_of[id(ent)] = rank[id(node)]
+        self._order = {}
+        for kind, pairs in enumerate((self._timers, self._subs, self._services)):
+            for handle, ent in pairs:
+                self._order[handle.pointer] = (node_of.get(id(ent), 0), kind, len(self._order), ent)
+
+    # ------------------------------------------------------------------ spinning
+    def _spin_once_impl(self, timeout_sec=None, wait_condition: Callable[[], bool] = lambda: False) -> None:
+        if self._is_shutdown:
+            return
+        if self._stale or self._tasks:
+            self._rebuild()
+        if not self._lean or self._tasks:
+            self.delegated += 1
+            self._stale = True        # look again next time: the reason may be gone
+            return super()._spin_once_impl(timeout_sec, wait_condition)
+        if wait_condition():
+            return
+        ws = self._wait_set
+        ws.clear_entities()
+        for add, handle in self._adds:
+            add(handle)
+        for wt, _ in self._waitables:
+            wt.add_to_wait_set(ws)
+        ws.wait(timeout_sec_to_nsec(timeout_sec))
+        self.waits += 1
+        if self._is_shutdown:
+            return
+        if not self._context.ok():
+            raise ExternalShutdownException()
+        if self._waitables:
+            self._run_waitables(ws)
+        ready = (ws.get_ready_entities("timer") + ws.get_ready_entities("subscription")
+                 + ws.get_ready_entities("service"))
+        order = self._order
+        for _, kind, _, ent in sorted(order[p] for p in ready if p in order):
+            if self._stale:
+                break                 # a callback created or destroyed an entity: the rest waits for the rebuild
+            if kind == 0:
+                self._run_timer(ent)
+            elif kind == 1:
+                self._run_subscription(ent)
+            else:
+                self._run_service(ent)
+
+    def _run_waitables(self, ws) -> None:
+        # rclpy's own handler (a Task over the waitable's async execute): rare events, rclpy's semantics kept
+        for wt, node in self._waitables:
+            if wt.is_ready(ws) and wt.callback_group.can_execute(wt):
+                handler = self._make_handler(wt, node, self._take_waitable)
+                handler()
+                if handler.exception() is not None:
+                    raise handler.exception()
+        with self._tasks_lock:
+            self._tasks = [t for t in self._tasks if not t[0].done()]
+
+    def _run_timer(self, tmr) -> None:
+        handle = tmr.handle
+        if not handle.is_timer_ready():   # cancelled while ready (rcl reports cancelled timers as ready)
+            return
+        handle.call_timer()
+        if tmr.callback is not None:
+            self.calls += 1
+            tmr.callback()
+
+    def _run_subscription(self, sub) -> None:
+        taken = sub.handle.take_message(sub.msg_type, sub.raw)
+        if taken is None:
+            return
+        self.calls += 1
+        if getattr(sub, "_callback_type", _MESSAGE_ONLY) is _MESSAGE_ONLY:
+            sub.callback(taken[0])
+        else:
+            sub.callback(*taken)
+
+    def _run_service(self, srv) -> None:
+        request, header = srv.handle.service_take_request(srv.srv_type.Request)
+        if header is None:
+            return
+        self.calls += 1
+        srv.send_response(srv.callback(request, srv.srv_type.Response()), header)
