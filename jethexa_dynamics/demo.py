@@ -216,7 +216,8 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     link = "/tmp/jethexa_demo_bus_%d" % os.getpid()
     overrides = {"port_link": link, "predictor": args.predictor, "horizon": str(args.horizon),
                  "predictor_rate": str(args.predictor_rate), "record": args.record or "",
-                 "record_storage": args.record_storage, "recovery": "true" if args.recovery == "on" else "false"}
+                 "record_storage": args.record_storage, "recovery": "true" if args.recovery == "on" else "false",
+                 "publish_slip": "true"}   # the demo shows the second opinion beside the model
     t_build = time.monotonic()
     workdir = tempfile.mkdtemp(prefix="jethexa_demo_")
     graph = Graph(threads=1)

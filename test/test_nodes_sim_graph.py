@@ -27,7 +27,8 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(240)]
 def test_sim_graph_walks_predicts_and_survives_a_lost_leg():
     g = Graph()
     try:
-        nodes = add_launch_graph(g, "sim", {"port_link": "/tmp/jethexa_test_bus_%d" % os.getpid()})
+        nodes = add_launch_graph(g, "sim", {"port_link": "/tmp/jethexa_test_bus_%d" % os.getpid(),
+                                            "publish_slip": "true"})   # the second opinion keeps flowing too
         w = g.add(Watcher)
         for topic in ("predicted/pose", "measured/pose", "slip/pose"):
             w.watch(PoseStamped, topic)

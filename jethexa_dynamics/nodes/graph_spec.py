@@ -46,6 +46,8 @@ _COMMON_ARGS = [
              (("predictor", "predictor"),)),
     Argument("horizon", "2.0", "predictor re-anchoring horizon [s]", (("predictor", "horizon"),)),
     Argument("predictor_rate", "100.0", "predictor rate [Hz]", (("predictor", "rate"),)),
+    Argument("publish_slip", "false", "also run the slip model (second opinion) and publish slip/pose, slip/odom "
+             "(true/false; a third of the predictor's CPU)", (("predictor", "publish_slip"),)),
     Argument("control_rate", "50.0", "gait controller rate [Hz] (the 115200-baud bus carries 50 Hz)",
              (("gait_controller", "control_rate"),)),
     Argument("gait", "tripod", "gait of the healthy robot (tripod, ripple, wave)", (("gait_controller", "gait"),)),

@@ -141,7 +141,8 @@ PREDICTOR = ParamSet("predictor", [
       choices=("commands", "joint_states")),
     P("mocap_timeout", "double", 0.5, "mocap/pose older than this is not used as the measured position", lo=0.01,
       hi=60.0, unit="s"),
-    P("publish_slip", "bool", True, "also run the slip model and publish slip/pose and slip/odom"),
+    P("publish_slip", "bool", False, "also run the slip model and publish slip/pose and slip/odom (off by default: "
+      "a third of the predictor's CPU, on the robot's budget; issue 21)"),
     P("odom_frame", "string", "odom", "frame of predicted/odom and of the poses (REP-105)"),
     P("base_frame", "string", "base_link", "child frame of predicted/odom (REP-105)"),
     P("diagnostics_rate", "double", 1.0, "cycle-time /diagnostics rate", lo=0.1, hi=10.0, unit="Hz"),
