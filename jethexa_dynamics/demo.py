@@ -310,7 +310,8 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
                                                 ": " + st["reason"] if st["reason"] else ""),
                                             1e3 * st["stability_margin"], format_morphology(pr.morphology, legs)))
             if t >= next_row:
-                next_row += args.period
+                # the next row on the period's grid: after a stall one row, not a burst of the same values
+                next_row = (int(t / args.period) + 1) * args.period
                 mocap, pred, meas, err = (w.last(k) for k in ("mocap/pose", "predicted/pose", "measured/pose",
                                                                "prediction/error"))
                 say(table_row(

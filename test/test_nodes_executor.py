@@ -213,7 +213,9 @@ def test_entity_destroyed_in_a_callback_gets_nothing_after(ctx):
     ex.shutdown()
 
 
-def test_a_client_hands_the_wake_up_to_rclpy(ctx):
+def test_a_client_future_and_a_task_on_the_lean_path(ctx):
+    """A service call from a client of a node on this executor: the future completes with the response, and a
+    task (create_task) runs to its end; nothing handed to rclpy's executor."""
     ex = LeanExecutor(context=ctx)
     node = Node("lean_client", context=ctx)
     node.create_service(Trigger, "lean_client_srv", lambda req, resp: setattr(resp, "success", True) or resp)
@@ -223,6 +225,28 @@ def test_a_client_hands_the_wake_up_to_rclpy(ctx):
     fut = cli.call_async(Trigger.Request())
     ex.spin_until_future_complete(fut, timeout_sec=10.0)
     assert fut.done() and fut.result().success
+    ran = []
+
+    async def job():
+        ran.append("started")
+        reply = await cli.call_async(Trigger.Request())
+        ran.append(reply.success)
+
+    task = ex.create_task(job)
+    ex.spin_until_future_complete(task, timeout_sec=10.0)
+    assert task.done() and ran == ["started", True]
+    assert ex.delegated == 0
+    ex.shutdown()
+
+
+def test_a_guard_condition_hands_the_wake_up_to_rclpy(ctx):
+    ex = LeanExecutor(context=ctx)
+    node = Node("lean_guard", context=ctx)
+    fired = []
+    gc = node.create_guard_condition(lambda: fired.append(1))
+    ex.add_node(node)
+    gc.trigger()
+    assert spin_until(ex, lambda: fired)
     assert ex.delegated > 0
     ex.shutdown()
 

@@ -17,18 +17,18 @@ What this one does instead:
 * it keeps one ``_rclpy.WaitSet`` and refills it at each wait (``clear_entities`` + one ``add_*`` per entity,
   C calls);
 * after a wait it runs every ready callback directly, in the order the nodes were added and, in a node,
-  timers, then subscriptions, then services (the composed ``robot`` adds servo_driver, imu and
+  timers, then subscriptions, services, clients (the composed ``robot`` adds servo_driver, imu and
   gait_controller before the predictor and damage_monitor: on a starved CPU the gait's timer runs first);
   one message per ready subscription per wait, as rclpy takes them. When a callback creates or destroys an
   entity, the rest of that wait's ready list is left for the next wait (a destroyed subscription never gets
   a message after its destruction).
 
-It covers what the robot's nodes use: subscriptions (message-only or message-and-info callbacks), timers
-(including cancel and ``reset``), services, in one thread; waitables (QoS event handlers, ...) go through
-rclpy's own handler. Anything else (clients and their futures, a node's own guard conditions, ``async def``
-callbacks, timers that take a ``TimerInfo``, tasks from ``create_task`` or a waitable still running) makes it
-hand that wake-up to ``SingleThreadedExecutor`` itself, unchanged, so a node with a parameter client still
-works, at rclpy's cost.
+It covers what the robot's nodes and the demo use: subscriptions (message-only or message-and-info
+callbacks), timers (including cancel and ``reset``), services, clients (their futures completed as rclpy does),
+tasks (``create_task``, a future's done callbacks: one step per spin, as rclpy runs them), in one thread;
+waitables (QoS event handlers, ...) go through rclpy's own handler. A node's own guard conditions, ``async def``
+callbacks and timers that take a ``TimerInfo`` make it hand every wake-up to ``SingleThreadedExecutor`` itself,
+unchanged (until the entity is gone), so such a node still works, at rclpy's cost.
 
 Exceptions from a callback propagate out of ``spin_once`` as with rclpy's executor. Callback groups are not
 consulted: one thread runs one callback at a time, which is what every group allows.
@@ -92,6 +92,7 @@ class LeanExecutor(SingleThreadedExecutor):
         self._subs: List[Tuple[Any, Any]] = []       # (handle, subscription)
         self._timers: List[Tuple[Any, Any]] = []
         self._services: List[Tuple[Any, Any]] = []
+        self._clients: List[Tuple[Any, Any]] = []
         self._waitables: List[Tuple[Any, Any]] = []     # (waitable, node)
         self._guards: List[Any] = []                 # handles of the executor's own guard conditions
         self._adds: List[Tuple[Callable, Any]] = []  # (wait set's add_*, handle) of every entity, in order
@@ -133,14 +134,15 @@ class LeanExecutor(SingleThreadedExecutor):
         self._stale = False
         self.rebuilds += 1
         nodes = [n for n in self._ordered if n in self._nodes]
-        subs, timers, services, waitables = [], [], [], []
-        self._lean = not self._tasks
+        subs, timers, services, clients, waitables = [], [], [], [], []
+        self._lean = True
         for node in nodes:
-            if any(True for _ in node.clients) or any(True for _ in node.guards):
+            if any(True for _ in node.guards):
                 self._lean = False
             subs += node.subscriptions
             timers += node.timers
             services += node.services
+            clients += node.clients
             waitables += [(w, node) for w in node.waitables]
         for ent in (*subs, *timers, *services):
             if inspect.iscoroutinefunction(ent.callback) or (ent in timers and _wants_timer_info(ent.callback)):
@@ -160,6 +162,7 @@ class LeanExecutor(SingleThreadedExecutor):
             return out
 
         self._subs, self._timers, self._services = enter(subs), enter(timers), enter(services)
+        self._clients = enter(clients)
         guards = [g for g in (self._guard, self._sigint_gc) if g is not None]
         self._guards = [g.handle for g in guards]
         for handle in self._guards:
@@ -177,21 +180,22 @@ class LeanExecutor(SingleThreadedExecutor):
         held.enter_context(self._context.handle)
         self._wait_set = _rclpy.WaitSet(
             len(self._subs) + extra.num_subscriptions, len(self._guards) + extra.num_guard_conditions,
-            len(self._timers) + extra.num_timers, extra.num_clients,
+            len(self._timers) + extra.num_timers, len(self._clients) + extra.num_clients,
             len(self._services) + extra.num_services, extra.num_events,
             self._context.handle)
         ws = self._wait_set
         self._adds = ([(ws.add_subscription, h) for h, _ in self._subs] + [(ws.add_timer, h) for h, _ in self._timers]
                       + [(ws.add_service, h) for h, _ in self._services]
+                      + [(ws.add_client, h) for h, _ in self._clients]
                       + [(ws.add_guard_condition, h) for h in self._guards])
         # the order callbacks run in after a wait: by node (added order), then timers, subscriptions, services
         rank = {id(n): i for i, n in enumerate(nodes)}
         node_of = {}
         for node in nodes:
-            for ent in (*node.timers, *node.subscriptions, *node.services):
+            for ent in (*node.timers, *node.subscriptions, *node.services, *node.clients):
                 node_of[id(ent)] = rank[id(node)]
         self._order = {}
-        for kind, pairs in enumerate((self._timers, self._subs, self._services)):
+        for kind, pairs in enumerate((self._timers, self._subs, self._services, self._clients)):
             for handle, ent in pairs:
                 self._order[handle.pointer] = (node_of.get(id(ent), 0), kind, len(self._order), ent)
 
@@ -199,12 +203,13 @@ class LeanExecutor(SingleThreadedExecutor):
     def _spin_once_impl(self, timeout_sec=None, wait_condition: Callable[[], bool] = lambda: False) -> None:
         if self._is_shutdown:
             return
-        if self._stale or self._tasks:
+        if self._stale:
             self._rebuild()
-        if not self._lean or self._tasks:
+        if not self._lean:
             self.delegated += 1
-            self._stale = True        # look again next time: the reason may be gone
             return super()._spin_once_impl(timeout_sec, wait_condition)
+        if self._tasks:               # create_task, a future's done callbacks: one step each, as rclpy does
+            self._run_tasks()
         if wait_condition():
             return
         ws = self._wait_set
@@ -213,7 +218,8 @@ class LeanExecutor(SingleThreadedExecutor):
             add(handle)
         for wt, _ in self._waitables:
             wt.add_to_wait_set(ws)
-        ws.wait(timeout_sec_to_nsec(timeout_sec))
+        # Iron and later pass spin_until_future_complete's remaining time as a TimeoutObject
+        ws.wait(timeout_sec_to_nsec(getattr(timeout_sec, "timeout", timeout_sec)))
         self.waits += 1
         if self._is_shutdown:
             return
@@ -222,7 +228,7 @@ class LeanExecutor(SingleThreadedExecutor):
         if self._waitables:
             self._run_waitables(ws)
         ready = (ws.get_ready_entities("timer") + ws.get_ready_entities("subscription")
-                 + ws.get_ready_entities("service"))
+                 + ws.get_ready_entities("service") + ws.get_ready_entities("client"))
         order = self._order
         for _, kind, _, ent in sorted(order[p] for p in ready if p in order):
             if self._stale:
@@ -231,8 +237,10 @@ class LeanExecutor(SingleThreadedExecutor):
                 self._run_timer(ent)
             elif kind == 1:
                 self._run_subscription(ent)
-            else:
+            elif kind == 2:
                 self._run_service(ent)
+            else:
+                self._run_client(ent)
 
     def _run_waitables(self, ws) -> None:
         # rclpy's own handler (a Task over the waitable's async execute): rare events, rclpy's semantics kept
@@ -242,6 +250,15 @@ class LeanExecutor(SingleThreadedExecutor):
                 handler()
                 if handler.exception() is not None:
                     raise handler.exception()
+        with self._tasks_lock:
+            self._tasks = [t for t in self._tasks if not t[0].done()]
+
+    def _run_tasks(self) -> None:
+        with self._tasks_lock:
+            tasks = list(self._tasks)
+        for task, _, _ in tasks:
+            if not task.executing() and not task.done():
+                task()
         with self._tasks_lock:
             self._tasks = [t for t in self._tasks if not t[0].done()]
 
@@ -263,6 +280,20 @@ class LeanExecutor(SingleThreadedExecutor):
             sub.callback(taken[0])
         else:
             sub.callback(*taken)
+
+    def _run_client(self, cli) -> None:
+        header, response = cli.handle.take_response(cli.srv_type.Response)
+        if header is None:
+            return
+        seq = header.request_id.sequence_number
+        pending = getattr(cli, "get_pending_request", None)   # Iron and later; Humble keeps a dict
+        try:
+            future = pending(seq) if pending is not None else cli._pending_requests[seq]
+        except KeyError:
+            return                    # the request was cancelled
+        self.calls += 1
+        future._set_executor(self)
+        future.set_result(response)
 
     def _run_service(self, srv) -> None:
         request, header = srv.handle.service_take_request(srv.srv_type.Request)
