@@ -119,7 +119,8 @@ def test_bench_nano_budget_smoke_writes_every_table(tmp_path):
                                           (["--break-spec", "XX:1"], "--break-spec"),
                                           (["--composed", "maybe"], "--composed"),
                                           (["--separate", "--composed", "true"], "--separate"),
-                                          (["--separate-factors", "0"], "--separate-factors")])
+                                          (["--separate-factors", "0"], "--separate-factors"),
+                                          (["--repeat", "0"], "--repeat")])
 def test_bench_nano_budget_refuses_bad_arguments_before_any_work(argv, option):
     _refuses("bench_nano_budget.py", argv, option)
 
