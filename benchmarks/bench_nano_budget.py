@@ -351,7 +351,7 @@ def make_recorder(graph, speed, break_target="robot_emulator"):
 
     from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS
     from jethexa_dynamics.nodes._robot import jethexa
-    from jethexa_dynamics.nodes.messages import morphology_from_wire
+    from jethexa_dynamics.model.wire import morphology_from_wire
 
     legs = list(jethexa().leg_names)
 

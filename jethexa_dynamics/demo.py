@@ -167,7 +167,7 @@ def check_error(msg) -> None:
 def displayed_morphology(msg, legs: Sequence[str], monitor) -> Optional[List[int]]:
     """Links per leg of a ``morphology`` message if ``monitor`` (the damage_monitor node) published it, else
     None: the message must decode (``morphology_from_wire``) to a morphology the monitor has had."""
-    from jethexa_dynamics.nodes.messages import morphology_from_wire
+    from jethexa_dynamics.model.wire import morphology_from_wire
 
     try:
         links = morphology_from_wire(list(msg.data), msg.layout.dim[0].label if msg.layout.dim else "", legs)

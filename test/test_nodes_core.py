@@ -9,7 +9,7 @@ from jethexa_dynamics.nodes import messages as validate, params as node_params
 from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, ServoStatus, ServoStatusTracker,
                                                decode_servo_status, encode_servo_status, joint_leg_link)
 from jethexa_dynamics.model import LeggedRobot, Morphology, format_morphology
-from jethexa_dynamics.nodes.messages import morphology_from_wire
+from jethexa_dynamics.model.wire import morphology_from_wire
 from jethexa_dynamics.nodes.param_spec import ParamError, ParamSpec, load_node_yaml
 
 LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]

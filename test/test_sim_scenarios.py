@@ -11,7 +11,7 @@ import pytest
 
 from jethexa_dynamics.model import LeggedRobot
 from jethexa_dynamics.sim.engine import Engine
-from jethexa_dynamics.sim.scenarios import scenario_morphology
+from jethexa_dynamics.model.scenarios import scenario_morphology
 
 T_CYCLE, STEP = 1.3, 0.05
 

@@ -454,8 +454,8 @@ PlanResult = Union[GaitPlan, NoStableGait]
 
 def common_morphologies(n_joints: Sequence[int], leg_names: Sequence[str]) -> List[List[int]]:
     """Links per leg of the morphologies worth planning ahead: every single-leg loss (0 .. n-1 links kept)
-    and the paper's scenarios (``sim.scenarios.SCENARIOS``)."""
-    from jethexa_dynamics.sim.scenarios import SCENARIOS
+    and the paper's scenarios (``model.scenarios.SCENARIOS``)."""
+    from jethexa_dynamics.model.scenarios import SCENARIOS
 
     out = []
     for i, n in enumerate(n_joints):

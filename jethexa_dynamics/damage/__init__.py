@@ -1,1 +1,10 @@
-"""Damage: detection of lost links from servo health (:mod:`.detection`). No rclpy here."""
+"""Damage: what changed on the robot, and what each verdict rests on (no rclpy here).
+
+- :mod:`.detection` -- lost links from servo health (silent servos, confirmed by a witnessed read) and from
+  joints left out of ``joint_states``; the servo-health wire format.
+- :mod:`.identification` -- which morphology explains the body's motion best (a break the bus cannot see),
+  the model bank of paper 003; ``jethexa-identify`` (:mod:`.identify_cli`) replays a bag through it.
+- :mod:`.evidence` -- what a morphology change rests on (servo, model, override; stall, joint_states) and when
+  the gait may stop supporting on a leg.
+- :mod:`.walk` -- an independent plant walking with silent breaks and sensor errors: the identifier's test bench.
+"""

@@ -5,5 +5,6 @@
   (``Morphology.parse`` reads every spec: ``LM:1``, ``RR:0 LM:1``, ``damage1``/``scenario1``, ...).
 - :mod:`.se3` -- readable screw-theory functions; :mod:`.kernels` -- the compiled equations;
   :mod:`.integrators` -- time stepping on SE(3).
+- :mod:`.scenarios` -- the paper's damage scenarios (Sec. VI-B) as morphologies: the one table.
 """
 from .robot import LeggedRobot, Morphology, format_morphology  # noqa: F401

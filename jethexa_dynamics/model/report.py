@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from jethexa_dynamics.sim.scenarios import SCENARIOS, scenario_morphology
+from jethexa_dynamics.model.scenarios import SCENARIOS, scenario_morphology
 
 from .robot import LeggedRobot, Morphology
 

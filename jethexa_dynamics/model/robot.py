@@ -141,7 +141,7 @@ class Morphology:
         and API that takes a morphology.
 
         Accepted: a ``Morphology`` (returned as is); ``None``, ``""``, ``healthy`` or ``none`` (all links); a
-        scenario of :mod:`jethexa_dynamics.sim.scenarios` (``damage1``, ``damage2``, aliases ``scenario1``,
+        scenario of :mod:`jethexa_dynamics.model.scenarios` (``damage1``, ``damage2``, aliases ``scenario1``,
         ``scenario2``); a list of ``LEG`` (leg removed) or ``LEG:N`` (N intact links from the hip), separated
         by commas or spaces, e.g. ``LM:1``, ``RR:0 LM:1``, ``RM,LM``; one link count per leg in URDF leg
         order, as text (``3,3,0,0,3,3``) or a sequence; a ``{leg: links}`` dict (unlisted legs intact).
@@ -160,7 +160,7 @@ class Morphology:
             return cls(legs, n_joints, [spec.get(leg, n) for leg, n in zip(legs, n_joints)])
         if not isinstance(spec, str):
             return cls(legs, n_joints, list(spec))
-        from jethexa_dynamics.sim.scenarios import canonical_scenario, scenario_links, scenario_names_text
+        from jethexa_dynamics.model.scenarios import canonical_scenario, scenario_links, scenario_names_text
 
         text = spec.strip()
         if text.lower() in ("", "none", "healthy"):

@@ -37,7 +37,8 @@ from jethexa_dynamics.damage.evidence import NAME as EVIDENCE_NAME, evidence_to_
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages
 from jethexa_dynamics.nodes.degrade import LagGovernor
-from jethexa_dynamics.nodes.messages import InvalidMessage, morphology_to_wire
+from jethexa_dynamics.model.wire import morphology_to_wire
+from jethexa_dynamics.nodes.messages import InvalidMessage
 from jethexa_dynamics.nodes._common import (LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, CpuLoad, ThinNode, run,
                                             stamp_to_sec, status)
 from jethexa_dynamics.nodes._robot import jethexa, robot_names
@@ -185,7 +186,7 @@ class IdentifierWorker:
 
 
 def morphology_msg(links_per_leg, leg_names) -> UInt8MultiArray:
-    """The ``morphology`` message (wire format: ``nodes.messages.morphology_to_wire``)."""
+    """The ``morphology`` message (wire format: ``model.wire``)."""
     data, label = morphology_to_wire(links_per_leg, leg_names)
     msg = UInt8MultiArray()
     msg.layout.dim = [MultiArrayDimension(label=label, size=len(data), stride=len(data))]

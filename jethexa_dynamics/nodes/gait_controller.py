@@ -38,7 +38,7 @@ from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages as validate, params as node_params
 from jethexa_dynamics.nodes.authority import subscribe_morphology
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run
-from jethexa_dynamics.nodes.messages import morphology_from_wire
+from jethexa_dynamics.model.wire import morphology_from_wire
 from jethexa_dynamics.nodes._robot import jethexa, leg_geometry
 
 STANCE_MOVE_TIME = 0.3  # s: servo move time when going to the stance (smooth stop)

@@ -12,20 +12,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from jethexa_dynamics.errors import CannotServe, InputError, InvalidMessage  # noqa: F401 (the nodes' names for them)
 from jethexa_dynamics.model.se3 import unit_quat
-
-
-class InputError(ValueError):
-    """Input a node rejects and keeps serving (one rate-limited log line, counted on /diagnostics, no
-    traceback): the base of the project's input-error types (``ThinNode.guard`` catches only these)."""
-
-
-class InvalidMessage(InputError):
-    """A message field outside its allowed range; ``str(exc)`` names the field and the range."""
-
-
-class CannotServe(InputError):
-    """A valid message the node cannot act on now (e.g. the servo bus is not open, an emergency stop)."""
 
 
 #: up to this many entries the checks run on Python floats (``ndarray.tolist``): numpy's per-call overhead
@@ -238,37 +226,6 @@ def pose(position: Sequence[float], orientation: Sequence[float], prefix: str,
 # ---------------------------------------------------------------------------------------------- morphology
 # The ``morphology`` topic (std_msgs/UInt8MultiArray): one entry per leg = number of intact links, in the order
 # of ``layout.dim[0].label`` (leg names, comma separated; an empty label means URDF leg order).
-def morphology_to_wire(links_per_leg: Sequence[int], leg_names: Sequence[str]) -> Tuple[List[int], str]:
-    """(data, layout label) of a ``morphology`` message for intact ``links_per_leg`` of ``leg_names``."""
-    if len(links_per_leg) != len(leg_names):
-        raise InvalidMessage("morphology: %d entries for %d legs" % (len(links_per_leg), len(leg_names)))
-    return [int(v) for v in links_per_leg], ",".join(leg_names)
-
-
-def morphology_from_wire(data: Sequence[int], label: str, leg_names: Optional[Sequence[str]] = None,
-                         links: int = 3) -> List[int]:
-    """Links per leg (in ``leg_names`` order) from a ``morphology`` message's data and layout label.
-
-    A label that lists the same legs in another order is honoured; ``leg_names=None`` keeps the data order
-    (only the ranges are checked). Raises :class:`InvalidMessage` naming the field and the allowed range.
-    """
-    vals = [int(v) for v in data]
-    if leg_names is not None and len(vals) != len(leg_names):
-        raise InvalidMessage("morphology.data: has %d entries, expected %d (one per leg %s)"
-                             % (len(vals), len(leg_names), ",".join(leg_names)))
-    for i, v in enumerate(vals):
-        if not 0 <= v <= links:
-            raise InvalidMessage("morphology.data[%d] = %d: must be in [0, %d] intact links" % (i, v, links))
-    if not label or leg_names is None:
-        return vals
-    order = [t.strip() for t in label.split(",")]
-    if sorted(order) != sorted(leg_names):
-        raise InvalidMessage("morphology.layout.dim[0].label = %r: must list the legs %s"
-                             % (label, ",".join(leg_names)))
-    by_leg = dict(zip(order, vals))
-    return [by_leg[leg] for leg in leg_names]
-
-
 @dataclass
 class MeasuredPose:
     """The robot's measured pose: orientation from the IMU filter, position from mocap when it is fresh."""

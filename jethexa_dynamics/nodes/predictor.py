@@ -44,7 +44,8 @@ from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages as validate, params as node_params
 from jethexa_dynamics.nodes.authority import subscribe_morphology
 from jethexa_dynamics.nodes.degrade import RateGovernor
-from jethexa_dynamics.nodes.messages import MeasuredPose, morphology_from_wire
+from jethexa_dynamics.model.wire import morphology_from_wire
+from jethexa_dynamics.nodes.messages import MeasuredPose
 from jethexa_dynamics.nodes.pacing import CYCLE_TIMER, CyclePacer, arm_timers
 from jethexa_dynamics.predictors.base import CycleStats, Predictor
 from jethexa_dynamics.predictors.errors import ERROR_FIELDS, pose_error

@@ -1,1 +1,7 @@
-"""jethexa_dynamics.sim."""
+"""Simulation (no rclpy): the paper's engine and what runs on it.
+
+- :mod:`.engine` -- fixed-step gait -> IK -> PID -> contact -> dynamics -> SE(3), compiled; :mod:`.contact` --
+  foot-ground contact (paper Table III).
+- :mod:`.cli` -- ``jethexa-sim`` (CSV via :mod:`.csv_format`, figures via :mod:`.plots`); :mod:`.recovery` --
+  closed-loop damage-recovery runs; :mod:`.mjcf` -- the same robot for MuJoCo (benchmark peer).
+"""

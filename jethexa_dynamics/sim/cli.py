@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from .scenarios import ALIASES, SCENARIOS, canonical_scenario
+from jethexa_dynamics.model.scenarios import ALIASES, SCENARIOS, canonical_scenario
 
 
 def summarize(traj, wall_time=None):
@@ -160,7 +160,7 @@ def run(args, csv_path=None, make_robot=None):
 
     from .contact import ContactModel
     from .engine import Engine, TrajectoryCsvWriter
-    from .scenarios import scenario_morphology
+    from jethexa_dynamics.model.scenarios import scenario_morphology
 
     scenario = canonical_scenario(args.scenario)
     if scenario is None:

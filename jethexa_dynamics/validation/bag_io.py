@@ -26,7 +26,7 @@ import numpy as np
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 from rosbags.rosbag2 import StoragePlugin, Writer
 
-from jethexa_dynamics.nodes.messages import morphology_from_wire
+from jethexa_dynamics.model.wire import morphology_from_wire
 
 from . import messages
 from .errors import (CorruptBagError, EmptyWindowError, MissingTopicsError, NotABagError, TimeJumpError,

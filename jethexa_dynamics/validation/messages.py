@@ -92,9 +92,9 @@ def imu(t_ns, q_wxyz=None, gyro=(0.0, 0.0, 0.0), accel=(0.0, 0.0, 9.81), frame_i
 
 
 def morphology(links_per_leg, leg_names=None):
-    """``std_msgs/UInt8MultiArray`` of the ``morphology`` topic (wire format: ``nodes.messages.morphology_to_wire``):
+    """``std_msgs/UInt8MultiArray`` of the ``morphology`` topic (wire format: ``model.wire.morphology_to_wire``):
     one entry per leg = number of intact links, labelled with ``leg_names`` (None: no label = URDF leg order)."""
-    from jethexa_dynamics.nodes.messages import morphology_to_wire
+    from jethexa_dynamics.model.wire import morphology_to_wire
 
     links = [int(v) for v in np.asarray(links_per_leg).ravel()]
     data, label = (links, "") if leg_names is None else morphology_to_wire(links, leg_names)
