@@ -29,6 +29,13 @@ def ctx():
     rclpy.shutdown(context=context)
 
 
+@pytest.fixture
+def ex(ctx):
+    executor = LeanExecutor(context=ctx)
+    yield executor
+    executor.shutdown()
+
+
 def spin_until(executor, done, limit=2000):
     """spin_once until ``done()``; at most ``limit`` wake-ups (no wall-time bound)."""
     for _ in range(limit):
@@ -46,8 +53,7 @@ def wait_matched(pub, n=1, limit=400):
     raise AssertionError("no subscriber matched")
 
 
-def test_every_message_in_order_on_the_lean_path(ctx):
-    ex = LeanExecutor(context=ctx)
+def test_every_message_in_order_on_the_lean_path(ctx, ex):
     sub_node = Node("lean_sub", context=ctx)
     pub_node = Node("lean_pub", context=ctx)
     got = []
@@ -60,14 +66,12 @@ def test_every_message_in_order_on_the_lean_path(ctx):
     assert spin_until(ex, lambda: len(got) >= 200)
     assert got == list(range(200))
     assert ex.delegated == 0 and ex.calls >= 200 and ex.rebuilds >= 1
-    ex.shutdown()
 
 
-def test_message_and_info_callback(ctx):
+def test_message_and_info_callback(ctx, ex):
     from rclpy.subscription import Subscription
     if not hasattr(Subscription, "CallbackType"):
         pytest.skip("this rclpy passes only the message (Humble)")
-    ex = LeanExecutor(context=ctx)
     node = Node("lean_info", context=ctx)
     got = []
 
@@ -81,11 +85,9 @@ def test_message_and_info_callback(ctx):
     pub.publish(Int32(data=7))
     assert spin_until(ex, lambda: got)
     assert got[0][0] == 7 and got[0][1] is not None
-    ex.shutdown()
 
 
-def test_timer_cancel_and_reset(ctx):
-    ex = LeanExecutor(context=ctx)
+def test_timer_cancel_and_reset(ctx, ex):
     node = Node("lean_timer", context=ctx)
     calls = []
     tmr = node.create_timer(0.01, lambda: calls.append(1))
@@ -99,13 +101,11 @@ def test_timer_cancel_and_reset(ctx):
     tmr.reset()
     assert spin_until(ex, lambda: len(calls) >= n + 5)
     assert ex.delegated == 0
-    ex.shutdown()
 
 
-def test_callbacks_of_one_wait_run_by_node_then_timers_subscriptions(ctx):
+def test_callbacks_of_one_wait_run_by_node_then_timers_subscriptions(ctx, ex):
     """Node order (added order) first, then timers before subscriptions within a node (the robot adds the
     gait controller before the predictor: its timer runs first on a starved CPU)."""
-    ex = LeanExecutor(context=ctx)
     first = Node("lean_first", context=ctx)
     second = Node("lean_second", context=ctx)
     order = []
@@ -122,14 +122,12 @@ def test_callbacks_of_one_wait_run_by_node_then_timers_subscriptions(ctx):
     time.sleep(0.1)               # both timers due and the message in: all ready in the next wait
     ex.spin_once(timeout_sec=0.05)
     assert order[:3] == ["first timer", "first sub", "second timer"]
-    ex.shutdown()
 
 
-def test_parameter_services_and_own_services(ctx):
+def test_parameter_services_and_own_services(ctx, ex):
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter_client import AsyncParameterClient
 
-    ex = LeanExecutor(context=ctx)
     node = Node("lean_params", context=ctx)
     node.declare_parameter("rate", 100)
     triggered = []
@@ -175,11 +173,9 @@ def test_parameter_services_and_own_services(ctx):
         rclpy.shutdown(context=other_ctx)
     assert node.get_parameter("rate").value == 50
     assert ex.delegated == 0
-    ex.shutdown()
 
 
-def test_entity_destroyed_in_a_callback_gets_nothing_after(ctx):
-    ex = LeanExecutor(context=ctx)
+def test_entity_destroyed_in_a_callback_gets_nothing_after(ctx, ex):
     node = Node("lean_destroy", context=ctx)
     late = []
     created = []
@@ -210,13 +206,11 @@ def test_entity_destroyed_in_a_callback_gets_nothing_after(ctx):
     pub_c.publish(Int32(data=3))
     assert spin_until(ex, lambda: created == [3])
     assert ex.rebuilds >= 2
-    ex.shutdown()
 
 
-def test_a_client_future_and_a_task_on_the_lean_path(ctx):
+def test_a_client_future_and_a_task_on_the_lean_path(ctx, ex):
     """A service call from a client of a node on this executor: the future completes with the response, and a
     task (create_task) runs to its end; nothing handed to rclpy's executor."""
-    ex = LeanExecutor(context=ctx)
     node = Node("lean_client", context=ctx)
     node.create_service(Trigger, "lean_client_srv", lambda req, resp: setattr(resp, "success", True) or resp)
     cli = node.create_client(Trigger, "lean_client_srv")
@@ -236,11 +230,9 @@ def test_a_client_future_and_a_task_on_the_lean_path(ctx):
     ex.spin_until_future_complete(task, timeout_sec=10.0)
     assert task.done() and ran == ["started", True]
     assert ex.delegated == 0
-    ex.shutdown()
 
 
-def test_a_guard_condition_hands_the_wake_up_to_rclpy(ctx):
-    ex = LeanExecutor(context=ctx)
+def test_a_guard_condition_hands_the_wake_up_to_rclpy(ctx, ex):
     node = Node("lean_guard", context=ctx)
     fired = []
     gc = node.create_guard_condition(lambda: fired.append(1))
@@ -248,11 +240,9 @@ def test_a_guard_condition_hands_the_wake_up_to_rclpy(ctx):
     gc.trigger()
     assert spin_until(ex, lambda: fired)
     assert ex.delegated > 0
-    ex.shutdown()
 
 
-def test_a_callback_error_propagates(ctx):
-    ex = LeanExecutor(context=ctx)
+def test_a_callback_error_propagates(ctx, ex):
     node = Node("lean_error", context=ctx)
 
     def boom():
@@ -263,11 +253,9 @@ def test_a_callback_error_propagates(ctx):
     with pytest.raises(RuntimeError, match="bug in a callback"):
         for _ in range(100):
             ex.spin_once(timeout_sec=0.05)
-    ex.shutdown()
 
 
-def test_wake_from_another_thread_returns_the_wait(ctx):
-    ex = LeanExecutor(context=ctx)
+def test_wake_from_another_thread_returns_the_wait(ctx, ex):
     node = Node("lean_wake", context=ctx)
     ex.add_node(node)
     ex.spin_once(timeout_sec=0)
@@ -277,4 +265,3 @@ def test_wake_from_another_thread_returns_the_wait(ctx):
     timer.join()
     ex.spin_once(timeout_sec=0)
     assert ex.rebuilds >= 2          # woken means: look at the nodes' entities again
-    ex.shutdown()
