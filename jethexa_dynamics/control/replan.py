@@ -93,11 +93,6 @@ def _hull(pts):
     return h[:m].copy()
 
 
-def convex_hull(points: np.ndarray) -> np.ndarray:
-    """Counter-clockwise convex hull of 2D points (k, 2) (first two columns used); collinear points dropped."""
-    return _hull(np.ascontiguousarray(np.asarray(points, dtype=np.float64)[:, :2]))
-
-
 @njit(cache=True)
 def _margin(pts, cx, cy):
     hull = _hull(pts)

@@ -257,9 +257,6 @@ class StreamParser:
     def pending(self) -> int:
         return len(self._buf)
 
-    def pending_bytes(self) -> bytes:
-        return bytes(self._buf)
-
     def reset(self) -> None:
         """Forget a partial frame (e.g. before a new request)."""
         self._buf.clear()

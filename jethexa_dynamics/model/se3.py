@@ -42,22 +42,12 @@ def hat3(w):
     return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
 
 
-def vee3(W):
-    """3x3 skew matrix -> 3-vector (inverse of :func:`hat3`)."""
-    return np.array([W[2, 1], W[0, 2], W[1, 0]])
-
-
 def hat6(xi):
     """Twist ``[v; w]`` -> 4x4 element of se(3) ``[[hat(w), v], [0, 0]]`` (paper eq. 2)."""
     X = np.zeros((4, 4))
     X[:3, :3] = hat3(xi[3:])
     X[:3, 3] = xi[:3]
     return X
-
-
-def vee6(X):
-    """4x4 element of se(3) -> twist ``[v; w]``."""
-    return np.concatenate([X[:3, 3], vee3(X[:3, :3])])
 
 
 def rot_exp(w, theta=1.0):

@@ -235,10 +235,6 @@ class Trajectory:
         return self.col("force").reshape(len(self), -1, 3)
 
     @property
-    def foot_positions(self):
-        return self.col("foot").reshape(len(self), -1, 3)
-
-    @property
     def contact(self):
         """(n, n_legs) bool: foot below the ground."""
         return self.col("depth") > 0.0

@@ -136,11 +136,6 @@ class MujocoHexapod:
     def base_pos(self):
         return self.data.qpos[0:3].copy()
 
-    @property
-    def base_quat(self):
-        """(w, x, y, z)"""
-        return self.data.qpos[3:7].copy()
-
     def normal_force_sum(self):
         """Sum of the floor contact normal forces (N)."""
         f6 = np.zeros(6)
