@@ -35,6 +35,9 @@ PROFILES = ("cosine", "linear")
 #: the wave gait's swing order: one leg at a time, back to front, right side then left (OpenSHC 'wave');
 #: a damaged robot's wave over its remaining legs keeps this order (``control.walking``)
 WAVE_ORDER = ("RR", "RM", "RF", "LR", "LM", "LF")
+#: feet a statically stable gait needs: it lifts one and keeps at least three down (the walking gait and the
+#: re-planner alike)
+MIN_FEET = 4
 
 
 def _swing_starts(kind):

@@ -26,6 +26,8 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+from jethexa_dynamics.model.se3 import wrap_angle
+
 # name: (default, low, high, unit)
 PARAMS = {
     "k_yaw": (3.0, 0.0, 10.0, "1/s"),
@@ -40,10 +42,6 @@ PARAMS = {
     "max_speed_change": (0.3, 0.0, 1.0, ""),
     "imu_timeout": (0.5, 0.01, 10.0, "s"),
 }
-
-
-def _wrap(a: float) -> float:
-    return (a + math.pi) % (2.0 * math.pi) - math.pi
 
 
 class HeadingHold:
@@ -112,7 +110,7 @@ class HeadingHold:
             self.psi = (0.0 if self.psi is None else self.psi) + g * dt
         if self.psi_ref is None:
             self.psi_ref = self.psi
-        self.psi_ref = _wrap(self.psi_ref + wz * dt)
+        self.psi_ref = wrap_angle(self.psi_ref + wz * dt)
         # line following while commanded straight
         self.e_lat = 0.0
         v_odom = None
@@ -132,7 +130,7 @@ class HeadingHold:
                 self.e_lat = float(u[0] * r[1] - u[1] * r[0])
             else:
                 self.line = None
-        e = _wrap(self.psi_ref - self.k_lat * self.e_lat - self.psi)
+        e = wrap_angle(self.psi_ref - self.k_lat * self.e_lat - self.psi)
         self.e_psi = e
         lim = self.max_yaw_correction
         if self.k_i > 0.0:

@@ -50,13 +50,12 @@ import numpy as np
 from jethexa_dynamics.model import kernels
 from jethexa_dynamics.model._numba import njit
 
-from .gait import WAVE_ORDER, Gait, gait_targets, in_swing, stride_vectors
+from .gait import MIN_FEET, WAVE_ORDER, Gait, gait_targets, in_swing, stride_vectors
 from .ik import IK_OK, LegGeometry, leg_ik
 
 REQUIRED_MARGIN = 0.01      # m: the planner's stated minimum static stability margin
 FOLD = (0.0, 1.3, 1.6)      # rad: coxa radial, femur raised 75 deg, tibia folded (limits are +/-1.6)
 MARGIN_HEADROOM = 0.015    # m: the shift aims at required_margin + this, then spends no more shift
-MIN_FEET = 4                # a statically stable gait lifts one foot and keeps >= 3 down
 BALANCED_HEADROOM = 0.01    # m: the balanced stance's LP aims at required_margin + this (smaller shifts)
 NARROW_ENVELOPE = 0.2       # the balanced stance's second try: the heading hold's range x this
 

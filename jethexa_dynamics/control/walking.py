@@ -29,10 +29,9 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from jethexa_dynamics.control.gait import WAVE_ORDER, Gait, stride_vectors
+from jethexa_dynamics.control.gait import MIN_FEET, WAVE_ORDER, Gait, stride_vectors
 from jethexa_dynamics.control.ik import IK_OK, LegGeometry, leg_ik
 
-MIN_WALKING_LEGS = 4
 MAX_JOINT_RATE = 3.0    # rad/s: blends stay below this (half the URDF joint velocity limit, 6 rad/s)
 
 
@@ -199,7 +198,7 @@ class WalkingGait:
         gait = None
         if len(idx) == self.full.n_legs:
             gait = healthy
-        elif len(idx) >= MIN_WALKING_LEGS:
+        elif len(idx) >= MIN_FEET:
             offsets, duty = remaining_leg_offsets(names)
             gait = Gait(LegGeometry(names, self.full.geom[idx], self.full.limits[idx]), kind="wave",
                         offsets=offsets, duty=duty, **kw)

@@ -37,6 +37,15 @@ def cross3(a, b):
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
+def wrap_angle(a):
+    """Angle(s) [rad] wrapped to [-pi, pi): a float stays a float, an array an array (the one wrap of the package).
+
+    >>> wrap_angle(3.5 * math.pi) == -0.5 * math.pi
+    True
+    """
+    return (a + math.pi) % (2.0 * math.pi) - math.pi
+
+
 def hat3(w):
     """3-vector -> 3x3 skew matrix, so that ``hat3(w) @ x == cross(w, x)``."""
     return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])

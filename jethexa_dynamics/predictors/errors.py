@@ -11,13 +11,9 @@ from typing import Optional
 
 import numpy as np
 
+from jethexa_dynamics.model.se3 import wrap_angle
+
 ERROR_FIELDS = ("roll", "pitch", "yaw", "x", "y", "z")
-
-
-def wrap_angle(a) -> np.ndarray:
-    """Angles [rad] wrapped to (-pi, pi]."""
-    a = np.asarray(a, dtype=float)
-    return np.pi - np.mod(np.pi - a, 2.0 * np.pi)
 
 
 def quat_to_rpy(q_wxyz) -> np.ndarray:
@@ -38,7 +34,7 @@ def rpy(quat_wxyz) -> np.ndarray:
 
 def orientation_errors(q_pred, q_meas) -> np.ndarray:
     """(N, 3) wrapped roll/pitch/yaw differences predicted - measured [rad]."""
-    return wrap_angle(quat_to_rpy(q_pred) - quat_to_rpy(q_meas))
+    return wrap_angle(np.asarray(quat_to_rpy(q_pred), dtype=float) - np.asarray(quat_to_rpy(q_meas), dtype=float))
 
 
 def pose_error(pred_pos, pred_quat, meas_pos: Optional[np.ndarray], meas_quat) -> np.ndarray:

@@ -21,6 +21,7 @@ import numpy as np
 from jethexa_dynamics.control.heading import HeadingHold
 from jethexa_dynamics.control.replan import support_margin
 from jethexa_dynamics.control.walking import WalkingGait
+from jethexa_dynamics.model.se3 import wrap_angle
 
 from .engine import Engine
 
@@ -163,7 +164,7 @@ def run_recovery(damage, recovery: bool = True, command: Sequence[float] = (0.05
         k += 1
         e = eng.euler
         if prev_yaw is not None:
-            yaw_unwrap += (e[2] - prev_yaw + math.pi) % (2 * math.pi) - math.pi
+            yaw_unwrap += wrap_angle(e[2] - prev_yaw)
         else:
             yaw_unwrap = e[2]
         prev_yaw = e[2]
