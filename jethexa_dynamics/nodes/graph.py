@@ -81,17 +81,11 @@ class Graph:
             self._stop.set()
             self._thread.join(timeout=5.0)
         for node in reversed(self.nodes):
-            try:
-                self.executor.remove_node(node)
-            except Exception:  # noqa: BLE001
-                pass
+            self.executor.remove_node(node)
             _close(node)
         self.nodes.clear()
         self.executor.shutdown(timeout_sec=1.0)
-        try:
-            self.context.try_shutdown()
-        except Exception:  # noqa: BLE001
-            pass
+        self.context.try_shutdown()
         if self.processes:   # after the nodes: the servo driver unloads the servos over an emulated bus
             codes, self.logs = stop_processes({n: p for n, (p, _) in self.processes.items()},
                                               {n: f for n, (_, f) in self.processes.items()})

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from jethexa_dynamics.nodes import params as node_params
-from jethexa_dynamics.nodes.param_spec import config_dir, load_node_yaml
+from jethexa_dynamics.nodes.param_spec import config_dir, load_node_yaml, package_share_dir
 from jethexa_dynamics.validation.topics import DEFAULT_RECORD_TOPICS
 
 PACKAGE = "jethexa_dynamics"
@@ -371,12 +371,8 @@ def launch_description(graph: str):
 
 
 def _share_dir() -> str:
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        return get_package_share_directory(PACKAGE)
-    except Exception:  # noqa: BLE001 - not installed through colcon: use the source tree
-        return os.path.dirname(config_dir())
+    """The installed share directory, or the source tree when not installed through colcon."""
+    return package_share_dir(PACKAGE) or os.path.dirname(config_dir())
 
 
 def _enclave_args(node: str) -> list:
@@ -387,10 +383,4 @@ def _enclave_args(node: str) -> list:
 
 
 def _has_package(name: str) -> bool:
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        get_package_share_directory(name)
-        return True
-    except Exception:  # noqa: BLE001
-        return False
+    return package_share_dir(name) is not None

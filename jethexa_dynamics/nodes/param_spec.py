@@ -191,16 +191,27 @@ def load_node_yaml(path: str, node_name: str) -> Dict[str, Any]:
     raise ParamError("%s: no '%s: ros__parameters:' section" % (path, node_name))
 
 
+def package_share_dir(package: str = "jethexa_dynamics") -> Optional[str]:
+    """The colcon-installed share directory of ``package``; None without an ament index (a pip install or the
+    source tree) or when the package is not registered there."""
+    try:
+        from ament_index_python.packages import get_package_share_directory  # type: ignore
+    except ImportError:
+        return None
+    try:
+        return get_package_share_directory(package)
+    except (LookupError, ValueError, OSError):
+        # PackageNotFoundError is a KeyError; ValueError: not a package name; OSError: no AMENT_PREFIX_PATH
+        return None
+
+
 def config_dir() -> str:
     """Directory of the packaged ``config/*.yaml`` (works from a source tree and a pip/colcon install)."""
     here = os.path.dirname(os.path.abspath(__file__))
     candidates = [os.path.join(here, "..", "data", "config"), os.path.join(here, "..", "..", "config")]
-    try:  # colcon install: share/jethexa_dynamics/config
-        from ament_index_python.packages import get_package_share_directory  # type: ignore
-
-        candidates.append(os.path.join(get_package_share_directory("jethexa_dynamics"), "config"))
-    except Exception:  # noqa: BLE001 - ament index absent or package not registered
-        pass
+    share = package_share_dir()   # colcon install: share/jethexa_dynamics/config
+    if share is not None:
+        candidates.append(os.path.join(share, "config"))
     for c in candidates:
         if os.path.isdir(c):
             return os.path.normpath(c)
