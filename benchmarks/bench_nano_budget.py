@@ -933,9 +933,8 @@ def targets(by_label, opts, ab):
     # the median of the repeated unconstrained runs: the same code's CPU-s/s moves +-20 % with this shared
     # machine's speed from one run to the next (every stage alike, the emulator's too)
     repeats = [r for label, r in by_label.items() if label == "unconstrained" or label.startswith("unconstrained ")]
-    alls = sorted(robot_cpu(r) for r in repeats)
     cpus = sorted(robot_cpu(r) - imu_split(r, ab)[1] for r in repeats)
-    cpu, cpu_all = statistics.median(cpus), statistics.median(alls)
+    cpu, cpu_all = statistics.median(cpus), statistics.median([robot_cpu(r) for r in repeats])
     spread = " (median of %d runs, %.3f-%.3f)" % (len(cpus), cpus[0], cpus[-1]) if len(cpus) > 1 else ""
     rows.append(("robot's nodes together <= %.1f CPU-s/s here (2 Nano cores at 5x)" % TARGETS["cpu"],
                  "%.3f without the emulated MPU6050%s (%.3f as measured, %s); Nano cores %s"
@@ -1034,20 +1033,19 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
           "The sim.launch.py graph started as the launch file starts it (`graph_spec.processes`, "
           "`graph.start_process`): **composed** (`composed:=true`, the default) = the `robot` executable hosting "
           "servo_driver, imu, gait_controller, predictor and damage_monitor in one process, robot_emulator in its "
-          "own; **separate** (`composed:=false`) = a process per node. Default parameters (predictor 100 Hz, no slip "
-          "second opinion, gait 50 Hz tripod, IMU 100 Hz, identifier on); this process drives cmd_vel at %.2f m/s "
-          "and subscribes to the measured topics (one more reader on each; outside the quota, not counted). "
+          "own; **separate** (`composed:=false`) = a process per node. Default parameters (predictor 100 Hz, no "
+          "slip second opinion, gait 50 Hz tripod, IMU 100 Hz, identifier on); this process drives cmd_vel at %.2f "
+          "m/s and subscribes to the measured topics (one more reader on each; outside the quota, not counted). "
           "Window: %g s, starting after the graph is up (first predicted pose) and %g s of walking; silent break "
-          "`%s` (robot_emulator's `breaks`) at %g s into the window. CPU: /proc utime+stime per process over "
-          "the window; per node, the "
-          "nodes' own accounting (the `cpu_s <stage>` totals on /diagnostics, thread CPU time of every callback and "
-          "worker stage, summed per node over the window: in the composed process the only per-node figure); the "
-          "rest of a process (process total − its nodes' stages) is the executor, rclpy, the interpreter and DDS, "
-          "and /proc per-thread stats give the DDS/rmw threads' part of it (Fast DDS names its threads `dds.*`; "
-          "Python's threads keep the process's name). Quota runs: the robot's process(es) in one CPU cgroup with "
-          "the quota from their start (robot_emulator and this process outside it). Error = predicted/pose minus "
-          "the truth (mocap/pose interpolated at the predicted stamp; `predictors.errors`), mean over the healthy "
-          "part of the window. Speed = the truth's horizontal speed over the healthy part."
+          "`%s` (robot_emulator's `breaks`) at %g s into the window. CPU: /proc utime+stime per process over the "
+          "window; per node, the nodes' own accounting (the `cpu_s <stage>` totals on /diagnostics, thread CPU time "
+          "of every callback and worker stage, summed per node over the window: in the composed process the only "
+          "per-node figure); the rest of a process (process total − its nodes' stages) is the executor, rclpy, the "
+          "interpreter and DDS, and /proc per-thread stats give the DDS/rmw threads' part of it (Fast DDS names its "
+          "threads `dds.*`; Python's threads keep the process's name). Quota runs: the robot's process(es) in one "
+          "CPU cgroup with the quota from their start (robot_emulator and this process outside it). Error = "
+          "predicted/pose minus the truth (mocap/pose interpolated at the predicted stamp; `predictors.errors`), "
+          "mean over the healthy part of the window. Speed = the truth's horizontal speed over the healthy part."
           % (opts.speed, opts.seconds, opts.warmup, opts.break_spec, opts.break_at), "",
           "## Targets (issue 21; %s runs%s)" % (primary, ", as launched" if primary == "composed" else ""), "",
           "| target | measured | status |", "|---|---|---|"]

@@ -19,8 +19,9 @@ Subpackages (rclpy only in the node modules of ``nodes`` and in ``demo``):
 - ``validation``      rosbag I/O, replay through a predictor, metrics, ``jethexa-validate``.
 - ``nodes``           thin ROS 2 nodes; their parameter specs and message checks (importable without rclpy).
 
-Modules: ``errors`` (the input-error types every layer raises), ``demo`` (``jethexa-demo``), ``warmup`` (compiles the numba kernels into the cache), ``stack`` (the
-Python/numpy/numba the kernels run with; numpy 2 beside a ROS build made for numpy 1).
+Modules: ``errors`` (the input-error types every layer raises), ``demo`` (``jethexa-demo``), ``warmup``
+(compiles the numba kernels into the cache), ``stack`` (the Python/numpy/numba the kernels run with; numpy 2 beside
+a ROS build made for numpy 1).
 """
 
 __version__ = "0.1.0"

@@ -75,6 +75,11 @@ def _wants_timer_info(callback: Callable) -> bool:
         return False
 
 
+def _entities_by_kind(node):
+    """A node's entities by kind, in the order their ready callbacks run: timers, subscriptions, services, clients."""
+    return tuple(node.timers), tuple(node.subscriptions), tuple(node.services), tuple(node.clients)
+
+
 class LeanExecutor(SingleThreadedExecutor):
     """A single-threaded rclpy executor that builds its wait set once per change of the nodes' entities.
 
@@ -89,14 +94,10 @@ class LeanExecutor(SingleThreadedExecutor):
         self._held = ExitStack()
         self._wait_set = None
         self._lean = False
-        self._subs: List[Tuple[Any, Any]] = []       # (handle, subscription)
-        self._timers: List[Tuple[Any, Any]] = []
-        self._services: List[Tuple[Any, Any]] = []
-        self._clients: List[Tuple[Any, Any]] = []
         self._waitables: List[Tuple[Any, Any]] = []     # (waitable, node)
         self._guards: List[Any] = []                 # handles of the executor's own guard conditions
         self._adds: List[Tuple[Callable, Any]] = []  # (wait set's add_*, handle) of every entity, in order
-        self._order: dict = {}                       # handle pointer -> (rank, kind, entity)
+        self._order: dict = {}                       # handle pointer -> (node rank, kind, sequence, entity)
         self.waits = self.calls = self.rebuilds = self.delegated = 0
 
     # ------------------------------------------------------------------ node and entity changes
@@ -134,70 +135,54 @@ class LeanExecutor(SingleThreadedExecutor):
         self._stale = False
         self.rebuilds += 1
         nodes = [n for n in self._ordered if n in self._nodes]
-        subs, timers, services, clients, waitables = [], [], [], [], []
-        self._lean = True
-        for node in nodes:
-            if any(True for _ in node.guards):
-                self._lean = False
-            subs += node.subscriptions
-            timers += node.timers
-            services += node.services
-            clients += node.clients
-            waitables += [(w, node) for w in node.waitables]
-        for ent in (*subs, *timers, *services):
-            if inspect.iscoroutinefunction(ent.callback) or (ent in timers and _wants_timer_info(ent.callback)):
-                self._lean = False
+        self._lean = not any(self._needs_rclpy(node) for node in nodes)
         if not self._lean:
             return
         held = self._held
-
-        def enter(entities):
-            out = []
-            for ent in entities:
-                try:
-                    held.enter_context(ent.handle)
-                except InvalidHandle:
-                    continue            # destroyed before this rebuild
-                out.append((ent.handle, ent))
-            return out
-
-        self._subs, self._timers, self._services = enter(subs), enter(timers), enter(services)
-        self._clients = enter(clients)
-        guards = [g for g in (self._guard, self._sigint_gc) if g is not None]
-        self._guards = [g.handle for g in guards]
+        # (node rank, kind, handle, entity) of every entity, in the order its callback runs after a wait: by node
+        # (added order), then timers, subscriptions, services, clients
+        entries = []
+        for rank, node in enumerate(nodes):
+            for kind, entities in enumerate(_entities_by_kind(node)):
+                for ent in entities:
+                    try:
+                        held.enter_context(ent.handle)
+                    except InvalidHandle:
+                        continue            # destroyed before this rebuild
+                    entries.append((rank, kind, ent.handle, ent))
+        self._guards = [g.handle for g in (self._guard, self._sigint_gc) if g is not None]
         for handle in self._guards:
             held.enter_context(handle)
         # waitables (a publisher's or subscription's QoS event handlers, ...) add their own entities at each wait
         self._waitables = []
         extra = NumberOfEntities()
-        for wt, node in waitables:
-            try:
-                held.enter_context(wt)
-            except InvalidHandle:
-                continue
-            self._waitables.append((wt, node))
-            extra += wt.get_num_entities()
-        held.enter_context(self._context.handle)
-        self._wait_set = _rclpy.WaitSet(
-            len(self._subs) + extra.num_subscriptions, len(self._guards) + extra.num_guard_conditions,
-            len(self._timers) + extra.num_timers, len(self._clients) + extra.num_clients,
-            len(self._services) + extra.num_services, extra.num_events,
-            self._context.handle)
-        ws = self._wait_set
-        self._adds = ([(ws.add_subscription, h) for h, _ in self._subs] + [(ws.add_timer, h) for h, _ in self._timers]
-                      + [(ws.add_service, h) for h, _ in self._services]
-                      + [(ws.add_client, h) for h, _ in self._clients]
-                      + [(ws.add_guard_condition, h) for h in self._guards])
-        # the order callbacks run in after a wait: by node (added order), then timers, subscriptions, services
-        rank = {id(n): i for i, n in enumerate(nodes)}
-        node_of = {}
         for node in nodes:
-            for ent in (*node.timers, *node.subscriptions, *node.services, *node.clients):
-                node_of[id(ent)] = rank[id(node)]
-        self._order = {}
-        for kind, pairs in enumerate((self._timers, self._subs, self._services, self._clients)):
-            for handle, ent in pairs:
-                self._order[handle.pointer] = (node_of.get(id(ent), 0), kind, len(self._order), ent)
+            for wt in node.waitables:
+                try:
+                    held.enter_context(wt)
+                except InvalidHandle:
+                    continue
+                self._waitables.append((wt, node))
+                extra += wt.get_num_entities()
+        held.enter_context(self._context.handle)
+        n = [sum(1 for e in entries if e[1] == kind) for kind in range(4)]   # timers, subs, services, clients
+        ws = self._wait_set = _rclpy.WaitSet(
+            n[1] + extra.num_subscriptions, len(self._guards) + extra.num_guard_conditions,
+            n[0] + extra.num_timers, n[3] + extra.num_clients, n[2] + extra.num_services, extra.num_events,
+            self._context.handle)
+        add = (ws.add_timer, ws.add_subscription, ws.add_service, ws.add_client)
+        self._adds = ([(add[kind], handle) for _, kind, handle, _ in entries]
+                      + [(ws.add_guard_condition, h) for h in self._guards])
+        self._order = {handle.pointer: (rank, kind, i, ent) for i, (rank, kind, handle, ent) in enumerate(entries)}
+
+    @staticmethod
+    def _needs_rclpy(node) -> bool:
+        """A node's own guard conditions, an ``async def`` callback or a timer that takes a TimerInfo: rclpy's
+        executor runs those."""
+        timers, subs, services, _ = _entities_by_kind(node)
+        return (any(True for _ in node.guards)
+                or any(inspect.iscoroutinefunction(e.callback) for e in (*timers, *subs, *services))
+                or any(_wants_timer_info(t.callback) for t in timers))
 
     # ------------------------------------------------------------------ spinning
     def _spin_once_impl(self, timeout_sec=None, wait_condition: Callable[[], bool] = lambda: False) -> None:
@@ -250,8 +235,7 @@ class LeanExecutor(SingleThreadedExecutor):
                 handler()
                 if handler.exception() is not None:
                     raise handler.exception()
-        with self._tasks_lock:
-            self._tasks = [t for t in self._tasks if not t[0].done()]
+        self._forget_done_tasks()
 
     def _run_tasks(self) -> None:
         with self._tasks_lock:
@@ -259,6 +243,9 @@ class LeanExecutor(SingleThreadedExecutor):
         for task, _, _ in tasks:
             if not task.executing() and not task.done():
                 task()
+        self._forget_done_tasks()
+
+    def _forget_done_tasks(self) -> None:
         with self._tasks_lock:
             self._tasks = [t for t in self._tasks if not t[0].done()]
 

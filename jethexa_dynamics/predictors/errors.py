@@ -34,7 +34,7 @@ def rpy(quat_wxyz) -> np.ndarray:
 
 def orientation_errors(q_pred, q_meas) -> np.ndarray:
     """(N, 3) wrapped roll/pitch/yaw differences predicted - measured [rad]."""
-    return wrap_angle(np.asarray(quat_to_rpy(q_pred), dtype=float) - np.asarray(quat_to_rpy(q_meas), dtype=float))
+    return wrap_angle(quat_to_rpy(q_pred) - quat_to_rpy(q_meas))
 
 
 def pose_error(pred_pos, pred_quat, meas_pos: Optional[np.ndarray], meas_quat) -> np.ndarray:
