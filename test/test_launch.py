@@ -56,7 +56,7 @@ def test_parameter_files_exist_and_name_only_declared_parameters(graph):
     for arg in graph_spec.GRAPHS[graph]["arguments"]:
         for node, param in arg.targets:
             assert param in node_params.ALL[node], (arg.name, node, param)
-            node_params.ALL[node][param].validate(graph_spec._convert(node, param, arg.default))
+            node_params.ALL[node][param].validate(graph_spec._convert(arg.name, node, param, arg.default))
 
 
 def test_arguments_reach_the_parameters_and_bad_arguments_are_rejected():
@@ -69,6 +69,15 @@ def test_arguments_reach_the_parameters_and_bad_arguments_are_rejected():
         graph_spec.node_parameters("sim", {"horizon": "-1"})
     with pytest.raises(ValueError, match="unknown sim.launch.py arguments"):
         graph_spec.node_parameters("sim", {"speed": "1"})
+    # a typo names the argument instead of silently reading as false (or as a Python parse error)
+    with pytest.raises(ValueError, match=r"launch argument publish_slip:='maybe': must be true or false"):
+        graph_spec.node_parameters("bringup", {"publish_slip": "maybe"})
+    with pytest.raises(ValueError, match=r"launch argument composed:='ture': must be true or false"):
+        graph_spec.processes("bringup", {"composed": "ture"})
+    with pytest.raises(ValueError, match=r"launch argument predictor_rate:='fast': must be a number"):
+        graph_spec.node_parameters("bringup", {"predictor_rate": "fast"})
+    on = dict((e.name, v) for e, v in graph_spec.node_parameters("bringup", {"publish_slip": "On", "recovery": "1"}))
+    assert on["predictor"]["publish_slip"] is True and on["gait_controller"]["recovery"] is True
 
 
 def test_launch_and_config_files_match_setup_py_globs():

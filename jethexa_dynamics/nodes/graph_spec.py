@@ -255,16 +255,17 @@ def graph_endpoints(graph: str) -> Dict[str, Tuple[Endpoint, ...]]:
     return out
 
 
-def _convert(node: str, param: str, text: str) -> Any:
-    """A launch-argument string -> the parameter's type."""
+def _convert(argument: str, node: str, param: str, text: str) -> Any:
+    """Launch argument ``argument:=text`` -> the type of the parameter it sets; a ValueError naming the argument
+    and what it takes otherwise (its range is the parameter's, checked after)."""
     kind = node_params.ALL[node][param].kind
-    if kind == "int":
-        return int(text)
-    if kind == "double":
-        return float(text)
     if kind == "bool":
-        return _truthy(text)
-    return text
+        return launch_bool(argument, text)
+    try:
+        return int(text) if kind == "int" else float(text) if kind == "double" else text
+    except ValueError:
+        raise ValueError("launch argument %s:=%r: must be %s" % (
+            argument, text, "an integer" if kind == "int" else "a number")) from None
 
 
 def node_parameters(graph: str, arguments: Optional[Dict[str, str]] = None) -> List[Tuple[NodeEntry, Dict[str, Any]]]:
@@ -282,7 +283,7 @@ def node_parameters(graph: str, arguments: Optional[Dict[str, str]] = None) -> L
         for a in spec["arguments"]:
             for node, param in a.targets:
                 if node == entry.name:
-                    values[param] = _convert(node, param, args[a.name])
+                    values[param] = _convert(a.name, node, param, args[a.name])
         out.append((entry, node_params.ALL[entry.executable].validate(values)))
     return out
 
@@ -303,7 +304,7 @@ def processes(graph: str, arguments: Optional[Dict[str, str]] = None) -> List[Pr
     """The processes ``<graph>.launch.py`` starts for the launch ``arguments``: with ``composed`` (default) the
     robot's nodes (``ROBOT_NODES``) in one ``robot`` process, every other node (the emulator) in its own; else
     a process per node. Parameters as :func:`node_parameters` resolves them (the demo's, too)."""
-    composed = _truthy(dict(arguments or {}).get("composed", "true"))
+    composed = launch_bool("composed", dict(arguments or {}).get("composed", "true"))
     resolved = node_parameters(graph, arguments)
     robot = tuple((e, p) for e, p in resolved if composed and e.name in ROBOT_NODES)
     out: List[Process] = []
@@ -325,8 +326,16 @@ def write_parameters(process: Process, directory: str) -> str:
     return path
 
 
-def _truthy(text: str) -> bool:
-    return str(text).strip().lower() in ("1", "true", "yes", "on")
+_BOOL_TEXT = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
+
+
+def launch_bool(argument: str, text: str) -> bool:
+    """A true/false launch argument (also 1/0, yes/no, on/off); anything else is a ValueError naming it (a typo
+    must not silently read as false)."""
+    try:
+        return _BOOL_TEXT[str(text).strip().lower()]
+    except KeyError:
+        raise ValueError("launch argument %s:=%r: must be true or false" % (argument, text)) from None
 
 
 def config_file(node: str, share_dir: Optional[str] = None) -> str:
