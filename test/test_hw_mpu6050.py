@@ -250,6 +250,27 @@ def test_madgwick_converges_to_tilt_from_wrong_start():
     np.testing.assert_allclose(gravity_dir(q), gravity_dir(q_true), atol=2e-3)
 
 
+def test_madgwick_initialisation_corrects_a_jolted_first_sample():
+    """The first sample's tilt is the start (a jolt: 35 deg of pitch read); the initialisation ramp (gain 1 ->
+    0.033 rad/s over 2 s) brings the filter to the true tilt by its end, the working gain alone does not (it
+    corrects at most beta * t = 3.8 deg in 2 s)."""
+    q_true = euler2quat(0.1, -0.05, 0.0, "sxyz")
+    acc = 9.81 * gravity_dir(q_true)
+    jolt = acc + np.array([7.0, 0.0, -2.0])
+    errors = {}
+    for init_time in (2.0, 0.0):
+        f = MadgwickFilter(beta=0.033, init_time=init_time)
+        f.update(np.zeros(3), jolt, 0.01)
+        assert f.initialising == (init_time > 0)
+        for _ in range(199):
+            q = f.update(np.zeros(3), acc, 0.01)
+        assert not f.initialising
+        errors[init_time] = math.degrees(math.acos(min(1.0, gravity_dir(q) @ gravity_dir(q_true))))
+    assert errors[2.0] < 0.5 and errors[0.0] > 25.0, errors
+    f.reset()
+    assert f.initialising and f.q is None
+
+
 def test_madgwick_integrates_constant_yaw_rate():
     f = MadgwickFilter(beta=0.033)
     rate, dt = 0.5, 0.01

@@ -40,7 +40,9 @@ def test_sim_graph_walks_predicts_and_survives_a_lost_leg():
         ids = {name: id(node) for name, node in nodes.items()}
 
         # comes up and walks
-        assert wait_for(lambda: w.count("predicted/pose") > 20 and w.count("mocap/pose") > 10, 60.0)
+        # (measured/pose follows imu/data, which starts once the IMU filter's initialisation is over)
+        assert wait_for(lambda: w.count("predicted/pose") > 20 and w.count("mocap/pose") > 10
+                        and w.count("measured/pose") > 0, 60.0)
         x0 = w.last("mocap/pose").pose.position.x
         assert wait_for(lambda: w.last("mocap/pose").pose.position.x - x0 > 0.05, 10.0), \
             w.last("mocap/pose").pose.position

@@ -22,7 +22,11 @@ engine in servo-target mode, paper 003), one per hypothesis:
   (``stay_prior``); a swap to a leg needs P(leg changed) > ``threshold`` in ``confirm`` consecutive windows
   (hysteresis) and the winner's recent mean square residual ``min_gain`` times below the confirmed
   model's (an effect size: with a silent LM femur+tibia break the healthy model misses roll by ~2.4 deg
-  RMS, the right one by ~0.24 deg, a factor ~100 in mean square), and no decision for ``quiet`` s after a
+  RMS, the right one by ~0.24 deg, a factor ~100 in mean square), and the winner explaining the motion itself:
+  its recent RMS residual at most ``max_misfit`` (2 deg; the right model of a real break: 0.07-0.18 deg in the
+  tests' plants and over DDS). When no hypothesis explains the body's motion -- an attitude estimate still
+  converging from a jolted first sample (35 deg off, issue 21: a false "RF:2" on a busy machine), the robot
+  lifted or carried -- the least wrong of them is no evidence of a morphology. No decision for ``quiet`` s after a
   change (the gait re-phases). Then the hypotheses are re-centred on h, so a second damage is found the same way.
 
 Servo-silence evidence (``DamageDetector`` of the servo driver's health reports) is fused in: the
@@ -147,7 +151,8 @@ class DamageIdentifier:
     after a change without a further decision (the gait re-phases, the robot settles: evidence keeps
     accumulating meanwhile); ``min_gain`` how many times smaller the winner's recent mean square residual
     must be than the confirmed model's (an effect size: a real break gives ~100x, see the module
-    docstring); ``prune`` during a bank episode, hypotheses below this fraction of the most probable one are
+    docstring); ``max_misfit`` (rad) the largest recent RMS residual of a winner (it must explain the motion
+    itself); ``prune`` during a bank episode, hypotheses below this fraction of the most probable one are
     no longer simulated (0: never); ``max_gap`` s: an IMU or joint-state stream silent longer than this (an
     executor stall, a dropped link) is a data gap -- the window it falls in, and those starting within
     ``gap_settle`` s after the data resumes, are driven through by the commands but not scored (a stalled
@@ -158,13 +163,15 @@ class DamageIdentifier:
 
     def __init__(self, robot=None, window=0.5, threshold=0.9, confirm=2, stay_prior=0.95, forget=0.85,
                  sigma_rp=math.radians(0.25), sigma_yaw=math.radians(0.25), samples=5, dt=2e-3, screen=True,
-                 screen_z=1.2, quiet=2.0, min_gain=3.0, prune=1e-6, max_gap=0.2, gap_settle=1.0, morphology=None):
+                 screen_z=1.2, quiet=2.0, min_gain=3.0, max_misfit=math.radians(2.0), prune=1e-6, max_gap=0.2,
+                 gap_settle=1.0, morphology=None):
         checks = (("window", window, 0.2, 3.0), ("threshold", threshold, 0.5, 0.999),
                   ("confirm", confirm, 1, 10), ("stay_prior", stay_prior, 0.5, 0.999),
                   ("forget", forget, 0.0, 1.0), ("sigma_rp", sigma_rp, 1e-4, 0.2),
                   ("sigma_yaw", sigma_yaw, 1e-4, 0.2), ("samples", samples, 1, 50), ("dt", dt, 2e-4, 5e-3),
                   ("screen_z", screen_z, 0.5, 100.0), ("quiet", quiet, 0.0, 10.0),
-                  ("min_gain", min_gain, 1.0, 100.0), ("prune", prune, 0.0, 0.1), ("max_gap", max_gap, 0.02, 5.0),
+                  ("min_gain", min_gain, 1.0, 100.0), ("max_misfit", max_misfit, 1e-3, math.pi / 2),
+                  ("prune", prune, 0.0, 0.1), ("max_gap", max_gap, 0.02, 5.0),
                   ("gap_settle", gap_settle, 0.0, 5.0))
         for name, val, lo, hi in checks:
             if not (isinstance(val, (int, float)) and math.isfinite(val) and lo <= val <= hi):
@@ -184,6 +191,10 @@ class DamageIdentifier:
         self.between_models = None
         self.quiet = float(quiet)
         self.min_gain = float(min_gain)
+        # the winner's mean square residual is kept in units of the floors (``_Hyp.mse``): a residual of max_misfit
+        # on every channel is this much there
+        self.max_misfit = float(max_misfit)
+        self._max_mse = float(np.mean((self.max_misfit / self.sigma_floor) ** 2))
         self.prune = float(prune)
         self.max_gap, self.gap_settle = float(max_gap), float(gap_settle)
         self._quiet_until = -math.inf
@@ -207,6 +218,7 @@ class DamageIdentifier:
         self.bank_windows = 0
         self.bank_every = 1               # degraded mode: a bank episode starts at most every n-th window
         self.deferred_windows = 0         # windows whose episode start was deferred: not scored
+        self.unexplained_decisions = 0    # decisions withheld because even the winner missed the motion
         self._since_bank = 1 << 30        # windows since the bank last ran
         # measurement buffers
         self._cmds: deque = deque()          # (t, q, move_time, joint indices)
@@ -662,6 +674,9 @@ class DamageIdentifier:
             n = len(winner.mse)     # the same recent windows for both
             if not (n and np.mean(winner.mse) * self.min_gain <= np.mean(list(self.hyps[0].mse)[-n:])):
                 return          # likelier, but not clearly better: keep waiting
+            if np.mean(winner.mse) > self._max_mse:
+                self.unexplained_decisions += 1
+                return          # the least wrong of models that all miss the motion: no evidence of a morphology
             keep = _snapshot(winner.engine)
             self.model_morphology = tuple(winner.links[j] if j == i else m
                                           for j, m in enumerate(self.model_morphology))

@@ -471,6 +471,7 @@ class DamageMonitor(ThinNode):
                 values.append(("hypothesis %d" % (k + 1), "%s p=%.3f" % (idf.describe(links), p)))
             values += [("identifier_windows", idf.windows), ("identifier_bank_windows", idf.bank_windows),
                        ("identifier_skipped_windows", idf.skipped_windows), ("identifier_gaps", idf.gaps),
+                       ("identifier_unexplained_decisions", idf.unexplained_decisions),
                        ("identifier_gyro_bias_z", "%.5f" % idf.gyro_bias),
                        ("identifier_rejected", sum(idf.rejections.values())),
                        ("identifier_queue", len(worker._queue)), ("identifier_dropped", worker.dropped)]

@@ -4,7 +4,10 @@
   (REP-103/145 axes, the chip's 90 deg mount already remapped), no orientation
   (``orientation_covariance[0] = -1``); published only while something subscribes (a publish costs more than
   the sample: nothing in the launch graphs reads it, a recorder or a tool does).
-* ``imu/data``: the same plus the Madgwick-filtered orientation (yaw drifts: no magnetometer).
+* ``imu/data``: the same plus the Madgwick-filtered orientation (yaw drifts: no magnetometer), published once
+  the filter's initialisation is over (``filter_init_time`` s after a (re)start of the chip: an orientation still
+  converging from a jolted first sample is not published as a measurement; ``/diagnostics`` says
+  "initialising").
 * Covariances are diagonal, from the ``*_stddev`` parameters.
 * ``source: emulator`` runs the MPU6050 register model (``hardware.mpu6050_emulator``) fed by the emulated
   robot's motion on ``emulator/imu_motion``; the driver and filter are the same as on the robot.
@@ -37,7 +40,7 @@ class ImuNode(ThinNode):
         super().__init__(node_params.IMU, **kwargs)
         self.bus = None
         self.chip: Optional[Mpu6050] = None
-        self.filter = MadgwickFilter(beta=self.p["filter_beta"])
+        self.filter = MadgwickFilter(beta=self.p["filter_beta"], init_time=self.p["filter_init_time"])
         self.init_error = ""
         self.failures = 0
         self.samples = 0
@@ -148,9 +151,10 @@ class ImuNode(ThinNode):
         gx, gy, gz = sample.gyro.tolist()
         ax, ay, az = sample.accel.tolist()
         # imu/data_raw is published only while someone subscribes (nobody in the launch graphs; a recorder or
-        # a tool does): a publish costs more than the sample itself
+        # a tool does): a publish costs more than the sample itself; imu/data waits for the filter's initialisation
+        data = not self.filter.initialising
         for msg, pub in ((self.raw_msg, self.raw_pub), (self.data_msg, self.data_pub)):
-            if pub is self.data_pub or pub.get_subscription_count() > 0:
+            if data if pub is self.data_pub else pub.get_subscription_count() > 0:
                 msg.header.stamp = stamp
                 v, a = msg.angular_velocity, msg.linear_acceleration
                 v.x, v.y, v.z = gx, gy, gz
@@ -162,8 +166,10 @@ class ImuNode(ThinNode):
         self.samples += 1
 
     def _on_diag(self) -> None:
-        level, message = (0, "publishing") if self.chip is not None else (2, "MPU6050 not available: "
-                                                                              + self.init_error)
+        if self.chip is None:
+            level, message = 2, "MPU6050 not available: " + self.init_error
+        else:
+            level, message = 0, "initialising the attitude" if self.filter.initialising else "publishing"
         values = [("source", self.p["source"]), ("samples", self.samples), ("read_failures", self.failures),
                   ("gaps", self.gaps)]
         if self.chip is not None:

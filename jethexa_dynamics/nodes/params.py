@@ -88,6 +88,9 @@ IMU = ParamSet("imu", [
       "magnetometer)", lo=0.0, hi=math.pi, unit="rad"),
     P("filter_beta", "double", 0.033, "Madgwick filter gain (gyro error, rad/s); larger trusts the "
       "accelerometer tilt more", lo=0.0, hi=1.0, unit="rad/s"),
+    P("filter_init_time", "double", 2.0, "the filter's initialisation: its gain falls from 1 rad/s to filter_beta "
+      "over this many seconds of samples after a (re)start, and imu/data is published only after it (a wrong "
+      "first tilt is corrected instead of read by the models)", lo=0.0, hi=30.0, unit="s", read_only=True),
     P("accel_range_g", "int", 4, "accelerometer full scale (2, 4, 8 or 16 g)", lo=2, hi=16, unit="g",
       choices=(2, 4, 8, 16), read_only=True),
     P("gyro_range_dps", "int", 500, "gyro full scale (250, 500, 1000 or 2000 deg/s)", lo=250, hi=2000,
