@@ -249,7 +249,7 @@ def predictor_cost(n_commands, Reference):
     twist, planar = np.array([0.01, 0.002, 0.1]), np.zeros(3)
     parts = {
         "feet: core `tip_poses` (numba)": lambda: pred.robot.tip_poses(qm[0]),
-        "feet: COM (core `replan.center_of_mass`, numba)": lambda: pred._centre_of_mass(qm[0]),
+        "feet: COM (core `model.com.center_of_mass`, numba)": lambda: pred._centre_of_mass(qm[0]),
         "(COM the way it was: `NewtonEulerRobot.center_of_mass`, numpy)": lambda: ne.center_of_mass(qm[0]),
         "slip model `evaluate` (Stage A + B, one frame)": lambda: pred.slip.evaluate(feet, vel, present=present),
         "twist of the frame (`SlipFrames.twist[0]`)": lambda: frame.twist[0],

@@ -13,8 +13,9 @@ import pytest
 from scipy.spatial import ConvexHull
 
 from jethexa_dynamics.control.gait import in_swing
-from jethexa_dynamics.control.replan import (REQUIRED_MARGIN, GaitPlan, GaitPlanner, NoStableGait,
-                                             center_of_mass, chebyshev_shift, support_margin)
+from jethexa_dynamics.control.replan import (REQUIRED_MARGIN, GaitPlan, GaitPlanner, NoStableGait, chebyshev_shift,
+                                             support_margin)
+from jethexa_dynamics.model.com import center_of_mass
 from jethexa_dynamics.model import LeggedRobot, Morphology
 
 LEGS = ("LF", "LM", "LR", "RF", "RM", "RR")

@@ -116,6 +116,25 @@ def test_servo_targets_move_linearly_and_are_tracked(robot):
         Engine(robot, dt=0.1)
 
 
+def test_snapshot_restores_the_whole_dynamic_state_into_another_engine(robot):
+    """What the damage identifier relies on: an engine restored from another's snapshot, mid-move and
+    mid-walk (PID integrals, servo moves, clock), continues exactly as the original does, bit for bit; a
+    state field the snapshot missed would make the two differ."""
+    a, b = _standing(robot), _standing(robot)
+    q0 = a.joint_angles
+    a.set_joint_targets(q0 + 0.08, move_time=0.4)
+    a.advance(0.23)
+    b.advance(0.11)                     # b elsewhere in time and state
+    snap = a.snapshot()
+    b.restore(snap)
+    a.set_joint_targets([0.2], move_time=0.1, joints=[7])
+    b.set_joint_targets([0.2], move_time=0.1, joints=[7])
+    ra, rb = a.advance(0.6), b.advance(0.6)
+    assert a.time == b.time and np.array_equal(ra, rb) and np.array_equal(a.pid.integral, b.pid.integral)
+    a.restore(snap)                     # the snapshot is a copy: running on did not change it
+    assert a.time == pytest.approx(0.23) and np.array_equal(a.snapshot().state[2], snap.state[2])
+
+
 def test_morphology_change_mid_walk(robot):
     e = Engine(robot, record_every=5)
     tr = e.run(1.6, morphology_at=(0.8, "damage1"))

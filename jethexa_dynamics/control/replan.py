@@ -7,7 +7,7 @@ foot, a periodic gait that keeps the robot statically stable at every phase of t
   whole-body centre of mass ``c`` lies inside the support polygon ``S`` (convex hull of the stance feet, in
   ``base_link`` xy with the body level), negative (minus the distance to ``S``) outside.
 * **Centre of mass** from the modular model: main body + the links that exist (lost links do not count),
-  at the joint angles the gait commands (``center_of_mass``, kernel ``leg_kinematics``).
+  at the joint angles the gait commands (``model.com.center_of_mass``).
 * **Healthy (six feet)**: the configured gait (tripod by default), no body shift.
 * **Four or five feet: a crawl with body shift.** One leg swings at a time, in ``WAVE_ORDER`` (back to
   front, right side then left). The cycle has one slot of length 1/n per walking leg; in the first
@@ -48,6 +48,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from jethexa_dynamics.model import kernels
+from jethexa_dynamics.model.com import center_of_mass, com_kernel
 from jethexa_dynamics.model._numba import njit
 
 from .gait import MIN_FEET, WAVE_ORDER, Gait, gait_targets, in_swing, stride_vectors
@@ -212,44 +213,6 @@ def chebyshev_shift(polygons: Sequence[np.ndarray], com_xy, max_shift: float,
     return chebyshev_shifts([(polygons, com_xy)], max_shift, margin_cap)[0]
 
 
-# ---------------------------------------------------------------------------------------------- centre of mass
-@njit(cache=True)
-def _com_kernel(data, theta, mask, R, p, xp, c, Ic, out):
-    """sum_i m_i c_i / sum_i m_i over the main body and the existing links (X_b), into out[0:3]."""
-    n_joints, mass = data[kernels.D_N_JOINTS], data[kernels.D_MASS]
-    m_tot = data[kernels.D_BODY_MASS][0]
-    for r in range(3):
-        out[r] = m_tot * data[kernels.D_BODY_COM][r]
-    for i in range(n_joints.shape[0]):
-        if mask[i, 0] < 0.5:
-            continue
-        kernels.leg_kinematics(data, i, theta, R, p, xp, c, Ic)
-        for k in range(n_joints[i]):
-            if mask[i, k] > 0.5:
-                m_tot += mass[i, k]
-                for r in range(3):
-                    out[r] += mass[i, k] * c[k, r]
-    for r in range(3):
-        out[r] /= m_tot
-
-
-def center_of_mass(robot, theta, mask=None) -> np.ndarray:
-    """Whole-body centre of mass (m, base_link) of the links that exist.
-
-    ``robot`` a ``LeggedRobot`` (healthy or reduced; its kernel data is the healthy one); ``theta`` the FULL
-    joint vector (rad, leg-major, healthy size); ``mask`` (n_legs, max_links) link existence (default: the
-    robot's morphology). c = (m_b c_b + sum over existing links m_ik c_ik(theta)) / (m_b + sum m_ik).
-    """
-    data = robot.full.kernel_data
-    mask = robot.morphology.link_mask if mask is None else mask
-    nmax = data[kernels.D_XI].shape[1]
-    out = np.empty(3)
-    _com_kernel(data, np.ascontiguousarray(theta, dtype=np.float64), np.ascontiguousarray(mask, dtype=np.float64),
-                np.empty((nmax, 3, 3)), np.empty((nmax, 3)), np.empty((nmax, 6)), np.empty((nmax, 3)),
-                np.empty((nmax, 3, 3)), out)
-    return out
-
-
 # ---------------------------------------------------------------------------------------------- cycle kernels
 @njit(cache=True)
 def _body_shift(shifts, shift_fraction, phase, out):
@@ -307,7 +270,7 @@ def _cycle_margins(prm, offsets, neutral, stride, shifts, shift_fraction, geom, 
         if not ok:
             out[k] = -np.inf
             continue
-        _com_kernel(data, theta, mask, R, p, xp, c, Ic, com)
+        com_kernel(data, theta, mask, R, p, xp, c, Ic, com)
         m = 0
         for j in range(nw):
             if not in_swing(prm, offsets, t, j):

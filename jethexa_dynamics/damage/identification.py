@@ -117,17 +117,6 @@ def _huber(z, c):
     return np.where(a < c, 0.5 * z * z, c * a - 0.5 * c * c)
 
 
-def _snapshot(e):
-    return (e.R.copy(), e.p.copy(), e.theta.copy(), e.v.copy(), e.pid.integral.copy(), e.qprev.copy(),
-            e.qdes.copy(), e.clock.copy(), tuple(a.copy() for a in e._ext))
-
-
-def _restore(e, s):
-    e.R[:], e.p[:], e.theta[:], e.v[:], e.pid.integral[:], e.qprev[:], e.qdes[:], e.clock[:] = s[:8]
-    for a, b in zip(e._ext, s[8]):
-        a[:] = b
-
-
 class _Hyp:
     """One hypothesis: its links per leg, its model (an Engine) and its accumulated log-likelihood."""
 
@@ -269,7 +258,7 @@ class DamageIdentifier:
         self._above, self._candidate = 0, None
 
     def _start_from(self, h, snap):
-        _restore(h.engine, snap)
+        h.engine.restore(snap)
         h.engine.set_morphology(Morphology.from_vector(self.robot, list(h.links)))
         h.engine.events = []
         h.ll = 0.0
@@ -376,7 +365,7 @@ class DamageIdentifier:
         before = self.morphology
         self.servo_morphology = v
         if self.morphology != before:
-            keep = _snapshot(self.hyps[0].engine)
+            keep = self.hyps[0].engine.snapshot()
             self.model_morphology = tuple(min(a, b) for a, b in zip(self.model_morphology, v))
             self._recentre(self.morphology, keep)
             self._event(float(t) if self._t_origin is None else max(float(t), self._t_origin), "servo", 1.0)
@@ -533,7 +522,7 @@ class DamageIdentifier:
             return
         meas, t_s = self._measured(t0, idx)
         cur = self.hyps[0]
-        snap = _snapshot(cur.engine)      # the window start, for hypotheses (re)started in this window
+        snap = cur.engine.snapshot()      # the window start, for hypotheses (re)started in this window
         # pre-screen: the confirmed model alone first
         from jethexa_dynamics.sim.engine import SimulationError
         try:
@@ -677,7 +666,7 @@ class DamageIdentifier:
             if np.mean(winner.mse) > self._max_mse:
                 self.unexplained_decisions += 1
                 return          # the least wrong of models that all miss the motion: no evidence of a morphology
-            keep = _snapshot(winner.engine)
+            keep = winner.engine.snapshot()
             self.model_morphology = tuple(winner.links[j] if j == i else m
                                           for j, m in enumerate(self.model_morphology))
             self._recentre(self.morphology, keep)

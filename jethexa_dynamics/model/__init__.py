@@ -6,5 +6,6 @@
 - :mod:`.se3` -- readable screw-theory functions; :mod:`.kernels` -- the compiled equations;
   :mod:`.integrators` -- time stepping on SE(3).
 - :mod:`.scenarios` -- the paper's damage scenarios (Sec. VI-B) as morphologies: the one table.
+- :mod:`.com` -- the whole-body centre of mass of the links that exist (compiled).
 """
 from .robot import LeggedRobot, Morphology, format_morphology  # noqa: F401

@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from jethexa_dynamics.control.replan import center_of_mass
+from jethexa_dynamics.model.com import center_of_mass
 from jethexa_dynamics.model import LeggedRobot, Morphology
 from jethexa_dynamics.model.se3 import rot_to_quat
 from jethexa_dynamics.second_opinions._checks import finite_array
@@ -106,7 +106,7 @@ class SlipPredictor(PredictorBase):
     # ---- inputs -----------------------------------------------------------------------------------------
     def _centre_of_mass(self, q):
         """Whole-robot centre of mass c [m] in base_link at this morphology's joint angles q: the core model's
-        compiled sum over the existing links (``control.replan.center_of_mass``, which the engine and the
+        compiled sum over the existing links (``model.com.center_of_mass``, which the engine and the
         re-planner use too)."""
         self._theta[self.robot.joint_index_in_full] = q
         return center_of_mass(self.robot, self._theta)

@@ -25,6 +25,7 @@ import os
 import queue
 import threading
 import time
+from typing import NamedTuple, Tuple
 
 import numpy as np
 from numba import njit
@@ -35,6 +36,7 @@ from jethexa_dynamics.control.ik import LegGeometry, leg_fk_vel
 from jethexa_dynamics.control.pid import JointPID, pid_torques
 from jethexa_dynamics.model import LeggedRobot, Morphology, kernels
 from jethexa_dynamics.model.se3 import cross3
+from jethexa_dynamics.model.com import center_of_mass
 
 from .contact import ContactModel, contact_forces
 from .csv_format import format_rows
@@ -428,6 +430,13 @@ def _finite_vec(x, n, name):
     return a
 
 
+class EngineState(NamedTuple):
+    """:meth:`Engine.snapshot`: copies of ``Engine._state()`` (R, p, theta, v, PID integral, qprev, qdes, clock)
+    and of the servo moves ``Engine._ext`` (start, goal, start time, duration per joint)."""
+    state: Tuple[np.ndarray, ...]
+    ext: Tuple[np.ndarray, ...]
+
+
 class Engine:
     """Fixed-step whole-body simulation of a hexapod with contact, gait/IK or servo targets, and PID.
 
@@ -529,6 +538,17 @@ class Engine:
         feet = g.foot_targets(0.0)
         h = -feet[:, 2].max() if height is None else float(height)
         self.p[:] = (self.p[0], self.p[1], self.contact.ground_z + h)
+
+    def snapshot(self) -> "EngineState":
+        """A copy of the dynamic state (pose, joints, velocities, PID integrals, servo setpoints and their
+        moves, clock), not the morphology: :meth:`restore` puts it back into this or another engine of the same
+        robot (the damage identifier starts each hypothesis' model from the confirmed one's state)."""
+        return EngineState(tuple(a.copy() for a in self._state()), tuple(a.copy() for a in self._ext))
+
+    def restore(self, snap: "EngineState") -> None:
+        """Set the dynamic state from :meth:`snapshot` (in place: the compiled kernels hold the arrays)."""
+        for a, b in zip(self._state() + self._ext, snap.state + snap.ext):
+            a[...] = b
 
     @property
     def body_morphology(self):
@@ -761,7 +781,6 @@ class Engine:
 
     def center_of_mass(self):
         """Whole-body CoM (m, world) of the present links (main body + intact links)."""
-        from jethexa_dynamics.control.replan import center_of_mass
         return self.p + self.R @ center_of_mass(self.robot, self.theta, self.mask)
 
     def energy(self):
