@@ -66,6 +66,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from transforms3d.euler import euler2mat, mat2euler
 
+from jethexa_dynamics.hardware.protocol import MAX_MOVE_TIME_S
 from jethexa_dynamics.model import LeggedRobot, Morphology
 
 FORMAT = "jethexa-identify/1"
@@ -305,8 +306,8 @@ class DamageIdentifier:
         if np.any(np.isinf(a)) or np.all(np.isnan(a)):
             return self._reject("command", "command must be finite joint angles (rad); NaN = joint not commanded")
         mt = float(move_time)
-        if not (math.isfinite(mt) and 0.0 <= mt <= 30.0):
-            return self._reject("command", "command move_time=%r outside [0, 30] s" % (move_time,))
+        if not (math.isfinite(mt) and 0.0 <= mt <= MAX_MOVE_TIME_S):
+            return self._reject("command", "command move_time=%r outside [0, %g] s" % (move_time, MAX_MOVE_TIME_S))
         ok = np.isfinite(a)
         self._t_cmd = t
         self._cmds.append((t, a[ok].copy(), mt, idx[ok].copy()))

@@ -8,29 +8,36 @@ No rclpy here (the nodes wrap these classes). Typical use::
     readings = joints.tick()          # a few position/voltage/temperature reads
     joints.close()                    # unloads every servo
 
-See docs/hardware.md.
+See docs/hardware.md. The names below load their module on first use (PEP 562): a module that needs only
+a constant of the protocol does not pay for pyserial, the emulators and the servo table.
 """
-from .bus import BROADCAST_ID, DirectUartBus, RrcBoardBus, ServoBus, open_bus
-from .emulator import FAULT_KINDS, BusEmulator, EmulatedServo, FaultSpec, parse_faults
-from .errors import (BusClosedError, BusIOError, ChecksumError, EmergencyStopActive, FrameError, HardwareError,
-                     ImuCalibrationError, ImuDisconnectedError, ImuError, ImuNotFoundError, ImuStuckError,
-                     JointLimitError, ParameterError, ServoError, ServoFault, ServoTimeout, UnsupportedCommand)
-from .imu_filter import MadgwickFilter, quat_from_accel
-from .joints import JointReadings, JointServoBus, ServoHealth
-from .mpu6050 import ImuSample, Mpu6050, Mpu6050Config, axis_remap_matrix
-from .mpu6050_emulator import Mpu6050Emulator, constant_rotation, static_motion
-from .servo_table import ServoSpec, ServoTable, default_config_path, load_servo_table, urdf_joint_limits
+import importlib
 
-__all__ = [
-    "BROADCAST_ID", "DirectUartBus", "RrcBoardBus", "ServoBus", "open_bus",
-    "FAULT_KINDS", "BusEmulator", "EmulatedServo", "FaultSpec", "parse_faults",
-    "BusClosedError", "BusIOError", "ChecksumError", "EmergencyStopActive", "FrameError", "HardwareError",
-    "ImuCalibrationError",
-    "ImuDisconnectedError", "ImuError", "ImuNotFoundError", "ImuStuckError", "JointLimitError", "ParameterError",
-    "ServoError", "ServoFault", "ServoTimeout", "UnsupportedCommand",
-    "MadgwickFilter", "quat_from_accel",
-    "JointReadings", "JointServoBus", "ServoHealth",
-    "ImuSample", "Mpu6050", "Mpu6050Config", "axis_remap_matrix",
-    "Mpu6050Emulator", "constant_rotation", "static_motion",
-    "ServoSpec", "ServoTable", "default_config_path", "load_servo_table", "urdf_joint_limits",
-]
+_MODULES = {
+    "bus": ("BROADCAST_ID", "DirectUartBus", "RrcBoardBus", "ServoBus", "open_bus"),
+    "emulator": ("FAULT_KINDS", "BusEmulator", "EmulatedServo", "FaultSpec", "parse_faults"),
+    "errors": ("BusClosedError", "BusIOError", "ChecksumError", "EmergencyStopActive", "FrameError", "HardwareError",
+               "ImuCalibrationError", "ImuDisconnectedError", "ImuError", "ImuNotFoundError", "ImuStuckError",
+               "JointLimitError", "ParameterError", "ServoError", "ServoFault", "ServoTimeout", "UnsupportedCommand"),
+    "imu_filter": ("MadgwickFilter", "quat_from_accel"),
+    "joints": ("JointReadings", "JointServoBus", "ServoHealth"),
+    "mpu6050": ("ImuSample", "Mpu6050", "Mpu6050Config", "axis_remap_matrix"),
+    "mpu6050_emulator": ("Mpu6050Emulator", "constant_rotation", "static_motion"),
+    "protocol": ("MAX_MOVE_TIME_MS", "MAX_MOVE_TIME_S"),
+    "servo_table": ("ServoSpec", "ServoTable", "default_config_path", "load_servo_table", "urdf_joint_limits"),
+}
+_WHERE = {name: module for module, names in _MODULES.items() for name in names}
+__all__ = list(_WHERE)
+
+
+def __getattr__(name):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    value = getattr(importlib.import_module("." + module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -24,6 +24,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Uni
 from .bus import BROADCAST_ID, ServoBus
 from .errors import (BusClosedError, EmergencyStopActive, HardwareError, ParameterError, ServoError, ServoFault,
                      UnsupportedCommand, measured_faults)
+from .protocol import MAX_MOVE_TIME_S
 from .servo_table import ServoSpec, ServoTable
 
 __all__ = ["JointReadings", "ServoHealth", "JointServoBus"]
@@ -31,8 +32,6 @@ __all__ = ["JointReadings", "ServoHealth", "JointServoBus"]
 log = logging.getLogger(__name__)
 Positions = Union[Mapping[str, float], Sequence[float]]
 
-#: max move time of the protocol [s]
-MAX_DURATION_S = 30.0
 
 
 @dataclass
@@ -161,9 +160,9 @@ class JointServoBus:
         try:
             d = float(duration_s)
         except (TypeError, ValueError):
-            raise ParameterError("duration_s", duration_s, 0.0, MAX_DURATION_S) from None
-        if not (math.isfinite(d) and 0.0 <= d <= MAX_DURATION_S):
-            raise ParameterError("duration_s", duration_s, 0.0, MAX_DURATION_S)
+            raise ParameterError("duration_s", duration_s, 0.0, MAX_MOVE_TIME_S) from None
+        if not (math.isfinite(d) and 0.0 <= d <= MAX_MOVE_TIME_S):
+            raise ParameterError("duration_s", duration_s, 0.0, MAX_MOVE_TIME_S)
         items = self._resolve(positions)
         targets = [(spec.servo_id, spec.to_ticks(q)) for spec, q in items]  # raises before any byte is sent
         self.bus.move(targets, int(round(d * 1000.0)))

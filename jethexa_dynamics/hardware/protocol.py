@@ -19,6 +19,11 @@ from typing import Iterable, NamedTuple, Optional, Sequence, Tuple, Union
 
 from .errors import FrameError, ParameterError
 
+#: the longest move a servo takes: MOVE_TIME_WRITE's time parameter is 0-30000 ms (the protocol's one limit on
+#: move times; the RRC board, the joint layer, the nodes, the predictors and the engine all use it)
+MAX_MOVE_TIME_MS = 30000
+MAX_MOVE_TIME_S = MAX_MOVE_TIME_MS / 1000.0
+
 __all__ = [
     "HEADER", "BROADCAST_ID", "MAX_LEN", "Cmd", "CommandSpec", "COMMANDS", "checksum", "encode_frame",
     "encode_command", "check_values", "decode_params", "Frame", "BadFrame", "StreamParser", "FrameParser",
@@ -82,7 +87,7 @@ class CommandSpec:
 
 
 _POS = ("position", 0, 1000)
-_TIME = ("time_ms", 0, 30000)
+_TIME = ("time_ms", 0, MAX_MOVE_TIME_MS)
 COMMANDS = {s.cmd: s for s in (
     CommandSpec(Cmd.MOVE_TIME_WRITE, "<HH", (_POS, _TIME)),
     CommandSpec(Cmd.MOVE_TIME_READ, reply_fmt="<hH", reply_fields=("position", "time_ms")),

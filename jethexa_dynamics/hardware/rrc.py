@@ -15,7 +15,7 @@ import struct
 from typing import Iterable, NamedTuple, Sequence, Tuple, Union
 
 from .errors import ParameterError
-from .protocol import StreamParser
+from .protocol import MAX_MOVE_TIME_MS, StreamParser
 
 __all__ = [
     "RRC_HEADER", "Func", "Sub", "crc8", "encode_packet", "Packet", "BadPacket", "PacketParser",
@@ -113,8 +113,8 @@ def encode_packet(func: int, data: bytes) -> bytes:
 
 def bus_move(targets: Sequence[Tuple[int, int]], time_ms: int) -> bytes:
     """Group move: all ``(servo_id, position)`` pairs start together and arrive after ``time_ms``."""
-    if not 0 <= time_ms <= 30000:
-        raise ParameterError("time_ms", time_ms, 0, 30000)
+    if not 0 <= time_ms <= MAX_MOVE_TIME_MS:
+        raise ParameterError("time_ms", time_ms, 0, MAX_MOVE_TIME_MS)
     if not 1 <= len(targets) <= 80:
         raise ParameterError("number of servos in one move", len(targets), 1, 80)
     data = bytearray((Sub.MOVE, time_ms & 0xFF, time_ms >> 8, len(targets)))

@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from jethexa_dynamics.errors import CannotServe, InputError, InvalidMessage  # noqa: F401 (the nodes' names for them)
+from jethexa_dynamics.hardware.protocol import MAX_MOVE_TIME_S
 from jethexa_dynamics.model.se3 import unit_quat
 
 
@@ -169,8 +170,8 @@ def trajectory(joint_names: Sequence[str], points: Sequence[Tuple[Sequence[float
         pos = finite_vector(f + ".positions", p, len(idx))
         if len(v):
             finite_vector(f + ".velocities", v, len(idx))
-        if not math.isfinite(t) or t < 0.0 or t > 30.0:
-            raise InvalidMessage("%s.time_from_start = %.6g s: must be in [0, 30] s" % (f, t))
+        if not math.isfinite(t) or t < 0.0 or t > MAX_MOVE_TIME_S:
+            raise InvalidMessage("%s.time_from_start = %.6g s: must be in [0, %g] s" % (f, t, MAX_MOVE_TIME_S))
         if t < last_t:
             raise InvalidMessage("%s.time_from_start = %.6g s: must not decrease (previous %.6g s)"
                                  % (f, t, last_t))

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 
+from jethexa_dynamics.hardware.protocol import MAX_MOVE_TIME_S
+
 from .param_spec import ParamError, ParamSet, ParamSpec, config_dir, load_node_yaml  # noqa: F401 (re-exported)
 
 P = ParamSpec
@@ -58,7 +60,7 @@ SERVO_DRIVER = ParamSet("servo_driver", [
       "this longer timeout; only if that read, too, gets no reply (and was not itself held up) is it reported "
       "silent -- a loaded machine makes replies late, not absent", lo=0.01, hi=2.0, unit="s"),
     P("default_move_time", "double", 0.02, "servo move time when a joint_commands point has time_from_start 0",
-      lo=0.0, hi=30.0, unit="s"),
+      lo=0.0, hi=MAX_MOVE_TIME_S, unit="s"),
     P("diagnostics_rate", "double", 1.0, "rate of the full /diagnostics report (every servo)", lo=0.1, hi=50.0,
       unit="Hz"),
     P("fault_report_rate", "double", 10.0, "rate at which servos that miss replies or read outside their own "

@@ -24,10 +24,9 @@ import numpy as np
 from transforms3d.axangles import mat2axangle
 from transforms3d.quaternions import quat2mat
 
+from jethexa_dynamics.hardware.protocol import MAX_MOVE_TIME_S
 from jethexa_dynamics.model.se3 import rot_exp, unit_quat
 
-#: the longest move a command may ask for (s): what a Hiwonder MOVE_TIME_WRITE accepts
-MAX_MOVE_TIME = 30.0
 #: the longest a measurement is carried forward to an anchor time (s); an older one is used as it is. A
 #: first-order carry beats holding the sample for a swaying body up to ~1/3 of its sway period (1.3 s here)
 MAX_CARRY = 0.25
@@ -90,10 +89,10 @@ def check_time(t, field="t") -> float:
 
 
 def check_move_time(move_time) -> float:
-    """A command's move time [s] in [0, MAX_MOVE_TIME], or a ``ValueError``."""
+    """A command's move time [s] in [0, MAX_MOVE_TIME_S] (the servo's limit), or a ``ValueError``."""
     mt = float(move_time)
-    if not (math.isfinite(mt) and 0.0 <= mt <= MAX_MOVE_TIME):
-        raise ValueError("move_time=%r outside the allowed range [0, %g] s" % (move_time, MAX_MOVE_TIME))
+    if not (math.isfinite(mt) and 0.0 <= mt <= MAX_MOVE_TIME_S):
+        raise ValueError("move_time=%r outside the allowed range [0, %g] s" % (move_time, MAX_MOVE_TIME_S))
     return mt
 
 

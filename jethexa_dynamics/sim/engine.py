@@ -34,6 +34,7 @@ from transforms3d.euler import euler2mat, mat2euler
 from jethexa_dynamics.control.gait import Gait, gait_joint_targets
 from jethexa_dynamics.control.ik import LegGeometry, leg_fk_vel
 from jethexa_dynamics.control.pid import JointPID, pid_torques
+from jethexa_dynamics.hardware.protocol import MAX_MOVE_TIME_S
 from jethexa_dynamics.model import LeggedRobot, Morphology, kernels
 from jethexa_dynamics.model.se3 import cross3
 from jethexa_dynamics.model.com import center_of_mass
@@ -599,8 +600,8 @@ class Engine:
             if idx.size and (idx.min() < 0 or idx.max() >= self.nj):
                 raise ValueError("joints must be indices in [0, %d), got %s" % (self.nj, idx))
         tgt = _finite_vec(targets, len(idx), "targets")
-        if not (math.isfinite(move_time) and 0.0 <= move_time <= 30.0):
-            raise ValueError("move_time=%r outside the allowed range [0, 30] s" % (move_time,))
+        if not (math.isfinite(move_time) and 0.0 <= move_time <= MAX_MOVE_TIME_S):
+            raise ValueError("move_time=%r outside the allowed range [0, %g] s" % (move_time, MAX_MOVE_TIME_S))
         if self.clock[K_MODE] != MODE_EXTERNAL:
             self.clock[K_MODE] = MODE_EXTERNAL
             self._ext[1][:] = self.qdes
