@@ -141,16 +141,18 @@ class LegGeometry:
     """Per-leg kinematic parameters of a hexapod (healthy morphology), in ``robot.leg_names`` order.
 
     Attributes: ``names`` (leg names), ``geom`` (n_legs, 8) rows as in the module docstring,
-    ``limits`` (n_legs, 3, 2) joint limits (rad).
+    ``limits`` (n_legs, 3, 2) joint limits (rad), ``velocity`` (n_legs, 3) joint velocity limits (rad/s; the URDF's
+    ``<limit velocity>``, inf where it gives none).
     """
 
-    def __init__(self, names, geom, limits):
+    def __init__(self, names, geom, limits, velocity=None):
         self.names = list(names)
         g = np.asarray(geom, dtype=np.float64)
         if g.ndim == 2 and g.shape[1] == N_GEOM - 2:       # append the cached cos/sin of the hip yaw
             g = np.column_stack([g, np.cos(g[:, G_YAW]), np.sin(g[:, G_YAW])])
         self.geom = np.ascontiguousarray(g)
         self.limits = np.ascontiguousarray(limits, dtype=np.float64)
+        self.velocity = np.full((len(self.names), 3), np.inf) if velocity is None else np.asarray(velocity, float)
         if self.geom.shape != (len(self.names), N_GEOM) or self.limits.shape != (len(self.names), 3, 2):
             raise ValueError("geom must be (n_legs, 8) and limits (n_legs, 3, 2), got %s and %s"
                              % (self.geom.shape, self.limits.shape))
@@ -180,6 +182,7 @@ class LegGeometry:
         names = list(leg_names)
         geom = np.zeros((len(names), N_GEOM - 2))
         limits = np.zeros((len(names), 3, 2))
+        velocity = np.zeros((len(names), 3))
         # name -> joint (the first of a name, as ``urdf.joint``); link -> its fixed child joints
         joints, fixed_below = {}, {}
         for j in urdf.joints:
@@ -206,7 +209,8 @@ class LegGeometry:
             geom[i] = (H[0, 3], H[1, 3], H[2, 3], _yaw_of(H), femur.origin_xyz[0], tibia.origin_xyz[0],
                        feet[0].origin_xyz[0], tibia.origin_rpy[1])
             limits[i] = [(j.lower, j.upper) for j in (coxa, femur, tibia)]
-        return cls(names, geom, limits)
+            velocity[i] = [j.velocity for j in (coxa, femur, tibia)]
+        return cls(names, geom, limits, velocity)
 
     @property
     def n_legs(self):

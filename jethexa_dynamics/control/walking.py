@@ -10,7 +10,8 @@
   a body-shifted crawl that keeps the static margin >= the planner's ``required_margin`` at every phase,
   footless legs folded, and ``NoStableGait`` -> a safe stance. A gait switch blends the joint targets from
   the last ones sent to the new gait's t = 0 pose over ``blend_time`` (s, at least 1/4 cycle and long enough
-  that no joint target moves faster than ``MAX_JOINT_RATE``), the gait clock held at 0 meanwhile.
+  that no joint target moves faster than ``BLEND_RATE_FRACTION`` of the URDF's joint velocity limit), the gait
+  clock held at 0 meanwhile.
   ``set_trim`` applies the heading hold's per-tick correction without re-validating (the plan is verified
   over the planner's ``yaw_allowance`` / ``vy_allowance``; the trim is clamped to them and may only slow
   the walk down).
@@ -32,7 +33,9 @@ import numpy as np
 from jethexa_dynamics.control.gait import MIN_FEET, WAVE_ORDER, Gait, stride_vectors
 from jethexa_dynamics.control.ik import IK_OK, LegGeometry, leg_ik
 
-MAX_JOINT_RATE = 3.0    # rad/s: blends stay below this (half the URDF joint velocity limit, 6 rad/s)
+#: blends move the joint targets at most this fraction of the URDF's joint velocity limit (JetHexa: 6 -> 3 rad/s):
+#: the servo follows a target ramp with a lag, and a ramp at its full speed would leave it behind
+BLEND_RATE_FRACTION = 0.5
 
 
 def remaining_leg_offsets(legs: Sequence[str]) -> Tuple[List[float], float]:
@@ -312,8 +315,7 @@ class WalkingGait:
         self.stance = self._targets(0.0, stance=True)
         start = np.array([self._last.get(n, v) for n, v in zip(self.names, self._targets(0.0))])
         dq = float(np.max(np.abs(start - self._targets(0.0)))) if len(start) else 0.0
-        cycle = self.gait.cycle_time if self.gait is not None else self.settings["cycle_time"]
-        self.blend_time = max(0.25 * cycle, 1.5 * dq / MAX_JOINT_RATE)
+        self.blend_time = self._blend_duration(dq)
         self._blend = [0.0, self.blend_time, start] if self._last and dq > 0.0 else None
 
     def _targets(self, t: float, stance: bool = False) -> np.ndarray:
@@ -463,9 +465,15 @@ class WalkingGait:
         """Start a blend from the last targets sent to ``goal`` (same joints)."""
         prev = self._prev_targets
         dq = float(np.max(np.abs(goal - prev))) if len(prev) else 0.0
-        cycle = self.gait.cycle_time if self.gait is not None else self.settings["cycle_time"]
-        self.blend_time = max(0.25 * cycle, 1.5 * dq / MAX_JOINT_RATE)
+        self.blend_time = self._blend_duration(dq)
         self._blend = [0.0, self.blend_time, prev.copy()] if dq > 0.0 else None
+
+    def _blend_duration(self, dq: float) -> float:
+        """Blend time (s) for a largest joint move ``dq`` (rad): a quarter cycle at least, and long enough that
+        the smoothstep's peak rate, 1.5 dq / T, stays within the blend rate."""
+        cycle = self.gait.cycle_time if self.gait is not None else self.settings["cycle_time"]
+        rate = BLEND_RATE_FRACTION * float(np.min(self.full.velocity))
+        return max(0.25 * cycle, 1.5 * dq / rate)
 
     def _step_recovery(self, dt: float, walking: bool) -> np.ndarray:
         self._poll()
