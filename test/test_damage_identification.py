@@ -38,11 +38,13 @@ def test_parameters_are_range_checked(kw, msg):
 def test_bad_samples_are_rejected_and_counted_not_raised():
     idf = DamageIdentifier()
     q = np.zeros(18)
-    assert idf.on_command(1.0, q, 0.02)
-    assert not idf.on_command(0.5, q, 0.02)                       # out of order
-    assert not idf.on_command(2.0, np.full(18, np.nan), 0.02)     # nothing commanded
-    assert not idf.on_command(2.0, np.full(18, np.inf), 0.02)     # inf
-    assert not idf.on_command(2.0, q[:5], 0.02)                   # wrong size
+    assert idf.on_command(1.0, q, 1.02)
+    assert not idf.on_command(0.5, q, 0.52)                       # out of order
+    assert not idf.on_command(2.0, np.full(18, np.nan), 2.02)     # nothing commanded
+    assert not idf.on_command(2.0, np.full(18, np.inf), 2.02)     # inf
+    assert not idf.on_command(2.0, q[:5], 2.02)                   # wrong size
+    assert not idf.on_command(2.0, q, 40.0)                       # beyond the servo's 30 s move
+    assert not idf.on_command(2.0, q, float("nan"))               # no target time
     assert not idf.on_joints(1.0, np.full(18, np.inf))
     assert not idf.on_imu(1.0, (1.0, 0, 0, 0), (0.0, math.inf, 0.0))
     assert not idf.on_imu(1.0, (0.0, 0, 0, 0), (0.0, 0.0, 0.0))   # not a unit quaternion
@@ -50,9 +52,9 @@ def test_bad_samples_are_rejected_and_counted_not_raised():
     assert idf.on_imu(1.0, (1.0, 0, 0, 0), (0.0, 0.0, 0.0))
     assert not idf.on_imu(0.9, (1.0, 0, 0, 0), (0.0, 0.0, 0.0))
     assert not idf.on_servo_morphology(1.0, [3, 3, 9, 3, 3, 3])
-    assert idf.rejections == {"command": 4, "joints": 1, "imu": 4, "servo": 1}
+    assert idf.rejections == {"command": 6, "joints": 1, "imu": 4, "servo": 1}
     assert "link counts in [0, 3]" in idf.last_rejection
-    assert idf.on_command(2.0, q, 0.02)                           # and it goes on
+    assert idf.on_command(2.0, q, 2.02)                           # and it goes on
     assert idf.morphology == (3,) * 6 and idf.events == []
 
 

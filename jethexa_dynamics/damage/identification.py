@@ -292,9 +292,10 @@ class DamageIdentifier:
             return None, "%s stamp %.6f s is before the previous one %.6f s (out of order)" % (name, t, last)
         return t, ""
 
-    def on_command(self, t, q, move_time=0.0, joints=None) -> bool:
-        """Joint command at ``t``: ``joints`` (indices into ``joint_names``, default all) to ``q`` (rad)
-        over ``move_time`` (s); NaN entries are joints this command leaves alone."""
+    def on_command(self, t, q, t_target, joints=None) -> bool:
+        """Joint command received at ``t``: ``joints`` (indices into ``joint_names``, default all) to reach ``q``
+        (rad) at ``t_target`` (s, the same clock; the Predictor protocol's meaning: a target time before ``t``
+        is an immediate move); NaN entries are joints this command leaves alone."""
         t, err = self._stamp(t, self._t_cmd, "command")
         if t is None:
             return self._reject("command", err)
@@ -305,9 +306,14 @@ class DamageIdentifier:
                                 % (idx.size, a.size))
         if np.any(np.isinf(a)) or np.all(np.isnan(a)):
             return self._reject("command", "command must be finite joint angles (rad); NaN = joint not commanded")
-        mt = float(move_time)
-        if not (math.isfinite(mt) and 0.0 <= mt <= MAX_MOVE_TIME_S):
-            return self._reject("command", "command move_time=%r outside [0, %g] s" % (move_time, MAX_MOVE_TIME_S))
+        try:
+            mt = float(t_target) - t
+        except (TypeError, ValueError):
+            mt = math.nan
+        mt = max(0.0, mt) if math.isfinite(mt) else mt
+        if not (math.isfinite(mt) and mt <= MAX_MOVE_TIME_S):
+            return self._reject("command", "command t_target=%r: must be a time within %g s after the command's %r"
+                                % (t_target, MAX_MOVE_TIME_S, t))
         ok = np.isfinite(a)
         self._t_cmd = t
         self._cmds.append((t, a[ok].copy(), mt, idx[ok].copy()))

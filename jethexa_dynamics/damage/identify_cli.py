@@ -69,25 +69,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def identify(bag, idf, initial):
     """Feed ``bag`` (``BagData``) through ``idf``; returns the wall time (s)."""
-    from jethexa_dynamics.validation.replay import _CMD, _IMU, _JS, _MORPH, _events, _reorder
+    from jethexa_dynamics.validation.replay import COMMAND, IMU, JOINT_STATES, MORPHOLOGY, bag_events, joint_matrix
 
     index = {n: k for k, n in enumerate(idf.joint_names)}
     unknown = [n for n in bag.commands.names if n not in index]
     if unknown:
         raise ValueError("commands name joints the robot does not have: %s" % ", ".join(unknown))
     cols = np.array([index[n] for n in bag.commands.names], dtype=np.int64)
-    js = None if bag.joint_states is None else _reorder(bag.joint_states, idf.joint_names)
+    js = None if bag.joint_states is None else joint_matrix(bag.joint_states, idf.joint_names)
     cmd, imu, mo = bag.commands, bag.imu, bag.morphology
     tic = time.perf_counter()
-    for t, kind, i in _events(bag):
+    for t, kind, i in bag_events(bag):
         i, kind = int(i), int(kind)
-        if kind == _CMD:
-            idf.on_command(t, cmd.q[i], max(float(cmd.t_target[i]) - t, 0.0), joints=cols)
-        elif kind == _IMU:
+        if kind == COMMAND:
+            idf.on_command(t, cmd.q[i], cmd.t_target[i], joints=cols)
+        elif kind == IMU:
             idf.on_imu(t, imu.quat[i], imu.gyro[i], imu.accel[i])
-        elif kind == _JS:
+        elif kind == JOINT_STATES:
             idf.on_joints(t, js[i])
-        elif kind == _MORPH:
+        elif kind == MORPHOLOGY:
             idf.on_servo_morphology(t, [min(int(a), b) for a, b in zip(mo.links[i], initial)])
     return time.perf_counter() - tic
 

@@ -170,7 +170,7 @@ def feed(identifier, streams, until=None):
         if until is not None and t > until:
             break
         if kind == "cmd":
-            identifier.on_command(t, payload[0], payload[1], joints=payload[2])
+            identifier.on_command(t, payload[0], t + payload[1], joints=payload[2])
         elif kind == "joints":
             identifier.on_joints(t, payload)
         else:

@@ -312,7 +312,8 @@ class DamageMonitor(ThinNode):
         points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
         idx, pos, t_from_start = messages.trajectory(msg.joint_names, points, self.joint_names)
         # commands at receipt: the servo driver acts on them when they arrive (the predictor does the same)
-        self._feed("joint_commands", "on_command", self.t(), pos, t_from_start, idx)
+        t = self.t()
+        self._feed("joint_commands", "on_command", t, pos, t + t_from_start, idx)
 
     def _on_imu(self, msg: Imu) -> None:
         if self.worker is None:

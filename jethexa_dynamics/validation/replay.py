@@ -48,26 +48,30 @@ class ReplayResult:
         return self.n_messages / self.wall_time if self.wall_time > 0 else float("inf")
 
 
-# event kinds, in the order they are handled at equal time stamps (inputs first, then measurements)
-_MORPH, _CMD, _JS, _IMU, _GT = range(5)
+#: event kinds of :func:`bag_events`, in the order they are handled at equal time stamps (inputs first, then
+#: measurements)
+MORPHOLOGY, COMMAND, JOINT_STATES, IMU, GROUND_TRUTH = range(5)
 
 
-def _events(bag: BagData):
+def bag_events(bag: BagData) -> np.ndarray:
+    """Every message of the bag's window in the order a replay hands them over: (n, 3) rows (t [s], kind, index
+    into that kind's series); commands and morphologies stamped before the window start at its start (the
+    command in force), equal stamps in the order of the kinds (:data:`MORPHOLOGY` ... :data:`GROUND_TRUTH`)."""
     w0 = bag.window[0]
     parts = []
 
     def add(t, kind):
         t = np.asarray(t, dtype=float)
-        parts.append(np.stack([np.maximum(t, w0) if kind in (_MORPH, _CMD) else t,
+        parts.append(np.stack([np.maximum(t, w0) if kind in (MORPHOLOGY, COMMAND) else t,
                                np.full(t.shape, kind, float), np.arange(t.size, dtype=float)], axis=1))
     if bag.morphology is not None:
-        add(bag.morphology.t, _MORPH)
-    add(bag.commands.t, _CMD)
+        add(bag.morphology.t, MORPHOLOGY)
+    add(bag.commands.t, COMMAND)
     if bag.joint_states is not None:
-        add(bag.joint_states.t, _JS)
-    add(bag.imu.t, _IMU)
+        add(bag.joint_states.t, JOINT_STATES)
+    add(bag.imu.t, IMU)
     if bag.ground_truth is not None:
-        add(bag.ground_truth.t, _GT)
+        add(bag.ground_truth.t, GROUND_TRUTH)
     ev = np.concatenate(parts)
     order = np.lexsort((ev[:, 2], ev[:, 1], ev[:, 0]))
     return ev[order]
@@ -75,7 +79,7 @@ def _events(bag: BagData):
 
 def replay(bag: BagData, predictor: Predictor) -> ReplayResult:
     """Feed ``bag`` through ``predictor``; returns predictions next to the measurements."""
-    ev = _events(bag)
+    ev = bag_events(bag)
     n_imu = len(bag.imu)
     n_gt = 0 if bag.ground_truth is None else len(bag.ground_truth)
     q_pred = np.zeros((n_imu, 4))
@@ -92,15 +96,15 @@ def replay(bag: BagData, predictor: Predictor) -> ReplayResult:
     for t, kind, i in ev:
         i = int(i)
         kind = int(kind)
-        if kind == _CMD:
+        if kind == COMMAND:
             predictor.on_command(t, cmd_q[i], max(cmd.t_target[i], t))
-        elif kind == _IMU:
+        elif kind == IMU:
             p, q = predictor.pose(t)
             p_orient[i], q_pred[i] = p, q
             predictor.on_imu(t, imu.quat[i], imu.gyro[i], imu.accel[i])
-        elif kind == _JS:
-            predictor.on_joints(t, _reorder(js, cmd.names)[i])
-        elif kind == _GT:
+        elif kind == JOINT_STATES:
+            predictor.on_joints(t, joint_matrix(js, cmd.names)[i])
+        elif kind == GROUND_TRUTH:
             p, _ = predictor.pose(t)
             p_pred[i] = p
             predictor.on_ground_truth(t, gt.pos[i], gt.quat[i])
@@ -118,8 +122,9 @@ def replay(bag: BagData, predictor: Predictor) -> ReplayResult:
         if never else [])
 
 
-def _reorder(series, names):
-    """Joint-state matrix with columns in ``names`` order (cached on the series)."""
+def joint_matrix(series, names):
+    """Joint-state matrix (rad) with columns in ``names`` order, NaN where the series lacks a joint (cached on the
+    series)."""
     cached = getattr(series, "_reordered", None)
     if cached is not None and cached[0] == tuple(names):
         return cached[1]
