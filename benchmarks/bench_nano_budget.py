@@ -27,7 +27,7 @@ CPU-seconds per second of every process (/proc utime + stime), per node from the
 process the only per-node figure), the rest of each process (executor, rclpy, DDS: process total minus its
 stages) split by /proc per-thread stats (the DDS/rmw threads name themselves), memory (VmRSS, PSS from
 smaps_rollup, VmHWM), the rates of the four topics, the identifier's windows per second, the prediction error
-against the truth (``predictors.errors``: predicted/pose minus mocap/pose interpolated at the predicted stamp;
+against the truth (``predictors.error_metric``: predicted/pose minus mocap/pose interpolated at the predicted stamp;
 healthy part of the window), the walking speed (truth), and a silent break (``robot_emulator``'s ``breaks``
 parameter, ``--break-spec`` at ``--break-at`` s into the window): seconds until ``morphology`` names it, what it
 names, and whether any damage was named before it.
@@ -487,11 +487,11 @@ def counter_rate(a, b, key):
 def prediction_error(pred, truth, t_from, t_to):
     """Predicted minus true pose for the predicted poses received in [t_from, t_to): the truth (mocap/pose, 50 Hz)
     interpolated at each predicted stamp (positions linearly, quaternions normalised-linearly), the difference as
-    ``predictors.errors`` defines it. {n, roll_pitch_deg (mean |roll| and |pitch|), yaw_deg (mean |yaw|),
+    ``predictors.error_metric`` defines it. {n, roll_pitch_deg (mean |roll| and |pitch|), yaw_deg (mean |yaw|),
     pos_mm (mean 3-D distance), pos_p95_mm}; n = 0 when nothing matched."""
     import numpy as np
 
-    from jethexa_dynamics.predictors.errors import orientation_errors
+    from jethexa_dynamics.predictors.error_metric import orientation_errors
 
     p = np.array([r for r in pred if t_from <= r[0] < t_to]).reshape(-1, 9)
     m = np.array(truth).reshape(-1, 9)
@@ -1044,7 +1044,7 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
           "interpreter and DDS, and /proc per-thread stats give the DDS/rmw threads' part of it (Fast DDS names its "
           "threads `dds.*`; Python's threads keep the process's name). Quota runs: the robot's process(es) in one "
           "CPU cgroup with the quota from their start (robot_emulator and this process outside it). Error = "
-          "predicted/pose minus the truth (mocap/pose interpolated at the predicted stamp; `predictors.errors`), "
+          "predicted/pose minus the truth (mocap/pose interpolated at the predicted stamp; `predictors.error_metric`), "
           "mean over the healthy part of the window. Speed = the truth's horizontal speed over the healthy part."
           % (opts.speed, opts.seconds, opts.warmup, opts.break_spec, opts.break_at), "",
           "## Targets (issue 21; %s runs%s)" % (primary, ", as launched" if primary == "composed" else ""), "",

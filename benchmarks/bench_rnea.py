@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "test"))
 from _machine import describe  # noqa: E402
 from bench_slip import write_section  # noqa: E402
 from jethexa_dynamics.model import LeggedRobot  # noqa: E402
-from jethexa_dynamics.second_opinions.newton_euler import NewtonEulerRobot  # noqa: E402
+from jethexa_dynamics.second_opinions.rnea import NewtonEulerRobot  # noqa: E402
 
 
 def per_call_us(fn, repeat):

@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 from _machine import describe  # noqa: E402
 from jethexa_dynamics.second_opinions import se2  # noqa: E402
 from jethexa_dynamics.second_opinions.multipod import disk  # noqa: E402
-from jethexa_dynamics.second_opinions.slip import SlipModel  # noqa: E402
+from jethexa_dynamics.second_opinions.slip_model import SlipModel  # noqa: E402
 
 RADIUS, REACH, HEIGHT, SLIDE = 0.2, (0.05, 0.12), 0.08, 0.01
 #: the numpy implementation (vectorised over frames, numpy per call) before the compiled per-frame kernels
@@ -222,7 +222,7 @@ def predictor_cost(n_commands, Reference):
     (same predictor and commands, alternating rounds; the rest of the path is this tree's in both), and the parts
     of the per-command path."""
     from jethexa_dynamics.predictors.slip import SlipPredictor
-    from jethexa_dynamics.second_opinions.newton_euler import NewtonEulerRobot
+    from jethexa_dynamics.second_opinions.rnea import NewtonEulerRobot
     from jethexa_dynamics.second_opinions.se2 import compose, se2_exp
 
     robot, t, q = jethexa_commands(n_commands)
@@ -320,7 +320,7 @@ def compare_reference(Reference, n_commands):
 COMPILE_PROBE = """
 import time, numpy as np
 from numba.core import event
-from jethexa_dynamics.second_opinions.slip import SlipModel
+from jethexa_dynamics.second_opinions.slip_model import SlipModel
 q = np.array([[0.1, 0.1, -0.1], [-0.1, 0.1, -0.1], [0.0, -0.1, -0.1]])
 with event.install_recorder("numba:compile") as rec:
     t0 = time.perf_counter()
@@ -364,7 +364,7 @@ def node_ab(ref, seconds, rounds):
                 os.pathsep)), NUMBA_CACHE_DIR=os.path.join(tree, ".numba-cache"))),
             "compiled": (root, dict(PYTHONPATH=os.pathsep.join([root] + env0.get("PYTHONPATH", "").split(
                 os.pathsep)), NUMBA_CACHE_DIR=env0.get("NUMBA_CACHE_DIR") or os.path.join(root, ".numba-cache")))}
-    probe = "import jethexa_dynamics.second_opinions.slip as m; print(m.__file__)"
+    probe = "import jethexa_dynamics.second_opinions.slip_model as m; print(m.__file__)"
     warm = "from jethexa_dynamics.warmup import ensure_kernels; ensure_kernels(('dynamics', 'predictors'))"
     for label, (cwd, env) in envs.items():
         where = subprocess.run([sys.executable, "-c", probe], env=dict(env0, **env), cwd=cwd, check=True,

@@ -153,7 +153,7 @@ def check_pose(frame: str, position_may_be_nan: bool = False):
 
 def check_error(msg) -> None:
     """``accept`` of prediction/error: six values labelled as the predictor labels them, finite or NaN."""
-    from jethexa_dynamics.predictors.errors import ERROR_FIELDS
+    from jethexa_dynamics.predictors.error_metric import ERROR_FIELDS
     from jethexa_dynamics.nodes.messages import InvalidMessage
 
     label = msg.layout.dim[0].label if msg.layout.dim else ""
@@ -192,7 +192,7 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     from std_msgs.msg import Float64MultiArray, UInt8MultiArray
 
     from jethexa_dynamics.model import format_morphology
-    from jethexa_dynamics.predictors.errors import rpy
+    from jethexa_dynamics.predictors.error_metric import rpy
     from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS
     from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, wait_for
     from jethexa_dynamics.nodes.graph_spec import processes
@@ -438,7 +438,7 @@ def _walk_segments(say, args, mocap, w, t0, split) -> None:
     """Per segment (before / after the damage), from mocap: forward speed vs the command, heading drift,
     lateral drift, max roll and pitch (``sim.recovery.segment_metrics``; the static margin is not measured here,
     see ``jethexa-sim --recovery``)."""
-    from jethexa_dynamics.predictors.errors import rpy
+    from jethexa_dynamics.predictors.error_metric import rpy
     from jethexa_dynamics.sim.recovery import segment_metrics
 
     stamped = [(t - t0, m) for t, m in w.since("mocap/pose", t0)]

@@ -21,7 +21,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 
 from jethexa_dynamics.model.se3 import rot_to_quat  # noqa: E402
 from jethexa_dynamics.predictors.base import CycleStats  # noqa: E402
-from jethexa_dynamics.predictors.errors import pose_error  # noqa: E402
+from jethexa_dynamics.predictors.error_metric import pose_error  # noqa: E402
 from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS  # noqa: E402
 from jethexa_dynamics.nodes.damage_monitor import morphology_msg  # noqa: E402
 from jethexa_dynamics.nodes.graph import Graph, Watcher, wait_for  # noqa: E402
@@ -252,7 +252,7 @@ def test_odom_twist_is_the_models_twist_in_base_link(rig):
     yaw rate from the orientation change, forward/lateral speed from the displacement in the body frame."""
     from jethexa_dynamics.control.walking import WalkingGait
     from jethexa_dynamics.nodes._robot import jethexa, leg_geometry
-    from jethexa_dynamics.predictors.errors import quat_to_rpy
+    from jethexa_dynamics.predictors.error_metric import quat_to_rpy
 
     g, node, w, pubs = rig
     walker = WalkingGait(leg_geometry(), jethexa().joint_names)

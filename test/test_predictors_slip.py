@@ -208,7 +208,7 @@ def test_centre_of_mass_matches_newton_euler(robot, morphology):
     """The predictor's COM (the core model's compiled link CoMs) against an independent sum of link
     masses at the link CoMs by the recursive Newton-Euler model's own forward kinematics, healthy and with a
     removed / truncated leg."""
-    from jethexa_dynamics.second_opinions.newton_euler import NewtonEulerRobot
+    from jethexa_dynamics.second_opinions.rnea import NewtonEulerRobot
 
     pred = SlipPredictor(robot, morphology=morphology)
     ne = NewtonEulerRobot.from_urdf(robot.urdf_path).with_morphology(pred.robot.morphology.links_per_leg)

@@ -12,7 +12,7 @@ import pytest
 pin = pytest.importorskip("pinocchio")
 
 from jethexa_dynamics.model import LeggedRobot, Morphology  # noqa: E402
-from jethexa_dynamics.second_opinions.newton_euler import NewtonEulerRobot  # noqa: E402
+from jethexa_dynamics.second_opinions.rnea import NewtonEulerRobot  # noqa: E402
 from pin_oracle import PinOracle, random_state, rel_err  # noqa: E402
 from robot_factory import random_robot_params, urdf_from_params  # noqa: E402
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from jethexa_dynamics.second_opinions.ground_reactions import contact_inverse_dynamics, resolve_ground_reactions
-from jethexa_dynamics.second_opinions.newton_euler import NewtonEulerRobot
+from jethexa_dynamics.second_opinions.rnea import NewtonEulerRobot
 
 QUAD = np.array([(0.2, 0.1, -0.3), (0.2, -0.1, -0.3), (-0.2, 0.1, -0.3), (-0.2, -0.1, -0.3)])  # FL FR BL BR
 WEIGHT = np.array([0.0, 0.0, 10.0, 0.0, 0.0, 0.0])

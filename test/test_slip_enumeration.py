@@ -15,7 +15,7 @@ import itertools
 import numpy as np
 from scipy.spatial import Delaunay
 
-from jethexa_dynamics.second_opinions.slip import SlipModel
+from jethexa_dynamics.second_opinions.slip_model import SlipModel
 from jethexa_dynamics.second_opinions.spring_support import SupportStatus
 
 S90 = np.array([[0.0, -1.0], [1.0, 0.0]])

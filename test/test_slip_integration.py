@@ -11,7 +11,7 @@ from scipy.linalg import expm
 
 from jethexa_dynamics.second_opinions import se2
 from jethexa_dynamics.second_opinions.multipod import undulation
-from jethexa_dynamics.second_opinions.slip import SlipModel
+from jethexa_dynamics.second_opinions.slip_model import SlipModel
 
 
 def test_constant_twist_reaches_the_closed_form_arc():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from jethexa_dynamics.second_opinions.multipod import disk, undulation
-from jethexa_dynamics.second_opinions.slip import SlipModel
+from jethexa_dynamics.second_opinions.slip_model import SlipModel
 from jethexa_dynamics.second_opinions.spring_support import SupportStatus
 
 S = np.array([[0.0, -1.0], [1.0, 0.0]])

@@ -108,14 +108,15 @@ def leg_ik(geom, limits, foot, out):
     b = l3 * sphi
     t2 = math.atan2(z * a - r * b, r * a + z * b)
     t3 = phi + geom[G_BEND]
-    # wrap to (-pi, pi] so the limit check sees the principal angle (|t2|, |t3| < 2 pi here)
-    if t2 > math.pi:
+    # wrap to [-pi, pi) (the package's one convention, model.se3.wrap_angle) so the limit check sees the
+    # principal angle; |t2|, |t3| < 2 pi here, so one step does it in compiled code
+    if t2 >= math.pi:
         t2 -= 2.0 * math.pi
-    elif t2 <= -math.pi:
+    elif t2 < -math.pi:
         t2 += 2.0 * math.pi
-    if t3 > math.pi:
+    if t3 >= math.pi:
         t3 -= 2.0 * math.pi
-    elif t3 <= -math.pi:
+    elif t3 < -math.pi:
         t3 += 2.0 * math.pi
     if t1 < limits[0, 0] or t1 > limits[0, 1]:
         return IK_LIMIT + 0

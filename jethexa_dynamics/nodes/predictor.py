@@ -48,7 +48,7 @@ from jethexa_dynamics.model.wire import morphology_from_wire
 from jethexa_dynamics.nodes.messages import MeasuredPose
 from jethexa_dynamics.nodes.pacing import CYCLE_TIMER, CyclePacer, arm_timers
 from jethexa_dynamics.predictors.base import CycleStats, Predictor
-from jethexa_dynamics.predictors.errors import ERROR_FIELDS, pose_error
+from jethexa_dynamics.predictors.error_metric import ERROR_FIELDS, pose_error
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec
 from jethexa_dynamics.nodes._robot import jethexa
 from jethexa_dynamics.predictors.registry import make_predictor

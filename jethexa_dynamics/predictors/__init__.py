@@ -5,7 +5,7 @@
 - :mod:`.slip`              the slipping model (paper 001): ``SlipPredictor``;
 - :mod:`.newton_euler`      recursive Newton-Euler (paper 004): ``NewtonEulerPredictor``;
 - :mod:`.registry`          predictors by name (``make_predictor``, ``predictor_names``);
-- :mod:`.errors`            the prediction error (predicted minus measured pose), live and offline.
+- :mod:`.error_metric`      the prediction error (predicted minus measured pose), live and offline.
 
 No rclpy here. Nothing is imported eagerly (the Boltzmann-Hamel predictor loads compiled kernels).
 """

@@ -17,7 +17,7 @@ The planar part of the twist of the centre of mass is integrated on SE(2) like t
 import numpy as np
 
 from jethexa_dynamics.second_opinions.ground_reactions import contact_inverse_dynamics
-from jethexa_dynamics.second_opinions.newton_euler import NewtonEulerRobot
+from jethexa_dynamics.second_opinions.rnea import NewtonEulerRobot
 
 from .slip import SlipPredictor
 

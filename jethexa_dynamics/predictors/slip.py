@@ -29,7 +29,7 @@ from jethexa_dynamics.model import LeggedRobot, Morphology
 from jethexa_dynamics.model.se3 import rot_to_quat
 from jethexa_dynamics.second_opinions._checks import finite_array
 from jethexa_dynamics.second_opinions.se2 import compose, se2_exp
-from jethexa_dynamics.second_opinions.slip import SlipModel
+from jethexa_dynamics.second_opinions.slip_model import SlipModel
 from jethexa_dynamics.second_opinions.spring_support import SupportStatus
 
 from .base import PredictorBase, check_move_time, check_time

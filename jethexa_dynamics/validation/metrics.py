@@ -3,7 +3,7 @@
 Definitions (also in docs/validation.md):
 
 - Orientation error at a sample = predicted minus measured roll, pitch, yaw (ZYX Euler angles of the
-  body orientation in the world frame), each wrapped to (-180, 180] deg (``predictors.errors``, the same
+  body orientation in the world frame), each wrapped to [-180, 180) deg (``predictors.error_metric``, the same
   definition the predictor node publishes live). RMSE and maximum |error| per axis.
 - Position error = |p_predicted - p_ground_truth| (3-D norm, m): RMSE, maximum, and value at the last sample;
   also the RMSE and the mean (bias) of each world axis (x, y, z: z is the body height error).
@@ -19,7 +19,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from jethexa_dynamics.predictors.errors import orientation_errors, quat_to_rpy  # noqa: F401 (re-exported)
+from jethexa_dynamics.predictors.error_metric import orientation_errors, quat_to_rpy  # noqa: F401 (re-exported)
 
 AXES = ("roll", "pitch", "yaw")
 

@@ -7,7 +7,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from jethexa_dynamics.predictors.errors import orientation_errors, quat_to_rpy
+from jethexa_dynamics.predictors.error_metric import orientation_errors, quat_to_rpy
 
 from .metrics import AXES
 from .report import morphology_text

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jethexa_dynamics.predictors.errors import orientation_errors, quat_to_rpy
+from jethexa_dynamics.predictors.error_metric import orientation_errors, quat_to_rpy
 
 from .metrics import AXES
 from .topics import LEG_NAMES
