@@ -25,7 +25,7 @@ from pathlib import Path
 
 from _machine import describe
 from jethexa_dynamics.predictors import registry
-from jethexa_dynamics.validation import bag_io, cli, messages, replay
+from jethexa_dynamics.validation import bag_io, bag_messages as messages, cli, replay
 from jethexa_dynamics.validation.simbag import write_sim_bag
 
 

@@ -8,7 +8,7 @@ from rosbags.highlevel import AnyReader
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-from jethexa_dynamics.validation import bag_io, messages as M, synthetic as S
+from jethexa_dynamics.validation import bag_io, bag_messages as M, synthetic as S
 from jethexa_dynamics.validation.errors import (BagError, CorruptBagError, EmptyWindowError, MissingTopicsError,
                                                 NotABagError, TimeJumpError, UnknownMessageTypeError)
 from jethexa_dynamics.validation.topics import TopicNames

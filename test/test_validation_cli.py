@@ -10,7 +10,7 @@ import pytest
 
 from jethexa_dynamics.predictors import registry
 from jethexa_dynamics.predictors.base import Predictor
-from jethexa_dynamics.validation import cli, messages as M, synthetic as S
+from jethexa_dynamics.validation import bag_messages as M, cli, synthetic as S
 from jethexa_dynamics.validation.errors import EXIT_BAD_INPUT
 
 

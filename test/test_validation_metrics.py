@@ -189,7 +189,7 @@ def test_cli_compare_all_one_report(walk_bag, tmp_path, capsys, registered, monk
 
 
 def test_joints_commanded_late_are_held_at_zero_and_noted(tmp_path):
-    from jethexa_dynamics.validation import messages as M
+    from jethexa_dynamics.validation import bag_messages as M
 
     class Recorder(Perturbed):
         def reset(self, t, joint_names):

@@ -5,7 +5,7 @@
 - :mod:`.replay`    replay a bag through a predictor (by name from :mod:`jethexa_dynamics.predictors.registry`);
 - :mod:`.metrics`   orientation/position errors, drift per metre walked, per-morphology segments;
 - :mod:`.report`, :mod:`.plots`, :mod:`.cli`   JSON/CSV/table, PNG plots, the command;
-- :mod:`.messages`, :mod:`.synthetic`, :mod:`.simbag`   messages without ROS, synthetic and simulated bags.
+- :mod:`.bag_messages`, :mod:`.synthetic`, :mod:`.simbag`   bag messages without ROS, synthetic and simulated bags.
 
 The live recorder for ROS nodes is :mod:`jethexa_dynamics.nodes.bag_recorder`. See docs/validation.md.
 """

@@ -28,7 +28,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 
 from jethexa_dynamics.model.wire import morphology_from_wire
 
-from . import messages
+from . import bag_messages as messages
 from .errors import (CorruptBagError, EmptyWindowError, MissingTopicsError, NotABagError, TimeJumpError,
                      UnknownMessageTypeError, BagError)
 from .topics import ROLE_TYPES, TOPIC_QOS, TopicNames, normalize

@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from . import messages as M
+from . import bag_messages as M
 from .bag_io import BagWriter
 
 T0_NS = 1_700_000_000_000_000_000

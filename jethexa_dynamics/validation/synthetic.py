@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import messages as M
+from . import bag_messages as M
 from .bag_io import BagWriter
 from .topics import LEG_NAMES
 
