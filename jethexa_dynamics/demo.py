@@ -20,10 +20,12 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from jethexa_dynamics.model import jethexa
+
 DEFAULT_DURATION = 16.0
 DEFAULT_DAMAGE_AT = 7.0
 DEFAULT_PREDICTOR_RATE = 50.0
-LEGS = ("LF", "LM", "LR", "RF", "RM", "RR")  # URDF leg order (docs/DEV_NOTES.md)
+LEGS = tuple(jethexa().leg_names)   # the URDF's leg order
 EMULATOR = "robot_emulator"  # the hardware's stand-in: a process of its own
 
 

@@ -8,7 +8,7 @@ from jethexa_dynamics.validation import plots
 from jethexa_dynamics.validation.metrics import Segment
 from jethexa_dynamics.validation.replay import ReplayResult
 from jethexa_dynamics.validation.report import morphology_text
-from jethexa_dynamics.validation.topics import LEG_NAMES
+from jethexa_dynamics.model import jethexa
 
 
 def _result(name, n=200):
@@ -26,7 +26,7 @@ def test_morphology_labels_name_the_legs_like_the_demo():
     texts = [a.get_text() for a in figs["orientation"].axes[0].texts if isinstance(a, Annotation)]
     assert texts == ["morphology RM:2", "morphology LM:1 RM:0"]
     # one formatter: the demo's (format_morphology), also in the report table
-    assert morphology_text((3, 3, 3, 3, 2, 3)) == format_morphology((3, 3, 3, 3, 2, 3), LEG_NAMES) == "RM:2"
+    assert morphology_text((3, 3, 3, 3, 2, 3)) == format_morphology((3, 3, 3, 3, 2, 3), jethexa().leg_names) == "RM:2"
     assert morphology_text(None) == "unknown" and morphology_text((3,) * 6) == "healthy"
 
 

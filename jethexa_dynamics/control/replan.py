@@ -410,20 +410,12 @@ PlanResult = Union[GaitPlan, NoStableGait]
 
 
 def common_morphologies(n_joints: Sequence[int], leg_names: Sequence[str]) -> List[List[int]]:
-    """Links per leg of the morphologies worth planning ahead: every single-leg loss (0 .. n-1 links kept)
-    and the paper's scenarios (``model.scenarios.SCENARIOS``)."""
-    from jethexa_dynamics.model.scenarios import SCENARIOS
+    """Links per leg of the morphologies worth planning ahead: every single-leg loss of the healthy robot and the
+    paper's scenarios (``model.scenarios``)."""
+    from jethexa_dynamics.model.scenarios import scenario_vectors, single_leg_losses
 
-    out = []
-    for i, n in enumerate(n_joints):
-        for k in range(int(n)):
-            v = [int(m) for m in n_joints]
-            v[i] = k
-            out.append(v)
-    for lost, _ in SCENARIOS.values():
-        if lost:
-            out.append([int(lost.get(leg, n)) for leg, n in zip(leg_names, n_joints)])
-    return out
+    return ([list(v) for v in single_leg_losses(n_joints, n_joints)]
+            + [v for _, v in scenario_vectors(leg_names, n_joints)])
 
 
 # ---------------------------------------------------------------------------------------------- planner

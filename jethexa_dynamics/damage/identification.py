@@ -67,25 +67,17 @@ import numpy as np
 from transforms3d.euler import euler2mat, mat2euler
 
 from jethexa_dynamics.hardware.protocol import MAX_MOVE_TIME_S
-from jethexa_dynamics.model import LeggedRobot, Morphology
+from jethexa_dynamics.model import LeggedRobot, Morphology, format_morphology
+from jethexa_dynamics.model.scenarios import single_leg_losses
 
 FORMAT = "jethexa-identify/1"
 
 
-def single_leg_hypotheses(links_per_leg: Sequence[int], revisable: Sequence[bool] = ()) -> List[Tuple[int, ...]]:
-    """The current morphology first, then every single-leg further loss (leg i keeps 0..k_i-1 links); on
-    the legs flagged ``revisable`` (a model-identified damage, whose link count may be off by one) also the
-    other counts up to ``max_links`` - 1 = 2."""
-    base = tuple(int(k) for k in links_per_leg)
-    rev = list(revisable) + [False] * (len(base) - len(revisable))
-    out = [base]
-    for i, k in enumerate(base):
-        counts = [kk for kk in range(2, -1, -1) if kk != k] if rev[i] else range(k - 1, -1, -1)
-        for kk in counts:
-            h = list(base)
-            h[i] = kk
-            out.append(tuple(h))
-    return out
+def single_leg_hypotheses(links_per_leg: Sequence[int], revisable: Sequence[bool] = (),
+                          max_links: Optional[Sequence[int]] = None) -> List[Tuple[int, ...]]:
+    """The current morphology first, then ``model.scenarios.single_leg_losses`` of it (on the ``revisable``
+    legs every other link count)."""
+    return [tuple(int(k) for k in links_per_leg)] + single_leg_losses(links_per_leg, max_links, revisable)
 
 
 _FLOAT_EPS = float(np.finfo(float).eps)     # transforms3d.quaternions.quat2mat's
@@ -252,7 +244,7 @@ class DamageIdentifier:
         """Hypotheses = ``links`` and its single-leg further losses; their models start from ``keep``'s
         state (an engine snapshot) when given."""
         rev = [m < s for m, s in zip(self.model_morphology, self.servo_morphology)]
-        self.hyps = [_Hyp(h, self._engine(h)) for h in single_leg_hypotheses(links, rev)]
+        self.hyps = [_Hyp(h, self._engine(h)) for h in single_leg_hypotheses(links, rev, self.max_links)]
         if keep is not None:
             self._start_from(self.hyps[0], keep)
         self.hyps[0].active = True      # the others start from its snapshot when the bank next runs
@@ -690,5 +682,4 @@ class DamageIdentifier:
 
     def describe(self, links) -> str:
         """``healthy`` or e.g. ``LM:1`` (the legs short of links)."""
-        dmg = ["%s:%d" % (leg, n) for leg, n, m in zip(self.leg_names, links, self.max_links) if n < m]
-        return " ".join(dmg) if dmg else "healthy"
+        return format_morphology(links, self.leg_names, self.max_links)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.validation import bag_io
 from jethexa_dynamics.validation.cli import add_window_and_topic_arguments, topics_from_args
 from jethexa_dynamics.validation.errors import EXIT_BAD_INPUT, BagError
@@ -114,7 +115,7 @@ def format_table(rep) -> str:
     lines = ["%8s  %-22s  %-8s  %s" % ("t [s]", "morphology", "source", "probability"), "-" * 54]
     for e in rep["events"]:
         m = e["morphology"]
-        dmg = " ".join("%s:%d" % (leg, m[leg]) for leg in legs if m[leg] < 3) or "healthy"
+        dmg = format_morphology([m[leg] for leg in legs], legs)
         p = e.get("probability")
         lines.append("%8.2f  %-22s  %-8s  %s" % (e["t_s"], dmg, e["source"], "-" if p is None else "%.3f" % p))
     lines.append("%d windows (%d with the whole bank), %.1f s of bag in %.2f s (%.1fx real time)"

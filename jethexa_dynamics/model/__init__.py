@@ -8,4 +8,4 @@
 - :mod:`.scenarios` -- the paper's damage scenarios (Sec. VI-B) as morphologies: the one table.
 - :mod:`.com` -- the whole-body centre of mass of the links that exist (compiled).
 """
-from .robot import LeggedRobot, Morphology, format_morphology  # noqa: F401
+from .robot import LeggedRobot, Morphology, format_morphology, jethexa  # noqa: F401

@@ -11,6 +11,7 @@ base twist in base_link (Pinocchio's free-flyer LOCAL convention, the paper's qu
 ``g_sb`` the 4x4 pose of base_link in the world; gravity -9.81 m/s^2 along world z; ``tip_forces``
 (n_tips, 3) world-frame forces applied at the foot points, in ``tip_names`` order.
 """
+import functools
 import os
 from functools import cached_property
 
@@ -606,3 +607,10 @@ class LeggedRobot:
     def __repr__(self):
         return (f"LeggedRobot(legs={self.leg_names}, nv={self.nv}, mass={self.total_mass:.3f} kg, "
                 f"morphology={self.morphology})")
+
+
+@functools.lru_cache(maxsize=None)
+def jethexa() -> LeggedRobot:
+    """The bundled JetHexa (``LeggedRobot.jethexa()``), built once per process and shared: the source of the
+    leg and joint names everywhere (URDF order). Nothing may change it; ``with_morphology`` gives a copy."""
+    return LeggedRobot.jethexa()

@@ -9,7 +9,13 @@ Paper leg numbers -> ours (docs/DEV_NOTES.md): 1=RF, 2=LF, 3=RM, 4=LM, 5=RR, 6=L
   tripod group 1 {RF, LM, RR}); 6 + 14 DoF, 4 feet (their feet are gone, so they have no contact).
 
 Every command and parameter that takes a morphology spec (``Morphology.parse``) accepts these names.
+
+The sets of morphologies the package reasons about are built here too: :func:`single_leg_losses` (the damage
+identifier's hypotheses, the recovery acceptance cases, the gait plans prepared ahead) and
+:func:`scenario_vectors` (the table as links-per-leg vectors).
 """
+from typing import List, Optional, Sequence, Tuple
+
 PAPER_LEG = {1: "RF", 2: "LF", 3: "RM", 4: "LM", 5: "RR", 6: "LR"}
 
 #: scenario -> ({our leg: intact links} of the damaged legs (unlisted legs intact), description)
@@ -46,3 +52,30 @@ def scenario_morphology(robot, name):
     from jethexa_dynamics.model import Morphology
 
     return Morphology.parse(robot, scenario_links(name))
+
+
+def scenario_vectors(leg_names: Sequence[str], n_joints: Sequence[int]) -> List[Tuple[str, List[int]]]:
+    """(name, links per leg) of every damage scenario of the table, for legs ``leg_names`` with ``n_joints``."""
+    return [(name, [int(lost.get(leg, n)) for leg, n in zip(leg_names, n_joints)])
+            for name, (lost, _) in SCENARIOS.items() if lost]
+
+
+def single_leg_losses(links_per_leg: Sequence[int], max_links: Optional[Sequence[int]] = None,
+                      revisable: Sequence[bool] = ()) -> List[Tuple[int, ...]]:
+    """Every morphology one leg short of ``links_per_leg``: leg i keeps k_i - 1, ..., 0 links (most kept first),
+    leg by leg. On the legs flagged ``revisable`` (a damage the model identified, whose link count may be off by
+    one) every other count below ``max_links[i]`` (default 3 per leg) instead.
+
+    >>> single_leg_losses([3, 1])
+    [(2, 1), (1, 1), (0, 1), (3, 0)]
+    >>> single_leg_losses([3, 1], revisable=[False, True])
+    [(2, 1), (1, 1), (0, 1), (3, 2), (3, 0)]
+    """
+    base = tuple(int(k) for k in links_per_leg)
+    top = [3] * len(base) if max_links is None else [int(m) for m in max_links]
+    rev = list(revisable) + [False] * (len(base) - len(revisable))
+    out = []
+    for i, k in enumerate(base):
+        counts = [c for c in range(top[i] - 1, -1, -1) if c != k] if rev[i] else range(k - 1, -1, -1)
+        out += [base[:i] + (c,) + base[i + 1:] for c in counts]
+    return out

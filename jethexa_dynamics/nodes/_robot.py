@@ -5,11 +5,11 @@ import functools
 from typing import List, Tuple
 
 
-@functools.lru_cache(maxsize=None)
 def jethexa():
-    from jethexa_dynamics.model import LeggedRobot
+    """``model.robot.jethexa()``: the one shared JetHexa of the process."""
+    from jethexa_dynamics.model.robot import jethexa as shared
 
-    return LeggedRobot.jethexa()
+    return shared()
 
 
 def robot_names() -> Tuple[List[str], List[str]]:

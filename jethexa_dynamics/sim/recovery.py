@@ -185,20 +185,15 @@ def run_recovery(damage, recovery: bool = True, command: Sequence[float] = (0.05
     return run
 
 
-LEGS = ("LF", "LM", "LR", "RF", "RM", "RR")
-
-
 def acceptance_cases():
-    """(label, links per leg): the 18 single-leg losses (0, 1, 2 links kept) and the paper's damage 1 and 2."""
-    out = []
-    for i, leg in enumerate(LEGS):
-        for k in (0, 1, 2):
-            v = [3] * 6
-            v[i] = k
-            out.append(("%s:%d" % (leg, k), v))
-    out.append(("damage1", [3, 0, 3, 3, 0, 3]))
-    out.append(("damage2", [3, 1, 3, 3, 3, 1]))
-    return out
+    """(label, links per leg): the 18 single-leg losses (2, 1, 0 links kept) and the paper's damage 1 and 2."""
+    from jethexa_dynamics.model import LeggedRobot, format_morphology
+    from jethexa_dynamics.model.scenarios import scenario_vectors, single_leg_losses
+
+    robot = LeggedRobot.jethexa()
+    legs, n = robot.leg_names, list(robot.description.n_joints)
+    return ([(format_morphology(v, legs, n), list(v)) for v in single_leg_losses(n, n)]
+            + scenario_vectors(legs, n))
 
 
 def format_row(label, on, off):

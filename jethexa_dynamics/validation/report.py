@@ -12,7 +12,6 @@ import numpy as np
 from jethexa_dynamics.predictors.error_metric import orientation_errors, quat_to_rpy
 
 from .metrics import AXES
-from .topics import LEG_NAMES
 
 REPORT_FORMAT = "jethexa-validate/1"
 
@@ -99,14 +98,15 @@ def _fmt(v, spec="{:.2f}"):
 def morphology_text(links) -> str:
     """A morphology as the demo and the nodes print it (``healthy``, ``LM:1 RR:1``: the damaged legs by name,
     URDF leg order); ``unknown`` for None; a link list of another length (another robot) as plain numbers."""
-    from jethexa_dynamics.model import format_morphology
+    from jethexa_dynamics.model import format_morphology, jethexa
 
     if links is None:
         return "unknown"
     links = [int(x) for x in links]
-    if len(links) != len(LEG_NAMES):
+    legs = jethexa().leg_names
+    if len(links) != len(legs):
         return " ".join(map(str, links))
-    return format_morphology(links, LEG_NAMES)
+    return format_morphology(links, legs)
 
 
 

@@ -11,10 +11,10 @@ import numpy as np
 
 from . import bag_messages as M
 from .bag_io import BagWriter
-from .topics import LEG_NAMES
+from jethexa_dynamics.model import jethexa
 
-LEGS = LEG_NAMES
-JOINT_NAMES = tuple("{}_joint_{}".format(j, leg) for leg in LEGS for j in ("coxa", "femur", "tibia"))
+LEGS = tuple(jethexa().leg_names)
+JOINT_NAMES = tuple(jethexa().joint_names)
 T0_NS = 1_700_000_000_000_000_000
 INTACT = (3, 3, 3, 3, 3, 3)
 DAMAGE_1 = (3, 0, 3, 3, 0, 3)   # paper damage 1: middle legs removed

@@ -10,9 +10,6 @@ UINT8_MULTI_ARRAY = "std_msgs/msg/UInt8MultiArray"
 POSE_STAMPED = "geometry_msgs/msg/PoseStamped"
 TWIST = "geometry_msgs/msg/Twist"
 
-#: leg order of a ``morphology`` message without a layout label (the URDF's; docs/DEV_NOTES.md)
-LEG_NAMES = ("LF", "LM", "LR", "RF", "RM", "RR")
-
 #: message type(s) accepted for each role of :class:`TopicNames`
 ROLE_TYPES = {
     "commands": (JOINT_TRAJECTORY,),
