@@ -87,6 +87,7 @@ def test_each_single_leg_silent_break_is_named_within_three_cycles(leg):
         changed = [LEGS[i] for i, n in enumerate(ev["morphology"]) if n < 3]
         assert changed == [leg], "%s identified as %s" % (spec, changed)
         assert 0.0 < ev["t"] - T_BREAK <= 3 * CYCLE and ev["source"] == "model" and ev["probability"] > 0.9
+        assert idf.unexplained_windows == 0       # a break the bank holds is explained, never "unexplained"
 
 
 @pytest.mark.slow
@@ -119,6 +120,7 @@ def test_no_false_identification_in_a_minute_of_healthy_walking(seed, mass_scale
     idf = DamageIdentifier()
     feed(idf, streams)
     assert idf.events == [] and idf.morphology == (3,) * 6
+    assert idf.unexplained_windows == 0 and idf.residual_rms < math.radians(1.0)    # explained all the way
     assert idf.windows >= 115 and not idf.rejections
     assert idf.gyro_bias == pytest.approx(0.02, abs=0.005)        # the z bias was learnt, not read as damage
     assert np.percentile(wz, 95) > 0.25 and np.percentile(wz, 5) < -0.2    # it did turn both ways
@@ -265,7 +267,7 @@ def test_an_attitude_no_model_explains_names_nothing():
     from transforms3d.euler import euler2mat
     from transforms3d.quaternions import mat2quat, quat2mat
 
-    named, withheld = [], 0
+    named, withheld, unexplained = [], 0, []
     for seed in range(6):
         streams, _ = walk_streams(WalkConfig(duration=14.0, seed=seed, mass_scale=1.05, gyro_bias=(0.0, 0.0, 0.01)))
         rng = np.random.default_rng(seed)
@@ -280,5 +282,8 @@ def test_an_attitude_no_model_explains_names_nothing():
         feed(idf, off)
         named += idf.events
         withheld += idf.unexplained_decisions
+        unexplained.append(idf.unexplained_windows)
         assert idf.morphology == (3,) * 6 and idf.windows >= 25 and not idf.rejections
     assert named == [] and withheld >= 4, (named, withheld)
+    # ... and said: "unexplained" in every run while the tilt error was large
+    assert all(n >= 3 for n in unexplained), unexplained

@@ -201,6 +201,9 @@ class DamageIdentifier:
         self.bank_every = 1               # degraded mode: a bank episode starts at most every n-th window
         self.deferred_windows = 0         # windows whose episode start was deferred: not scored
         self.unexplained_decisions = 0    # decisions withheld because even the winner missed the motion
+        self.unexplained = False          # no hypothesis explains the motion now (``_update_unexplained``)
+        self.unexplained_windows = 0
+        self.residual_rms = 0.0           # rad, the confirmed model's recent RMS residual
         self._since_bank = 1 << 30        # windows since the bank last ran
         # measurement buffers
         self._cmds: deque = deque()          # (t, q, move_time, joint indices)
@@ -585,8 +588,26 @@ class DamageIdentifier:
             # only from the quiet windows (z < 0.9) never reached the live graph's (IMU filter, timing jitter:
             # healthy windows at z 2-2.6 there, each of which flipped the belief)
             self._update_scale(e_cur, bias=z_cur < 0.75 * self.screen_z and probs[0] >= settled)
+        self._update_unexplained()
         self._decide(t1, probs)
         self._start_window(in_win[-1][0] if in_win else t1)
+
+    def _update_unexplained(self):
+        """``residual_rms`` (rad): the confirmed model's RMS residual over its recent windows; ``unexplained``:
+        it misses by more than ``max_misfit`` and so does every other hypothesis the bank scored (none did: the
+        same), i.e. no morphology of the bank explains the body's motion -- a seized joint, an obstacle, a
+        shortened foot, an attitude estimate gone wrong. Cleared once the confirmed model is back under half
+        ``max_misfit`` in mean square (hysteresis). The morphology is kept meanwhile (``_decide`` withholds)."""
+        def ms(h):
+            return float(np.mean(h.mse)) if h.mse else 0.0
+        cur = ms(self.hyps[0])
+        self.residual_rms = self.max_misfit * math.sqrt(cur / self._max_mse)
+        if self.unexplained:
+            self.unexplained = cur > 0.5 * self._max_mse
+        else:
+            others = [ms(h) for h in self.hyps[1:] if h.active and not h.pruned and h.mse]
+            self.unexplained = cur > self._max_mse and all(m > self._max_mse for m in others)
+        self.unexplained_windows += int(self.unexplained)
 
     def _defer_window(self, e_cur, z_cur, p_prev, t_next):
         """Degraded mode: the pre-screen was surprised but no episode is under way and the bank ran less than

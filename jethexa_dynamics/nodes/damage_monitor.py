@@ -17,6 +17,7 @@ clears latched faults. Detection rules: ``jethexa_dynamics.damage.detection.Dama
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 import traceback
@@ -472,6 +473,9 @@ class DamageMonitor(ThinNode):
                 values.append(("hypothesis %d" % (k + 1), "%s p=%.3f" % (idf.describe(links), p)))
             values += [("identifier_windows", idf.windows), ("identifier_bank_windows", idf.bank_windows),
                        ("identifier_skipped_windows", idf.skipped_windows), ("identifier_gaps", idf.gaps),
+                       ("identifier_unexplained", idf.unexplained),
+                       ("identifier_residual_rms_deg", "%.3f" % math.degrees(idf.residual_rms)),
+                       ("identifier_unexplained_windows", idf.unexplained_windows),
                        ("identifier_unexplained_decisions", idf.unexplained_decisions),
                        ("identifier_gyro_bias_z", "%.5f" % idf.gyro_bias),
                        ("identifier_rejected", sum(idf.rejections.values())),
@@ -483,6 +487,10 @@ class DamageMonitor(ThinNode):
                        ("identifier_degraded_reason", gov.reason if degraded else ""),
                        ("identifier_lag_s", gov.last_lag if gov is not None else 0.0),
                        ("identifier_deferred_windows", getattr(idf, "deferred_windows", 0))]
+            if idf.unexplained:
+                message += ("; motion unexplained by every hypothesis (residual %.1f deg RMS): morphology kept"
+                            % math.degrees(idf.residual_rms))
+                level = max(level, 1)
             if degraded:
                 message += "; identifier degraded: a bank episode at most every %d windows (%s)" % (
                     gov.bank_every, gov.reason)
