@@ -18,6 +18,9 @@ def test_wire_round_trip_and_bad_values_name_the_key():
     assert msg == "LM:1 model; RR:0 servo"
     back = evidence_from_values(dict(values), LEGS)
     assert back.links == (3, 1, 3, 3, 3, 0) and back.kinds == {"LM": "model", "RR": "servo"}
+    assert not back.unexplained
+    msg, values = evidence_to_values([3] * 6, {}, LEGS, unexplained=True)
+    assert msg == "healthy; motion unexplained" and evidence_from_values(dict(values), LEGS).unexplained
     # another leg order on the wire is honoured; a damaged leg without a kind is 'none'
     shuffled = {"legs": "RR,LF,LM,LR,RF,RM", "morphology": "0,3,1,3,3,3", "RR": "servo"}
     got = evidence_from_values(shuffled, LEGS)
@@ -26,7 +29,8 @@ def test_wire_round_trip_and_bad_values_name_the_key():
                      ({"legs": ",".join(LEGS), "morphology": "3,3,x,3,3,3"}, "morphology"),
                      ({"legs": "LF,LM", "morphology": "3,3"}, "legs"),
                      ({"legs": ",".join(LEGS), "morphology": "3,3,3,3,3,4"}, "morphology"),
-                     ({"legs": ",".join(LEGS), "morphology": "3,3,3,3,3,1", "RR": "rumour"}, "RR")):
+                     ({"legs": ",".join(LEGS), "morphology": "3,3,3,3,3,1", "RR": "rumour"}, "RR"),
+                     ({"legs": ",".join(LEGS), "morphology": "3,3,3,3,3,3", "unexplained": "maybe"}, "unexplained")):
         with pytest.raises(ValueError, match=key):
             evidence_from_values(bad, LEGS)
     with pytest.raises(ValueError, match="kind"):

@@ -286,3 +286,43 @@ def test_identifier_worker_feeds_in_order_and_stops_on_a_bug_with_its_traceback(
     finally:
         w.stop(5.0)
     assert not w.thread.is_alive()
+
+
+def test_unexplained_motion_is_said_on_the_evidence_and_diagnostics_with_the_morphology_kept(graph):
+    """Issue 23: when the identifier finds no hypothesis explaining the motion, the monitor republishes
+    morphology/evidence with unexplained = true (the gait crawls on it), says so on /diagnostics at WARN with
+    the residual, and keeps the morphology; cleared, the evidence says false again."""
+    import math
+
+    from jethexa_dynamics.damage.evidence import evidence_from_values
+
+    mon = graph.add(DamageMonitor)
+    w = graph.add(Watcher)
+    w.watch(DiagnosticStatus, "morphology/evidence", LATCHED_QOS)
+    w.watch(DiagnosticArray, "/diagnostics")
+    graph.start()
+    assert wait_for(lambda: w.count("morphology/evidence") >= 1, 10.0)
+    idf = mon.identifier
+    idf.unexplained, idf.residual_rms = True, math.radians(7.5)
+    mon._check_identifier(idf, True, "imu/data")          # what the worker does after each sample
+
+    def last_evidence():
+        return evidence_from_values({kv.key: kv.value for kv in w.last("morphology/evidence").values}, LEGS)
+    assert wait_for(lambda: last_evidence().unexplained, 5.0)
+    assert last_evidence().links == (3,) * 6 and mon.current == [3] * 6
+    t0 = time.monotonic()
+
+    def status():
+        for _, arr in w.since("/diagnostics", t0):
+            for st in arr.status:
+                if st.name.startswith("damage_monitor"):
+                    return st
+    assert wait_for(lambda: status() is not None, 5.0)
+    st = status()
+    values = {kv.key: kv.value for kv in st.values}
+    assert st.level == bytes([1]) and "motion unexplained" in st.message and "7.5 deg" in st.message
+    assert values["identifier_unexplained"] == "true" and values["identifier_residual_rms_deg"] == "7.500"
+    idf.unexplained = False
+    mon._check_identifier(idf, True, "imu/data")
+    assert wait_for(lambda: not last_evidence().unexplained, 5.0)
+    assert not mon.changes and mon.errors == 0 and graph.spin_error is None

@@ -46,9 +46,10 @@ class Monitor:
         self.morph = node.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
         self.evidence = node.create_publisher(DiagnosticStatus, "morphology/evidence", LATCHED_QOS)
 
-    def publish(self, links, kind="servo"):
+    def publish(self, links, kind="servo", unexplained=False):
         if kind is not None:
-            self.evidence.publish(evidence_msg(links, {leg: kind for leg, n in zip(LEGS, links) if n < 3}, LEGS))
+            self.evidence.publish(evidence_msg(links, {leg: kind for leg, n in zip(LEGS, links) if n < 3}, LEGS,
+                                               unexplained))
         self.morph.publish(morphology_msg(links, LEGS))
 
 
@@ -89,6 +90,22 @@ def test_walks_on_cmd_vel_then_holds_stance_when_stale(setup):
     still = np.array(positions_since(w, t1))
     assert np.ptp(still, axis=0).max() < 1e-9
     assert np.allclose(still[0], gc.walker.stance)
+
+
+def test_unexplained_motion_crawls_on_the_same_morphology_until_cleared(setup):
+    """Issue 23: while the monitor says no morphology explains the motion, the gait keeps every leg and walks at
+    unexplained_speed_scale (0.3) of cmd_vel (state 'crawl', on /diagnostics); cleared, full speed again."""
+    g, gc, w, cmd, morph = setup
+    walk(cmd, 0.5, until=lambda: gc.state == "walking")
+    assert np.allclose(gc.walker.command, [0.05, 0.0, 0.0])
+    morph.publish([3] * 6, unexplained=True)
+    walk(cmd, 0.3, until=lambda: gc.state == "crawl")
+    assert gc.state == "crawl" and gc.unexplained and np.allclose(gc.walker.command, [0.015, 0.0, 0.0])
+    assert gc.walker.links_per_leg == [3] * 6 and len(w.last("joint_commands").joint_names) == 18
+    morph.publish([3] * 6)
+    walk(cmd, 0.3, until=lambda: gc.state == "walking")
+    assert gc.state == "walking" and np.allclose(gc.walker.command, [0.05, 0.0, 0.0])
+    assert not gc.errors and g.spin_error is None
 
 
 def test_follows_morphology_without_restart(setup):

@@ -22,10 +22,15 @@ comes (the monitor publishes it just before the morphology; either may arrive fi
 corrected. Links that come back (a reset, a corrected false alarm) need no evidence: adding support never
 drops the body.
 
+Motion that no morphology explains (issue 23: a seized joint, an obstacle, a shortened foot; the identifier's
+``unexplained``) is said on the same message, key ``unexplained`` = ``true``: the morphology stays, and the gait
+walks at a safe crawl (gait_controller ``unexplained_speed_scale``) until the monitor clears it.
+
 Wire format (``morphology/evidence``, ``diagnostic_msgs/DiagnosticStatus``, latched like ``morphology``):
 ``name`` = ``morphology evidence``, ``message`` = a human summary, ``values`` = ``morphology`` -> the links per
 leg as in ``morphology`` (``3,3,3,1,3,3``), ``legs`` -> the leg names in that order, then one key per leg
-whose links are below the full count -> its kind (:func:`evidence_to_values` / :func:`evidence_from_values`).
+whose links are below the full count -> its kind, and ``unexplained`` -> ``true`` or ``false`` (absent: false)
+(:func:`evidence_to_values` / :func:`evidence_from_values`).
 """
 from __future__ import annotations
 
@@ -46,14 +51,16 @@ class Evidence:
 
     links: Tuple[int, ...]
     kinds: Dict[str, str]
+    unexplained: bool = False     # the body moves as no morphology of the bank explains
 
     def kind(self, leg: str) -> str:
         return self.kinds.get(leg, "none")
 
 
 def evidence_to_values(links: Sequence[int], kinds: Dict[str, str], leg_names: Sequence[str],
-                       full: int = 3) -> Tuple[str, List[Tuple[str, str]]]:
-    """(message, key/value pairs) of the evidence message for ``links`` per leg with ``kinds`` by leg name."""
+                       full: int = 3, unexplained: bool = False) -> Tuple[str, List[Tuple[str, str]]]:
+    """(message, key/value pairs) of the evidence message for ``links`` per leg with ``kinds`` by leg name, and
+    whether the motion is ``unexplained``."""
     if len(links) != len(leg_names):
         raise ValueError("morphology evidence: %d link counts for %d legs" % (len(links), len(leg_names)))
     values = [("morphology", ",".join(str(int(n)) for n in links)), ("legs", ",".join(leg_names))]
@@ -65,7 +72,9 @@ def evidence_to_values(links: Sequence[int], kinds: Dict[str, str], leg_names: S
                 raise ValueError("morphology evidence for %s: kind %r not one of %s" % (leg, kind, KINDS))
             values.append((leg, kind))
             parts.append("%s:%d %s" % (leg, int(n), kind))
-    return ("; ".join(parts) or "healthy"), values
+    values.append(("unexplained", "true" if unexplained else "false"))
+    message = "; ".join(parts) or "healthy"
+    return (message + "; motion unexplained" if unexplained else message), values
 
 
 def evidence_from_values(values: Dict[str, str], leg_names: Sequence[str], full: int = 3) -> Evidence:
@@ -92,7 +101,10 @@ def evidence_from_values(values: Dict[str, str], leg_names: Sequence[str], full:
             if kind not in KINDS:
                 raise ValueError("morphology evidence: %r = %r must be one of %s" % (leg, kind, ", ".join(KINDS)))
             kinds[leg] = kind
-    return Evidence(tuple(by_leg[leg] for leg in leg_names), kinds)
+    flag = values.get("unexplained", "false")
+    if flag not in ("true", "false"):
+        raise ValueError("morphology evidence: 'unexplained' = %r must be true or false" % flag)
+    return Evidence(tuple(by_leg[leg] for leg in leg_names), kinds, flag == "true")
 
 
 class SupportGate:

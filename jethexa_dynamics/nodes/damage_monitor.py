@@ -195,9 +195,10 @@ def morphology_msg(links_per_leg, leg_names) -> UInt8MultiArray:
     return msg
 
 
-def evidence_msg(links_per_leg, kinds: Dict[str, str], leg_names) -> DiagnosticStatus:
-    """The ``morphology/evidence`` message: per damaged leg what its link count rests on (``damage.evidence``)."""
-    message, values = evidence_to_values(links_per_leg, kinds, leg_names)
+def evidence_msg(links_per_leg, kinds: Dict[str, str], leg_names, unexplained: bool = False) -> DiagnosticStatus:
+    """The ``morphology/evidence`` message: per damaged leg what its link count rests on, and whether the motion
+    is unexplained (``damage.evidence``)."""
+    message, values = evidence_to_values(links_per_leg, kinds, leg_names, unexplained=unexplained)
     return status(EVIDENCE_NAME, message, 0, values)
 
 
@@ -219,6 +220,7 @@ class DamageMonitor(ThinNode):
         self.worker: Optional[IdentifierWorker] = None
         self.last_source = "none"
         self._last_event = None        # the identifier's last event acted upon
+        self.unexplained = False       # said on morphology/evidence: no hypothesis explains the motion
         self.q_meas = np.full(len(self.joint_names), np.nan)
         self._make_identifier()
         self.sub(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS)
@@ -277,6 +279,20 @@ class DamageMonitor(ThinNode):
         self.get_logger().error("identifier: unexpected error (a bug, not bad input); the identifier stops, the "
                                 "servo evidence goes on:\n%s" % trace)
 
+    def _say_unexplained(self, idf) -> None:
+        """The identifier's ``unexplained`` flipped (under the lock): one log line, and the evidence message again
+        with the flag (the gait crawls while it is set); the morphology stays what it is."""
+        self.unexplained = idf.unexplained
+        if self.unexplained:
+            self.get_logger().warning("motion unexplained by every morphology hypothesis (residual %.1f deg RMS): "
+                                      "morphology %s kept, the gait crawls" % (
+                                          math.degrees(idf.residual_rms), format_morphology(self.current,
+                                                                                            self.leg_names)))
+        else:
+            self.get_logger().info("motion explained again (residual %.1f deg RMS)" % math.degrees(idf.residual_rms))
+        if self.current is not None:
+            self.evidence_pub.publish(evidence_msg(self.current, self.evidence, self.leg_names, self.unexplained))
+
     def _feed(self, topic: str, method: str, *args) -> None:
         if self.worker is not None:
             self.worker.put(topic, method, *args)
@@ -287,12 +303,14 @@ class DamageMonitor(ThinNode):
     def _check_identifier(self, idf, ok: bool, topic: str) -> None:
         """After each sample the worker fed ``idf`` (worker thread, under the node's lock like a callback):
         rejections counted, a model event published; nothing if ``idf`` was replaced meanwhile."""
-        if not ok or (idf.events and idf.events[-1] is not self._last_event):
+        if not ok or (idf.events and idf.events[-1] is not self._last_event) or idf.unexplained != self.unexplained:
             with self._lock:
                 if idf is not self.identifier:
                     return
                 if not ok:
                     self.reject(topic, idf.last_rejection)
+                if idf.unexplained != self.unexplained:
+                    self._say_unexplained(idf)
                 if idf.events and idf.events[-1] is not self._last_event:
                     self._last_event = e = idf.events[-1]
                     if e["source"] == "model":
@@ -362,7 +380,7 @@ class DamageMonitor(ThinNode):
         self.current = new
         # what the verdict rests on, per leg, just before the morphology (the gait acts only on strong evidence)
         self.evidence = self._leg_evidence(new, override)
-        self.evidence_pub.publish(evidence_msg(new, self.evidence, self.leg_names))
+        self.evidence_pub.publish(evidence_msg(new, self.evidence, self.leg_names, self.unexplained))
         self.pub.publish(morphology_msg(new, self.leg_names))
         if old is not None:
             self.changes.append(MorphologyChange(now, old, new, reasons))

@@ -6,7 +6,9 @@ Holds the neutral stance when ``cmd_vel`` is older than ``cmd_vel_timeout`` (or 
 only when ``morphology/evidence`` (damage_monitor) says it carries nothing (a servo confirmed silent, the
 model, the manual override: ``damage.evidence.SupportGate``); on weaker evidence the gait stands still on every
 foot it has (state ``unconfirmed``, the reason on /diagnostics) until the evidence comes or the morphology is
-corrected.
+corrected. While ``morphology/evidence`` says the motion is unexplained (no morphology of the identifier's bank
+explains it), the gait keeps its morphology and walks at ``unexplained_speed_scale`` of ``cmd_vel`` (a safe
+crawl; state ``crawl``) until the monitor clears it.
 
 With ``recovery`` (issue 12) the gait is re-planned from the model for each morphology (statically stable
 crawl with body shift, folded footless legs, blended switch; no stable gait -> safe stance). The planning
@@ -72,6 +74,8 @@ class GaitController(ThinNode):
         self.pub = self.create_publisher(JointTrajectory, "joint_commands", RELIABLE_QOS)
         self.sub(Twist, "cmd_vel", self._on_cmd_vel, RELIABLE_QOS)
         self.gate = SupportGate(self.leg_names)
+        self.unexplained = False          # morphology/evidence: crawl at unexplained_speed_scale
+        self._cmd = (0.0, 0.0, 0.0)       # the last cmd_vel as clamped, before that scale
         self._held_said = ""
         # both from the morphology authority only (issue 25)
         self.morphology_sub = subscribe_morphology(self, self._on_morphology, LATCHED_QOS)
@@ -119,8 +123,13 @@ class GaitController(ThinNode):
             self.reject("cmd_vel (clamped)", "command above max_linear_speed %.3g m/s / max_angular_speed "
                         "%.3g rad/s: clamped to %s" % (self.p["max_linear_speed"], self.p["max_angular_speed"],
                                                         [round(c, 4) for c in cmd]))
-        self.walker.set_command(cmd)
+        self._cmd = tuple(float(c) for c in cmd)
+        self._apply_command()
         self.last_cmd_time = time.monotonic()
+
+    def _apply_command(self) -> None:
+        scale = self.p["unexplained_speed_scale"] if self.unexplained else 1.0
+        self.walker.set_command([scale * c for c in self._cmd])
 
     def _on_morphology(self, msg: UInt8MultiArray) -> None:
         label = msg.layout.dim[0].label if msg.layout.dim else ""
@@ -132,6 +141,14 @@ class GaitController(ThinNode):
             ev = evidence_from_values({kv.key: kv.value for kv in msg.values}, self.leg_names)
         except ValueError as exc:
             raise validate.InvalidMessage(str(exc)) from None
+        if ev.unexplained != self.unexplained:
+            self.unexplained = ev.unexplained
+            if self.unexplained:
+                self.get_logger().warning("the damage monitor finds the motion unexplained: crawling at %.0f %% of "
+                                          "cmd_vel" % (100.0 * self.p["unexplained_speed_scale"]))
+            else:
+                self.get_logger().info("motion explained again: cmd_vel at full scale")
+            self._apply_command()
         self._follow(self.gate.set_evidence(ev))
 
     def _follow(self, changed: bool) -> None:
@@ -174,11 +191,13 @@ class GaitController(ThinNode):
             state = "unconfirmed"
         if imu_stale and state == "walking":
             state = "imu_stale"
-        names, targets = self.walker.step(min(dt, 0.1), state == "walking")
+        if state == "walking" and self.unexplained:
+            state = "crawl"
+        names, targets = self.walker.step(min(dt, 0.1), state in ("walking", "crawl"))
         if self.walker.switches != self._switches and not self.walker.planning:   # a plan finished in the worker
             self._log_gait("re-planned for %s" % format_morphology(self.walker.links_per_leg, self.leg_names))
         move_time = 1.0 / self.p["control_rate"]
-        if state != "walking" and self.state == "walking":
+        if state not in ("walking", "crawl") and self.state in ("walking", "crawl"):
             move_time = STANCE_MOVE_TIME
         if state != self.state:
             if state == "stale":
@@ -208,9 +227,10 @@ class GaitController(ThinNode):
                   ("morphology", format_morphology(self.walker.links_per_leg, self.leg_names)),
                   ("morphology_requested", format_morphology(self.gate.requested, self.leg_names)),
                   ("morphology_held", self.gate.held or "no"), ("morphology_holds", self.gate.holds),
+                  ("motion_unexplained", self.unexplained),
                   ("command_applied", [round(float(c), 4) for c in self.walker.applied]),
                   ("joint_commands_published", self.published)]
-        level = 1 if self.gate.held else 0
+        level = 1 if self.gate.held or self.unexplained else 0
         self.publish_diagnostics([self.node_status(self.state + (": " + self.gate.held if self.gate.held else ""),
                                                    level, values)])
 

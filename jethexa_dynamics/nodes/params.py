@@ -119,6 +119,9 @@ GAIT_CONTROLLER = ParamSet("gait_controller", [
       unit="m"),
     P("max_linear_speed", "double", 0.1, "cmd_vel linear speed is clamped to this", lo=0.0, hi=0.3, unit="m/s"),
     P("max_angular_speed", "double", 0.6, "cmd_vel yaw rate is clamped to this", lo=0.0, hi=3.0, unit="rad/s"),
+    P("unexplained_speed_scale", "double", 0.3, "cmd_vel is scaled by this while morphology/evidence says the "
+      "motion is unexplained (no morphology explains it: a seized joint, an obstacle): a safe crawl until it is "
+      "explained again", lo=0.0, hi=1.0),
     P("recovery", "bool", False, "damage recovery (issue 12): re-plan a statically stable gait from the model for "
       "each morphology, fold footless legs, blend gait switches", read_only=True),
     P("heading_hold", "bool", True, "with recovery: close the loop on imu/data (gyro yaw rate) and predicted/odom; "
