@@ -28,16 +28,24 @@ def motion(roll=0.0, pitch=0.0, w=(0.0, 0.0, 0.0), a=(0.0, 0.0, 0.0)):
     return m
 
 
+def start_rig(g, params):
+    """An emulated-source imu node with ``params`` and a watcher of imu/data_raw, imu/data and /diagnostics that
+    publishes the emulated motion; the graph started. Returns (node, watcher, motion publisher)."""
+    node = g.add(ImuNode, dict({"source": "emulator", "rate": 100.0}, **params))
+    w = g.add(Watcher)
+    for t in ("imu/data_raw", "imu/data"):
+        w.watch(Imu, t, SENSOR_QOS)
+    w.watch(DiagnosticArray, "/diagnostics")
+    pub = w.create_publisher(Imu, "emulator/imu_motion", SENSOR_QOS)
+    g.start()
+    return node, w, pub
+
+
 @pytest.fixture
 def rig():
     g = Graph()
     try:
-        node = g.add(ImuNode, {"source": "emulator", "rate": 100.0, "angular_velocity_stddev": 0.01})
-        w = g.add(Watcher)
-        for t in ("imu/data_raw", "imu/data"):
-            w.watch(Imu, t, SENSOR_QOS)
-        pub = w.create_publisher(Imu, "emulator/imu_motion", SENSOR_QOS)
-        g.start()
+        node, w, pub = start_rig(g, {"angular_velocity_stddev": 0.01})
         assert wait_for(lambda: pub.get_subscription_count() > 0, 10.0)
         yield g, node, w, pub
     finally:
@@ -149,13 +157,7 @@ def test_imu_data_waits_for_the_filter_initialisation_and_a_jolted_first_sample_
     the first published roll is the true 0.2 rad (the old filter's was off by ~27 deg at that time)."""
     g = Graph()
     try:
-        node = g.add(ImuNode, {"source": "emulator", "rate": 100.0, "filter_init_time": 2.0})
-        w = g.add(Watcher)
-        for t in ("imu/data_raw", "imu/data"):
-            w.watch(Imu, t, SENSOR_QOS)
-        w.watch(DiagnosticArray, "/diagnostics")
-        pub = w.create_publisher(Imu, "emulator/imu_motion", SENSOR_QOS)
-        g.start()
+        node, w, pub = start_rig(g, {"filter_init_time": 2.0})
         assert wait_for(lambda: pub.get_subscription_count() > 0 and node.raw_pub.get_subscription_count() > 0, 10.0)
         pub.publish(motion(roll=0.2, a=(0.0, -6.0, 0.0)))
         assert wait_for(lambda: w.count("imu/data_raw") >= 3, 5.0)      # a few samples of the jolt
