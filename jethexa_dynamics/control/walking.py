@@ -217,7 +217,7 @@ class WalkingGait:
         self._command_set = False  # new gait: the command must be applied to it again
         self.set_command(self.command)
 
-    # ------------------------------------------------------------------ recovery (issue 12)
+    # ------------------------------------------------------------------ recovery (re-planned gaits)
     def _build_recovery(self, st: dict, lpl: List[int]) -> None:
         from jethexa_dynamics.control.replan import GaitPlanner
         from jethexa_dynamics.model import LeggedRobot

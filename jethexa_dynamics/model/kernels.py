@@ -39,9 +39,9 @@ from ._numba import HAVE_NUMBA, INLINE, cview, njit, overload
 # ----------------------------------------------------------------------------------------------------------
 # the model arrays packed in one buffer
 #
-# numba unboxes every array argument of a call from Python on its own (~80 ns each; the 11-array ``data``
-# tuple cost ~0.9 µs per call, more than Pinocchio's whole crba, bench_model 2026-11-23), and a tuple argument
-# costs ~0.1 µs more than its arrays passed one by one. So the arrays live in one float64 buffer (the two
+# numba unboxes every array argument of a call from Python on its own (the 11-array ``data`` tuple cost more per
+# call than Pinocchio's whole crba: BENCHMARKS.md, bench_model), and a tuple argument costs more than its arrays
+# passed one by one. So the arrays live in one float64 buffer (the two
 # integer arrays as int64 bit patterns, read back by ``view``, no conversion); ``data`` is the tuple of views
 # into it, and the public kernels also take the buffer itself (``LeggedRobot.kernel_buffer``, one array).
 

@@ -11,7 +11,7 @@ import numpy as np
 #: how far from 1 the norm of a quaternion given as an orientation may be before it is rejected; the one
 #: tolerance of every quaternion check in the package (messages, predictors, bags). Float32 rounding (1e-7) and
 #: 4-decimal printing (~1e-4) pass; anything further from unit is not a rotation someone meant and is
-#: rejected, never renormalised into one (issue 14: "above 0.5" and +-0.1 let a flood through).
+#: rejected, never renormalised into one (looser bounds, "above 0.5" or +-0.1, let a flood of garbage through).
 QUAT_NORM_TOL = 1e-3
 
 

@@ -77,7 +77,7 @@ class GaitController(ThinNode):
         self.unexplained = False          # morphology/evidence: crawl at unexplained_speed_scale
         self._cmd = (0.0, 0.0, 0.0)       # the last cmd_vel as clamped, before that scale
         self._held_said = ""
-        # both from the morphology authority only (issue 25)
+        # both from the morphology authority only (nodes.authority): anyone may publish on a topic
         self.morphology_sub = subscribe_morphology(self, self._on_morphology, LATCHED_QOS)
         self.evidence_sub = subscribe_morphology(self, self._on_evidence, LATCHED_QOS, "morphology/evidence",
                                                  DiagnosticStatus)

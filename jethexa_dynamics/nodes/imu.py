@@ -142,7 +142,7 @@ class ImuNode(ThinNode):
         dt = period if self._last_stamp is None else max(now - self._last_stamp, 1e-4)
         if dt > GAP_PERIODS * period:
             # a paused or starved node, not a long step: integrating the gyro over the gap would tilt the
-            # attitude by degrees that the filter then takes seconds to correct (issue 21: read as a broken leg)
+            # attitude by degrees that the filter then takes seconds to correct (a model would read it as damage)
             self.gaps += 1
             dt = period
         self._last_stamp = now
