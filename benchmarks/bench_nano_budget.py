@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Does the robot fit the Jetson Nano? The sim graph as the launch file starts it, walking, unconstrained and with
 the robot's nodes inside a CPU cgroup quota that stands for the Nano (issue 21); the robot's five nodes in one
-process (``composed:=true``, as launched) and, side by side, a process per node (``composed:=false``).
+process (``composed:=true``) and, side by side, a process per node (``composed:=false``, as launched).
 
 Run (as root for the quota runs; about a quarter of an hour for both layouts):
 
     cd <repo> && export PYTHONPATH=$PWD && source scripts/ros_env.sh && source scripts/numba_env.sh
     .venv/bin/python benchmarks/bench_nano_budget.py [--composed true|false | --separate] [--seconds 30]
-        [--break-at 15] [--factors 4,5,6] [--half-factor 5] [--separate-factors 5] [--repeat 3] [--cgroup auto]
+        [--break-at 15] [--factors 4,5,6] [--half-factor 5] [--separate-factors 5] [--core-factor 5] [--repeat 3]
+        [--cgroup auto]
         [--out benchmarks/results/nano_budget.md]
     .venv/bin/python benchmarks/bench_nano_budget.py --smoke   (8 s walks: composed unconstrained + 5x, separate
                                                                 unconstrained; CI)
@@ -35,7 +36,9 @@ names, and whether any damage was named before it.
 Runs per layout: unconstrained (up to the machine's 2 cores), then the robot's process(es) (the emulator stays
 outside) in one CPU cgroup whose quota stands for the Nano's 4 cores at a per-core slowdown F: 4/F of one core
 here (``--factors``; 5x -> 0.8 core, ``cpu.cfs_quota_us`` 8000 per 10000), and the half-busy Nano, 2/F core
-(``--half-factor``). With both layouts, the separate one runs unconstrained and ``--separate-factors`` only. cgroup
+(``--half-factor``); then every robot process in a cgroup of its own with 1/F core (``--core-factor``, both
+layouts): one A57 core, all a process's GIL-bound Python can use however many cores the Nano has. With both
+layouts, the separate one runs unconstrained, ``--separate-factors`` and the per-process run only. cgroup
 v1 (``cpu.cfs_quota_us``) or v2 (``cpu.max``), whichever is writable; with neither, the quota runs are left out and
 only CPU is reported.
 
@@ -71,10 +74,11 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(101 + os.getpid() % 100))
 from _machine import describe, write_results  # noqa: E402
 
 from jethexa_dynamics import cli_args  # noqa: E402
-from jethexa_dynamics.nodes.graph_spec import ROBOT_NODES  # noqa: E402
+from jethexa_dynamics.nodes.graph_spec import COMPOSED_DEFAULT, ROBOT_NODES  # noqa: E402
 
 EMULATOR_NODES = ("robot_emulator",)
-LAYOUTS = ("composed", "separate")   # composed:=true (as launched) / false
+LAYOUTS = ("composed", "separate")   # composed:=true / false
+LAUNCHED = "composed" if COMPOSED_DEFAULT == "true" else "separate"   # the launch files' default
 NANO_CORES = 4
 NANO_RANGE = (4.0, 6.0)     # Jetson Nano (Cortex-A57 at 1.43 GHz) assumed 4-6x slower per core than this machine
 NANO_F = 5.0                # the central estimate
@@ -302,15 +306,25 @@ class CpuGroup:
 class Groups:
     """The groups of one run: ``robot`` (the robot's process or its five node processes; the quota, if any) and
     ``world`` (robot_emulator and this process; no quota), both with the weight ``shares`` (None: as the machine
-    comes, no groups at all unless there is a quota). ``kind`` None: no cgroup available, nothing is done."""
+    comes, no groups at all unless there is a quota). ``kind`` None: no cgroup available, nothing is done.
 
-    def __init__(self, cgroup, quota, shares):
+    ``per_process``: the quota is each robot process's own, one group per process (``add`` makes it): one Nano
+    core for the process's GIL-bound Python, where the group quota stands for the Nano's cores together.
+    ``credit`` (cores) is added to the quota of the group that holds the emulated MPU6050 (the robot's group, or
+    per process the imu's)."""
+
+    def __init__(self, cgroup, quota, shares, per_process=False, credit=0.0):
         kind, mount = cgroup
+        self.cgroup, self.shares, self.per_process, self.credit = cgroup, shares, per_process, credit
+        self.quota = quota
+        if quota is not None and not per_process:
+            quota = quota + credit
         self.robot = self.world = None
+        self.own = []             # per_process: the groups of the robot's processes
         if kind is None or (quota is None and not shares):
             return
         try:
-            self.robot = CpuGroup(kind, mount, "robot", quota, shares)
+            self.robot = CpuGroup(kind, mount, "robot", None if per_process else quota, shares)
             if shares:
                 self.world = CpuGroup(kind, mount, "world", None, shares)
                 self.world.add(os.getpid())
@@ -318,17 +332,37 @@ class Groups:
             self.close()
             raise
 
-    def add(self, robot, pid):
-        """Move ``pid`` into the robot's group (``robot`` true) or the world's."""
+    @property
+    def quota_us(self):
+        """The quota (µs per period) of the robot's group, or per process that of one without the imu."""
+        if self.quota is None:
+            return None
+        return int(round((self.quota + (0.0 if self.per_process else self.credit)) * PERIOD_US))
+
+    def add(self, robot, pid, imu=False):
+        """Move ``pid`` into the robot's group (``robot`` true; per process: a group of its own, ``imu``: it hosts
+        the emulated MPU6050) or the world's."""
+        if robot and self.per_process and self.robot is not None:
+            g = CpuGroup(*self.cgroup, "robot_%d" % pid, self.quota + (self.credit if imu else 0.0), self.shares)
+            self.own.append(g)
+            g.add(pid)
+            return
         group = self.robot if robot else self.world
         if group is not None:
             group.add(pid)
 
     def stats(self):
-        return self.robot.stats() if self.robot is not None and self.robot.cores is not None else {}
+        """{nr_periods, nr_throttled, throttled_s} of the robot's quota group(s), summed."""
+        groups = self.own if self.per_process else [self.robot] if self.robot is not None and \
+            self.robot.cores is not None else []
+        out = {}
+        for g in groups:
+            for k, v in g.stats().items():
+                out[k] = out.get(k, 0) + v
+        return out
 
     def close(self):
-        for g in (self.robot, self.world):
+        for g in self.own + [self.robot, self.world]:
             if g is not None:
                 g.close()
 
@@ -585,18 +619,18 @@ def _on_term(signum, frame):
     raise Interrupted("signal %d" % signum)
 
 
-def run_case(label, layout, quota, opts, workdir, cgroup, credit):
+def run_case(label, layout, quota, opts, workdir, cgroup, credit, per_process=False):
     """One run of the whole graph in ``layout`` ('composed' or 'separate'); ``quota`` = cores of the robot's group
-    (None: unconstrained). Returns a dict of everything measured."""
+    (None: unconstrained), or of each robot process with ``per_process``. Returns a dict of everything measured."""
     from jethexa_dynamics.model import format_morphology
     from jethexa_dynamics.nodes.graph import Graph, wait_for
     from rclpy.parameter import Parameter
 
     run = "%s %s" % (layout, label)
-    print("== %s: %s" % (run, "unconstrained" if quota is None else "robot's %s inside %.3f core%s" % (
-        "process" if layout == "composed" else "node processes", quota,
+    print("== %s: %s" % (run, "unconstrained" if quota is None else "robot's %s inside %.3f core%s%s" % (
+        "process" if layout == "composed" else "node processes", quota, " each" if per_process else "",
         " (+ %.3f credit for the emulated MPU6050)" % credit if credit else "")), flush=True)
-    res = {"label": label, "layout": layout, "run": run, "quota": quota,
+    res = {"label": label, "layout": layout, "run": run, "quota": quota, "per_process": per_process,
            "credit": credit if quota is not None else 0.0, "load_start": load_text()}
     g = Graph()
     procs, logs, groups = {}, {}, None
@@ -605,9 +639,9 @@ def run_case(label, layout, quota, opts, workdir, cgroup, credit):
         g.start()
         time.sleep(1.0)
         check_domain_free(rec)
-        groups = Groups(cgroup, None if quota is None else quota + credit, opts.shares)
+        groups = Groups(cgroup, quota, opts.shares, per_process, credit)
         if quota is not None:
-            res["quota_us"] = groups.robot.quota_us
+            res["quota_us"] = groups.quota_us
         t_launch = time.monotonic()
         run_dir = os.path.join(workdir, run.replace(" ", "_"))
         os.makedirs(run_dir, exist_ok=True)
@@ -617,7 +651,7 @@ def run_case(label, layout, quota, opts, workdir, cgroup, credit):
         for p in plan:
             name = process_name(p)
             procs[name], logs[name] = start(p, run_dir)
-            groups.add(is_robot(p), procs[name].pid)       # at once: start-up, too, runs inside the quota
+            groups.add(is_robot(p), procs[name].pid, "imu" in node_names(p))   # at once: start-up runs inside too
 
         def up():
             return all(rec.count(t) for t in rec.arrivals) and rec.morphology
@@ -904,7 +938,7 @@ def _quota_text(res):
     q = "%.3f core" % res["quota"]
     if res["credit"]:
         q += " + %.3f" % res["credit"]
-    return q + " (%d µs / %d)" % (res["quota_us"], PERIOD_US)
+    return q + " (%d µs / %d)%s" % (res["quota_us"], PERIOD_US, " per process" if res.get("per_process") else "")
 
 
 def _break_text(res):
@@ -974,6 +1008,19 @@ def targets(by_label, opts, ab):
                      "%.2f windows/s" % (half["rates"]["joint_commands"], half["speed"], free["speed"],
                                          half["rates"]["predicted/pose"], half["id_windows"]),
                      _met(half["rates"]["joint_commands"] >= TARGETS["cmd_hz"] and walks)))
+    one = by_label.get(per_process_label(opts.core_factor)) if opts.core_factor else None
+    if one is not None:
+        r, b = one["rates"], one.get("break")
+        limit = TARGETS["break_cycles"] * GAIT_CYCLE
+        ok = (r["predicted/pose"] >= TARGETS["pose_hz"] and r["joint_commands"] >= TARGETS["cmd_hz"]
+              and (b is None or (b["legs_right"] and b["delay_s"] <= limit)) and not one["false_damage"])
+        rows.append(("each robot process inside one A57 core (%.2f core each at %gx: a process's GIL-bound Python "
+                     "runs on one core): predicted/pose >= %.0f Hz, joint_commands >= %.0f Hz, the break named "
+                     "within %d cycles, no false damage" % (one["quota"], opts.core_factor, TARGETS["pose_hz"],
+                                                            TARGETS["cmd_hz"], TARGETS["break_cycles"]),
+                     "predicted/pose %.1f Hz, joint_commands %.1f Hz, break %s, false damage %s (%s)" % (
+                         r["predicted/pose"], r["joint_commands"], _break_text(one),
+                         ", ".join(one["false_damage"]) or "none", _robot_text(one)), _met(ok)))
     return rows
 
 
@@ -1006,7 +1053,7 @@ def side_by_side(runs, ab):
              ("false damage", lambda r: ", ".join(r["false_damage"]) or "none"),
              ("start-up [s]", lambda r: "%.1f" % r["startup_s"]),
              ("robot waited for a CPU [s/s]", lambda r: "%.2f" % robot_total(r, "threads", "wait"))]
-    md = ["## Composed (as launched) vs a process per node", "",
+    md = ["## Composed vs a process per node (%s as launched)" % LAUNCHED, "",
           "| | " + " | ".join(r["run"] for r in pairs) + " |", "|---|" + "---|" * len(pairs)]
     md += ["| %s | %s |" % (name, " | ".join(fn(r) for r in pairs)) for name, fn in rows]
     return md + [""]
@@ -1017,7 +1064,7 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
     primary = layouts[0]
     by_label = {r["label"]: r for r in runs if r["layout"] == primary}
     lo, hi = NANO_RANGE
-    md = ["# Jetson Nano budget: the robot's nodes as launched (one process) and a process per node, "
+    md = ["# Jetson Nano budget: the robot's nodes in one process and a process per node (as launched), "
           "unconstrained and inside a CPU quota (`benchmarks/bench_nano_budget.py`)", "",
           "`benchmarks/bench_nano_budget.py %s`" % argv_text, ""] + info + [
           "- CPU quota: " + cgroup_note,
@@ -1031,9 +1078,9 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
           "quota of 4/F core here stands for the whole Nano at slowdown F, 2/F for a half-busy Nano; Nano figures "
           "= CPU-s/s here × F (cores of the Nano)" % (lo, hi, NANO_F), "",
           "The sim.launch.py graph started as the launch file starts it (`graph_spec.processes`, "
-          "`graph.start_process`): **composed** (`composed:=true`, the default) = the `robot` executable hosting "
+          "`graph.start_process`): **composed** (`composed:=true`) = the `robot` executable hosting "
           "servo_driver, imu, gait_controller, predictor and damage_monitor in one process, robot_emulator in its "
-          "own; **separate** (`composed:=false`) = a process per node. Default parameters (predictor 100 Hz, no "
+          "own; **separate** (`composed:=false`, the default) = a process per node. Default parameters (predictor 100 Hz, no "
           "slip second opinion, gait 50 Hz tripod, IMU 100 Hz, identifier on); this process drives cmd_vel at %.2f "
           "m/s and subscribes to the measured topics (one more reader on each; outside the quota, not counted). "
           "Window: %g s, starting after the graph is up (first predicted pose) and %g s of walking; silent break "
@@ -1043,14 +1090,19 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
           "per-node figure); the rest of a process (process total − its nodes' stages) is the executor, rclpy, the "
           "interpreter and DDS, and /proc per-thread stats give the DDS/rmw threads' part of it (Fast DDS names its "
           "threads `dds.*`; Python's threads keep the process's name). Quota runs: the robot's process(es) in one "
-          "CPU cgroup with the quota from their start (robot_emulator and this process outside it). Error = "
+          "CPU cgroup with the quota from their start (robot_emulator and this process outside it); per-process "
+          "runs: each robot process in a cgroup of its own with that quota. Error = "
           "predicted/pose minus the truth (mocap/pose interpolated at the predicted stamp; `predictors.error_metric`), "
           "mean over the healthy part of the window. Speed = the truth's horizontal speed over the healthy part."
           % (opts.speed, opts.seconds, opts.warmup, opts.break_spec, opts.break_at), "",
-          "## Targets (issue 21; %s runs%s)" % (primary, ", as launched" if primary == "composed" else ""), "",
-          "| target | measured | status |", "|---|---|---|"]
-    md += ["| %s | %s | %s |" % row for row in targets(by_label, opts, ab)]
-    md += [""] + side_by_side(runs, ab)
+          ]
+    for layout in sorted(layouts, key=lambda lay: lay != LAUNCHED):      # the launched layout's first
+        rows = targets({r["label"]: r for r in runs if r["layout"] == layout}, opts, ab)
+        if rows:
+            md += ["## Targets (issue 21; %s runs%s)" % (layout, ", as launched" if layout == LAUNCHED else ""), "",
+                   "| target | measured | status |", "|---|---|---|"]
+            md += ["| %s | %s | %s |" % row for row in rows] + [""]
+    md += side_by_side(runs, ab)
     md += ["## Runs", "",
            "| run | robot's group quota | robot CPU-s/s (its processes) | without the emulated MPU6050 "
            "| Nano cores at 5× (4-6×) | throttled periods | predicted/pose [Hz] | joint_commands [Hz] "
@@ -1174,9 +1226,11 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
            "", "Exit status of the processes after SIGINT (the robot's first): " + "; ".join(
                "%s %s (ERROR lines/tracebacks %d)" % (r["run"], r.get("exits", "?"), r.get("error_lines", 0))
                for r in runs) + ".", "",
-           "Not covered: the Nano's single-thread speed (the group quota caps the robot's total, but between "
-           "throttles a thread runs at this machine's speed, so one long computation -- a predictor cycle, an "
-           "identifier window -- ends 4-6x sooner than on an A57; a per-process quota would model that, not done); "
+           "Not covered: the Nano's single-thread speed inside the group quota runs (the group quota caps the "
+           "robot's total, but between throttles a thread runs at this machine's speed, so one long computation -- "
+           "a predictor cycle, an identifier window -- ends 4-6x sooner than on an A57; the per-process runs cap "
+           "each process at one A57 core, native threads (DDS, numba without the GIL) included, which a real "
+           "Nano would run on its other cores: they are the pessimistic side); "
            "per-node CPU in the composed process beyond the nodes' own stages (the executor and DDS work of the five "
            "nodes is one shared rest); the Nano's memory bandwidth, caches and thermal throttling (a quota slows "
            "every instruction alike); numba's start-up compile on the Nano (bench_startup); DDS between 4 real "
@@ -1220,8 +1274,8 @@ def parse_args(argv):
     ap.add_argument("--smoke", action="store_true", help="short: --seconds 8 --break-at 4 --warmup 2 --factors 5 "
                     "--half-factor 0 --separate-factors '' --imu-seconds 1 --name-timeout 8 (unless given); nothing "
                     "written unless --out")
-    ap.add_argument("--composed", type=_bool, help="true: only the robot's nodes in one process (composed:=true, "
-                    "as launched); false: only a process per node (composed:=false); default: both, side by side")
+    ap.add_argument("--composed", type=_bool, help="true: only the robot's nodes in one process (composed:=true); "
+                    "false: only a process per node (composed:=false, as launched); default: both, side by side")
     ap.add_argument("--separate", action="store_true", help="the same as --composed false")
     ap.add_argument("--seconds", type=num(0.0, 3600.0, lo_open=True, unit="s"), help="window per run (default 30)")
     ap.add_argument("--break-at", type=num(0.0, 3600.0, unit="s"),
@@ -1230,6 +1284,8 @@ def parse_args(argv):
     ap.add_argument("--warmup", type=num(0.0, 600.0, unit="s"), help="walking before the window (default 6)")
     ap.add_argument("--factors", type=_factors, help="Nano per-core slowdowns of the quota runs, quota 4/F core "
                     "(default 4,5,6; '' = none)")
+    ap.add_argument("--core-factor", type=num(0.0, 20.0), help="per-process runs: each robot process inside 1/F core, "
+                    "one A57 core at slowdown F for its GIL-bound Python (default 5, both layouts; smoke 0; 0 = none)")
     ap.add_argument("--half-factor", type=num(0.0, 20.0), help="half-busy Nano run: quota 2/F core (default 5; 0 = "
                     "none)")
     ap.add_argument("--separate-factors", type=_factors, help="with both layouts: the separate layout's quota runs "
@@ -1262,9 +1318,9 @@ def parse_args(argv):
             ap.error("argument --separate: not with --composed true")
         args.composed = False
     smoke = {"seconds": 8.0, "break_at": 4.0, "warmup": 2.0, "factors": [5.0], "half_factor": 0.0, "imu_seconds": 1.0,
-             "name_timeout": 8.0, "separate_factors": [], "repeat": 1}
+             "name_timeout": 8.0, "separate_factors": [], "repeat": 1, "core_factor": 0.0}
     full = {"seconds": 30.0, "break_at": 15.0, "warmup": 6.0, "factors": [4.0, 5.0, 6.0], "half_factor": 5.0,
-            "imu_seconds": 12.0, "name_timeout": 30.0, "separate_factors": [5.0], "repeat": 3}
+            "imu_seconds": 12.0, "name_timeout": 30.0, "separate_factors": [5.0], "repeat": 3, "core_factor": 5.0}
     for k, v in (smoke if args.smoke else full).items():
         if getattr(args, k) is None:
             setattr(args, k, v)
@@ -1274,21 +1330,28 @@ def parse_args(argv):
     return args
 
 
+def per_process_label(factor):
+    return "one A57 core per process %gx" % factor
+
+
 def plan_runs(opts, quotas):
-    """[(label, layout, quota cores or None)] in order: each layout's unconstrained run first (its emulated MPU6050
-    cost is the credit of its quota runs). ``quotas`` False: no cgroup, unconstrained runs only."""
+    """[(label, layout, quota cores or None, per process)] in order: each layout's unconstrained run first (its
+    emulated MPU6050 cost is the credit of its quota runs). ``quotas`` False: no cgroup, unconstrained runs only."""
     layouts = list(LAYOUTS) if opts.composed is None else ["composed" if opts.composed else "separate"]
     plan = []
     for layout in layouts:
         full = layout == layouts[0]
-        plan.append(("unconstrained", layout, None))
+        plan.append(("unconstrained", layout, None, False))
         if full:
-            plan += [("unconstrained %d" % k, layout, None) for k in range(2, opts.repeat + 1)]
+            plan += [("unconstrained %d" % k, layout, None, False) for k in range(2, opts.repeat + 1)]
         if not quotas:
             continue
-        plan += [("%gx" % f, layout, NANO_CORES / f) for f in (opts.factors if full else opts.separate_factors)]
+        plan += [("%gx" % f, layout, NANO_CORES / f, False)
+                 for f in (opts.factors if full else opts.separate_factors)]
         if full and opts.half_factor:
-            plan.append(("half-Nano %gx" % opts.half_factor, layout, NANO_CORES / 2.0 / opts.half_factor))
+            plan.append(("half-Nano %gx" % opts.half_factor, layout, NANO_CORES / 2.0 / opts.half_factor, False))
+        if opts.core_factor:
+            plan.append((per_process_label(opts.core_factor), layout, 1.0 / opts.core_factor, True))
     return plan
 
 
@@ -1333,8 +1396,8 @@ def main(argv=None):
         runs = []
         ab = imu_ab(opts.imu_seconds, workdir, (kind, mount), opts.shares) if opts.imu_seconds > 0 else None
         credit = 0.0
-        for label, layout, quota in plan_runs(opts, bool(kind)):
-            res = run_case(label, layout, quota, opts, workdir, (kind, mount), credit)
+        for label, layout, quota, per_process in plan_runs(opts, bool(kind)):
+            res = run_case(label, layout, quota, opts, workdir, (kind, mount), credit, per_process)
             runs.append(res)
             if quota is None and not opts.no_credit:
                 credit = imu_split(res, ab)[1]

@@ -1,6 +1,6 @@
 """`ros2 launch jethexa_dynamics bringup.launch.py [arg:=value ...]`: the node graph on the real JetHexa
-(servo_driver on the bus + imu on the MPU6050 + gait_controller + predictor + damage_monitor), by default in
-one process (the ``robot`` executable; ``composed:=false`` for a process per node).
+(servo_driver on the bus + imu on the MPU6050 + gait_controller + predictor + damage_monitor), by default a
+process per node (each Python on a core of its own; ``composed:=true``: all five in the ``robot`` executable).
 
 The graph (nodes, parameter files, arguments) is defined once in ``jethexa_dynamics.nodes.graph_spec``;
 `ros2 launch jethexa_dynamics bringup.launch.py --show-args` lists the arguments. A robot_state_publisher for

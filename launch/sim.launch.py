@@ -1,6 +1,6 @@
 """`ros2 launch jethexa_dynamics sim.launch.py [arg:=value ...]`: the node graph on the emulated JetHexa
 (robot_emulator + servo_driver on its pty + imu on the MPU6050 model + gait_controller + predictor +
-damage_monitor); the robot's five nodes in one process by default (``composed:=false``: a process each), the
+damage_monitor); the robot's five nodes in a process each by default (``composed:=true``: all five in one), the
 emulator in its own.
 
 The graph (nodes, parameter files, arguments) is defined once in ``jethexa_dynamics.nodes.graph_spec``;

@@ -73,12 +73,16 @@ def _refuses(script, argv, option):
 @pytest.mark.ros
 def test_bench_nano_budget_smoke_writes_every_table(tmp_path):
     text = _smoke_results("bench_nano_budget.py", tmp_path)
-    targets = _table(text, "## Targets (issue 21; composed runs, as launched)")
-    assert targets[0] == ["target", "measured", "status"]
-    assert any(row[0].startswith("robot's nodes together <= 0.4 CPU-s/s") for row in targets[1:])
-    assert any(row[0].startswith("memory: the robot's process(es) together <= 500 MB RSS") for row in targets[1:])
-    assert all(row[2] in ("met", "**not met**") for row in targets[1:])
-    pair = _table(text, "## Composed (as launched) vs a process per node")
+    # one table of targets per layout, the launched layout's (a process per node) first
+    assert text.index("## Targets (issue 21; separate runs, as launched)") < text.index(
+        "## Targets (issue 21; composed runs)")
+    for heading in ("## Targets (issue 21; separate runs, as launched)", "## Targets (issue 21; composed runs)"):
+        targets = _table(text, heading)
+        assert targets[0] == ["target", "measured", "status"]
+        assert any(row[0].startswith("robot's nodes together <= 0.4 CPU-s/s") for row in targets[1:])
+        assert any(row[0].startswith("memory: the robot's process(es) together <= 500 MB RSS") for row in targets[1:])
+        assert all(row[2] in ("met", "**not met**") for row in targets[1:])
+    pair = _table(text, "## Composed vs a process per node (separate as launched)")
     assert pair[0][1:] == ["composed unconstrained", "separate unconstrained"]
     assert pair[1] == ["robot's processes", "1 (robot)",
                        "5 (servo_driver, imu, gait_controller, predictor, damage_monitor)"]

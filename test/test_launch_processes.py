@@ -1,7 +1,7 @@
 """The sim.launch.py graph as the processes ``ros2 launch`` starts (``graph_spec.processes``): the console
 scripts with the parameter file the launch file writes from the graph spec (``--ros-args --params-file``, so
-rcl itself parses it), the robot's five nodes composed in one ``robot`` process (the default) or one process
-per node. Walks, then Ctrl-C: every process exits 0 and the servo driver unloads the servos."""
+rcl itself parses it), the robot's five nodes in one process each (the default) or composed in one ``robot``
+process. Walks, then Ctrl-C: every process exits 0 and the servo driver unloads the servos."""
 import os
 import shutil
 import subprocess

@@ -40,6 +40,10 @@ class NodeEntry:
 BUS_LINK = "/tmp/jethexa_emulated_bus"
 #: the nodes that run on the robot's computer (``robot_emulator`` stands in for the hardware)
 ROBOT_NODES = ("servo_driver", "imu", "gait_controller", "predictor", "damage_monitor")
+#: the robot's nodes run a process each by default: a process's Python (serialised by its GIL) runs on one core,
+#: and the five composed need about two Jetson Nano cores -- on one A57 core the composed process lost half its
+#: gait and prediction rates (benchmarks/results/nano_budget.md, the per-process runs)
+COMPOSED_DEFAULT = "false"
 
 _COMMON_ARGS = [
     Argument("predictor", "boltzmann_hamel", "dynamics model of the predictor (boltzmann_hamel, slip, newton_euler)",
@@ -55,8 +59,10 @@ _COMMON_ARGS = [
              (("gait_controller", "cmd_vel_timeout"),)),
     Argument("recovery", "false", "damage recovery: re-planned statically stable gait + heading hold (true/false)",
              (("gait_controller", "recovery"),)),
-    Argument("composed", "true", "the robot's five nodes in one process (executable robot: one interpreter, one "
-             "DDS participant, about a quarter of the memory); false: a process per node", ()),
+    Argument("composed", COMPOSED_DEFAULT, "true: the robot's five nodes in one process (executable robot: one "
+             "interpreter, one DDS participant, a quarter of the memory, a fifth less CPU in all, but its Python "
+             "runs on one core: one Jetson Nano core cannot keep the rates); false (default): a process per node, "
+             "each on a core of its own", ()),
     Argument("enclave_root", ENCLAVE_ROOT, "SROS2 enclave root: each process runs with --enclave <enclave_root>/<name> "
              "(the robot's composed process: <enclave_root>/robot; inert unless ROS_SECURITY_ENABLE=true; "
              "policy/<graph>.policy.xml, docs/security.md)", ()),
@@ -301,10 +307,10 @@ class Process:
 
 
 def processes(graph: str, arguments: Optional[Dict[str, str]] = None) -> List[Process]:
-    """The processes ``<graph>.launch.py`` starts for the launch ``arguments``: with ``composed`` (default) the
-    robot's nodes (``ROBOT_NODES``) in one ``robot`` process, every other node (the emulator) in its own; else
-    a process per node. Parameters as :func:`node_parameters` resolves them (the demo's, too)."""
-    composed = launch_bool("composed", dict(arguments or {}).get("composed", "true"))
+    """The processes ``<graph>.launch.py`` starts for the launch ``arguments``: a process per node (default), or
+    with ``composed:=true`` the robot's nodes (``ROBOT_NODES``) in one ``robot`` process and every other node (the
+    emulator) in its own. Parameters as :func:`node_parameters` resolves them (the demo's, too)."""
+    composed = launch_bool("composed", dict(arguments or {}).get("composed", COMPOSED_DEFAULT))
     resolved = node_parameters(graph, arguments)
     robot = tuple((e, p) for e, p in resolved if composed and e.name in ROBOT_NODES)
     out: List[Process] = []
