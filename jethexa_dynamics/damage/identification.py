@@ -25,8 +25,8 @@ engine in servo-target mode, paper 003), one per hypothesis:
   RMS, the right one by ~0.24 deg, a factor ~100 in mean square), and the winner explaining the motion itself:
   its recent RMS residual at most ``max_misfit`` (2 deg; the right model of a real break: 0.07-0.18 deg in the
   tests' plants and over DDS). When no hypothesis explains the body's motion -- an attitude estimate still
-  converging from a jolted first sample (35 deg off, issue 21: a false "RF:2" on a busy machine), the robot
-  lifted or carried -- the least wrong of them is no evidence of a morphology. No decision for ``quiet`` s after a
+  converging from a jolted first sample (tens of degrees off for seconds), the robot lifted or carried -- the
+  least wrong of them is no evidence of a morphology. No decision for ``quiet`` s after a
   change (the gait re-phases). Then the hypotheses are re-centred on h, so a second damage is found the same way.
 
 Servo-silence evidence (``DamageDetector`` of the servo driver's health reports) is fused in: the
