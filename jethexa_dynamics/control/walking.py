@@ -33,6 +33,8 @@ import numpy as np
 from jethexa_dynamics.control.gait import MIN_FEET, WAVE_ORDER, Gait, stride_vectors
 from jethexa_dynamics.control.ik import IK_OK, LegGeometry, leg_ik
 
+#: servo move time (s) when the gait goes to the stance (a smooth stop rather than one command period)
+STANCE_MOVE_TIME = 0.3
 #: blends move the joint targets at most this fraction of the URDF's joint velocity limit (JetHexa: 6 -> 3 rad/s):
 #: the servo follows a target ramp with a lag, and a ramp at its full speed would leave it behind
 BLEND_RATE_FRACTION = 0.5

@@ -78,7 +78,6 @@ class WalkConfig:
     #                                  in the callback, as it was in the one-process graph): a "stall" gap
 
 
-STANCE_MOVE_TIME = 0.3    # s, the gait controller's move time to the stance (nodes/gait_controller.py)
 
 
 def walk_streams(cfg: WalkConfig, identifier=None):
@@ -89,14 +88,11 @@ def walk_streams(cfg: WalkConfig, identifier=None):
     after a damage; the stance when standing). With an ``identifier`` the streams are also fed to it as they
     happen and the loop is closed like on the robot: each morphology it reports re-phases the gait.
     """
-    from jethexa_dynamics.control.walking import WalkingGait
-    from jethexa_dynamics.sim.engine import Engine
+    from jethexa_dynamics.sim.closed_loop import GaitLoop
 
     robot = scaled_body_robot(cfg.mass_scale) if cfg.mass_scale != 1.0 else LeggedRobot.jethexa()
-    eng = Engine(robot, gait=None, dt=1e-3, record_every=0)
-    names = list(eng.robot.joint_names)
-    index = {n: k for k, n in enumerate(names)}
-    walker = WalkingGait(eng.geometry, names, recovery=cfg.recovery, robot=LeggedRobot.jethexa() if cfg.recovery else None)
+    loop = GaitLoop.build(robot, dt=1e-3, recovery=cfg.recovery, robot=LeggedRobot.jethexa() if cfg.recovery else None)
+    eng, walker = loop.engine, loop.walker
     rng = np.random.default_rng(cfg.seed)
     dt_c, dt_j, dt_i = 1.0 / cfg.command_rate, 1.0 / cfg.joint_rate, 1.0 / cfg.imu_rate
     out = []
@@ -141,12 +137,10 @@ def walk_streams(cfg: WalkConfig, identifier=None):
                     walker.configure(kind=segs[seg_i].gait)
                 if walking:
                     walker.set_command(segs[seg_i].command)
-            cmd_names, q = walker.step(dt_c, walking)
+            cmd_names, q, mt = loop.command(dt_c, walking)
             if cmd_names:
-                idx = np.array([index[c] for c in cmd_names], dtype=np.int64)
-                mt = dt_c if walking and walker.can_walk else STANCE_MOVE_TIME
-                eng.set_joint_targets(q, move_time=mt, joints=idx)
-                emit(t, "cmd", (q, mt, idx))
+                loop.send(cmd_names, q, mt)
+                emit(t, "cmd", (q, mt, loop.joints(cmd_names)))
             t_next["cmd"] += dt_c
         for kind in ("joints", "imu"):
             if t >= t_next[kind] - 1e-9 and silent(t, ("stall", "sensors")):

@@ -34,7 +34,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from jethexa_dynamics.control.heading import HeadingHold
 from jethexa_dynamics.control.replan import common_morphologies
-from jethexa_dynamics.control.walking import WalkingGait
+from jethexa_dynamics.control.walking import STANCE_MOVE_TIME, WalkingGait
 from jethexa_dynamics.damage.evidence import SupportGate, evidence_from_values
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages as validate, params as node_params
@@ -43,7 +43,6 @@ from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS
 from jethexa_dynamics.model.wire import morphology_from_wire
 from jethexa_dynamics.nodes._robot import jethexa, leg_geometry
 
-STANCE_MOVE_TIME = 0.3  # s: servo move time when going to the stance (smooth stop)
 _GAIT_KEYS = {"gait": "kind", "cycle_time": "cycle_time", "step_height": "step_height",
               "body_height": "body_height", "stance_radius": "stance_radius"}
 

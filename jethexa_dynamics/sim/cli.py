@@ -8,7 +8,6 @@ Example::
 Writes ``trajectory.csv`` (t, x, y, z, roll, pitch, yaw, ... SI units, world frame, ZYX Euler angles),
 ``orientation.png`` and ``position.png`` (like the paper's Figs. 3-4, 6-7) and ``summary.txt``.
 """
-import argparse
 import functools
 import math
 import os

@@ -20,9 +20,9 @@ import numpy as np
 
 from jethexa_dynamics.control.heading import HeadingHold
 from jethexa_dynamics.control.replan import support_margin
-from jethexa_dynamics.control.walking import WalkingGait
 from jethexa_dynamics.model.se3 import wrap_angle
 
+from .closed_loop import GaitLoop
 from .engine import Engine
 
 
@@ -109,17 +109,15 @@ def run_recovery(damage, recovery: bool = True, command: Sequence[float] = (0.05
             raise ValueError("%s=%r outside the allowed range [%g, %g] s" % (name, v, lo, hi))
     eng = engine or Engine(gait=None)
     eng.step(0)
-    robot = eng.robot
-    walker = WalkingGait(eng.geometry, robot.joint_names, recovery=recovery, robot=robot,
-                         design_command=command, step_height=0.012)
+    loop = GaitLoop.build(engine=eng, recovery=recovery, robot=eng.robot, design_command=command, step_height=0.012)
+    walker = loop.walker
     hold = heading if heading is not None else HeadingHold(enabled=recovery)
-    jidx = {n: k for k, n in enumerate(robot.joint_names)}
     walker.set_command(cmd)
     events = []
     # start from the gait's own stance (no initial jump)
     names, q = walker.step(0.0, False)
     tgt = eng.setpoints()
-    tgt[[jidx[n] for n in names]] = q
+    tgt[loop.joints(names)] = q
     eng.theta[:] = tgt
     eng.reset_standing()
     eng.set_joint_targets(tgt)
@@ -134,8 +132,7 @@ def run_recovery(damage, recovery: bool = True, command: Sequence[float] = (0.05
     while eng.time < total - 1e-9:
         t = eng.time
         if not damaged and damage is not None and t >= before - 1e-9:
-            eng.set_morphology(damage)
-            walker.set_morphology(list(eng.morphology.links_per_leg))
+            loop.set_morphology(damage)
             hold.new_gait()
             damaged = True
             st = walker.status()
@@ -154,12 +151,11 @@ def run_recovery(damage, recovery: bool = True, command: Sequence[float] = (0.05
                               odom_xy=eng.p[:2])
         if recovery:
             walker.set_trim(trimmed)
-        names, q = walker.step(dt_cmd, walking=not stale)
+        names, q = loop.step(dt_cmd, walking=not stale, move_time=dt_cmd)
         for n, v in zip(names, q):
             if n in last:
                 max_step = max(max_step, abs(v - last[n]))
         last = dict(zip(names, q))
-        eng.set_joint_targets(q, move_time=dt_cmd, joints=[jidx[n] for n in names])
         eng.advance(t + dt_cmd)
         k += 1
         e = eng.euler

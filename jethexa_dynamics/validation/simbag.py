@@ -42,17 +42,14 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
     nothing on ``morphology`` (what issue 11's identifier has to find).
     """
     from jethexa_dynamics.model import LeggedRobot, Morphology
-    from jethexa_dynamics.control.walking import WalkingGait
-    from jethexa_dynamics.sim.engine import Engine
+    from jethexa_dynamics.sim.closed_loop import GaitLoop
 
-    robot = robot or LeggedRobot.jethexa()
-    eng = Engine(robot, gait=None, dt=dt, record_every=0)
+    loop = GaitLoop.build(robot or LeggedRobot.jethexa(), dt=dt)
+    eng = loop.engine
     if breaks is not None:
         breaks = Morphology.parse(eng.robot, breaks)      # a bad spec fails before anything is written
     names = list(eng.robot.joint_names)
-    index = {n: i for i, n in enumerate(names)}
-    walker = WalkingGait(eng.geometry, names)
-    walker.set_command(tuple(command))
+    loop.walker.set_command(tuple(command))
     rng = np.random.default_rng(seed)
     tick = 1.0 / np.lcm.reduce([int(round(r)) for r in (cmd_rate, imu_rate, mocap_rate)])
     n = int(round(duration / tick))
@@ -66,8 +63,7 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
             t = k * tick
             t_ns = T0_NS + int(round(t * 1e9))
             if damage_at is not None and not damaged and t >= damage_at:
-                eng.set_morphology(damage)
-                walker.set_morphology(eng.morphology.links_per_leg)
+                loop.set_morphology(damage)
                 damaged = True
                 w.write("morphology", t_ns, M.morphology(eng.morphology.links_per_leg, eng.robot.leg_names))
             if not broken and t >= (break_at or 0.0):
@@ -85,10 +81,9 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
                 w.write("mocap/pose", t_ns, M.pose_stamped(t_ns, eng.p, _quat(eng.R)))
             if k % cmd_every == 0:
                 w.write("joint_states", t_ns, M.joint_state(t_ns, names, eng.joint_angles))
-                cmd_names, target = walker.step(1.0 / cmd_rate, walking=t >= settle)
+                cmd_names, target = loop.step(1.0 / cmd_rate, walking=t >= settle, move_time=1.0 / cmd_rate)
                 if cmd_names:
                     w.write("joint_commands", t_ns, M.joint_trajectory(t_ns, cmd_names, target, 1.0 / cmd_rate))
-                    eng.set_joint_targets(target, move_time=1.0 / cmd_rate, joints=[index[n] for n in cmd_names])
             if k < n:
                 eng.advance((k + 1) * tick)
     return {"path": str(path), "duration": n * tick, "final_position": eng.p.tolist(),
