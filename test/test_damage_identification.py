@@ -44,6 +44,7 @@ def test_bad_samples_are_rejected_and_counted_not_raised():
     assert not idf.on_command(2.0, np.full(18, np.inf), 2.02)     # inf
     assert not idf.on_command(2.0, q[:5], 2.02)                   # wrong size
     assert not idf.on_command(2.0, q, 40.0)                       # beyond the servo's 30 s move
+    assert not idf.on_command(2.0, np.full(18, 1e3), 2.02)        # beyond the joint limits (a flood's)
     assert not idf.on_command(2.0, q, float("nan"))               # no target time
     assert not idf.on_joints(1.0, np.full(18, np.inf))
     assert not idf.on_imu(1.0, (1.0, 0, 0, 0), (0.0, math.inf, 0.0))
@@ -52,7 +53,7 @@ def test_bad_samples_are_rejected_and_counted_not_raised():
     assert idf.on_imu(1.0, (1.0, 0, 0, 0), (0.0, 0.0, 0.0))
     assert not idf.on_imu(0.9, (1.0, 0, 0, 0), (0.0, 0.0, 0.0))
     assert not idf.on_servo_morphology(1.0, [3, 3, 9, 3, 3, 3])
-    assert idf.rejections == {"command": 6, "joints": 1, "imu": 4, "servo": 1}
+    assert idf.rejections == {"command": 7, "joints": 1, "imu": 4, "servo": 1}
     assert "link counts in [0, 3]" in idf.last_rejection
     assert idf.on_command(2.0, q, 2.02)                           # and it goes on
     assert idf.morphology == (3,) * 6 and idf.events == []

@@ -100,8 +100,16 @@ def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
         control.wait(timeout=30)
         assert {name: sum(node.rejected.values()) for name, node in nodes.items()} == rejected0
 
-        # every input the predictor hands its models from here on: what the flood must never reach
+        # every input the predictor hands its models from here on: what the flood must never reach; and every
+        # command the damage monitor hands its identifier (a flood's 1000 rad commands once passed there)
         seen = spy_on_model_inputs(pr)
+        idf = nodes["damage_monitor"].identifier
+        idf_commands = []
+
+        def on_command(t, q, *args, _fn=idf.on_command, **kw):
+            idf_commands.append(np.array(q, dtype=float))
+            return _fn(t, q, *args, **kw)
+        idf.on_command = on_command
         flood = start_flood(100, pr)
         t1 = time.monotonic()
         time.sleep(WINDOW)
@@ -144,6 +152,10 @@ def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
         assert nodes["gait_controller"].state == "walking"
         # nothing of the flood reached a model: every input the models got is the graph's own, plausible data
         check_model_inputs(seen, pr)
+        assert len(idf_commands) > 100 and all(np.all(np.isfinite(q[np.isfinite(q)])) for q in idf_commands)
+        assert not any(np.allclose(q, 0.3) or np.nanmax(np.abs(q)) > np.max(np.abs(np.r_[pr.lower, pr.upper])) + 1e-9
+                       for q in idf_commands)
+        assert not idf.unexplained and idf.unexplained_windows == 0
         # ... so the attitude error stays what it was under the same process's load (the control window; issue
         # 14: 0.02 -> 0.27 deg; the code before the fix went 0.45 -> 116 deg under this flood). Over 8 s the
         # predictor re-anchors only 4 times (horizon 2 s), and one window's error spreads over 0.05-0.27 deg

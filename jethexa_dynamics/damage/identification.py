@@ -162,6 +162,7 @@ class DamageIdentifier:
         self.leg_names = list(self.robot.leg_names)
         self.joint_names = list(self.robot.joint_names)
         self.nj = len(self.joint_names)
+        self._limits = (np.asarray(self.robot.joint_lower, dtype=float), np.asarray(self.robot.joint_upper, dtype=float))
         self.window, self.threshold, self.confirm = float(window), float(threshold), int(confirm)
         self.stay_prior, self.forget = float(stay_prior), float(forget)
         self.sigma_floor = np.array([sigma_rp, sigma_rp, sigma_yaw], dtype=float)
@@ -301,6 +302,13 @@ class DamageIdentifier:
                                 % (idx.size, a.size))
         if np.any(np.isinf(a)) or np.all(np.isnan(a)):
             return self._reject("command", "command must be finite joint angles (rad); NaN = joint not commanded")
+        lo, hi = self._limits
+        with np.errstate(invalid="ignore"):
+            out = (a < lo[idx] - 1e-9) | (a > hi[idx] + 1e-9)
+        if np.any(out):
+            j = int(idx[np.argmax(out)])
+            return self._reject("command", "command %s = %.4g rad: outside its limits [%.4f, %.4f] rad"
+                                % (self.joint_names[j], a[np.argmax(out)], lo[j], hi[j]))
         try:
             mt = float(t_target) - t
         except (TypeError, ValueError):

@@ -206,6 +206,9 @@ class DamageMonitor(ThinNode):
     def __init__(self, **kwargs):
         super().__init__(node_params.DAMAGE_MONITOR, **kwargs)
         self.leg_names, self.joint_names = robot_names()
+        # joint limits of the URDF: a command beyond them is garbage to the identifier as to the predictor and the
+        # servo driver (a flood's 1000 rad commands drove its models far from the body: "unexplained" motion)
+        self.lower, self.upper = np.asarray(jethexa().joint_lower), np.asarray(jethexa().joint_upper)
         self.detector = DamageDetector(self.joint_names, self.leg_names, self._config())
         self.current: Optional[List[int]] = None
         self.changes: List[MorphologyChange] = []
@@ -329,7 +332,8 @@ class DamageMonitor(ThinNode):
             return
         self._stamp("joint_commands", msg.header)
         points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
-        idx, pos, t_from_start = messages.trajectory(msg.joint_names, points, self.joint_names)
+        idx, pos, t_from_start = messages.trajectory(msg.joint_names, points, self.joint_names, self.lower,
+                                                     self.upper)
         # commands at receipt: the servo driver acts on them when they arrive (the predictor does the same)
         t = self.t()
         self._feed("joint_commands", "on_command", t, pos, t + t_from_start, idx)
