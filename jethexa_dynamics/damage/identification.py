@@ -134,7 +134,8 @@ class DamageIdentifier:
     accumulating meanwhile); ``min_gain`` how many times smaller the winner's recent mean square residual
     must be than the confirmed model's (an effect size: a real break gives ~100x, see the module
     docstring); ``max_misfit`` (rad) the largest recent RMS residual of a winner (it must explain the motion
-    itself); ``prune`` during a bank episode, hypotheses below this fraction of the most probable one are
+    itself); ``unexplained_misfit`` (rad) the confirmed model's recent RMS residual above which, with no
+    hypothesis within ``max_misfit``, the motion is ``unexplained``; ``prune`` during a bank episode, hypotheses below this fraction of the most probable one are
     no longer simulated (0: never); ``max_gap`` s: an IMU or joint-state stream silent longer than this (an
     executor stall, a dropped link) is a data gap -- the window it falls in, and those starting within
     ``gap_settle`` s after the data resumes, are driven through by the commands but not scored (a stalled
@@ -145,14 +146,15 @@ class DamageIdentifier:
 
     def __init__(self, robot=None, window=0.5, threshold=0.9, confirm=2, stay_prior=0.95, forget=0.85,
                  sigma_rp=math.radians(0.25), sigma_yaw=math.radians(0.25), samples=5, dt=2e-3, screen=True,
-                 screen_z=1.2, quiet=2.0, min_gain=3.0, max_misfit=math.radians(2.0), prune=1e-6, max_gap=0.2,
-                 gap_settle=1.0, morphology=None):
+                 screen_z=1.2, quiet=2.0, min_gain=3.0, max_misfit=math.radians(2.0),
+                 unexplained_misfit=math.radians(6.0), prune=1e-6, max_gap=0.2, gap_settle=1.0, morphology=None):
         checks = (("window", window, 0.2, 3.0), ("threshold", threshold, 0.5, 0.999),
                   ("confirm", confirm, 1, 10), ("stay_prior", stay_prior, 0.5, 0.999),
                   ("forget", forget, 0.0, 1.0), ("sigma_rp", sigma_rp, 1e-4, 0.2),
                   ("sigma_yaw", sigma_yaw, 1e-4, 0.2), ("samples", samples, 1, 50), ("dt", dt, 2e-4, 5e-3),
                   ("screen_z", screen_z, 0.5, 100.0), ("quiet", quiet, 0.0, 10.0),
                   ("min_gain", min_gain, 1.0, 100.0), ("max_misfit", max_misfit, 1e-3, math.pi / 2),
+                  ("unexplained_misfit", unexplained_misfit, 1e-3, math.pi / 2),
                   ("prune", prune, 0.0, 0.1), ("max_gap", max_gap, 0.02, 5.0),
                   ("gap_settle", gap_settle, 0.0, 5.0))
         for name, val, lo, hi in checks:
@@ -178,6 +180,10 @@ class DamageIdentifier:
         # on every channel is this much there
         self.max_misfit = float(max_misfit)
         self._max_mse = float(np.mean((self.max_misfit / self.sigma_floor) ** 2))
+        # "unexplained" needs misses well beyond a winner's bound: the model of a damaged robot's gait misses by
+        # 2-2.5 deg RMS with the right morphology (the demo's four-legged crawl), which is no unexplained motion
+        self.unexplained_misfit = float(unexplained_misfit)
+        self._unexplained_mse = float(np.mean((self.unexplained_misfit / self.sigma_floor) ** 2))
         self.prune = float(prune)
         self.max_gap, self.gap_settle = float(max_gap), float(gap_settle)
         self._quiet_until = -math.inf
@@ -602,19 +608,20 @@ class DamageIdentifier:
 
     def _update_unexplained(self):
         """``residual_rms`` (rad): the confirmed model's RMS residual over its recent windows; ``unexplained``:
-        it misses by more than ``max_misfit`` and so does every other hypothesis the bank scored (none did: the
-        same), i.e. no morphology of the bank explains the body's motion -- a seized joint, an obstacle, a
-        shortened foot, an attitude estimate gone wrong. Cleared once the confirmed model is back under half
-        ``max_misfit`` in mean square (hysteresis). The morphology is kept meanwhile (``_decide`` withholds)."""
+        it misses by more than ``unexplained_misfit`` and every other hypothesis the bank scored by more than
+        ``max_misfit`` (none scored: the same), i.e. no morphology of the bank explains the body's motion -- a
+        seized joint, an obstacle, a shortened foot, an attitude estimate gone wrong. Cleared once the confirmed
+        model is back under half ``unexplained_misfit`` in mean square (hysteresis). The morphology is kept
+        meanwhile (``_decide`` withholds on ``max_misfit``)."""
         def ms(h):
             return float(np.mean(h.mse)) if h.mse else 0.0
         cur = ms(self.hyps[0])
         self.residual_rms = self.max_misfit * math.sqrt(cur / self._max_mse)
         if self.unexplained:
-            self.unexplained = cur > 0.5 * self._max_mse
+            self.unexplained = cur > 0.5 * self._unexplained_mse
         else:
             others = [ms(h) for h in self.hyps[1:] if h.active and not h.pruned and h.mse]
-            self.unexplained = cur > self._max_mse and all(m > self._max_mse for m in others)
+            self.unexplained = cur > self._unexplained_mse and all(m > self._max_mse for m in others)
         self.unexplained_windows += int(self.unexplained)
 
     def _defer_window(self, e_cur, z_cur, p_prev, t_next):
