@@ -134,13 +134,13 @@ class DamageIdentifier:
     accumulating meanwhile); ``min_gain`` how many times smaller the winner's recent mean square residual
     must be than the confirmed model's (an effect size: a real break gives ~100x, see the module
     docstring); ``max_misfit`` (rad) the largest recent RMS residual of a winner (it must explain the motion
-    itself); ``unexplained_misfit`` (rad) the confirmed model's recent RMS residual above which, with no
-    hypothesis within ``max_misfit``, the motion is ``unexplained``; ``prune`` during a bank episode, hypotheses below this fraction of the most probable one are
-    no longer simulated (0: never); ``max_gap`` s: an IMU or joint-state stream silent longer than this (an
-    executor stall, a dropped link) is a data gap -- the window it falls in, and those starting within
-    ``gap_settle`` s after the data resumes, are driven through by the commands but not scored (a stalled
-    plant or a stale anchor is not evidence of damage; 1 s: a servo driver paused for a second lets the gait's
-    commands run ahead of the legs, and on resuming the legs catch up in one jolt that shakes the body for
+    itself); ``unexplained_misfit`` (rad) the confirmed model's recent RMS residual above which, with no hypothesis
+    within ``max_misfit``, the motion is ``unexplained``; ``prune`` during a bank episode, hypotheses below this
+    fraction of the most probable one are no longer simulated (0: never); ``max_gap`` s: an IMU or joint-state
+    stream silent longer than this (an executor stall, a dropped link) is a data gap -- the window it falls in, and
+    those starting within ``gap_settle`` s after the data resumes, are driven through by the commands but not scored
+    (a stalled plant or a stale anchor is not evidence of damage; 1 s: a servo driver paused for a second lets the
+    gait's commands run ahead of the legs, and on resuming the legs catch up in one jolt that shakes the body for
     most of a second -- a false RR:1 with 0.3 s, issue 21); ``morphology`` initial links per leg.
     """
 
@@ -164,7 +164,8 @@ class DamageIdentifier:
         self.leg_names = list(self.robot.leg_names)
         self.joint_names = list(self.robot.joint_names)
         self.nj = len(self.joint_names)
-        self._limits = (np.asarray(self.robot.joint_lower, dtype=float), np.asarray(self.robot.joint_upper, dtype=float))
+        self._limits = (np.asarray(self.robot.joint_lower, dtype=float),
+                        np.asarray(self.robot.joint_upper, dtype=float))
         self.window, self.threshold, self.confirm = float(window), float(threshold), int(confirm)
         self.stay_prior, self.forget = float(stay_prior), float(forget)
         self.sigma_floor = np.array([sigma_rp, sigma_rp, sigma_yaw], dtype=float)
@@ -176,14 +177,15 @@ class DamageIdentifier:
         self.between_models = None
         self.quiet = float(quiet)
         self.min_gain = float(min_gain)
-        # the winner's mean square residual is kept in units of the floors (``_Hyp.mse``): a residual of max_misfit
-        # on every channel is this much there
+        # mean square residuals are kept in units of the floors (``_Hyp.mse``): a residual of r rad on every
+        # channel is r**2 * _per_rad2 there
+        self._per_rad2 = float(np.mean(self.sigma_floor ** -2.0))
         self.max_misfit = float(max_misfit)
-        self._max_mse = float(np.mean((self.max_misfit / self.sigma_floor) ** 2))
+        self._max_mse = self.max_misfit ** 2 * self._per_rad2
         # "unexplained" needs misses well beyond a winner's bound: the model of a damaged robot's gait misses by
         # 2-2.5 deg RMS with the right morphology (the demo's four-legged crawl), which is no unexplained motion
         self.unexplained_misfit = float(unexplained_misfit)
-        self._unexplained_mse = float(np.mean((self.unexplained_misfit / self.sigma_floor) ** 2))
+        self._unexplained_mse = self.unexplained_misfit ** 2 * self._per_rad2
         self.prune = float(prune)
         self.max_gap, self.gap_settle = float(max_gap), float(gap_settle)
         self._quiet_until = -math.inf
@@ -312,9 +314,10 @@ class DamageIdentifier:
         with np.errstate(invalid="ignore"):
             out = (a < lo[idx] - 1e-9) | (a > hi[idx] + 1e-9)
         if np.any(out):
-            j = int(idx[np.argmax(out)])
+            k = int(np.argmax(out))
+            j = int(idx[k])
             return self._reject("command", "command %s = %.4g rad: outside its limits [%.4f, %.4f] rad"
-                                % (self.joint_names[j], a[np.argmax(out)], lo[j], hi[j]))
+                                % (self.joint_names[j], a[k], lo[j], hi[j]))
         try:
             mt = float(t_target) - t
         except (TypeError, ValueError):
@@ -616,7 +619,7 @@ class DamageIdentifier:
         def ms(h):
             return float(np.mean(h.mse)) if h.mse else 0.0
         cur = ms(self.hyps[0])
-        self.residual_rms = self.max_misfit * math.sqrt(cur / self._max_mse)
+        self.residual_rms = math.sqrt(cur / self._per_rad2)
         if self.unexplained:
             self.unexplained = cur > 0.5 * self._unexplained_mse
         else:

@@ -12,7 +12,7 @@ yaw is unobservable without a magnetometer and drifts with the gyro bias.
 Initialisation (not in Madgwick's paper; the scheme of his later Fusion library, which ramps its gain down from
 10 to the working gain over 3 s): the first sample's accelerometer tilt can be far off -- a robot jerking into
 its stance, a servo kick -- and at the working gain beta = 0.033 rad/s (1.9 deg/s) a 35 deg error takes ~20 s to
-correct (issue 21: those seconds of a wrong attitude read as a broken leg). So for ``init_time`` seconds of
+correct (seconds of a wrong attitude that a model reads as a broken leg). So for ``init_time`` seconds of
 samples the gain falls linearly from ``init_beta`` (default 1 rad/s: up to ~30 deg corrected in the first
 second) to ``beta``; :attr:`initialising` says the attitude is not yet to be trusted.
 """

@@ -43,6 +43,9 @@ from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS
 from jethexa_dynamics.model.wire import morphology_from_wire
 from jethexa_dynamics.nodes._robot import jethexa, leg_geometry
 
+#: the states in which the gait steps (a crawl is walking at unexplained_speed_scale)
+STEPPING = ("walking", "crawl")
+
 _GAIT_KEYS = {"gait": "kind", "cycle_time": "cycle_time", "step_height": "step_height",
               "body_height": "body_height", "stance_radius": "stance_radius"}
 
@@ -192,11 +195,11 @@ class GaitController(ThinNode):
             state = "imu_stale"
         if state == "walking" and self.unexplained:
             state = "crawl"
-        names, targets = self.walker.step(min(dt, 0.1), state in ("walking", "crawl"))
+        names, targets = self.walker.step(min(dt, 0.1), state in STEPPING)
         if self.walker.switches != self._switches and not self.walker.planning:   # a plan finished in the worker
             self._log_gait("re-planned for %s" % format_morphology(self.walker.links_per_leg, self.leg_names))
         move_time = 1.0 / self.p["control_rate"]
-        if state not in ("walking", "crawl") and self.state in ("walking", "crawl"):
+        if state not in STEPPING and self.state in STEPPING:
             move_time = STANCE_MOVE_TIME
         if state != self.state:
             if state == "stale":

@@ -152,9 +152,10 @@ class ImuNode(ThinNode):
         ax, ay, az = sample.accel.tolist()
         # imu/data_raw is published only while someone subscribes (nobody in the launch graphs; a recorder or
         # a tool does): a publish costs more than the sample itself; imu/data waits for the filter's initialisation
-        data = not self.filter.initialising
-        for msg, pub in ((self.raw_msg, self.raw_pub), (self.data_msg, self.data_pub)):
-            if data if pub is self.data_pub else pub.get_subscription_count() > 0:
+        wanted = ((self.raw_msg, self.raw_pub, self.raw_pub.get_subscription_count() > 0),
+                  (self.data_msg, self.data_pub, not self.filter.initialising))
+        for msg, pub, publish in wanted:
+            if publish:
                 msg.header.stamp = stamp
                 v, a = msg.angular_velocity, msg.linear_acceleration
                 v.x, v.y, v.z = gx, gy, gz

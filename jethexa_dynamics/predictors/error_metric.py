@@ -2,7 +2,8 @@
 (``jethexa-validate``'s metrics). No rclpy.
 
 Orientation error = predicted minus measured roll, pitch, yaw: the ZYX Euler angles of base_link in the world
-(R = Rz(yaw) Ry(pitch) Rx(roll); transforms3d axes ``sxyz``), each difference wrapped to [-pi, pi) rad (``model.se3.wrap_angle``).
+(R = Rz(yaw) Ry(pitch) Rx(roll); transforms3d axes ``sxyz``), each difference wrapped to [-pi, pi) rad
+(``model.se3.wrap_angle``).
 Position error = predicted minus measured position of base_link (m, world axes). Quaternions (w, x, y, z).
 """
 from __future__ import annotations

@@ -3,5 +3,7 @@
 - :mod:`.engine` -- fixed-step gait -> IK -> PID -> contact -> dynamics -> SE(3), compiled; :mod:`.contact` --
   foot-ground contact (paper Table III).
 - :mod:`.cli` -- ``jethexa-sim`` (CSV via :mod:`.csv_format`, figures via :mod:`.plots`); :mod:`.recovery` --
-  closed-loop damage-recovery runs; :mod:`.mjcf` -- the same robot for MuJoCo (benchmark peer).
+  closed-loop damage-recovery runs; :mod:`.closed_loop` -- the gait controller's logic driving the engine
+  (one loop for bag synthesis, recovery runs and the identifier's plant); :mod:`.mjcf` -- the same robot for
+  MuJoCo (benchmark peer).
 """

@@ -183,10 +183,10 @@ def run_recovery(damage, recovery: bool = True, command: Sequence[float] = (0.05
 
 def acceptance_cases():
     """(label, links per leg): the 18 single-leg losses (2, 1, 0 links kept) and the paper's damage 1 and 2."""
-    from jethexa_dynamics.model import LeggedRobot, format_morphology
+    from jethexa_dynamics.model import format_morphology, jethexa
     from jethexa_dynamics.model.scenarios import scenario_vectors, single_leg_losses
 
-    robot = LeggedRobot.jethexa()
+    robot = jethexa()
     legs, n = robot.leg_names, list(robot.description.n_joints)
     return ([(format_morphology(v, legs, n), list(v)) for v in single_leg_losses(n, n)]
             + scenario_vectors(legs, n))
