@@ -124,6 +124,7 @@ def test_bench_nano_budget_smoke_writes_every_table(tmp_path):
                                           (["--composed", "maybe"], "--composed"),
                                           (["--separate", "--composed", "true"], "--separate"),
                                           (["--separate-factors", "0"], "--separate-factors"),
+                                          (["--core-factor", "-1"], "--core-factor"),
                                           (["--repeat", "0"], "--repeat")])
 def test_bench_nano_budget_refuses_bad_arguments_before_any_work(argv, option):
     _refuses("bench_nano_budget.py", argv, option)

@@ -29,7 +29,9 @@ def test_hypotheses_are_healthy_plus_every_single_leg_loss():
 @pytest.mark.parametrize("kw,msg", [({"window": 0.0}, r"window=0.0 outside the allowed range \[0.2, 3\]"),
                                     ({"threshold": 1.0}, "threshold=1.0 outside"),
                                     ({"confirm": 0}, "confirm=0 outside"),
-                                    ({"stay_prior": float("nan")}, "stay_prior=nan outside")])
+                                    ({"stay_prior": float("nan")}, "stay_prior=nan outside"),
+                                    ({"max_misfit": 0.0}, "max_misfit=0.0 outside"),
+                                    ({"unexplained_misfit": 2.0}, "unexplained_misfit=2.0 outside")])
 def test_parameters_are_range_checked(kw, msg):
     with pytest.raises(ValueError, match=msg):
         DamageIdentifier(**kw)
