@@ -3,7 +3,7 @@
 Layers, lowest first: no import, at module level or inside a function, runs from a layer to a higher one
 (``test/test_layers.py`` reads these two lines and the imports of every module):
 
-    cli_args errors kernel_cache stack < model < second_opinions < hardware < control < sim < predictors
+    cli_args errors kernel_cache stack worker < model < second_opinions < hardware < control < sim < predictors
     < validation < damage < warmup < nodes < demo
 
 Subpackages (rclpy only in the node modules of ``nodes`` and in ``demo``):
@@ -19,7 +19,8 @@ Subpackages (rclpy only in the node modules of ``nodes`` and in ``demo``):
 - ``validation``      rosbag I/O, replay through a predictor, metrics, ``jethexa-validate``.
 - ``nodes``           thin ROS 2 nodes; their parameter specs and message checks (importable without rclpy).
 
-Modules: ``errors`` (the input-error types every layer raises), ``demo`` (``jethexa-demo``), ``warmup``
+Modules: ``errors`` (the input-error types every layer raises), ``worker`` (the background worker thread and its
+error policy), ``demo`` (``jethexa-demo``), ``warmup``
 (compiles the numba kernels into the cache), ``stack`` (the Python/numpy/numba the kernels run with; numpy 2 beside
 a ROS build made for numpy 1).
 """

@@ -226,7 +226,7 @@ cache), False when everything came from the cache."""
                 try:
                     with open(_marker(directory, g), "w") as f:
                         f.write(kernel_cache.source_hash() + "\n" + running + "\n")
-                except OSError:
+                except OSError:       # a read-only cache: the marker only saves the next warm-up's check
                     pass
     dt = time.monotonic() - t1
     n = sum(1 for _, e in compiles if e.is_start)

@@ -24,7 +24,6 @@
 from __future__ import annotations
 
 import math
-import threading
 from collections import deque
 from typing import List, Optional, Sequence, Tuple
 
@@ -32,6 +31,7 @@ import numpy as np
 
 from jethexa_dynamics.control.gait import MIN_FEET, WAVE_ORDER, Gait, stride_vectors
 from jethexa_dynamics.control.ik import IK_OK, LegGeometry, leg_ik
+from jethexa_dynamics.worker import IDLE, Worker
 
 #: servo move time (s) when the gait goes to the stance (a smooth stop rather than one command period)
 STANCE_MOVE_TIME = 0.3
@@ -48,99 +48,79 @@ def remaining_leg_offsets(legs: Sequence[str]) -> Tuple[List[float], float]:
     return [(-start[leg]) % 1.0 for leg in legs], 1.0 - 1.0 / n
 
 
-class PlanWorker:
-    """``planner.plan`` off the caller's thread (issue 12: a re-plan must never stall the node's executor).
+class PlanWorker(Worker):
+    """``planner.plan`` off the caller's thread (a re-plan must never stall the node's executor).
 
-    One daemon thread. ``request(lpl, command)`` returns a request id and replaces any request not yet
-    started; ``take(rid)`` returns the result of request ``rid`` once it is ready (else None) and only while
-    ``rid`` is the newest request, so a newer morphology always wins over a plan still being computed.
-    Results are cached per (morphology, command) (``cached``); ``prefetch`` queues morphologies to plan while
-    nothing is requested. An exception raised by the planner (a bug) is re-raised, with its traceback, by the
-    next ``take``/``cached`` call in the caller's thread. Cached results are shared: copy before mutating.
+    ``request(lpl, command)`` returns a request id and replaces any request not yet started; ``take(rid)``
+    returns the result of request ``rid`` once it is ready (else None) and only while ``rid`` is the newest
+    request, so a newer morphology always wins over a plan still being computed. Results are cached per
+    (morphology, command) (``cached``); ``prefetch`` queues morphologies to plan while nothing is requested.
+    An exception raised by the planner (a bug) stops the worker and is re-raised, with its traceback, by the next
+    ``take``/``cached`` call in the caller's thread (``worker.Worker``'s policy). Cached results are shared: copy
+    before mutating.
     """
 
     def __init__(self, planner):
         self.planner = planner
-        self._cv = threading.Condition()
         self._newest = 0              # id of the newest request
-        self._next = None             # (id, key) not started yet
+        self._request = None          # (id, key) not started yet
         self._done = None             # (id, result) of the newest request, once finished
         self._queue = deque()         # prefetch keys
         self._cache = {}
-        self._error = None
-        self._closed = False
-        self.busy = False             # the thread is planning (tests/diagnostics)
         self.computed = 0             # plans computed (not cache hits)
-        self._thread = threading.Thread(target=self._run, name="gait-replan", daemon=True)
-        self._thread.start()
+        super().__init__("gait-replan")
 
     @staticmethod
     def key(lpl, command):
         return tuple(int(k) for k in lpl), tuple(float(c) for c in command)
 
-    def _raise_error(self):
-        if self._error is not None:
-            err, self._error = self._error, None
-            raise err
-
     def cached(self, lpl, command):
         with self._cv:
-            self._raise_error()
+            self.check()
             return self._cache.get(self.key(lpl, command))
 
     def request(self, lpl, command) -> int:
         with self._cv:
             self._newest += 1
-            self._next = (self._newest, self.key(lpl, command))
+            self._request = (self._newest, self.key(lpl, command))
             self._done = None
-            self._cv.notify()
+            self.wake()
             return self._newest
 
     def prefetch(self, morphologies, command) -> None:
         with self._cv:
             self._queue.extend(self.key(m, command) for m in morphologies)
-            self._cv.notify()
+            self.wake()
 
     def take(self, rid: int):
         with self._cv:
-            self._raise_error()
+            self.check()
             if self._done is not None and self._done[0] == rid == self._newest:
                 res, self._done = self._done[1], None
                 return res
             return None
 
-    def close(self) -> None:
-        with self._cv:
-            self._closed = True
-            self._cv.notify()
+    def _next(self):
+        if self._request is not None:
+            item, self._request = self._request, None
+            return item
+        return (None, self._queue.popleft()) if self._queue else IDLE
 
-    def _run(self) -> None:
-        while True:
-            with self._cv:
-                while self._next is None and not self._queue and not self._closed:
-                    self._cv.wait()
-                if self._closed:
-                    return
-                if self._next is not None:
-                    (rid, key), self._next = self._next, None
-                else:
-                    rid, key = None, self._queue.popleft()
-                res = self._cache.get(key)
-                self.busy = res is None
-            if res is None:
-                try:
-                    res = self.planner.plan(list(key[0]), key[1])
-                except BaseException as exc:    # handed to the caller's thread, not swallowed
-                    with self._cv:
-                        self._error, self.busy = exc, False
-                    continue
-            with self._cv:
-                self.busy = False
-                if key not in self._cache:
-                    self.computed += 1
-                    self._cache[key] = res
-                if rid is not None and rid == self._newest:
-                    self._done = (rid, res)
+    def _next_is_idle(self) -> bool:
+        return self._request is None and not self._queue
+
+    def _handle(self, item) -> None:
+        rid, key = item
+        with self._cv:
+            res = self._cache.get(key)
+        if res is None:
+            res = self.planner.plan(list(key[0]), key[1])
+        with self._cv:
+            if key not in self._cache:
+                self.computed += 1
+                self._cache[key] = res
+            if rid is not None and rid == self._newest:
+                self._done = (rid, res)
 
 
 class WalkingGait:
@@ -231,7 +211,7 @@ class WalkingGait:
                                         stance_radius=st["stance_radius"])
             self._planner_settings = dict(st)
             if self._worker is not None:
-                self._worker.close()
+                self._worker.close(timeout=0)
                 self._worker = None
         elif self._planner_settings is None:
             self._planner_settings = dict(st)     # a planner given by the caller: these are its settings
@@ -294,7 +274,7 @@ class WalkingGait:
     def close(self) -> None:
         """Stop the background worker (if any)."""
         if self._worker is not None:
-            self._worker.close()
+            self._worker.close(timeout=0)
 
     def _switch(self, plan) -> None:
         """Use ``plan`` (GaitPlan or NoStableGait); blend from the last targets sent."""

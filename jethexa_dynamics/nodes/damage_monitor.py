@@ -18,9 +18,7 @@ clears latched faults. Detection rules: ``jethexa_dynamics.damage.detection.Dama
 from __future__ import annotations
 
 import math
-import threading
 import time
-import traceback
 from collections import deque
 from typing import Any, Callable, Dict, List, Optional
 
@@ -44,6 +42,7 @@ from jethexa_dynamics.nodes._common import (LATCHED_QOS, RELIABLE_QOS, SENSOR_QO
                                             stamp_to_sec, status)
 from jethexa_dynamics.nodes._robot import jethexa, robot_names
 from jethexa_dynamics.predictors.base import CycleStats
+from jethexa_dynamics.worker import IDLE, Worker
 
 _CONFIG_KEYS = ("no_reply_timeout", "min_missed_reads", "position_error_threshold",
                 "position_error_hold", "latch")
@@ -62,7 +61,7 @@ def _closed_windows(idf) -> int:
     return idf.windows + idf.deferred_windows + idf.skipped_windows
 
 
-class IdentifierWorker:
+class IdentifierWorker(Worker):
     """Feeds a ``DamageIdentifier`` on a thread of its own.
 
     The node's callbacks only validate a message and queue its sample with its time (the identifier works
@@ -71,8 +70,8 @@ class IdentifierWorker:
     that executor also runs the emulated world, the IMU and the gait: a held-up executor is a data gap for
     every node, and the identifier's own windows made such gaps (measured: 100-290 ms per bank window with
     the machine loaded). ``on_sample(ok, topic)`` runs on the worker thread after each sample is fed.
-    A bug inside the identifier is logged with its traceback, counted by ``on_error`` and stops the worker
-    (the node keeps serving the servo evidence).
+    A bug inside the identifier stops the worker (``worker.Worker``'s policy); ``on_error(traceback text)`` logs
+    and counts it, ``failed`` says it on /diagnostics, and the node keeps serving the servo evidence.
 
     Falling behind: with a ``governor`` (``nodes.degrade.LagGovernor``) every finished window reports how long
     its closing sample waited in the queue; the governor sets the identifier's ``bank_every`` (degraded mode:
@@ -95,16 +94,13 @@ class IdentifierWorker:
         # timed out behind the bank on a loaded machine: false "no reply" servo faults)
         identifier.between_models = self._pause
         self._ran_since = time.monotonic()
-        self._on_sample, self._on_error = on_sample, on_error
+        self._on_sample, self._report_error = on_sample, on_error
         self._queue: deque = deque()
-        self._cv = threading.Condition()
-        self._stop = False
-        self._busy = False
+        self._topic = ""
         self.max_queue = max_queue
         self.dropped = 0          # samples dropped because the worker fell max_queue behind (a gap to it)
         self.failed = ""
-        self.thread = threading.Thread(target=self._run, name="damage_identifier", daemon=True)
-        self.thread.start()
+        super().__init__("damage_identifier", on_error=self._failed)
 
     def _pause(self) -> None:
         lo, hi = PAUSE_RANGE
@@ -113,42 +109,39 @@ class IdentifierWorker:
 
     def put(self, topic: str, method: str, *args) -> None:
         with self._cv:
+            if self.stopped:
+                return
             if len(self._queue) >= self.max_queue:
                 self._queue.popleft()
                 self.dropped += 1
             self._queue.append((topic, method, args, time.monotonic()))
-            self._cv.notify()
+            self.wake()
 
-    def _run(self) -> None:
+    def _next(self):
+        return self._queue.popleft() if self._queue else IDLE
+
+    def _next_is_idle(self) -> bool:
+        return not self._queue
+
+    def _handle(self, item) -> None:
         idf = self.identifier
-        while True:
-            with self._cv:
-                while not self._queue and not self._stop:
-                    self._busy = False
-                    self._cv.notify_all()
-                    self._cv.wait()
-                if self._stop:
-                    return
-                topic, method, args, t_put = self._queue.popleft()
-                self._busy = True
-            self._ran_since = wall0 = time.monotonic()
-            try:
-                governor = self.governor
-                closed = _closed_windows(idf) if governor is not None else 0
-                windows, cpu0 = idf.windows, time.thread_time()
-                ok = getattr(idf, method)(*args)
-                self._count(time.thread_time() - cpu0, time.monotonic() - wall0, idf.windows != windows)
-                if governor is not None and _closed_windows(idf) != closed:
-                    self._judge(governor, wall0 - t_put)
-                self._on_sample(idf, ok, topic)
-            except Exception:  # noqa: BLE001 - a bug: logged with its traceback, counted, the worker stops
-                self.failed = "%s: %s" % (topic, traceback.format_exc().strip().splitlines()[-1])
-                self._on_error(traceback.format_exc())
-                with self._cv:
-                    self._stop, self._busy = True, False
-                    self._queue.clear()
-                    self._cv.notify_all()
-                return
+        self._topic, method, args, t_put = item
+        self._ran_since = wall0 = time.monotonic()
+        governor = self.governor
+        closed = _closed_windows(idf) if governor is not None else 0
+        windows, cpu0 = idf.windows, time.thread_time()
+        ok = getattr(idf, method)(*args)
+        self._count(time.thread_time() - cpu0, time.monotonic() - wall0, idf.windows != windows)
+        if governor is not None and _closed_windows(idf) != closed:
+            self._judge(governor, wall0 - t_put)
+        self._on_sample(idf, ok, self._topic)
+
+    def _failed(self, exc: BaseException, text: str) -> None:
+        """The policy's report of a bug (no bad input reaches the identifier); the samples queued are dropped."""
+        self.failed = "%s: %s" % (self._topic, text.strip().splitlines()[-1])
+        with self._cv:
+            self._queue.clear()
+        self._report_error(text)
 
     def _judge(self, governor, lag: float) -> None:
         """A window closed: its closing sample waited ``lag`` s in the queue."""
@@ -171,19 +164,10 @@ class IdentifierWorker:
             with self._cpu_lock:
                 self.cpu.add("identifier", cpu)
 
-    def wait_idle(self, timeout: float) -> bool:
-        """Block until every queued sample is fed (tests); False on time-out."""
-        with self._cv:
-            return self._cv.wait_for(lambda: self._stop or (not self._queue and not self._busy), timeout)
-
     def stop(self, timeout: float = 0.0) -> None:
         """Stop after the sample being fed; wait for that up to ``timeout`` s (0 from a callback: the worker may
         be waiting for the node's lock the caller holds; it then finds itself replaced and does nothing)."""
-        with self._cv:
-            self._stop = True
-            self._cv.notify_all()
-        if timeout > 0.0 and self.thread is not threading.current_thread():
-            self.thread.join(timeout)
+        self.close(timeout)
 
 
 def morphology_msg(links_per_leg, leg_names) -> UInt8MultiArray:

@@ -19,12 +19,10 @@ twist in base_link, [v; w]), θ̇]. The morphology (the paper's link/leg existen
 any two steps: the mask changes, rates of removed joints are zeroed, their PID integrators reset, and feet
 that are gone leave the contact set.
 """
-import _thread
 import math
 import os
-import queue
-import threading
 import time
+from collections import deque
 from typing import NamedTuple, Tuple
 
 import numpy as np
@@ -38,6 +36,7 @@ from jethexa_dynamics.hardware.protocol import MAX_MOVE_TIME_S
 from jethexa_dynamics.model import LeggedRobot, Morphology, kernels
 from jethexa_dynamics.model.se3 import cross3
 from jethexa_dynamics.model.com import center_of_mass
+from jethexa_dynamics.worker import IDLE, Worker
 
 from .contact import ContactModel, contact_forces
 from .csv_format import format_rows
@@ -334,15 +333,16 @@ def _euler_angles(rot, yaw_before=None):
     return e
 
 
-class TrajectoryCsvWriter:
+class TrajectoryCsvWriter(Worker):
     """Write ``Trajectory.to_csv``'s file while the engine runs.
 
     ``add(rows)`` takes each block of record rows as the engine records it (``Engine.run(on_rows=...)``); every
-    ``batch_rows`` rows a thread converts them (Euler angles, columns, text) and appends them to ``path`` while
-    the next chunks step (a compiled chunk releases the GIL: with a free core the CSV costs little wall time,
-    its CPU time stays the same). ``close()`` waits for the thread
-    and returns the (n, 3) Euler angles it computed (``Trajectory.euler`` of the same rows, to the rounding of
-    an unwrapped yaw); ``abort()`` stops it and removes the file. Same header, columns and ``%.9g`` digits.
+    ``batch_rows`` rows the worker thread converts them (Euler angles, columns, text) and appends them to ``path``
+    while the next chunks step (a compiled chunk releases the GIL: with a free core the CSV costs little wall
+    time, its CPU time stays the same). ``close()`` waits for the thread and returns the (n, 3) Euler angles it
+    computed (``Trajectory.euler`` of the same rows, to the rounding of an unwrapped yaw); ``abort()`` stops it
+    and removes the file. Same header, columns and ``%.9g`` digits. A write error (e.g. a full disk) stops the
+    writer and is re-raised by ``close()`` (``worker.Worker``'s policy).
     """
 
     def __init__(self, path, engine, batch_rows=50):
@@ -353,14 +353,10 @@ class TrajectoryCsvWriter:
         # blocks are handed over in batches of >= batch_rows rows: fewer thread wake-ups and per-batch costs
         self._batch_rows = int(batch_rows)
         self._pending, self._n_pending = [], 0
-        self._queue = queue.SimpleQueue()
+        self._batches = deque()
         self._euler = []
-        self._error = None
-        self._done = threading.Lock()
-        self._done.acquire()                    # released by the thread when it ends: close() and abort() wait
-        # _thread.start_new_thread returns at once; threading.Thread.start waits until the new thread runs, which
-        # took 2.5 ms median (up to 10 ms) with both cores busy: ~10 % of the 5 s walk's stepping
-        _thread.start_new_thread(self._thread_main, ())
+        self._yaw = None
+        super().__init__("trajectory-csv")
 
     def add(self, rows):
         """Queue a block of record rows (n, ncols) for writing (rows in time order, after those before)."""
@@ -371,50 +367,38 @@ class TrajectoryCsvWriter:
 
     def _flush(self):
         if self._pending:
-            self._queue.put(self._pending)       # a list of blocks: the thread stacks them
+            with self._cv:
+                self._batches.append(self._pending)      # a list of blocks: the thread stacks them
+                self.wake()
             self._pending, self._n_pending = [], 0
 
-    def _thread_main(self):
-        try:
-            self._work()
-        finally:
-            self._done.release()
+    def _next(self):
+        return self._batches.popleft() if self._batches else IDLE
 
-    def _work(self):
-        yaw = None
-        while True:
-            blocks = self._queue.get()
-            if blocks is None:
-                return
-            if self._error is not None:
-                continue
-            try:
-                part = Trajectory(blocks[0] if len(blocks) == 1 else np.vstack(blocks), *self._meta)
-                if not len(part):
-                    continue
-                e = _euler_angles(part.rot, yaw)
-                yaw = e[-1, 2]
-                self._file.write(part.csv_rows(e))
-                self._euler.append(e)
-            except BaseException as exc:        # re-raised in the caller's thread by close()
-                self._error = exc
+    def _next_is_idle(self) -> bool:
+        return not self._batches
 
-    def close(self):
+    def _handle(self, blocks):
+        part = Trajectory(blocks[0] if len(blocks) == 1 else np.vstack(blocks), *self._meta)
+        if len(part):
+            e = _euler_angles(part.rot, self._yaw)
+            self._yaw = e[-1, 2]
+            self._file.write(part.csv_rows(e))
+            self._euler.append(e)
+
+    def close(self, timeout=None):
         """Wait until every queued block is written, close the file; returns the Euler angles (n, 3) of all
         rows written. Re-raises an error the writing thread met (e.g. a full disk)."""
         self._flush()
-        self._queue.put(None)
-        self._done.acquire()
+        self.wait_idle(None)
+        super().close(timeout)
         self._file.close()
-        if self._error is not None:
-            raise self._error
+        self.check()
         return np.vstack(self._euler) if self._euler else np.zeros((0, 3))
 
     def abort(self):
         """Stop writing and remove the partial file (the run failed)."""
-        self._error = self._error or RuntimeError("aborted")
-        self._queue.put(None)
-        self._done.acquire()
+        super().close()
         self._file.close()
         try:
             os.remove(self.path)
