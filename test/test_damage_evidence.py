@@ -64,5 +64,5 @@ def test_the_detector_names_its_evidence_per_leg():
                          silent_confirmations=1)
     stalled = ServoStatus("tibia_joint_LM", 5, reads=10, commanded=0.0, measured=1.0, measured_age=0.0)
     det.update(0.0, [silent, stalled])
-    assert det.detected() == [3, 2, 3, 1, 3, 3]
-    assert det.leg_evidence() == {"RF": "servo", "LM": "stall"}
+    assert det.detected() == [3, 3, 3, 1, 3, 3]              # a stalled servo is seized: its links are kept
+    assert det.leg_evidence() == {"RF": "servo"} and list(det.stalled) == ["tibia_joint_LM"]

@@ -163,25 +163,27 @@ def test_detector_no_reply_femur_leaves_one_link():
 
 
 def test_detector_stall_is_a_persistent_position_error_under_load():
+    """A stall is a seized joint (``stalled``): reported, its links kept (issue 23: a seized servo is no lost
+    link); it ends when the joint follows again or goes limp."""
     det = DamageDetector(JOINTS, LEGS, DetectorConfig(position_error_threshold=0.5, position_error_hold=0.3,
                                                       latch=False))
     hs = _healthy()
     hs[0].commanded, hs[0].measured, hs[0].measured_age = 0.0, 0.7, 0.05
     assert det.update(0.0, hs) == []
-    assert det.update(0.2, hs) == []
-    new = det.update(0.3, hs)
-    assert [f.joint for f in new] == ["coxa_joint_LF"] and new[0].reason.startswith("stall")
-    assert det.detected()[0] == 0
+    assert det.update(0.2, hs) == [] and det.stalled == {}
+    assert det.update(0.3, hs) == []
+    assert list(det.stalled) == ["coxa_joint_LF"] and det.stalled["coxa_joint_LF"].startswith("stall")
+    assert det.detected() == [3] * 6
     hs[0].measured = 0.1
     det.update(0.6, hs)
-    assert det.detected()[0] == 3  # not latched
+    assert det.stalled == {}
     # unloaded (the servo's supply protection, an e-stop): a limp joint far from its command is no stall
     hs[8].commanded, hs[8].measured, hs[8].measured_age, hs[8].torque = 0.0, 0.9, 0.05, False
-    assert det.update(1.0, hs) == [] and det.update(2.0, hs) == []
+    assert det.update(1.0, hs) == [] and det.update(2.0, hs) == [] and det.stalled == {}
     hs[8].torque = True
-    assert det.update(2.1, hs) == []
-    assert [f.joint for f in det.update(2.5, hs)] == ["tibia_joint_LR"]
-    assert det.detected()[2] == 2
+    det.update(2.1, hs)
+    det.update(2.5, hs)
+    assert list(det.stalled) == ["tibia_joint_LR"] and det.detected() == [3] * 6
     # readings outside the servo's own limits are reported, not a lost link
     hs[3].temperature_c, hs[3].temp_limit_c = 90.0, 85.0
     hs[3].voltage_mv, hs[3].vin_min_mv, hs[3].vin_max_mv = 4000.0, 4500.0, 14500.0

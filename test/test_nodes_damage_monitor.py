@@ -326,3 +326,79 @@ def test_unexplained_motion_is_said_on_the_evidence_and_diagnostics_with_the_mor
     mon._check_identifier(idf, True, "imu/data")
     assert wait_for(lambda: not last_evidence().unexplained, 5.0)
     assert not mon.changes and mon.errors == 0 and graph.spin_error is None
+
+
+def test_a_seized_joint_is_reported_as_such_with_the_morphology_kept(graph):
+    """Issue 23: a joint whose servo answers but which follows no command (joint_states: its angle stays while
+    the commands sweep it) is reported as seized on morphology/evidence and /diagnostics (WARN); the morphology
+    stays (no lost link); when the joint follows again, it is cleared."""
+    import math
+
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from jethexa_dynamics.damage.evidence import evidence_from_values
+
+    mon = graph.add(DamageMonitor, {"identify": False})
+    w = graph.add(Watcher)
+    w.watch(DiagnosticStatus, "morphology/evidence", LATCHED_QOS)
+    w.watch(DiagnosticArray, "/diagnostics")
+    cmd_pub = w.create_publisher(JointTrajectory, "joint_commands", 10)
+    js_pub = w.create_publisher(JointState, "joint_states", 10)
+    graph.start()
+    assert wait_for(lambda: w.count("morphology/evidence") >= 1, 10.0)
+
+    def last_evidence():
+        return evidence_from_values({kv.key: kv.value for kv in w.last("morphology/evidence").values}, LEGS)
+
+    def run(seconds, frozen, until):
+        """Commands sweeping every joint 0.2 rad at 1 Hz, and joint_states following them (``frozen`` held)."""
+        t_end, guard = time.monotonic() + seconds, time.monotonic() + 30.0
+        while time.monotonic() < t_end or (not until() and time.monotonic() < guard):
+            now = w.get_clock().now()
+            q = [0.2 * math.sin(2.0 * math.pi * time.monotonic())] * len(JOINTS)
+            cmd = JointTrajectory(joint_names=JOINTS, points=[JointTrajectoryPoint(
+                positions=q, time_from_start=Duration(sec=0, nanosec=20_000_000))])
+            cmd.header.stamp = now.to_msg()
+            cmd_pub.publish(cmd)
+            js = JointState(name=JOINTS, position=[0.05 if j in frozen else v for j, v in zip(JOINTS, q)])
+            js.header.stamp = now.to_msg()
+            js_pub.publish(js)
+            time.sleep(0.02)
+
+    run(1.5, (), lambda: True)
+    assert mon.seized == {} and last_evidence().seized == ()
+    run(0.5, ("femur_joint_LM",), lambda: last_evidence().seized == ("femur_joint_LM",))
+    assert last_evidence().seized == ("femur_joint_LM",) and last_evidence().links == (3,) * 6
+    assert mon.current == [3] * 6 and not mon.changes
+    t0 = time.monotonic()
+
+    def status():
+        for _, arr in w.since("/diagnostics", t0):
+            for st in arr.status:
+                if st.name.startswith("damage_monitor") and "seized" in st.message:
+                    return st
+    assert wait_for(lambda: status() is not None, 5.0)
+    st = status()
+    values = {kv.key: kv.value for kv in st.values}
+    assert st.level == bytes([1]) and "seized: femur_joint_LM" in st.message
+    assert values["seized"] == "femur_joint_LM" and "follows no command" in values["seized femur_joint_LM"]
+    run(0.5, (), lambda: last_evidence().seized == ())
+    assert last_evidence().seized == () and mon.seized == {} and mon.current == [3] * 6
+    assert not mon.changes and mon.errors == 0 and graph.spin_error is None
+
+
+def test_the_models_verdict_on_a_leg_with_a_seized_joint_is_not_followed(graph):
+    """A seized joint explains the motion of its leg: the identifier's verdict on that leg waits until the joint
+    follows again (then it is followed, if it still holds)."""
+    mon = graph.add(DamageMonitor)
+    graph.start()
+    assert wait_for(lambda: mon.current is not None, 10.0)
+    mon.seizure.seized["femur_joint_LM"] = "follows no command (test)"
+    mon._seizure_changed(mon.now_sec())
+    mon.identifier.model_morphology = (3, 1, 3, 3, 3, 3)
+    mon._decide(mon.now_sec(), ["model: LM:1 (test)"])
+    assert mon.current == [3] * 6 and not mon.changes
+    mon.seizure.seized.clear()
+    mon._seizure_changed(mon.now_sec())
+    assert mon.current == [3, 1, 3, 3, 3, 3] and len(mon.changes) == 1

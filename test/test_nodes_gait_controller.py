@@ -46,10 +46,10 @@ class Monitor:
         self.morph = node.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
         self.evidence = node.create_publisher(DiagnosticStatus, "morphology/evidence", LATCHED_QOS)
 
-    def publish(self, links, kind="servo", unexplained=False):
+    def publish(self, links, kind="servo", unexplained=False, seized=()):
         if kind is not None:
             self.evidence.publish(evidence_msg(links, {leg: kind for leg, n in zip(LEGS, links) if n < 3}, LEGS,
-                                               unexplained))
+                                               unexplained, seized))
         self.morph.publish(morphology_msg(links, LEGS))
 
 
@@ -105,6 +105,21 @@ def test_unexplained_motion_crawls_on_the_same_morphology_until_cleared(setup):
     morph.publish([3] * 6)
     walk(cmd, 0.3, until=lambda: gc.state == "walking")
     assert gc.state == "walking" and np.allclose(gc.walker.command, [0.05, 0.0, 0.0])
+    assert not gc.errors and g.spin_error is None
+
+
+def test_a_seized_joint_crawls_on_the_same_morphology_until_it_follows_again(setup):
+    """Issue 23: a seized joint (morphology/evidence key ``seized``) keeps every leg; the gait crawls at
+    unexplained_speed_scale of cmd_vel and says why on /diagnostics; cleared, full speed again."""
+    g, gc, w, cmd, morph = setup
+    walk(cmd, 0.5, until=lambda: gc.state == "walking")
+    morph.publish([3] * 6, seized=("femur_joint_LM",))
+    walk(cmd, 0.3, until=lambda: gc.state == "crawl")
+    assert gc.state == "crawl" and gc.seized == ("femur_joint_LM",) and not gc.unexplained
+    assert np.allclose(gc.walker.command, [0.015, 0.0, 0.0]) and gc.walker.links_per_leg == [3] * 6
+    morph.publish([3] * 6)
+    walk(cmd, 0.3, until=lambda: gc.state == "walking")
+    assert gc.state == "walking" and np.allclose(gc.walker.command, [0.05, 0.0, 0.0]) and gc.seized == ()
     assert not gc.errors and g.spin_error is None
 
 

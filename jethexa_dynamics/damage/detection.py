@@ -4,9 +4,10 @@ The servo driver keeps one :class:`ServoStatus` per joint (:class:`ServoStatusTr
 ``/diagnostics`` (:func:`encode_servo_status`); the damage monitor decodes it (:func:`decode_servo_status`)
 and feeds :class:`DamageDetector`, which decides the morphology: one entry per leg = number of intact links.
 
-A joint whose servo is lost (no reply, or stalled: a persistent position error while loaded) takes the link
-it drives and every link after it out of the model: a dead tibia servo leaves 2 links, a dead femur 1, a dead
-coxa 0. Faults come only from what the servo measures (reference §1.2): over-temperature from TEMP_READ
+A joint whose servo is lost (no reply, confirmed) takes the link it drives and every link after it out of the
+model: a dead tibia servo leaves 2 links, a dead femur 1, a dead coxa 0. A stalled servo (a persistent position
+error while loaded) answers and keeps its link: it is a seized joint (``stalled``; ``damage.seizure``), not a
+lost link. Faults come only from what the servo measures (reference §1.2): over-temperature from TEMP_READ
 against its TEMP_MAX_LIMIT, over-/under-voltage from VIN_READ against its VIN limits (both reported, not a
 lost link), stall from the position error. The LED alarm setting (cmd 35/36, ``led_alarm``) is reported
 only; it says which conditions flash the LED, not which are active.
@@ -277,7 +278,7 @@ class DetectorConfig:
     no_reply_timeout: float = 0.4        # s without a valid reply ...
     min_missed_reads: int = 2            # ... and at least this many consecutive misses ...
     min_silent_confirmations: int = 1    # ... of which this many long-timeout confirmation reads -> lost
-    position_error_threshold: float = 0.6  # rad |measured - commanded| while loaded: stall ...
+    position_error_threshold: float = 0.6  # rad |measured - commanded| while loaded: stalled (seized) ...
     position_error_hold: float = 0.5     # s ... when it persists this long (with fresh measurements)
     measurement_max_age: float = 0.5     # s: older position reads are not compared
     latch: bool = True                   # faults stay until reset()
@@ -382,6 +383,8 @@ class DamageDetector:
         self._leg_link = dict(zip(self.joint_names, joint_leg_link(self.joint_names, self.leg_names)))
         self._pending: Dict[str, _Pending] = {j: _Pending() for j in self.joint_names}
         self.faults: Dict[str, JointFault] = {}
+        #: joints whose servo reports a persistent position error under load: seized, links kept (not latched)
+        self.stalled: Dict[str, str] = {}
         self.last_update: Optional[float] = None
         #: joints servo statuses have been received for: joint_states evidence is not used for them (the
         #: driver's confirmation reads are the better evidence, and it keeps publishing silent joints)
@@ -389,16 +392,21 @@ class DamageDetector:
 
     def reset(self) -> None:
         self.faults.clear()
+        self.stalled.clear()
         self._pending = {j: _Pending() for j in self.joint_names}
 
-    def _fault_reason(self, h: ServoStatus, now: float) -> Optional[str]:
+    def _fault_reason(self, h: ServoStatus) -> Optional[str]:
         c = self.config
-        p = self._pending[h.joint]
         if (h.consecutive_misses >= c.min_missed_reads and h.last_reply_age >= c.no_reply_timeout
                 and h.silent_confirmations >= c.min_silent_confirmations):
             return "no reply for %s (%d reads missed, %d confirmed)" % (
                 "ever" if math.isinf(h.last_reply_age) else "%.2f s" % h.last_reply_age, h.consecutive_misses,
                 h.silent_confirmations)
+        return None
+
+    def _stall_reason(self, h: ServoStatus, now: float) -> Optional[str]:
+        c = self.config
+        p = self._pending[h.joint]
         err = h.position_error
         if not math.isnan(err) and h.measured_age <= c.measurement_max_age and h.torque:
             if abs(err) > c.position_error_threshold:
@@ -406,8 +414,8 @@ class DamageDetector:
                 if now - p.perr_since >= c.position_error_hold:
                     return "stall: position error %.2f rad > %.2f rad under load for %.2f s" % (
                         err, c.position_error_threshold, now - p.perr_since)
-            else:
-                p.perr_since = None
+                return None
+            p.perr_since = None
         elif not h.torque:
             p.perr_since = None  # unloaded (protection, e-stop): a limp joint is not a stall
         return None
@@ -420,7 +428,12 @@ class DamageDetector:
             if h.joint not in self._pending:
                 continue  # not one of our joints (e.g. another robot's diagnostics)
             self.diagnosed.add(h.joint)
-            new += self._set(h.joint, self._fault_reason(h, now), now, "diagnostics")
+            new += self._set(h.joint, self._fault_reason(h), now, "diagnostics")
+            stall = None if h.joint in self.faults else self._stall_reason(h, now)
+            if stall is None:
+                self.stalled.pop(h.joint, None)
+            else:
+                self.stalled[h.joint] = stall
         return new
 
     def update_presence(self, now: float, presence: JointPresenceTracker) -> List[JointFault]:
@@ -461,13 +474,11 @@ class DamageDetector:
 
     def leg_evidence(self) -> Dict[str, str]:
         """Per damaged leg, the strongest kind of evidence among its faults (``damage.evidence.KINDS``): a
-        servo confirmed silent (``servo``), a stall (``stall``), a joint left out of joint_states
-        (``joint_states``)."""
+        servo confirmed silent (``servo``), a joint left out of joint_states (``joint_states``)."""
         out: Dict[str, str] = {}
         for j, f in self.faults.items():
             leg = self.leg_names[self._leg_link[j][0]]
-            kind = ("joint_states" if f.source == "joint_states" else
-                    "stall" if f.reason.startswith("stall") else "servo")
+            kind = "joint_states" if f.source == "joint_states" else "servo"
             if leg not in out or KINDS.index(kind) < KINDS.index(out[leg]):
                 out[leg] = kind
         return out

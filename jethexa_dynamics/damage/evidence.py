@@ -1,4 +1,4 @@
-"""What a morphology change rests on, and when the gait may act on it (issue 21; no rclpy).
+"""What a morphology change rests on, and when the gait may act on it (no rclpy).
 
 A wrong morphology is how a false alarm becomes a fall: the re-planned gait folds or lifts a leg that still
 carries the body. So the damage monitor says, per leg, what its verdict rests on, and the gait controller stops
@@ -12,7 +12,8 @@ kind           what it means                                                    
 ``model``      the model-based identifier (``damage.identification``): the body moves as   strong
                if the links were gone
 ``override``   the user's manual override (damage_monitor parameter ``morphology``)        strong
-``stall``      a servo far from its command under load: jammed, the leg may still carry   weak
+``stall``      a servo far from its command under load, from a monitor that counts it as  weak
+               a lost link (this package's monitor reports it as a seized joint)
 ``joint_states`` a joint its publisher stopped carrying (another driver's bus)             weak
 ``none``       nothing known (a message without evidence, e.g. from another publisher)    weak
 =============  =========================================================================  ========
@@ -22,15 +23,18 @@ comes (the monitor publishes it just before the morphology; either may arrive fi
 corrected. Links that come back (a reset, a corrected false alarm) need no evidence: adding support never
 drops the body.
 
-Motion that no morphology explains (issue 23: a seized joint, an obstacle, a shortened foot; the identifier's
-``unexplained``) is said on the same message, key ``unexplained`` = ``true``: the morphology stays, and the gait
-walks at a safe crawl (gait_controller ``unexplained_speed_scale``) until the monitor clears it.
+Motion that no morphology explains (an obstacle, a shortened foot; the identifier's ``unexplained``) is said on
+the same message, key ``unexplained`` = ``true``; a seized joint (its servo answers, the joint follows no
+command: ``damage.seizure``) is not a lost link either, key ``seized`` = the joint names. In both cases the
+morphology stays, and the gait walks at a safe crawl (gait_controller ``unexplained_speed_scale``) until the
+monitor clears it.
 
 Wire format (``morphology/evidence``, ``diagnostic_msgs/DiagnosticStatus``, latched like ``morphology``):
 ``name`` = ``morphology evidence``, ``message`` = a human summary, ``values`` = ``morphology`` -> the links per
 leg as in ``morphology`` (``3,3,3,1,3,3``), ``legs`` -> the leg names in that order, then one key per leg
-whose links are below the full count -> its kind, and ``unexplained`` -> ``true`` or ``false`` (absent: false)
-(:func:`evidence_to_values` / :func:`evidence_from_values`).
+whose links are below the full count -> its kind, ``unexplained`` -> ``true`` or ``false`` (absent: false), and
+``seized`` -> the seized joints' names joined by commas (empty or absent: none) (:func:`evidence_to_values` /
+:func:`evidence_from_values`).
 """
 from __future__ import annotations
 
@@ -52,15 +56,17 @@ class Evidence:
     links: Tuple[int, ...]
     kinds: Dict[str, str]
     unexplained: bool = False     # the body moves as no morphology of the bank explains
+    seized: Tuple[str, ...] = ()  # joints that follow no command while their servo answers
 
     def kind(self, leg: str) -> str:
         return self.kinds.get(leg, "none")
 
 
 def evidence_to_values(links: Sequence[int], kinds: Dict[str, str], leg_names: Sequence[str],
-                       full: int = 3, unexplained: bool = False) -> Tuple[str, List[Tuple[str, str]]]:
-    """(message, key/value pairs) of the evidence message for ``links`` per leg with ``kinds`` by leg name, and
-    whether the motion is ``unexplained``."""
+                       full: int = 3, unexplained: bool = False,
+                       seized: Sequence[str] = ()) -> Tuple[str, List[Tuple[str, str]]]:
+    """(message, key/value pairs) of the evidence message for ``links`` per leg with ``kinds`` by leg name,
+    whether the motion is ``unexplained``, and the ``seized`` joints."""
     if len(links) != len(leg_names):
         raise ValueError("morphology evidence: %d link counts for %d legs" % (len(links), len(leg_names)))
     values = [("morphology", ",".join(str(int(n)) for n in links)), ("legs", ",".join(leg_names))]
@@ -73,7 +79,10 @@ def evidence_to_values(links: Sequence[int], kinds: Dict[str, str], leg_names: S
             values.append((leg, kind))
             parts.append("%s:%d %s" % (leg, int(n), kind))
     values.append(("unexplained", "true" if unexplained else "false"))
+    values.append(("seized", ",".join(seized)))
     message = "; ".join(parts) or "healthy"
+    if seized:
+        message += "; seized: " + ", ".join(seized)
     return (message + "; motion unexplained" if unexplained else message), values
 
 
@@ -104,7 +113,13 @@ def evidence_from_values(values: Dict[str, str], leg_names: Sequence[str], full:
     flag = values.get("unexplained", "false")
     if flag not in ("true", "false"):
         raise ValueError("morphology evidence: 'unexplained' = %r must be true or false" % flag)
-    return Evidence(tuple(by_leg[leg] for leg in leg_names), kinds, flag == "true")
+    seized = tuple(n.strip() for n in values.get("seized", "").split(",") if n.strip())
+    legs = set(leg_names)
+    for name in seized:
+        if name.rpartition("_")[2] not in legs:
+            raise ValueError("morphology evidence: 'seized' = %r: %r is no joint of the legs %s"
+                             % (values["seized"], name, ",".join(leg_names)))
+    return Evidence(tuple(by_leg[leg] for leg in leg_names), kinds, flag == "true", seized)
 
 
 class SupportGate:

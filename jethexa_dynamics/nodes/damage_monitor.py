@@ -33,6 +33,7 @@ from jethexa_dynamics.nodes import params as node_params
 from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, JointPresenceTracker, MorphologyChange,
                                                decode_servo_status)
 from jethexa_dynamics.damage.evidence import NAME as EVIDENCE_NAME, evidence_to_values
+from jethexa_dynamics.damage.seizure import SeizureConfig, SeizureTracker
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages
 from jethexa_dynamics.nodes.degrade import LagGovernor
@@ -48,6 +49,7 @@ _CONFIG_KEYS = ("no_reply_timeout", "min_missed_reads", "position_error_threshol
                 "position_error_hold", "latch")
 _IDENTIFIER_ATTRS = (("identify_window", "window"), ("identify_threshold", "threshold"),
                      ("identify_confirm", "confirm"), ("identify_max_gap", "max_gap"))
+_SEIZURE_KEYS = ("seizure_window", "seizure_min_travel", "seizure_max_motion")
 _DEGRADE_KEYS = ("identify_degrade", "identify_max_lag", "identify_max_bank_every", "identify_recover")
 
 
@@ -179,10 +181,11 @@ def morphology_msg(links_per_leg, leg_names) -> UInt8MultiArray:
     return msg
 
 
-def evidence_msg(links_per_leg, kinds: Dict[str, str], leg_names, unexplained: bool = False) -> DiagnosticStatus:
-    """The ``morphology/evidence`` message: per damaged leg what its link count rests on, and whether the motion
-    is unexplained (``damage.evidence``)."""
-    message, values = evidence_to_values(links_per_leg, kinds, leg_names, unexplained=unexplained)
+def evidence_msg(links_per_leg, kinds: Dict[str, str], leg_names, unexplained: bool = False,
+                 seized=()) -> DiagnosticStatus:
+    """The ``morphology/evidence`` message: per damaged leg what its link count rests on, whether the motion is
+    unexplained, and the seized joints (``damage.evidence``)."""
+    message, values = evidence_to_values(links_per_leg, kinds, leg_names, unexplained=unexplained, seized=seized)
     return status(EVIDENCE_NAME, message, 0, values)
 
 
@@ -199,6 +202,8 @@ class DamageMonitor(ThinNode):
         self.last_servo_diag: Optional[float] = None
         self.servo_diag_messages = 0   # /diagnostics messages that carried servo statuses
         self.presence = JointPresenceTracker(self.joint_names)
+        self.seizure = SeizureTracker(self.joint_names, self._seizure_config())
+        self.seized: Dict[str, str] = {}   # seized joints (servo stall or joint_states) -> reason; links kept
         self._t_start_ros = self.now_sec()
         self.pub = self.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
         self.evidence_pub = self.create_publisher(DiagnosticStatus, "morphology/evidence", LATCHED_QOS)
@@ -220,6 +225,9 @@ class DamageMonitor(ThinNode):
 
     def _config(self) -> DetectorConfig:
         return DetectorConfig(**{k: self.p[k] for k in _CONFIG_KEYS})
+
+    def _seizure_config(self) -> SeizureConfig:
+        return SeizureConfig(**{k[len("seizure_"):]: self.p[k] for k in _SEIZURE_KEYS})
 
     # ------------------------------------------------------------------ identifier
     def _make_identifier(self) -> None:
@@ -278,7 +286,8 @@ class DamageMonitor(ThinNode):
         else:
             self.get_logger().info("motion explained again (residual %.1f deg RMS)" % math.degrees(idf.residual_rms))
         if self.current is not None:
-            self.evidence_pub.publish(evidence_msg(self.current, self.evidence, self.leg_names, self.unexplained))
+            self.evidence_pub.publish(evidence_msg(self.current, self.evidence, self.leg_names, self.unexplained,
+                                                   sorted(self.seized)))
 
     def _feed(self, topic: str, method: str, *args) -> None:
         if self.worker is not None:
@@ -312,12 +321,13 @@ class DamageMonitor(ThinNode):
                        self.p["stamp_tolerance"])
 
     def _on_commands(self, msg: JointTrajectory) -> None:
-        if self.worker is None:
-            return
         self._stamp("joint_commands", msg.header)
         points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
         idx, pos, t_from_start = messages.trajectory(msg.joint_names, points, self.joint_names, self.lower,
                                                      self.upper)
+        self.seizure.on_command(self.now_sec(), [self.joint_names[i] for i in idx], pos)
+        if self.worker is None:
+            return
         # commands at receipt: the servo driver acts on them when they arrive (the predictor does the same)
         t = self.t()
         self._feed("joint_commands", "on_command", t, pos, t + t_from_start, idx)
@@ -345,6 +355,8 @@ class DamageMonitor(ThinNode):
                 self.worker.set_governor(self._lag_governor())     # the normal mode, judged afresh
         if any(k in changed for k in _CONFIG_KEYS):
             self.detector.config = self._config()
+        if any(k in changed for k in _SEIZURE_KEYS):
+            self.seizure.config = self._seizure_config()
         if "morphology" in changed:
             self._decide(self.now_sec(), ["manual override %s" % list(changed["morphology"])])
 
@@ -359,16 +371,19 @@ class DamageMonitor(ThinNode):
     def _decide_locked(self, now: float, reasons: List[str]) -> None:
         override = self._override()
         new = self.detector.morphology(override)
-        if self.identifier is not None:      # fused: per leg the fewer links, unless the leg is overridden
+        if self.identifier is not None:      # fused: per leg the fewer links, unless the leg is overridden or seized
             model = self.identifier.morphology
-            new = [n if override is not None and override[i] >= 0 else min(n, model[i]) for i, n in enumerate(new)]
+            held = self._seized_legs()
+            new = [n if (override is not None and override[i] >= 0) or self.leg_names[i] in held else min(n, model[i])
+                   for i, n in enumerate(new)]
         if new == self.current:
             return
         old = self.current
         self.current = new
         # what the verdict rests on, per leg, just before the morphology (the gait acts only on strong evidence)
         self.evidence = self._leg_evidence(new, override)
-        self.evidence_pub.publish(evidence_msg(new, self.evidence, self.leg_names, self.unexplained))
+        self.evidence_pub.publish(evidence_msg(new, self.evidence, self.leg_names, self.unexplained,
+                                                   sorted(self.seized)))
         self.pub.publish(morphology_msg(new, self.leg_names))
         if old is not None:
             self.changes.append(MorphologyChange(now, old, new, reasons))
@@ -415,6 +430,8 @@ class DamageMonitor(ThinNode):
         self.last_servo_diag = now
         self.servo_diag_messages += 1
         self._apply(now, self.detector.update(now, healths))
+        if set(self.detector.stalled) | set(self.seizure.seized) != set(self.seized):
+            self._seizure_changed(now)
 
     def _on_joint_states(self, msg: JointState) -> None:
         """Presence evidence and, with the identifier on, the measured angles. The whole message is validated
@@ -427,6 +444,11 @@ class DamageMonitor(ThinNode):
         self.presence.observe(now, list(msg.name), None if st.sec == 0 and st.nanosec == 0 else stamp_to_sec(st))
         if self._presence_judged(now):
             self._apply(now, self.detector.update_presence(now, self.presence))
+        self.seizure.on_joint_states(now, now if st.sec == 0 and st.nanosec == 0 else stamp_to_sec(st),
+                                     [self.joint_names[i] for i in idx], pos)
+        if self.seizure.changed:
+            self.seizure.changed = False
+            self._seizure_changed(now)
         if self.worker is not None:
             self.q_meas[idx] = pos
             self._feed("joint_states", "on_joints", self.stamp_time(msg.header.stamp), self.q_meas.copy())
@@ -445,9 +467,32 @@ class DamageMonitor(ThinNode):
             self._decide(now, ["%s: %s" % (f.joint, f.reason) for f in new])
             self._publish_status()
 
+    def _seizure_changed(self, now: float) -> None:
+        """The set of seized joints changed: say it (log, evidence, diagnostics) and decide again -- a seized joint
+        keeps its links, and the model's verdict on its leg is not followed (the seizure explains the motion)."""
+        with self._lock:
+            seized = dict(self.seizure.seized)
+            seized.update(self.detector.stalled)
+            if set(seized) == set(self.seized):
+                return
+            new, self.seized = sorted(set(seized) - set(self.seized)), seized
+            for j in new:
+                self.get_logger().warning("%s seized: %s; morphology kept, the gait crawls" % (j, seized[j]))
+            if not seized:
+                self.get_logger().info("no joint seized any more")
+            self.evidence_pub.publish(evidence_msg(self.current, self.evidence, self.leg_names, self.unexplained,
+                                                   sorted(self.seized)))
+            self._decide_locked(now, ["seized: %s" % (", ".join(sorted(seized)) or "none")])
+        self._publish_status()
+
+    def _seized_legs(self) -> set:
+        return {j.rpartition("_")[2] for j in self.seized}
+
     def _on_reset(self, request, response):
         with self._lock:                   # a service callback: not wrapped by guard()
             self.detector.reset()
+            self.seizure.reset()
+            self.seized = {}
             self._make_identifier()            # forget what the model found, too
             self._decide(self.now_sec(), ["reset"])
         response.success = True
@@ -469,6 +514,11 @@ class DamageMonitor(ThinNode):
         values = [("morphology", list(self.current)), ("legs", ",".join(self.leg_names)),
                   ("override", list(self.p["morphology"]))]
         values += [("fault " + j, f.reason) for j, f in sorted(self.detector.faults.items())]
+        values.append(("seized", ",".join(sorted(self.seized))))
+        values += [("seized " + j, why) for j, why in sorted(self.seized.items())]
+        if self.seized:
+            message += "; seized: %s (links kept, the gait crawls)" % ", ".join(sorted(self.seized))
+            level = max(level, 1)
         values.append(("evidence", self.last_source))
         values += [("evidence " + leg, kind) for leg, kind in sorted(self.evidence.items())]
         idf, worker = self.identifier, self.worker

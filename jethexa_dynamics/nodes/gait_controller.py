@@ -7,10 +7,10 @@ only when ``morphology/evidence`` (damage_monitor) says it carries nothing (a se
 model, the manual override: ``damage.evidence.SupportGate``); on weaker evidence the gait stands still on every
 foot it has (state ``unconfirmed``, the reason on /diagnostics) until the evidence comes or the morphology is
 corrected. While ``morphology/evidence`` says the motion is unexplained (no morphology of the identifier's bank
-explains it), the gait keeps its morphology and walks at ``unexplained_speed_scale`` of ``cmd_vel`` (a safe
-crawl; state ``crawl``) until the monitor clears it.
+explains it) or a joint is seized, the gait keeps its morphology and walks at ``unexplained_speed_scale`` of
+``cmd_vel`` (a safe crawl; state ``crawl``) until the monitor clears it.
 
-With ``recovery`` (issue 12) the gait is re-planned from the model for each morphology (statically stable
+With ``recovery`` the gait is re-planned from the model for each morphology (statically stable
 crawl with body shift, folded footless legs, blended switch; no stable gait -> safe stance). The planning
 runs in a worker thread (``WalkingGait(background=True)``): the morphology callback returns at once, the
 targets blend to an all-feet-down stance until the plan is ready, then to the new gait; the single-leg
@@ -76,7 +76,8 @@ class GaitController(ThinNode):
         self.pub = self.create_publisher(JointTrajectory, "joint_commands", RELIABLE_QOS)
         self.sub(Twist, "cmd_vel", self._on_cmd_vel, RELIABLE_QOS)
         self.gate = SupportGate(self.leg_names)
-        self.unexplained = False          # morphology/evidence: crawl at unexplained_speed_scale
+        self.unexplained = False          # morphology/evidence: crawl at unexplained_speed_scale ...
+        self.seized: tuple = ()           # ... and while a joint is seized (its links kept)
         self._cmd = (0.0, 0.0, 0.0)       # the last cmd_vel as clamped, before that scale
         self._held_said = ""
         # both from the morphology authority only (nodes.authority): anyone may publish on a topic
@@ -130,7 +131,7 @@ class GaitController(ThinNode):
         self.last_cmd_time = time.monotonic()
 
     def _apply_command(self) -> None:
-        scale = self.p["unexplained_speed_scale"] if self.unexplained else 1.0
+        scale = self.p["unexplained_speed_scale"] if self.crawling else 1.0
         self.walker.set_command([scale * c for c in self._cmd])
 
     def _on_morphology(self, msg: UInt8MultiArray) -> None:
@@ -143,15 +144,24 @@ class GaitController(ThinNode):
             ev = evidence_from_values({kv.key: kv.value for kv in msg.values}, self.leg_names)
         except ValueError as exc:
             raise validate.InvalidMessage(str(exc)) from None
-        if ev.unexplained != self.unexplained:
-            self.unexplained = ev.unexplained
-            if self.unexplained:
-                self.get_logger().warning("the damage monitor finds the motion unexplained: crawling at %.0f %% of "
-                                          "cmd_vel" % (100.0 * self.p["unexplained_speed_scale"]))
+        if (ev.unexplained, ev.seized) != (self.unexplained, self.seized):
+            self.unexplained, self.seized = ev.unexplained, ev.seized
+            if self.crawling:
+                self.get_logger().warning("the damage monitor finds %s: crawling at %.0f %% of cmd_vel" % (
+                    self._crawl_reason(), 100.0 * self.p["unexplained_speed_scale"]))
             else:
                 self.get_logger().info("motion explained again: cmd_vel at full scale")
             self._apply_command()
         self._follow(self.gate.set_evidence(ev))
+
+    @property
+    def crawling(self) -> bool:
+        """Walk at ``unexplained_speed_scale``: the motion is unexplained or a joint is seized."""
+        return self.unexplained or bool(self.seized)
+
+    def _crawl_reason(self) -> str:
+        why = ["the motion unexplained"] if self.unexplained else []
+        return " and ".join(why + (["seized: " + ", ".join(self.seized)] if self.seized else []))
 
     def _follow(self, changed: bool) -> None:
         """The gait follows the gate's accepted morphology; a held one is said once (issue 21: a leg that may
@@ -193,7 +203,7 @@ class GaitController(ThinNode):
             state = "unconfirmed"
         if imu_stale and state == "walking":
             state = "imu_stale"
-        if state == "walking" and self.unexplained:
+        if state == "walking" and self.crawling:
             state = "crawl"
         names, targets = self.walker.step(min(dt, 0.1), state in STEPPING)
         if self.walker.switches != self._switches and not self.walker.planning:   # a plan finished in the worker
@@ -229,10 +239,10 @@ class GaitController(ThinNode):
                   ("morphology", format_morphology(self.walker.links_per_leg, self.leg_names)),
                   ("morphology_requested", format_morphology(self.gate.requested, self.leg_names)),
                   ("morphology_held", self.gate.held or "no"), ("morphology_holds", self.gate.holds),
-                  ("motion_unexplained", self.unexplained),
+                  ("motion_unexplained", self.unexplained), ("seized", ",".join(self.seized)),
                   ("command_applied", [round(float(c), 4) for c in self.walker.applied]),
                   ("joint_commands_published", self.published)]
-        level = 1 if self.gate.held or self.unexplained else 0
+        level = 1 if self.gate.held or self.crawling else 0
         self.publish_diagnostics([self.node_status(self.state + (": " + self.gate.held if self.gate.held else ""),
                                                    level, values)])
 

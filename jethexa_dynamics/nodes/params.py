@@ -179,9 +179,17 @@ DAMAGE_MONITOR = ParamSet("damage_monitor", [
     P("min_missed_reads", "int", 2, "consecutive missed reads (the driver's confirmation read included) before a "
       "servo can be declared lost", lo=1, hi=100),
     P("position_error_threshold", "double", 0.6, "|measured - commanded| beyond this while the servo is loaded "
-      "counts as a stall", lo=0.05, hi=math.pi, unit="rad"),
+      "counts as a stall: the joint is reported seized (links kept, the gait crawls)", lo=0.05, hi=math.pi,
+      unit="rad"),
     P("position_error_hold", "double", 0.5, "a stall (position error under load) must persist this long", lo=0.0,
       hi=30.0, unit="s"),
+    P("seizure_window", "double", 0.6, "a joint is seized when, over this long, its commands moved at least "
+      "seizure_min_travel while its measured angle (joint_states, on time) stayed within seizure_max_motion",
+      lo=0.1, hi=10.0, unit="s"),
+    P("seizure_min_travel", "double", 0.1, "commanded travel within seizure_window that a following joint shows",
+      lo=0.01, hi=3.0, unit="rad"),
+    P("seizure_max_motion", "double", 0.035, "measured motion within seizure_window at most, for a seized joint "
+      "(below seizure_min_travel)", lo=0.0, hi=1.0, unit="rad"),
     P("latch", "bool", True, "detected faults stay until the reset service is called"),
     P("check_rate", "double", 10.0, "rate of the staleness check (detection also runs on every /diagnostics "
       "message)", lo=0.5, hi=100.0, unit="Hz"),
