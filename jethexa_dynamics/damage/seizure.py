@@ -83,11 +83,11 @@ class SeizureTracker:
 
     def on_command(self, now: float, names: Iterable[str], angles: Iterable[float]) -> None:
         horizon = now - self.config.window
-        for j, q in zip(names, angles):
+        for j, q in zip(names, _floats(angles)):
             cmds = self._commands.get(j)
             if cmds is None:
                 continue
-            cmds.append((now, float(q)))
+            cmds.append((now, q))
             while cmds and cmds[0][0] < horizon:
                 cmds.popleft()
 
@@ -95,7 +95,7 @@ class SeizureTracker:
         c = self.config
         on_time = now - stamp <= c.max_latency
         late = False
-        for j, q in zip(names, angles):
+        for j, q in zip(names, _floats(angles)):
             meas = self._measured.get(j)
             if meas is None:
                 continue
@@ -104,7 +104,7 @@ class SeizureTracker:
                 meas.clear()                   # the streak is broken: it starts again from an on-time message
                 if not on_time:
                     continue
-            meas.append((stamp, float(q)))
+            meas.append((stamp, q))
             while meas and meas[0][0] < stamp - c.window:
                 meas.popleft()
             if stamp - self._judged[j] >= JUDGE_EVERY * c.window:
@@ -136,6 +136,11 @@ class SeizureTracker:
         if self.seized:
             self.seized.clear()
             self.changed = True
+
+
+def _floats(values):
+    """Python floats (a numpy array's ``tolist``: one conversion instead of one per element)."""
+    return values.tolist() if hasattr(values, "tolist") else values
 
 
 def _span(values) -> float:
