@@ -27,7 +27,7 @@ import numpy as np
 from _machine import describe
 from bench_replay import _best
 from jethexa_dynamics.damage.identification import DamageIdentifier
-from jethexa_dynamics.damage.walk import Segment, WalkConfig, feed, feed_predictor, walk_streams
+from jethexa_dynamics.sim.streams import Segment, WalkConfig, feed, feed_predictor, walk_streams
 
 LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
 NANO = (4.0, 6.0)   # Jetson Nano (Cortex-A57 @ 1.43 GHz) assumed 4-6x slower per core than this machine

@@ -4,7 +4,7 @@
 Run: ``source scripts/ros_env.sh && .venv/bin/python benchmarks/bench_predictor_node.py [--seconds 15]
 [--repeats 3] [--smoke] [--out benchmarks/results/nodes.md]``
 
-Inputs: the plant's own streams (``damage.walk.walk_streams``), replayed in real time by a feeder node with
+Inputs: the plant's own streams (``sim.streams.walk_streams``), replayed in real time by a feeder node with
 fresh header stamps: joint_commands and joint_states 50 Hz, imu/data 100 Hz, mocap/pose 50 Hz (predictor only).
 Cases, each ``--seconds`` long after a warm-up:
 
@@ -33,9 +33,9 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(101 + os.getpid() % 100))
 
 
 def plant_streams(seconds, breaks=()):
-    """``seconds`` of the plant walking a tripod at 0.05 m/s (``damage.walk.walk_streams``: commands and joint
+    """``seconds`` of the plant walking a tripod at 0.05 m/s (``sim.streams.walk_streams``: commands and joint
     states 50 Hz, IMU 100 Hz with noise and a gyro bias), optionally with silent breaks ``[(t, "LM:1")]``."""
-    from jethexa_dynamics.damage.walk import Segment, WalkConfig, walk_streams
+    from jethexa_dynamics.sim.streams import Segment, WalkConfig, walk_streams
 
     cfg = WalkConfig(duration=seconds, segments=[Segment(0.0, "walk", (0.05, 0.0, 0.0))], breaks=list(breaks),
                      gyro_bias=(0.0, 0.0, 0.02))
@@ -513,7 +513,7 @@ def write(args, info, own, floor, ident, rows, events):
         "- Jetson Nano: assumed %g-%g× slower per core (Cortex-A57 at 1.43 GHz against this machine's core); every "
         "Nano figure below is this machine's figure times %g-%g" % (NANO + NANO),
         "",
-        "Real rclpy over DDS on loopback. The inputs are the plant's own streams (`damage.walk.walk_streams`: the "
+        "Real rclpy over DDS on loopback. The inputs are the plant's own streams (`sim.streams.walk_streams`: the "
         "engine walking a tripod at 0.05 m/s; joint commands 50 Hz, joint states 50 Hz, IMU 100 Hz with noise and "
         "a gyro bias), replayed in real time by a feeder node in the benchmark's process with fresh header stamps; "
         "in the one-process rows the predictor also gets mocap/pose at 50 Hz.",

@@ -2,7 +2,7 @@
 within 3 gait cycles, two damages one after the other are both found, healthy walking (turning, stop-and-go,
 standing, gyro bias, body-mass error) raises nothing; bad samples are rejected and counted, never raised.
 
-The plant (``damage.walk``) is the engine at 1 ms with the body mass scaled and sensor noise; the identifier's
+The plant (``sim.streams``) is the engine at 1 ms with the body mass scaled and sensor noise; the identifier's
 models are the healthy-mass engine at 2 ms, so the model is never exactly the plant."""
 import math
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from jethexa_dynamics.damage.identification import DamageIdentifier, single_leg_hypotheses
-from jethexa_dynamics.damage.walk import Segment, WalkConfig, feed, feed_predictor, walk_streams
+from jethexa_dynamics.sim.streams import Segment, WalkConfig, feed, feed_predictor, walk_streams
 
 LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
 CYCLE = 1.3          # s, the paper's tripod

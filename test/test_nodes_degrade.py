@@ -6,7 +6,7 @@ it never degrades; short of CPU it halves the rate until the cycles are on time 
 the reason names the late fraction; recovery steps back up one level at a time after ``recover_s``, and a CPU
 short for good does not make it flap faster than the backoff allows. The pacer's ``every`` runs the cycle on
 every n-th IMU sample with no timer wake-up. The identifier's degraded mode is checked on the plant's own
-streams (``damage.walk``): the same verdicts as the normal mode, fewer bank windows, nothing decided on a
+streams (``sim.streams``): the same verdicts as the normal mode, fewer bank windows, nothing decided on a
 deferred window, and no damage claimed on a minute of healthy walking."""
 import math
 
@@ -206,7 +206,7 @@ def test_degraded_identifier_names_the_same_break_never_on_a_deferred_window(spe
     the degraded mode defer many windows. Closed loop on the plant (the verdict re-phases the gait): the
     degraded identifier names what the normal one names, at most a few windows later, with fewer bank
     windows; no event comes out of a deferred window."""
-    from jethexa_dynamics.damage.walk import WalkConfig, walk_streams
+    from jethexa_dynamics.sim.streams import WalkConfig, walk_streams
 
     found = {}
     for every in (1, 4):
@@ -228,7 +228,7 @@ def test_degraded_identifier_claims_nothing_on_healthy_walking():
     """Half a minute of healthy walking (turning, standing) with a touchy pre-screen, at the sparsest mode and
     switching modes every few windows (as a governor would): no event, the belief learns what it learns."""
     from jethexa_dynamics.damage.identification import DamageIdentifier
-    from jethexa_dynamics.damage.walk import Segment, WalkConfig, feed, walk_streams
+    from jethexa_dynamics.sim.streams import Segment, WalkConfig, feed, walk_streams
 
     segments = [Segment(0.0, "walk", (0.04, 0.0, 0.0)), Segment(10.0, "walk", (0.03, 0.0, 0.3)),
                 Segment(18.0, "stand"), Segment(22.0, "walk", (0.02, 0.0, -0.3))]

@@ -6,5 +6,4 @@
   the model bank of paper 003; ``jethexa-identify`` (:mod:`.identify_cli`) replays a bag through it.
 - :mod:`.evidence` -- what a morphology change rests on (servo, model, override; stall, joint_states) and when
   the gait may stop supporting on a leg.
-- :mod:`.walk` -- an independent plant walking with silent breaks and sensor errors: the identifier's test bench.
 """

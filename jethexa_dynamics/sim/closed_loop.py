@@ -5,7 +5,7 @@
 takes the gait's joint targets for one command period and hands them to the engine's servos as the servo
 driver does on the robot (the joints by name, the move time of one period, or ``STANCE_MOVE_TIME`` when the
 gait goes to the stance). Bag synthesis (``validation.simbag``), the recovery runs (``sim.recovery``) and the
-identification plant (``damage.walk``) all walk through it; each adds what it records.
+identification plant (``sim.streams``) all walk through it; each adds what it records.
 """
 from __future__ import annotations
 

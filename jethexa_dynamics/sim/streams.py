@@ -1,25 +1,32 @@
-"""An independent plant walking on a schedule, with silent breaks, sensor noise, gyro bias and a body-mass
-error: the streams a damage identifier sees (commands, joint states, IMU), for tests and benchmarks (no rclpy).
+"""The simulated robot's sensor streams: an independent plant walking on a schedule, with silent breaks, sensor
+noise, gyro bias and a body-mass error -- what a damage identifier or a predictor sees (no rclpy).
 
 The plant is the simulation engine at 1 ms driven like the real robot: the gait controller's logic
-(``WalkingGait``, tripod + IK) issues servo commands (goal, move time) at ``command_rate``; the servos report positions at ``joint_rate``; the IMU
-reports orientation (w, x, y, z) and body rates at ``imu_rate``. Its body mass may differ from the model's
-(``mass_scale``) so the identifier's model is never exactly the plant.
+(``WalkingGait``, tripod + IK, through :class:`~jethexa_dynamics.sim.closed_loop.GaitLoop`) issues servo commands
+(goal [rad], move time [s]) at ``command_rate``; the servos report joint angles [rad] at ``joint_rate``; the IMU
+reports orientation (w, x, y, z, world <- base_link) and body rates [rad/s, base_link axes] at ``imu_rate``. Its
+body mass may differ from the model's (``mass_scale``) so a consumer's model is never exactly the plant. Times are
+the engine's [s].
+
+:func:`feed` and :func:`feed_predictor` replay the streams into any object with an identifier's or a predictor's
+methods (duck typing: this layer imports neither).
 """
 from __future__ import annotations
 
 import math
 import os
 import re
+import tempfile
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 import numpy as np
-
-from jethexa_dynamics.model import LeggedRobot
 from transforms3d.euler import euler2mat
 
+from jethexa_dynamics.model import LeggedRobot
 from jethexa_dynamics.model.se3 import rot_to_quat
+
+from .closed_loop import GaitLoop
 
 
 def scaled_body_robot(scale: float) -> LeggedRobot:
@@ -37,7 +44,6 @@ def scaled_body_robot(scale: float) -> LeggedRobot:
         return '%s="%.9g"' % (m.group(1), float(m.group(2)) * scale)
     block = re.sub(r'(value|ixx|iyy|izz|ixy|ixz|iyz)="([-0-9.eE+]+)"', mul, block)
     # a file, not a string: the engine reads the URDF path again (IK geometry, IMU mount)
-    import tempfile
     path = os.path.join(tempfile.gettempdir(), "jethexa_body_x%.6f_%d.urdf" % (scale, os.getpid()))
     with open(path, "w") as f:
         f.write(text[:i] + block + text[j:])
@@ -57,6 +63,8 @@ class Segment:
 
 @dataclass
 class WalkConfig:
+    """What the plant does (``duration`` s, ``segments``, silent ``breaks``, executor/sensor ``gaps``) and how its
+    sensors err (noise, gyro bias, body-mass scale); rates in Hz."""
     duration: float = 10.0
     segments: List[Segment] = field(default_factory=lambda: [Segment(0.0, "walk", (0.04, 0.0, 0.0))])
     breaks: List[Tuple[float, str]] = field(default_factory=list)    # (t s, spec like "LM:1")
@@ -78,8 +86,6 @@ class WalkConfig:
     #                                  in the callback, as it was in the one-process graph): a "stall" gap
 
 
-
-
 def walk_streams(cfg: WalkConfig, identifier=None):
     """Run the plant; returns a time-ordered list of (t, kind, payload): ``cmd`` (q, move_time, joint indices),
     ``joints`` q, ``imu`` (quat, gyro, accel); and the plant ``Engine`` at the end.
@@ -88,8 +94,6 @@ def walk_streams(cfg: WalkConfig, identifier=None):
     after a damage; the stance when standing). With an ``identifier`` the streams are also fed to it as they
     happen and the loop is closed like on the robot: each morphology it reports re-phases the gait.
     """
-    from jethexa_dynamics.sim.closed_loop import GaitLoop
-
     robot = scaled_body_robot(cfg.mass_scale) if cfg.mass_scale != 1.0 else LeggedRobot.jethexa()
     loop = GaitLoop.build(robot, dt=1e-3, recovery=cfg.recovery, robot=LeggedRobot.jethexa() if cfg.recovery else None)
     eng, walker = loop.engine, loop.walker
@@ -172,8 +176,9 @@ def feed(identifier, streams, until=None):
 
 
 def feed_predictor(predictor, streams, on_pose=None):
-    """Feed recorded streams to a ``predictors.boltzmann_hamel.BoltzmannHamelPredictor`` as the ``predictor`` node does (one pose per IMU
-    sample, taken before that sample anchors it); ``on_pose(t, (position, quaternion), imu_payload)``."""
+    """Feed recorded streams to a predictor (``command``/``measure_joints``/``pose``/``measure_imu``, e.g. a
+    ``BoltzmannHamelPredictor``) as the ``predictor`` node does (one pose per IMU sample, taken before that sample
+    anchors it); ``on_pose(t, (position, quaternion), imu_payload)``."""
     for t, kind, p in streams:
         if kind == "cmd":
             predictor.command(t, p[0], move_time=p[1], joints=p[2])
