@@ -1,7 +1,7 @@
 """A seized joint (``damage.seizure``): its servo answers, the joint follows no command. Reported as such, never
 a lost link, never from a healthy walk or a starved reader.
 
-Oracle: the independent plant (``damage.walk``: the engine at 1 ms walking the gait controller's logic, servo
+Oracle: the independent plant (``sim.streams``: the engine at 1 ms walking the gait controller's logic, servo
 read noise 0.24 deg 1 sigma) for healthy joints; a seized joint is the same stream with that joint's measured
 angle frozen (plus the same read noise) from the seizure on."""
 import math
@@ -12,7 +12,7 @@ import pytest
 from jethexa_dynamics.damage.detection import DamageDetector, DetectorConfig, ServoStatus
 from jethexa_dynamics.damage.evidence import evidence_from_values, evidence_to_values
 from jethexa_dynamics.damage.seizure import SeizureConfig, SeizureTracker
-from jethexa_dynamics.damage.walk import Segment, WalkConfig, walk_streams
+from jethexa_dynamics.sim.streams import Segment, WalkConfig, walk_streams
 
 LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
 JOINTS = ["%s_joint_%s" % (k, leg) for leg in LEGS for k in ("coxa", "femur", "tibia")]
