@@ -34,9 +34,8 @@ def replay(tracker, streams, frozen=None, since=math.inf, latency=0.0, every=1):
     held, out, k = None, [], 0
     for t, kind, p in streams:
         if kind == "cmd":
-            q, _, idx = p
-            idx = range(len(JOINTS)) if idx is None else idx
-            tracker.on_command(t, [JOINTS[i] for i in idx], np.asarray(q)[:len(idx)])
+            q, move_time, idx = p
+            tracker.on_command(t, [JOINTS[i] for i in idx], q, move_time)
         elif kind == "joints":
             k += 1
             if k % every:
@@ -99,9 +98,8 @@ def test_a_silent_joint_is_no_seizure(healthy):
     tr = SeizureTracker(JOINTS)
     for t, kind, p in healthy:
         if kind == "cmd":
-            q, _, idx = p
-            idx = range(len(JOINTS)) if idx is None else idx
-            tr.on_command(t, [JOINTS[i] for i in idx], np.asarray(q)[:len(idx)])
+            q, move_time, idx = p
+            tr.on_command(t, [JOINTS[i] for i in idx], q, move_time)
         elif kind == "joints":
             keep = [i for i in range(len(JOINTS)) if JOINTS[i] != "femur_joint_LM" or t < 2.0]
             tr.on_joint_states(t, t, [JOINTS[i] for i in keep], np.asarray(p)[keep])

@@ -7,8 +7,10 @@ links) and must not be read as one: the damage monitor keeps the morphology, rep
 
 Rule (:class:`SeizureTracker`), per joint, judged at every ``joint_states`` message that carries it:
 
-* the commands asked for motion: the commanded angles received in the last ``window`` [s] span at least
-  ``min_travel`` [rad] (a robot standing still proves nothing either way);
+* the commands asked for motion: the commanded angles due in the last ``window`` [s] span at least
+  ``min_travel`` [rad] (a robot standing still proves nothing either way). A command is due when its move
+  ends (receipt + move time) and counts only once it has been due for ``SERVO_LAG``: a goal sent a moment ago
+  has not moved any servo yet;
 * the joint did not move: its measured angles over the same span of the publisher's stamps stay within
   ``max_motion`` [rad] (a healthy servo following ``min_travel`` moves nearly as far, lagging by its move time);
 * the measurements are on time and cover the window: every message of the streak arrived at most
@@ -37,6 +39,8 @@ from dataclasses import dataclass
 from typing import Deque, Dict, Iterable, Sequence, Tuple
 
 
+#: s from a goal's due time until the servo's measured angle shows it (the driver's write, the servo's response)
+SERVO_LAG = 0.1
 #: a joint is judged at most every this fraction of the window (its measurements are kept at every message): the
 #: verdict comes at most a quarter window later, for a quarter of the work at the joint_states rate
 JUDGE_EVERY = 0.25
@@ -81,13 +85,15 @@ class SeizureTracker:
         self.changed = False
         self.late_messages = 0         # messages that broke a streak (late or sparse): no evidence
 
-    def on_command(self, now: float, names: Iterable[str], angles: Iterable[float]) -> None:
-        horizon = now - self.config.window
+    def on_command(self, now: float, names: Iterable[str], angles: Iterable[float], move_time: float = 0.0) -> None:
+        """Goals ``angles`` [rad] of joints ``names`` received at ``now`` [s], to be reached in ``move_time`` [s]."""
+        horizon = now - self.config.window - SERVO_LAG
+        due = now + move_time
         for j, q in zip(names, _floats(angles)):
             cmds = self._commands.get(j)
             if cmds is None:
                 continue
-            cmds.append((now, q))
+            cmds.append((due, q))
             while cmds and cmds[0][0] < horizon:
                 cmds.popleft()
 
@@ -109,15 +115,15 @@ class SeizureTracker:
                 meas.popleft()
             if stamp - self._judged[j] >= JUDGE_EVERY * c.window:
                 self._judged[j] = stamp
-                self._judge(j, now, stamp)
+                self._judge(j, stamp)
         self.late_messages += late
 
-    def _judge(self, j: str, now: float, stamp: float) -> None:
+    def _judge(self, j: str, stamp: float) -> None:
         c = self.config
         meas, cmds = self._measured[j], self._commands[j]
-        if not cmds or now - cmds[-1][0] > c.window:
+        if not cmds or stamp - cmds[-1][0] > c.window:
             return                              # no recent command: nothing asked of the joint
-        travel = _span(q for t, q in cmds if t >= now - c.window)
+        travel = _span(q for due, q in cmds if stamp - c.window <= due <= stamp - SERVO_LAG)
         if travel < c.min_travel:
             return
         covered = meas[0][0] <= stamp - c.window + c.max_interval

@@ -47,8 +47,7 @@ from jethexa_dynamics.worker import IDLE, Worker
 
 _CONFIG_KEYS = ("no_reply_timeout", "min_missed_reads", "position_error_threshold",
                 "position_error_hold", "latch")
-_IDENTIFIER_ATTRS = (("identify_window", "window"), ("identify_threshold", "threshold"),
-                     ("identify_confirm", "confirm"), ("identify_max_gap", "max_gap"))
+_IDENTIFIER_ATTRS = node_params.IDENTIFIER_PARAMS
 _SEIZURE_KEYS = ("seizure_window", "seizure_min_travel", "seizure_max_motion")
 _DEGRADE_KEYS = ("identify_degrade", "identify_max_lag", "identify_max_bank_every", "identify_recover")
 
@@ -325,7 +324,7 @@ class DamageMonitor(ThinNode):
         points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
         idx, pos, t_from_start = messages.trajectory(msg.joint_names, points, self.joint_names, self.lower,
                                                      self.upper)
-        self.seizure.on_command(self.now_sec(), [self.joint_names[i] for i in idx], pos)
+        self.seizure.on_command(self.now_sec(), [self.joint_names[i] for i in idx], pos, t_from_start)
         if self.worker is None:
             return
         # commands at receipt: the servo driver acts on them when they arrive (the predictor does the same)

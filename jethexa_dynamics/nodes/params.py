@@ -171,6 +171,10 @@ PREDICTOR = ParamSet("predictor", [
       "long after each step down that follows a step up closely, up to 16 times)", lo=0.5, hi=600.0, unit="s"),
 ] + _morphology_authority())
 
+#: damage_monitor parameters -> the ``DamageIdentifier`` attributes they set (its constructor's keywords)
+IDENTIFIER_PARAMS = (("identify_window", "window"), ("identify_threshold", "threshold"),
+                     ("identify_confirm", "confirm"), ("identify_max_gap", "max_gap"))
+
 DAMAGE_MONITOR = ParamSet("damage_monitor", [
     P("morphology", "int_array", [-1] * LEGS, "manual override, one entry per leg (LF LM LR RF RM RR) = intact "
       "links; -1 = automatic detection for that leg", lo=-1, hi=3, length=LEGS),

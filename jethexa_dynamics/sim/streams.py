@@ -4,7 +4,7 @@ noise, gyro bias and a body-mass error -- what a damage identifier or a predicto
 The plant is the simulation engine at 1 ms driven like the real robot: the gait controller's logic
 (``WalkingGait``, tripod + IK, through :class:`~jethexa_dynamics.sim.closed_loop.GaitLoop`) issues servo commands
 (goal [rad], move time [s]) at ``command_rate``; the servos report joint angles [rad] at ``joint_rate``; the IMU
-reports orientation (w, x, y, z, world <- base_link) and body rates [rad/s, base_link axes] at ``imu_rate``. Its
+reports orientation (w, x, y, z, level frame <- base_link) and body rates [rad/s, base_link axes] at ``imu_rate``. Its
 body mass may differ from the model's (``mass_scale``) so a consumer's model is never exactly the plant. Times are
 the engine's [s].
 
@@ -27,6 +27,7 @@ from jethexa_dynamics.model import LeggedRobot
 from jethexa_dynamics.model.se3 import rot_to_quat
 
 from .closed_loop import GaitLoop
+from .contact import ContactModel
 
 
 def scaled_body_robot(scale: float) -> LeggedRobot:
@@ -84,6 +85,12 @@ class WalkConfig:
     recovery: bool = False           # the gait controller's damage recovery: a re-planned gait per morphology
     stall_on_switch: float = 0.0     # s the executor stalls when the gait follows a new morphology (a re-plan
     #                                  in the callback, as it was in the one-process graph): a "stall" gap
+    # (t s, mu): from t on the ground has Coulomb friction with coefficient mu (patches of floor); none: the
+    # engine's default contact (viscous tangential damping, paper 003)
+    friction: List[Tuple[float, float]] = field(default_factory=list)
+    # (roll, pitch) [rad] of the ground plane in the level (gravity-aligned) frame, 'sxyz': a slope. The plant's
+    # world is the ground's frame, so its gravity is tilted; the IMU reports attitude in the level frame
+    ground_tilt: Tuple[float, float] = (0.0, 0.0)
 
 
 def walk_streams(cfg: WalkConfig, identifier=None):
@@ -95,6 +102,9 @@ def walk_streams(cfg: WalkConfig, identifier=None):
     happen and the loop is closed like on the robot: each morphology it reports re-phases the gait.
     """
     robot = scaled_body_robot(cfg.mass_scale) if cfg.mass_scale != 1.0 else LeggedRobot.jethexa()
+    level = euler2mat(cfg.ground_tilt[0], cfg.ground_tilt[1], 0.0, "sxyz")      # ground frame -> level frame
+    if any(cfg.ground_tilt):
+        robot = robot.with_gravity(level.T @ np.array([0.0, 0.0, -np.linalg.norm(robot.gravity)]))
     loop = GaitLoop.build(robot, dt=1e-3, recovery=cfg.recovery, robot=LeggedRobot.jethexa() if cfg.recovery else None)
     eng, walker = loop.engine, loop.walker
     rng = np.random.default_rng(cfg.seed)
@@ -109,6 +119,7 @@ def walk_streams(cfg: WalkConfig, identifier=None):
     n = int(round(cfg.duration / eng.dt))
     step_ms = int(round(min(dt_c, dt_j, dt_i) / eng.dt)) or 1
     bias = np.asarray(cfg.gyro_bias, dtype=float)
+    friction = sorted(cfg.friction)
 
     def emit(t, kind, payload):
         out.append((t, kind, payload))
@@ -125,6 +136,8 @@ def walk_streams(cfg: WalkConfig, identifier=None):
         t = eng.time
         while breaks and breaks[0][0] <= t + 1e-9:
             eng.set_breaks(breaks.pop(0)[1])
+        while friction and friction[0][0] <= t + 1e-9:
+            eng.contact = ContactModel(friction="coulomb", mu=friction.pop(0)[1])
         if identifier is not None and tuple(identifier.morphology) != links:
             links = tuple(identifier.morphology)
             walker.set_morphology(links)          # what gait_controller does on `morphology`
@@ -154,7 +167,7 @@ def walk_streams(cfg: WalkConfig, identifier=None):
             t_next["joints"] += dt_j
         if t >= t_next["imu"] - 1e-9:
             gyro, acc = eng.imu()
-            R = eng.R @ euler2mat(*rng.normal(0.0, cfg.tilt_noise, 3), "sxyz")
+            R = level @ eng.R @ euler2mat(*rng.normal(0.0, cfg.tilt_noise, 3), "sxyz")
             emit(t, "imu", (rot_to_quat(R), gyro + bias + rng.normal(0.0, cfg.gyro_noise, 3), acc))
             t_next["imu"] += dt_i
         eng.step(step_ms)
