@@ -10,9 +10,10 @@ import pytest
 
 from jethexa_dynamics.hardware import protocol as P
 from jethexa_dynamics.hardware.bus import BROADCAST_ID, DirectUartBus, RrcBoardBus, open_bus
-from jethexa_dynamics.hardware.emulator import BusEmulator, FaultSpec, parse_faults
+from jethexa_dynamics.hardware.emulator import BusEmulator
 from jethexa_dynamics.hardware.errors import (BusClosedError, BusIOError, ChecksumError, ParameterError, ServoTimeout,
                                               UnsupportedCommand)
+from jethexa_dynamics.hardware.servo_faults import FaultSpec, parse_faults
 from jethexa_dynamics.hardware.servo_table import load_servo_table
 
 TIMEOUT = 0.5      # generous: the test box is loaded

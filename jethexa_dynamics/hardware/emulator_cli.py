@@ -14,8 +14,9 @@ import sys
 import threading
 from typing import Optional, Sequence
 
-from .emulator import FAULT_KINDS, BusEmulator, parse_faults
+from .emulator import BusEmulator
 from .errors import ParameterError
+from .servo_faults import FAULT_KINDS, parse_faults
 from .servo_table import load_servo_table
 
 
