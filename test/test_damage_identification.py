@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from jethexa_dynamics.damage.identification import DamageIdentifier, single_leg_hypotheses
+from jethexa_dynamics.damage.hypotheses import single_leg_hypotheses
+from jethexa_dynamics.damage.identification import DamageIdentifier
 from jethexa_dynamics.sim.streams import Segment, WalkConfig, feed, feed_predictor, walk_streams
 
 LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
@@ -246,7 +247,7 @@ def test_imu_attitude_is_transforms3d_bit_for_bit():
     from transforms3d.euler import euler2quat, mat2euler
     from transforms3d.quaternions import quat2mat
 
-    from jethexa_dynamics.damage.identification import imu_attitude
+    from jethexa_dynamics.damage.identifier_inputs import imu_attitude
 
     rng = np.random.default_rng(4)
     cases = [rng.normal(size=4) for _ in range(20000)]

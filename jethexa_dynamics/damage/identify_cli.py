@@ -29,7 +29,7 @@ from jethexa_dynamics.validation import bag_io
 from jethexa_dynamics.validation.cli import add_window_and_topic_arguments, topics_from_args
 from jethexa_dynamics.validation.errors import EXIT_BAD_INPUT, BagError
 
-from .identification import FORMAT, DamageIdentifier
+from .identification import FORMAT, DamageIdentifier, IdentifierConfig
 
 
 def _initial_spec(text: str):
@@ -49,12 +49,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("bag", type=existing_path,
                    help="rosbag2 directory (MCAP or sqlite3), or its metadata.yaml / storage file")
     g = p.add_argument_group("identifier")
-    g.add_argument("--window", type=number(0.2, 3.0, unit="s"), default=0.5,
-                   help="seconds between re-anchors, [0.2, 3] (default 0.5)")
-    g.add_argument("--threshold", type=number(0.5, 0.999), default=0.9,
-                   help="probability a change needs, [0.5, 0.999] (default 0.9)")
-    g.add_argument("--confirm", type=number(1, 10, integer=True), default=2,
-                   help="consecutive windows above it, [1, 10] (default 2)")
+
+    def tuning(name, what, **kind):
+        """An option of the identifier's tuning: its range and default are IdentifierConfig's."""
+        lo, hi = IdentifierConfig.allowed_range(name)
+        default = getattr(IdentifierConfig(), name)
+        g.add_argument("--" + name, type=number(lo, hi, **kind), default=default,
+                       help="%s, [%g, %g] (default %g)" % (what, lo, hi, default))
+
+    tuning("window", "seconds between re-anchors", unit="s")
+    tuning("threshold", "probability a change needs")
+    tuning("confirm", "consecutive windows above it", integer=True)
     g.add_argument("--initial", default="healthy", metavar="SPEC", type=checked(_initial_spec),
                    help="morphology at the bag start: healthy, LM:1, 'LM:1 RR:1', scenario2 ... (default healthy)")
     add_window_and_topic_arguments(p)   # as jethexa-validate (the morphology topic counts as servo evidence)
