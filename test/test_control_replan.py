@@ -1,4 +1,4 @@
-"""Gait re-planning (control/replan.py) against independent oracles.
+"""Gait re-planning (control/replan.py, support.py, cycle.py) against independent oracles.
 
 * support margin vs scipy.spatial.ConvexHull's facet equations (distance to the supporting lines);
 * centre of mass vs Pinocchio's centerOfMass on a URDF that physically lacks the lost links;
@@ -13,8 +13,8 @@ import pytest
 from scipy.spatial import ConvexHull
 
 from jethexa_dynamics.control.gait import in_swing
-from jethexa_dynamics.control.replan import (REQUIRED_MARGIN, GaitPlan, GaitPlanner, NoStableGait, chebyshev_shift,
-                                             support_margin)
+from jethexa_dynamics.control.replan import REQUIRED_MARGIN, GaitPlan, GaitPlanner, NoStableGait
+from jethexa_dynamics.control.support import chebyshev_shift, support_margin
 from jethexa_dynamics.model.com import center_of_mass
 from jethexa_dynamics.model import LeggedRobot, Morphology
 

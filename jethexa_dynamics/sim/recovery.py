@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from jethexa_dynamics.control.heading import HeadingHold
-from jethexa_dynamics.control.replan import support_margin
+from jethexa_dynamics.control.support import support_margin
 from jethexa_dynamics.model.se3 import wrap_angle
 
 from .closed_loop import GaitLoop
