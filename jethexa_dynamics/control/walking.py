@@ -1,12 +1,17 @@
 """The gait controller's logic (no rclpy): a gait that follows the morphology and a safe stance.
 
+``WalkingGait`` turns a velocity command (vx m/s, vy m/s, yaw rate rad/s, base_link) into joint targets (rad)
+of the legs present; how the legs walk it leaves to one of two strategies behind ``GaitStrategy``:
+``FixedGait`` (the configured gait, a re-phased wave on a damaged robot) or ``ReplannedGait``
+(``recovery=True``: the planner's gaits, planned in a worker thread with ``background=True``).
+
 * Healthy robot: the configured gait (tripod by default) over all six legs.
 * Damaged robot: only legs with all their links walk; the others are not commanded. The gait is re-phased
   for the legs that remain: a wave (one leg in swing at a time, back to front, right then left), which keeps
   at least three feet down with four or five legs. With fewer than four walking legs the robot holds its
   stance and does not step.
 * Stale command: time stops and every walking leg goes to its neutral stance (feet down).
-* ``recovery=True`` (issue 12): the gait comes from ``control.replan.GaitPlanner`` instead: the model's CoM,
+* ``recovery=True``: the gait comes from ``control.replan.GaitPlanner`` instead: the model's CoM,
   a body-shifted crawl that keeps the static margin >= the planner's ``required_margin`` at every phase,
   footless legs folded, and ``NoStableGait`` -> a safe stance. A gait switch blends the joint targets from
   the last ones sent to the new gait's t = 0 pose over ``blend_time`` (s, at least 1/4 cycle and long enough
@@ -38,6 +43,17 @@ STANCE_MOVE_TIME = 0.3
 #: blends move the joint targets at most this fraction of the URDF's joint velocity limit (JetHexa: 6 -> 3 rad/s):
 #: the servo follows a target ramp with a lag, and a ramp at its full speed would leave it behind
 BLEND_RATE_FRACTION = 0.5
+
+
+def _gait_kwargs(settings: dict) -> dict:
+    """The ``Gait`` keywords of the walker's settings (all but ``kind``)."""
+    return dict(cycle_time=settings["cycle_time"], step_height=settings["step_height"],
+                body_height=settings["body_height"], stance_radius=settings["stance_radius"])
+
+
+def _strategy_attribute(name: str, doc: str) -> property:
+    """A read-only attribute of ``WalkingGait`` that is its strategy's ``name``."""
+    return property(lambda walker: getattr(walker._strategy, name), doc=doc)
 
 
 def remaining_leg_offsets(legs: Sequence[str]) -> Tuple[List[float], float]:
@@ -128,6 +144,9 @@ class WalkingGait:
 
     ``joint_names`` leg-major in ``geometry``'s leg order (like ``robot.joint_names``); ``n_joints`` joints per
     leg (default: the names split evenly over the legs). A leg walks while all its links are intact.
+    How the legs walk is a strategy's (``FixedGait``, or ``ReplannedGait`` with ``recovery``); the walker keeps
+    what both share: the legs and joints in use (``leg_index``, ``names``), ``gait``, ``stance``, the gait
+    time ``t`` (s), the command as asked and as applied (vx m/s, vy m/s, yaw rate rad/s).
     """
 
     def __init__(self, geometry: LegGeometry, joint_names: Sequence[str], kind: str = "tripod",
@@ -139,16 +158,7 @@ class WalkingGait:
         self.recovery = bool(recovery)
         self.robot = robot
         self.design_command = np.asarray(design_command, dtype=float)
-        self.plan = None          # recovery: the GaitPlan / NoStableGait in use
-        self._planner = planner   # recovery: a GaitPlanner (built from the settings unless given)
-        self._planner_settings = None
         self.background = bool(background)
-        self._worker = None       # background: the PlanWorker
-        self._pending = None      # background: (request id, morphology change?) of the plan awaited
-        self._interim_for = None  # background: the morphology of the interim stance held
-        self.switches = 0         # recovery: gait switches so far (a node logs each new gait)
-        self._blend = None        # (elapsed s, duration s, {joint name: start target})
-        self._last = {}           # last targets sent, by joint name
         self.joint_names = list(joint_names)
         if n_joints is None:
             n_joints = [len(self.joint_names) // geometry.n_legs] * geometry.n_legs
@@ -165,6 +175,8 @@ class WalkingGait:
         self.applied = np.zeros(3)   # as applied (scaled down to what the walking legs can follow)
         self.t = 0.0
         self._command_set = False
+        # recovery: plans from the planner (given, or built from the settings); else the configured gait
+        self._strategy = ReplannedGait(self, planner) if self.recovery else FixedGait(self)
         self._build()
 
     # ------------------------------------------------------------------ configuration
@@ -172,62 +184,254 @@ class WalkingGait:
         """(Re)build the gait; ValueError (and nothing changed) if the settings don't give a reachable stance."""
         st = dict(self.settings if settings is None else settings)
         lpl = list(self.links_per_leg if links_per_leg is None else links_per_leg)
-        kw = dict(cycle_time=st["cycle_time"], step_height=st["step_height"], body_height=st["body_height"],
-                  stance_radius=st["stance_radius"])
-        healthy = Gait(self.full, kind=st["kind"], **kw)  # validates the settings; its neutral feet = the stance
-        if self.recovery:
-            self._build_recovery(st, lpl)
-            return
-        idx = [i for i, n in enumerate(lpl) if n >= self.n_joints[i]]
-        names = [self.full.names[i] for i in idx]
+        healthy = Gait(self.full, kind=st["kind"], **_gait_kwargs(st))  # validates the settings; neutral = stance
+        self._strategy.build(st, lpl, healthy)
+
+    def configure(self, **settings) -> None:
+        """Change gait settings (kind, cycle_time, step_height, body_height, stance_radius)."""
+        new = dict(self.settings)
+        new.update(settings)
+        self._build(settings=new)
+
+    def set_morphology(self, links_per_leg: Sequence[int]) -> bool:
+        """Follow a new morphology; returns True if the set of walking legs changed (gait re-phased)."""
+        lpl = [int(n) for n in links_per_leg]
+        if len(lpl) != self.full.n_legs:
+            raise ValueError("morphology: %d entries, expected %d" % (len(lpl), self.full.n_legs))
+        before = list(self.leg_index)
+        if self._strategy.unchanged(lpl):
+            return False
+        self._build(links_per_leg=lpl)
+        return before != self.leg_index
+
+    @property
+    def can_walk(self) -> bool:
+        return self.gait is not None
+
+    @property
+    def walking_legs(self) -> List[str]:
+        return [self.full.names[i] for i in self.leg_index]
+
+    # ------------------------------------------------------------------ the re-planned gait's state
+    plan = _strategy_attribute("plan", "Recovery: the ``GaitPlan`` / ``NoStableGait`` in use (None without recovery).")
+    switches = _strategy_attribute("switches", "Recovery: gait switches so far (a node logs each new gait).")
+    planning = _strategy_attribute("planning", "Background: a plan is being computed (the interim stance or the "
+                                   "previous gait is held).")
+    blend_time = _strategy_attribute("blend_time", "Recovery: duration (s) of the last blend started.")
+    # tests read these two
+    _blend = _strategy_attribute("blend", "Recovery: the blend under way, [elapsed s, duration s, start targets], "
+                                 "or None.")
+    _planner = _strategy_attribute("planner", "Recovery: the ``GaitPlanner``.")
+
+    def prefetch(self, morphologies: Sequence[Sequence[int]]) -> None:
+        """Background: plan these morphologies (links per leg) ahead for the design command, in the worker,
+        while nothing else is asked of it; a later change to one of them then switches at once."""
+        self._strategy.prefetch(morphologies)
+
+    def close(self) -> None:
+        """Stop the background worker (if any)."""
+        self._strategy.close()
+
+    # ------------------------------------------------------------------ commands
+    def set_command(self, command: Sequence[float]) -> np.ndarray:
+        """Set (vx, vy, yaw rate); scaled down until every walking foot can follow. Returns what is applied."""
+        cmd = np.asarray(command, dtype=float)
+        if self._command_set and np.array_equal(cmd, self.command):
+            return self.applied  # unchanged (cmd_vel repeats at 10+ Hz): skip the reachability search
+        try:
+            self._strategy.check_command(cmd, command)
+        except ValueError:
+            self._command_set = False
+            self.command = np.zeros(3)
+            raise
+        self._command_set = True
+        self.command = cmd
+        return self._strategy.set_command(cmd)
+
+    def set_trim(self, command: Sequence[float]) -> np.ndarray:
+        """Recovery: the heading hold's corrected command for this tick (vx, vy, wz), clamped to the plan's
+        verified envelope (|wz - wz_cmd| <= plan.yaw_allowance, |vy - vy_cmd| <= plan.vy_allowance,
+        |vx| <= |vx_cmd|).
+        Returns what is applied."""
+        return self._strategy.set_trim(command)
+
+    def status(self) -> dict:
+        """Active gait label, stability (planned min margin, m) and the reason when there is no gait."""
+        return self._strategy.status()
+
+    def step(self, dt: float, walking: bool) -> Tuple[List[str], np.ndarray]:
+        """Advance the gait by ``dt`` when ``walking`` (else hold the neutral stance): (joint names, targets)."""
+        names = list(self.names)     # before the step: a re-planned gait may switch in it
+        return names, self._strategy.step(dt, walking)
+
+
+class GaitStrategy:
+    """How a ``WalkingGait`` walks: the interface of ``FixedGait`` and ``ReplannedGait``.
+
+    A strategy sets the walker's shared state (``settings``, ``links_per_leg``, ``leg_index``, ``gait``,
+    ``names``, ``stance``, ``t``, ``applied``) and keeps its own. The defaults are a gait that plans nothing.
+    """
+    plan = None        # the GaitPlan / NoStableGait in use
+    planner = None     # the GaitPlanner
+    switches = 0       # gait switches so far
+    blend = None       # the blend under way
+    planning = False   # a plan is being computed in the background
+
+    def __init__(self, walker: WalkingGait):
+        self.walker = walker
+
+    def build(self, settings: dict, links_per_leg: List[int], healthy: Gait) -> None:
+        """(Re)build for ``settings`` and a morphology (links per leg); ``healthy`` is the settings' gait over all
+        legs (validated; its neutral feet are the stance). ValueError, nothing changed, if unreachable."""
+        raise NotImplementedError
+
+    def unchanged(self, links_per_leg: List[int]) -> bool:
+        """True when this morphology needs no rebuild."""
+        return False
+
+    def check_command(self, cmd: np.ndarray, given) -> None:
+        """ValueError if the gait refuses the command ``cmd`` (``given``: as the caller passed it)."""
+
+    def set_command(self, cmd: np.ndarray) -> np.ndarray:
+        """Use a new command (vx m/s, vy m/s, yaw rate rad/s); returns the walker's ``applied``."""
+        raise NotImplementedError
+
+    def set_trim(self, command: Sequence[float]) -> np.ndarray:
+        """The heading hold's per-tick correction; returns the walker's ``applied``."""
+        return self.walker.applied
+
+    def step(self, dt: float, walking: bool) -> np.ndarray:
+        """Joint targets (rad, the walker's ``names`` order) after ``dt`` s, walking or holding the stance."""
+        raise NotImplementedError
+
+    def status(self) -> dict:
+        """{"gait": label, "stability_margin": m, "reason": why there is no gait}."""
+        raise NotImplementedError
+
+    def prefetch(self, morphologies: Sequence[Sequence[int]]) -> None:
+        """Plan these morphologies ahead (background)."""
+
+    def close(self) -> None:
+        """Stop the background work."""
+
+
+class FixedGait(GaitStrategy):
+    """``recovery=False``: the configured gait over all the legs; a wave (``remaining_leg_offsets``) over four or
+    five walking legs; fewer hold the stance. A command the walking feet cannot follow is scaled down."""
+
+    def build(self, settings: dict, links_per_leg: List[int], healthy: Gait) -> None:
+        w = self.walker
+        idx = [i for i, n in enumerate(links_per_leg) if n >= w.n_joints[i]]
+        names = [w.full.names[i] for i in idx]
         gait = None
-        if len(idx) == self.full.n_legs:
+        if len(idx) == w.full.n_legs:
             gait = healthy
         elif len(idx) >= MIN_FEET:
             offsets, duty = remaining_leg_offsets(names)
-            gait = Gait(LegGeometry(names, self.full.geom[idx], self.full.limits[idx]), kind="wave",
-                        offsets=offsets, duty=duty, **kw)
-        self.settings, self.links_per_leg = st, lpl
-        self.leg_index, self.gait = idx, gait
-        self.stance = np.concatenate([self.full.ik(n, healthy.neutral[i]) for i, n in zip(idx, names)]
-                                     or [np.zeros(0)])
-        self.names = [name for i in idx for name in self.leg_joints[i]]
-        if len(self.stance) != len(self.names):
+            gait = Gait(LegGeometry(names, w.full.geom[idx], w.full.limits[idx]), kind="wave",
+                        offsets=offsets, duty=duty, **_gait_kwargs(settings))
+        w.settings, w.links_per_leg = settings, links_per_leg
+        w.leg_index, w.gait = idx, gait
+        w.stance = np.concatenate([w.full.ik(n, healthy.neutral[i]) for i, n in zip(idx, names)]
+                                  or [np.zeros(0)])
+        w.names = [name for i in idx for name in w.leg_joints[i]]
+        if len(w.stance) != len(w.names):
             raise ValueError("the leg IK gives %d angles for the %d joints of legs %s"
-                             % (len(self.stance), len(self.names), [self.full.names[i] for i in idx]))
-        self.t = 0.0
-        self._command_set = False  # new gait: the command must be applied to it again
-        self.set_command(self.command)
+                             % (len(w.stance), len(w.names), [w.full.names[i] for i in idx]))
+        w.t = 0.0
+        w._command_set = False  # new gait: the command must be applied to it again
+        w.set_command(w.command)
 
-    # ------------------------------------------------------------------ recovery (re-planned gaits)
-    def _build_recovery(self, st: dict, lpl: List[int]) -> None:
+    def set_command(self, cmd: np.ndarray) -> np.ndarray:
+        w = self.walker
+        w.applied = np.zeros(3)
+        if not w.can_walk:
+            return w.applied
+        for scale in (1.0, 0.75, 0.5, 0.35, 0.25, 0.12, 0.06):
+            try:
+                w.gait.set_command(cmd * scale)
+            except ValueError:
+                continue
+            w.applied = cmd * scale
+            break
+        else:
+            w.gait.set_command(w.applied)  # standing still is always reachable
+        return w.applied
+
+    def step(self, dt: float, walking: bool) -> np.ndarray:
+        w = self.walker
+        if not walking or not w.can_walk:
+            return w.stance.copy()
+        w.t += dt
+        return w.gait.joint_targets(w.t)
+
+    def status(self) -> dict:
+        w = self.walker
+        return {"gait": w.settings["kind"] if len(w.leg_index) == w.full.n_legs else
+                ("wave" if w.gait is not None else "stance"), "stability_margin": float("nan"), "reason": ""}
+
+
+class ReplannedGait(GaitStrategy):
+    """``recovery=True``: plans from ``control.replan.GaitPlanner`` (see the module docstring), switched to with
+    a blend of the joint targets; with the walker's ``background`` the planning runs in a ``PlanWorker``."""
+
+    def __init__(self, walker: WalkingGait, planner=None):
+        from jethexa_dynamics.control.replan import GaitPlan
+
+        super().__init__(walker)
+        self._plan_type = GaitPlan       # imported here: a walker without recovery never loads the planner
+        self.planner = planner           # a GaitPlanner (built from the settings unless given)
+        self._planner_settings = None
+        self.plan = None
+        self.switches = 0
+        self._worker = None              # background: the PlanWorker
+        self._pending = None             # background: (request id, morphology change?) of the plan awaited
+        self._interim_for = None         # background: the morphology of the interim stance held
+        self.blend = None                # [elapsed s, duration s, start targets]
+        self.blend_time = 0.0            # s: of the last blend started
+        self._last = {}                  # last targets sent, by joint name
+        self._folded = {}                # leg index -> joint angles (rad) of a folded leg
+        self._present = []               # leg indices of the walking and the folded legs, sorted
+        self._design = None              # the command the plan's stride is designed for (set_trim's base)
+        self._prev_targets = None        # the last targets sent (names order)
+        self._moving = None              # the last step walked
+
+    # ------------------------------------------------------------------ plans
+    def build(self, settings: dict, links_per_leg: List[int], healthy: Gait) -> None:
         from jethexa_dynamics.control.replan import GaitPlanner
         from jethexa_dynamics.model import LeggedRobot
 
-        if self._planner is None or (self._planner_settings is not None and self._planner_settings != st):
-            self.robot = self.robot or LeggedRobot.jethexa()
-            self._planner = GaitPlanner(self.robot, self.full, kind=st["kind"], cycle_time=st["cycle_time"],
-                                        step_height=st["step_height"], body_height=st["body_height"],
-                                        stance_radius=st["stance_radius"])
-            self._planner_settings = dict(st)
+        w = self.walker
+        if self.planner is None or (self._planner_settings is not None and self._planner_settings != settings):
+            w.robot = w.robot or LeggedRobot.jethexa()
+            self.planner = GaitPlanner(w.robot, w.full, kind=settings["kind"], **_gait_kwargs(settings))
+            self._planner_settings = dict(settings)
             if self._worker is not None:
                 self._worker.close(timeout=0)
                 self._worker = None
         elif self._planner_settings is None:
-            self._planner_settings = dict(st)     # a planner given by the caller: these are its settings
-        if self.background and self._worker is None:
-            self._worker = PlanWorker(self._planner)
-            self._planner.interim_stance(lpl)   # loads its kernels here, not in the first morphology callback
-        self.settings, self.links_per_leg = st, lpl
-        design = self.command if np.any(self.command) else self.design_command
-        self._request_plan(lpl, design, morphology=True)
+            self._planner_settings = dict(settings)     # a planner given by the caller: these are its settings
+        if w.background and self._worker is None:
+            self._worker = PlanWorker(self.planner)
+            self.planner.interim_stance(links_per_leg)   # loads its kernels here, not in the first morphology callback
+        w.settings, w.links_per_leg = settings, links_per_leg
+        self._request_plan(links_per_leg, self._design_command(), morphology=True)
+
+    def unchanged(self, links_per_leg: List[int]) -> bool:
+        # the same morphology again (latched topic, repeats): nothing to re-plan
+        return links_per_leg == self.walker.links_per_leg and self.plan is not None
+
+    def _design_command(self) -> np.ndarray:
+        """The command to plan for: the walker's, or its design command while it stands."""
+        w = self.walker
+        return w.command if np.any(w.command) else w.design_command
 
     def _request_plan(self, lpl: List[int], command, morphology: bool) -> None:
         """Plan for (lpl, command): at once (no worker, or a cached plan), else ask the worker and, for a
         morphology change, blend to the interim stance until the plan is ready (``_poll``)."""
         if self._worker is None or self.plan is None:     # the first plan (construction) is made here
             self._pending = None
-            self._apply(self._planner.plan(lpl, command), morphology)
+            self._apply(self.planner.plan(lpl, command), morphology)
             return
         hit = self._worker.cached(lpl, command)
         if hit is not None:
@@ -236,7 +440,7 @@ class WalkingGait:
             return
         morphology = morphology or (self._pending is not None and self._pending[1])
         if morphology and not (getattr(self.plan, "kind", "") == "planning" and self._interim_for == list(lpl)):
-            self._switch(self._planner.interim_stance(lpl))
+            self._switch(self.planner.interim_stance(lpl))
             self._interim_for = list(lpl)
         # last: the worker competes for the GIL once it runs
         self._pending = (self._worker.request(lpl, command), morphology)
@@ -244,9 +448,7 @@ class WalkingGait:
     def _apply(self, new, morphology: bool) -> None:
         """Use a finished plan: always after a morphology change; after a command change only if it walks or
         the current one does not (a command no stable gait carries keeps the gait that walks)."""
-        from jethexa_dynamics.control.replan import GaitPlan
-
-        if morphology or isinstance(new, GaitPlan) or not isinstance(self.plan, GaitPlan):
+        if morphology or isinstance(new, self._plan_type) or not isinstance(self.plan, self._plan_type):
             self._switch(new)
 
     def _poll(self) -> None:
@@ -261,52 +463,45 @@ class WalkingGait:
 
     @property
     def planning(self) -> bool:
-        """Background: a plan is being computed (the interim stance or the previous gait is held)."""
         return self._pending is not None
 
     def prefetch(self, morphologies: Sequence[Sequence[int]]) -> None:
-        """Background: plan these morphologies (links per leg) ahead for the design command, in the worker,
-        while nothing else is asked of it; a later change to one of them then switches at once."""
         if self._worker is not None:
-            design = self.command if np.any(self.command) else self.design_command
-            self._worker.prefetch(morphologies, design)
+            self._worker.prefetch(morphologies, self._design_command())
 
     def close(self) -> None:
-        """Stop the background worker (if any)."""
         if self._worker is not None:
             self._worker.close(timeout=0)
 
     def _switch(self, plan) -> None:
         """Use ``plan`` (GaitPlan or NoStableGait); blend from the last targets sent."""
-        from jethexa_dynamics.control.replan import GaitPlan
-
+        w = self.walker
         self.plan = plan
         self.switches += 1
-        names = self.full.names
+        names = w.full.names
         walking = [names.index(leg) for leg in plan.legs]
         folded = [names.index(leg) for leg in plan.folded]
-        self.leg_index = walking
-        self.gait = plan.gait if isinstance(plan, GaitPlan) else None
+        w.leg_index = walking
+        w.gait = plan.gait if isinstance(plan, self._plan_type) else None
         self._folded = {names.index(leg): np.asarray(a, dtype=float) for leg, a in plan.folded.items()}
         present = sorted(walking + folded)
         self._present = present
-        self.names = [name for i in present for name in self.leg_joints[i]]
-        self.t = 0.0
-        self._design = None if self.gait is None else self.gait.command.copy()
-        self.applied = np.zeros(3) if self.gait is None else self.gait.command.copy()
-        self.stance = self._targets(0.0, stance=True)
-        start = np.array([self._last.get(n, v) for n, v in zip(self.names, self._targets(0.0))])
+        w.names = [name for i in present for name in w.leg_joints[i]]
+        w.t = 0.0
+        self._design = None if w.gait is None else w.gait.command.copy()
+        w.applied = np.zeros(3) if w.gait is None else w.gait.command.copy()
+        w.stance = self._targets(0.0, stance=True)
+        start = np.array([self._last.get(n, v) for n, v in zip(w.names, self._targets(0.0))])
         dq = float(np.max(np.abs(start - self._targets(0.0)))) if len(start) else 0.0
         self.blend_time = self._blend_duration(dq)
-        self._blend = [0.0, self.blend_time, start] if self._last and dq > 0.0 else None
+        self.blend = [0.0, self.blend_time, start] if self._last and dq > 0.0 else None
 
     def _targets(self, t: float, stance: bool = False) -> np.ndarray:
         """Joint targets of the present joints (``names`` order) at gait time t, or of the stance."""
-        from jethexa_dynamics.control.replan import GaitPlan
-
+        w = self.walker
         out = np.zeros(3 * len(self._present))
         pos = {i: k for k, i in enumerate(self._present)}
-        if isinstance(self.plan, GaitPlan):
+        if isinstance(self.plan, self._plan_type):
             g = self.plan.gait
             if stance:
                 feet = g.neutral.copy()
@@ -315,170 +510,107 @@ class WalkingGait:
                 feet = self.plan.foot_targets(t)
         else:
             feet = self.plan.stance
-        prev = getattr(self, "_prev_targets", None)
-        for j, i in enumerate(self.leg_index):
+        prev = self._prev_targets
+        for j, i in enumerate(w.leg_index):
             k = pos[i]
             th = out[3 * k:3 * k + 3]
-            if leg_ik(self.full.geom[i], self.full.limits[i], feet[j], th) != IK_OK and prev is not None \
+            if leg_ik(w.full.geom[i], w.full.limits[i], feet[j], th) != IK_OK and prev is not None \
                     and len(prev) == len(out):
                 th[:] = prev[3 * k:3 * k + 3]     # an unreachable trimmed target: keep the last one
         for i, ang in self._folded.items():
             out[3 * pos[i]:3 * pos[i] + 3] = ang
         return out
 
+    # ------------------------------------------------------------------ commands
+    def check_command(self, cmd: np.ndarray, given) -> None:
+        if cmd.shape != (3,) or not np.all(np.isfinite(cmd)):
+            raise ValueError("command must be 3 finite values (vx m/s, vy m/s, yaw_rate rad/s), got %r" % (given,))
+
+    def set_command(self, cmd: np.ndarray) -> np.ndarray:
+        """A new base command: keep the plan if its margin holds for it, else re-plan (and blend)."""
+        w = self.walker
+        if not np.any(cmd):
+            if w.gait is not None:
+                self._design = np.zeros(3)
+                self.set_trim(np.zeros(3))
+            return w.applied
+        plan = self.plan
+        if isinstance(plan, self._plan_type):
+            saved, saved_cmd = plan.gait.stride.copy(), plan.gait.command.copy()
+            try:
+                plan.gait.set_command(cmd)
+                ok = self.planner.evaluate(plan, w.links_per_leg, command=cmd, samples=24).min() \
+                    >= self.planner.required_margin
+            except ValueError:
+                ok = False
+            if ok:
+                self._design = cmd.copy()
+                w.applied = cmd.copy()
+                return w.applied
+            plan.gait.stride[:], plan.gait.command = saved, saved_cmd
+        self._request_plan(w.links_per_leg, cmd, morphology=False)
+        return w.applied
+
     def set_trim(self, command: Sequence[float]) -> np.ndarray:
-        """Recovery: the heading hold's corrected command for this tick (vx, vy, wz), clamped to the plan's
-        verified envelope (|wz - wz_cmd| <= plan.yaw_allowance, |vy - vy_cmd| <= plan.vy_allowance,
-        |vx| <= |vx_cmd|).
-        Returns what is applied."""
-        if not self.recovery or self.gait is None:
-            return self.applied
+        w = self.walker
+        if w.gait is None:
+            return w.applied
         c = np.asarray(command, dtype=float)
         if not np.all(np.isfinite(c)):
-            return self.applied
+            return w.applied
         base = self._design
         lim, limv = self.plan.yaw_allowance, self.plan.vy_allowance     # the envelope this plan is verified over
         vx = math.copysign(min(abs(c[0]), abs(base[0])), base[0]) if base[0] != 0.0 else 0.0
         vy = min(max(c[1], base[1] - limv), base[1] + limv)
         wz = min(max(c[2], base[2] - lim), base[2] + lim)
-        stride_vectors(self.gait.neutral, self.gait.duty, self.gait.cycle_time, vx, vy, wz, self.gait.stride)
-        self.applied = np.array([vx, vy, wz])
-        return self.applied
+        stride_vectors(w.gait.neutral, w.gait.duty, w.gait.cycle_time, vx, vy, wz, w.gait.stride)
+        w.applied = np.array([vx, vy, wz])
+        return w.applied
 
     def status(self) -> dict:
-        """Active gait label, stability (planned min margin, m) and the reason when there is no gait."""
-        if not self.recovery:
-            return {"gait": self.settings["kind"] if len(self.leg_index) == self.full.n_legs else
-                    ("wave" if self.gait is not None else "stance"), "stability_margin": float("nan"), "reason": ""}
         p = self.plan
         return {"gait": p.label, "stability_margin": float(getattr(p, "min_margin", getattr(p, "margin", 0.0))),
                 "reason": getattr(p, "reason", "")}
 
-    def configure(self, **settings) -> None:
-        """Change gait settings (kind, cycle_time, step_height, body_height, stance_radius)."""
-        new = dict(self.settings)
-        new.update(settings)
-        self._build(settings=new)
-
-    def set_morphology(self, links_per_leg: Sequence[int]) -> bool:
-        """Follow a new morphology; returns True if the set of walking legs changed (gait re-phased)."""
-        lpl = [int(n) for n in links_per_leg]
-        if len(lpl) != self.full.n_legs:
-            raise ValueError("morphology: %d entries, expected %d" % (len(lpl), self.full.n_legs))
-        before = list(self.leg_index)
-        if self.recovery and lpl == self.links_per_leg and self.plan is not None:
-            return False            # the same morphology again (latched topic, repeats): nothing to re-plan
-        self._build(links_per_leg=lpl)
-        return before != self.leg_index
-
-    @property
-    def can_walk(self) -> bool:
-        return self.gait is not None
-
-    @property
-    def walking_legs(self) -> List[str]:
-        return [self.full.names[i] for i in self.leg_index]
-
-    # ------------------------------------------------------------------ commands
-    def set_command(self, command: Sequence[float]) -> np.ndarray:
-        """Set (vx, vy, yaw rate); scaled down until every walking foot can follow. Returns what is applied."""
-        cmd = np.asarray(command, dtype=float)
-        if self._command_set and np.array_equal(cmd, self.command):
-            return self.applied  # unchanged (cmd_vel repeats at 10+ Hz): skip the reachability search
-        self._command_set = True
-        self.command = cmd
-        if self.recovery:
-            if cmd.shape != (3,) or not np.all(np.isfinite(cmd)):
-                self._command_set = False
-                self.command = np.zeros(3)
-                raise ValueError("command must be 3 finite values (vx m/s, vy m/s, yaw_rate rad/s), got %r"
-                                 % (command,))
-            return self._set_command_recovery(cmd)
-        self.applied = np.zeros(3)
-        if not self.can_walk:
-            return self.applied
-        for scale in (1.0, 0.75, 0.5, 0.35, 0.25, 0.12, 0.06):
-            try:
-                self.gait.set_command(cmd * scale)
-            except ValueError:
-                continue
-            self.applied = cmd * scale
-            break
+    # ------------------------------------------------------------------ ticks
+    def step(self, dt: float, walking: bool) -> np.ndarray:
+        w = self.walker
+        self._poll()
+        moving = walking and w.gait is not None
+        prev = self._prev_targets
+        if moving != self._moving and prev is not None and len(prev) == len(w.names):
+            # start/stop: the gait restarts at t = 0; blend so the targets never jump
+            w.t = 0.0
+            self._blend_to(self._targets(0.0) if moving else w.stance)
+        self._moving = moving
+        if self.blend is not None:
+            self.blend[0] += dt
+            u = min(1.0, self.blend[0] / self.blend[1])
+            wgt = u * u * (3.0 - 2.0 * u)          # smoothstep: peak slope 1.5 / blend_time
+            goal = self._targets(0.0) if walking and w.gait is not None else w.stance
+            out = (1.0 - wgt) * self.blend[2] + wgt * goal
+            if u >= 1.0:
+                self.blend = None
+        elif walking and w.gait is not None:
+            w.t += dt
+            out = self._targets(w.t)
         else:
-            self.gait.set_command(self.applied)  # standing still is always reachable
-        return self.applied
-
-    def _set_command_recovery(self, cmd: np.ndarray) -> np.ndarray:
-        """A new base command: keep the plan if its margin holds for it, else re-plan (and blend)."""
-        from jethexa_dynamics.control.replan import GaitPlan
-
-        if not np.any(cmd):
-            if self.gait is not None:
-                self._design = np.zeros(3)
-                self.set_trim(np.zeros(3))
-            return self.applied
-        plan = self.plan
-        if isinstance(plan, GaitPlan):
-            saved, saved_cmd = plan.gait.stride.copy(), plan.gait.command.copy()
-            try:
-                plan.gait.set_command(cmd)
-                ok = self._planner.evaluate(plan, self.links_per_leg, command=cmd, samples=24).min() \
-                    >= self._planner.required_margin
-            except ValueError:
-                ok = False
-            if ok:
-                self._design = cmd.copy()
-                self.applied = cmd.copy()
-                return self.applied
-            plan.gait.stride[:], plan.gait.command = saved, saved_cmd
-        self._request_plan(self.links_per_leg, cmd, morphology=False)
-        return self.applied
-
-    def step(self, dt: float, walking: bool) -> Tuple[List[str], np.ndarray]:
-        """Advance the gait by ``dt`` when ``walking`` (else hold the neutral stance): (joint names, targets)."""
-        if self.recovery:
-            return list(self.names), self._step_recovery(dt, walking)
-        if not walking or not self.can_walk:
-            return list(self.names), self.stance.copy()
-        self.t += dt
-        return list(self.names), self.gait.joint_targets(self.t)
+            out = w.stance.copy()
+        self._prev_targets = out
+        self._last = dict(zip(w.names, out))
+        return out.copy()
 
     def _blend_to(self, goal: np.ndarray) -> None:
         """Start a blend from the last targets sent to ``goal`` (same joints)."""
         prev = self._prev_targets
         dq = float(np.max(np.abs(goal - prev))) if len(prev) else 0.0
         self.blend_time = self._blend_duration(dq)
-        self._blend = [0.0, self.blend_time, prev.copy()] if dq > 0.0 else None
+        self.blend = [0.0, self.blend_time, prev.copy()] if dq > 0.0 else None
 
     def _blend_duration(self, dq: float) -> float:
         """Blend time (s) for a largest joint move ``dq`` (rad): a quarter cycle at least, and long enough that
         the smoothstep's peak rate, 1.5 dq / T, stays within the blend rate."""
-        cycle = self.gait.cycle_time if self.gait is not None else self.settings["cycle_time"]
-        rate = BLEND_RATE_FRACTION * float(np.min(self.full.velocity))
+        w = self.walker
+        cycle = w.gait.cycle_time if w.gait is not None else w.settings["cycle_time"]
+        rate = BLEND_RATE_FRACTION * float(np.min(w.full.velocity))
         return max(0.25 * cycle, 1.5 * dq / rate)
-
-    def _step_recovery(self, dt: float, walking: bool) -> np.ndarray:
-        self._poll()
-        moving = walking and self.gait is not None
-        prev = getattr(self, "_prev_targets", None)
-        if moving != getattr(self, "_moving", moving) and prev is not None and len(prev) == len(self.names):
-            # start/stop: the gait restarts at t = 0; blend so the targets never jump
-            self.t = 0.0
-            self._blend_to(self._targets(0.0) if moving else self.stance)
-        self._moving = moving
-        if self._blend is not None:
-            self._blend[0] += dt
-            u = min(1.0, self._blend[0] / self._blend[1])
-            w = u * u * (3.0 - 2.0 * u)          # smoothstep: peak slope 1.5 / blend_time
-            goal = self._targets(0.0) if walking and self.gait is not None else self.stance
-            out = (1.0 - w) * self._blend[2] + w * goal
-            if u >= 1.0:
-                self._blend = None
-        elif walking and self.gait is not None:
-            self.t += dt
-            out = self._targets(self.t)
-        else:
-            out = self.stance.copy()
-        self._prev_targets = out
-        self._last = dict(zip(self.names, out))
-        return out.copy()
