@@ -266,13 +266,13 @@ def test_imu_attitude_is_transforms3d_bit_for_bit():
 def test_an_attitude_no_model_explains_names_nothing():
     """Issue 21 (a CI run): the IMU filter started from a jolted sample, 20-40 deg off, and corrected at its
     working gain (1.9 deg/s), so for 14 s every hypothesis missed the attitude by degrees; the least wrong one
-    was named (the rule before ``max_misfit`` named a leg in 4 of these 6 runs). Now nothing is named and the
-    withheld decisions are counted; the same identifier still names a real break (test above) because the right
+    was named (the rule before ``max_misfit`` named a leg in 4 of these 6 runs). Now nothing is named, while the
+    same identifier without the rule names a leg in at least 4 of them (5 measured); the same identifier still names a real break (test above) because the right
     model misses by ~0.1 deg."""
     from transforms3d.euler import euler2mat
     from transforms3d.quaternions import mat2quat, quat2mat
 
-    named, withheld, unexplained = [], 0, []
+    named, loose_named, unexplained = [], 0, []
     for seed in range(6):
         streams, _ = walk_streams(WalkConfig(duration=14.0, seed=seed, mass_scale=1.05, gyro_bias=(0.0, 0.0, 0.01)))
         rng = np.random.default_rng(seed)
@@ -286,9 +286,58 @@ def test_an_attitude_no_model_explains_names_nothing():
         idf = DamageIdentifier()
         feed(idf, off)
         named += idf.events
-        withheld += idf.unexplained_decisions
         unexplained.append(idf.unexplained_windows)
         assert idf.morphology == (3,) * 6 and idf.windows >= 25 and not idf.rejections
-    assert named == [] and withheld >= 4, (named, withheld)
+        # the same identifier without the rule (max_misfit 89 deg): the least wrong model is named
+        loose = DamageIdentifier(max_misfit=math.radians(89.0))
+        feed(loose, off)
+        loose_named += bool(loose.events)
+    assert named == [] and loose_named >= 4, (named, loose_named)
     # ... and said: "unexplained" in every run while the tilt error was large
     assert all(n >= 3 for n in unexplained), unexplained
+
+
+def _side_slope_walk(identifier):
+    """30 s on a 5 deg side slope (turning, standing, a gait change; Coulomb friction 0.86, body 0.9 of the
+    model's, gyro bias): the schedule of the long soak's seed 2, where the level-ground models missed by 3 deg.
+    Returns the confirmed model's residual RMS [deg] after each window."""
+    rms, update = [], identifier._update_unexplained
+
+    def record():
+        update()
+        rms.append(math.degrees(identifier.residual_rms))
+    identifier._update_unexplained = record
+    segs = [Segment(0.0, "walk", (0.04, 0.0, -0.066)), Segment(5.0, "stand"),
+            Segment(12.6, "walk", (0.05, 0.0, -0.13)), Segment(18.1, "walk", (0.04, 0.0, 0.0)),
+            Segment(21.5, "walk", (0.039, 0.0, 0.0), gait="ripple"), Segment(26.7, "walk", (0.027, 0.0, -0.092))]
+    walk_streams(WalkConfig(duration=30.0, segments=segs, ground_tilt=(math.radians(5.0), 0.0), friction=[(0.5, 0.86)],
+                            mass_scale=0.9, gyro_bias=(-0.0095, -0.0081, 0.0126), seed=2), identifier=identifier)
+    return np.array(rms)
+
+
+@pytest.mark.slow
+def test_a_slope_is_learnt_as_ground_not_taken_for_damage(monkeypatch):
+    """The models stand on level ground in their world; on a slope each is anchored in the ground's frame, the
+    ground's tilt learnt from the best model's residual (turned with the robot's heading). Learnt: the healthy
+    model explains the walk (residual ~0.1 deg) and nothing is named; not learnt, the same walk is missed by
+    3 deg. A break on a slope is still named on its leg."""
+    from jethexa_dynamics.damage import identification
+
+    idf = DamageIdentifier(confirm=3)
+    rms = _side_slope_walk(idf)
+    assert idf.events == [] and idf.unexplained_windows == 0
+    assert np.median(rms) < 0.5, np.median(rms)
+    gx, gy = np.degrees(idf.ground_slope)        # the ground's normal in the first heading's level frame
+    assert abs(gx) < 1.5 and -6.5 < gy < -4.0, (gx, gy)      # the plant's ground: roll 5 deg about x
+    monkeypatch.setattr(identification, "GROUND_GAIN", 0.0)
+    blind = DamageIdentifier(confirm=3)
+    assert np.median(_side_slope_walk(blind)) > 2.0 and not blind.ground_slope.any()
+    monkeypatch.undo()
+    for spec in ("LM:1", "RF:0"):
+        idf = DamageIdentifier()
+        walk_streams(WalkConfig(duration=16.0, breaks=[(10.0, spec)], ground_tilt=(0.0, math.radians(5.0)),
+                                gyro_bias=(0.0, 0.0, 0.02), mass_scale=1.05, seed=2), identifier=idf)
+        ev = _first_change(idf)
+        assert ev is not None and [LEGS[i] for i, n in enumerate(ev["morphology"]) if n < 3] == [spec[:2]], \
+            (spec, idf.events)
+        assert 0.0 < ev["t"] - 10.0 <= 3 * CYCLE

@@ -75,9 +75,10 @@ from transforms3d.euler import euler2mat, mat2euler
 from jethexa_dynamics.model import LeggedRobot, Morphology, format_morphology
 
 from .hypotheses import Hypothesis, leg_probabilities, other_prior, posterior, score_window, single_leg_hypotheses
-from .identifier_config import (BACK_ON_CONFIRMED, BIAS_GAIN, BIAS_Z_FRACTION, HUBER_C, INCONCLUSIVE_WINDOWS, LEARN_Z,
-                                LIVE_PRIOR_FACTOR, MAX_RESIDUAL, PROB_TOL, SCALE_MEMORY, SETTLED, TIME_TOL,
-                                UNEXPLAINED_CLEAR, IdentifierConfig)
+from .identifier_config import (BACK_ON_CONFIRMED, BIAS_GAIN, BIAS_Z_FRACTION, GROUND_GAIN, HUBER_C,
+                                GROUND_DEADBAND, INCONCLUSIVE_WINDOWS, LEARN_Z, LIVE_PRIOR_FACTOR,
+                                MAX_GROUND_TILT, MAX_RESIDUAL,
+                                PROB_TOL, SCALE_MEMORY, SETTLED, TIME_TOL, UNEXPLAINED_CLEAR, IdentifierConfig)
 from .identifier_inputs import check_command, check_imu, check_joints, check_stamp
 
 __all__ = ["DamageIdentifier", "FORMAT", "IdentifierConfig"]
@@ -164,13 +165,20 @@ class DamageIdentifier:
         self._since_bank = _NEVER         # windows since the bank last ran
         # measurement buffers
         self._cmds: deque = deque()          # (t, q, move_time, joint indices)
-        self._imu: deque = deque()           # (t, roll, pitch, yaw-rate world z (bias not removed))
+        # (t, roll, pitch, yaw-rate world z (bias not removed), heading: that rate integrated with the bias removed)
+        self._imu: deque = deque()
         self._joints: Optional[Tuple[float, np.ndarray]] = None
         self._t_cmd = self._t_imu = self._t_joint = -math.inf
         self._t_origin: Optional[float] = None
         self._w0: Optional[float] = None     # current window start (caller's clock)
         self._meas0 = None                   # (roll, pitch) at the window start
         self.gyro_bias = 0.0                 # world z-rate bias estimate (rad/s)
+        # the ground under the robot: its normal's (x, y) in the level frame whose x axis is the heading at the
+        # first sample (small-angle: (pitch, -roll) of the ground there, rad). The models stand on level ground in
+        # their world, so they are anchored and compared in the ground's frame: a slope is no damage
+        self.ground_slope = np.zeros(2)
+        self._ground_n = 0
+        self._heading = 0.0
         self._scale2 = np.zeros(3)           # running mean square residual of the confirmed model
         self._scale_n = 0
         self._above = 0
@@ -260,10 +268,12 @@ class DamageIdentifier:
         roll, pitch, yaw_rate = attitude      # yaw_rate: world z component of the body rate
         if t - self._t_imu > self.max_gap and math.isfinite(self._t_imu):
             self._gap(t)
+        if math.isfinite(self._t_imu):
+            self._heading += (yaw_rate - self.gyro_bias) * min(t - self._t_imu, self.max_gap)
         self._t_imu = t
         if self._t_origin is None:
             self._t_origin = t
-        self._imu.append((t, roll, pitch, yaw_rate))
+        self._imu.append((t, roll, pitch, yaw_rate, self._heading))
         self._advance(t)
         return True
 
@@ -334,7 +344,8 @@ class DamageIdentifier:
             if not self._model_failed(h):
                 return
         yaw = mat2euler(e.R, "sxyz")[2]
-        e.R[:] = euler2mat(s[1], s[2], yaw, "sxyz")
+        g_roll, g_pitch = self.ground_tilt(s[4])
+        e.R[:] = euler2mat(s[1] - g_roll, s[2] - g_pitch, yaw, "sxyz")
         if q is not None:
             ok = np.isfinite(q) & (e.pid.active > 0)
             e.theta[ok] = q[ok]
@@ -352,13 +363,15 @@ class DamageIdentifier:
         return idx
 
     def _measured(self, t0, idx):
-        """(n, 3) measured roll, pitch and yaw change since t0 (gyro integrated, bias removed)."""
+        """(n, 3) measured roll and pitch relative to the ground (``ground_tilt`` removed) and yaw change since t0
+        (gyro integrated, bias removed)."""
         imu = list(self._imu)
         ts = np.array([x[0] for x in imu])
         rates = np.array([x[3] for x in imu]) - self.gyro_bias
         t_prev = np.concatenate([[t0], ts[:-1]])
         dpsi = np.cumsum(rates * np.clip(ts - t_prev, 0.0, None))
-        return np.array([[imu[i][1], imu[i][2], dpsi[i]] for i in idx]), ts[idx]
+        g_roll, g_pitch = self.ground_tilt(imu[idx[0]][4]) if idx else (0.0, 0.0)
+        return np.array([[imu[i][1] - g_roll, imu[i][2] - g_pitch, dpsi[i]] for i in idx]), ts[idx]
 
     @staticmethod
     def _first_after(cmds, t0):
@@ -486,6 +499,7 @@ class DamageIdentifier:
         self.windows += 1
         self.history.append((t1, [(h.links, p) for h, p in zip(self.hyps, probs)]))
         settled = self._settled()
+        self._learn_ground(errs, self._meas0[4], p_prev[0] >= settled)
         if z_cur < self.learn_z and p_prev[0] >= settled:
             # the residual level of the confirmed model is learnt from every window the belief was settled
             # before, unless it is gross (a damage's residual must not be learnt as model error); a level learnt
@@ -495,6 +509,35 @@ class DamageIdentifier:
         self._update_unexplained()
         self._decide(t1, probs)
         self._start_window(t_next)
+
+    def ground_tilt(self, heading: float) -> Tuple[float, float]:
+        """(roll, pitch) [rad] of the ground as the body sees it at ``heading`` (rad, the gyro's integrated yaw):
+        the ground's slope turned into the body's heading (small angles); level below ``GROUND_DEADBAND``: the
+        estimate wanders by a few tenths of a degree on level ground (gait transients), which must change nothing
+        there."""
+        if math.hypot(*self.ground_slope) <= GROUND_DEADBAND:
+            return 0.0, 0.0
+        c, s = math.cos(heading), math.sin(heading)
+        gx, gy = self.ground_slope
+        return -(-gx * s + gy * c), gx * c + gy * s
+
+    def _learn_ground(self, errs, heading, settled):
+        """The ground's tilt, from the window's best-fitting model: every model stands on level ground in its
+        world, so one anchored on a slope settles towards level over the window, and the roll/pitch it ends
+        below the measured is slope not yet learnt. Learnt while the belief was ``settled`` before the window,
+        or when even the best model misses by more than ``max_misfit`` (no morphology explains the tilt: a
+        robot that starts on a slope learns it in its first windows); not while a hypothesis that fits is
+        gaining belief (a damage's tilt is its own hypothesis' to explain)."""
+        best = min((e for e in errs if e is not None), key=lambda e: float(np.mean(e[:, :2] ** 2)))
+        best_ms = min(h.mse[-1] for h, e in zip(self.hyps, errs) if e is not None and h.mse)
+        if not (settled or best_ms > self._max_mse):
+            return
+        self._ground_n = min(self._ground_n + 1, SCALE_MEMORY)
+        d_roll, d_pitch = -GROUND_GAIN / self._ground_n * best[-1, :2]      # in the body's heading frame
+        c, s = math.cos(heading), math.sin(heading)
+        dx, dy = d_pitch, -d_roll
+        self.ground_slope = np.clip(self.ground_slope + (dx * c - dy * s, dx * s + dy * c), -MAX_GROUND_TILT,
+                                    MAX_GROUND_TILT)
 
     def _run_bank(self, snap, surprise, p_prev, t0, t_s, meas, e_cur):
         """A bank window: the residuals of every hypothesis (the confirmed model's ``e_cur`` first; None for

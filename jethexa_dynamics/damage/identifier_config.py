@@ -36,6 +36,13 @@ BIAS_Z_FRACTION = 0.75
 BIAS_GAIN = 0.5
 #: windows the running residual level averages over at most (its memory)
 SCALE_MEMORY = 40
+#: the ground tilt estimate's step per window, as a share of the best model's roll/pitch residual at the window's
+#: end (divided, like the residual level, by the windows learnt from so far, at most ``SCALE_MEMORY``)
+GROUND_GAIN = 1.0
+#: rad: the models stand on level ground while the ground tilt estimate is below this (a dead band)
+GROUND_DEADBAND = math.radians(1.0)
+#: rad: the ground tilt estimate is bounded by this (20 deg: the steepest ground the gait may stand on)
+MAX_GROUND_TILT = math.radians(20.0)
 
 # -- bank episodes and decisions -------------------------------------------------------------------------------
 #: an episode goes on while another hypothesis holds more than this many times its prior

@@ -533,6 +533,7 @@ class DamageMonitor(ThinNode):
                        ("identifier_unexplained_windows", idf.unexplained_windows),
                        ("identifier_unexplained_decisions", idf.unexplained_decisions),
                        ("identifier_gyro_bias_z", "%.5f" % idf.gyro_bias),
+                       ("identifier_ground_slope_deg", "%.2f" % math.degrees(math.hypot(*idf.ground_slope))),
                        ("identifier_rejected", sum(idf.rejections.values())),
                        ("identifier_queue", len(worker._queue)), ("identifier_dropped", worker.dropped)]
             gov = worker.governor
