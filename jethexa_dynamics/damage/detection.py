@@ -205,7 +205,7 @@ class ServoStatusTracker:
         """Outcome of a confirmation read of ``joint`` that took ``elapsed`` s with ``timeout``: a reply
         (``values``, e.g. ``measured``) ends the streak; a timeout within :func:`read_deadline` confirms the
         silence (and is a miss) if ``witness``: another servo, read right before and right after it, answered
-        within its normal timeout -- the bus and whatever answers on it were on time (issue 21: an emulated bus
+        within its normal timeout -- the bus and whatever answers on it were on time (an emulated bus
         starved with the machine let a healthy servo time out once). Anything else (a starved read, a corrupted reply, a late
         witness) proves nothing and waits for the next counted miss."""
         if joint not in self.health:
@@ -308,7 +308,7 @@ class JointPresenceTracker:
     a whole (a starved process, a stopped node) makes nobody miss anything -- the analogue of the servo
     tracker's rule that misses count only while the bus answers. Joints never seen are no evidence.
 
-    Starvation is not absence (issue 21): a miss counts only from a message that shows both ends on time --
+    Starvation is not absence: a miss counts only from a message that shows both ends on time --
     stamped at most ``max_interval`` [s] after the previous message of the same stream (a publisher starved
     into 2 messages in 0.5 s leaves joints out because it had no time to read them), and received at most
     ``max_latency`` [s] after its stamp (a reader working through a backlog knows it is late). Any other

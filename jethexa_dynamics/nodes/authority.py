@@ -1,4 +1,4 @@
-"""Who may tell the robot that its body changed (issue 25): the morphology authority.
+"""Who may tell the robot that its body changed: the morphology authority.
 
 Any process in the same DDS domain can publish on ``morphology``. The gait controller and the predictor act on a
 message only if its sender is the configured authority (parameter ``morphology_authority``, default the

@@ -435,7 +435,7 @@ class DamageMonitor(ThinNode):
     def _on_joint_states(self, msg: JointState) -> None:
         """Presence evidence and, with the identifier on, the measured angles. The whole message is validated
         first (known, unique names; sizes; finite values): a malformed message is rejected, never taken as
-        evidence that the joints it leaves out are gone (issue 14: a flood of malformed joint_states)."""
+        evidence that the joints it leaves out are gone (a flood of malformed joint_states)."""
         self._stamp("joint_states", msg.header)
         idx, pos, _ = messages.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names)
         now = self.now_sec()
@@ -455,7 +455,7 @@ class DamageMonitor(ThinNode):
     def _presence_judged(self, now: float) -> bool:
         """joint_states evidence is judged only once servo_driver's statuses had their chance to say which
         joints they cover (``servo_diagnostics_timeout`` after start; its full set comes at diagnostics_rate):
-        before that a starting driver's partial reads would read as joints left out (issue 21: a false RF:1
+        before that a starting driver's partial reads would read as joints left out (it made a false RF:1
         at 0.6 s)."""
         return now - self._t_start_ros >= self.p["servo_diagnostics_timeout"]
 

@@ -1,4 +1,4 @@
-"""Degrading on purpose when the CPU runs short, and recovering (no rclpy; issue 21).
+"""Degrading on purpose when the CPU runs short, and recovering (no rclpy).
 
 On the Jetson Nano the robot's nodes share four slow cores with everything else: when they fall behind, a node
 that silently runs late (a predictor publishing stale poses at irregular times, an identifier scoring windows

@@ -6,7 +6,7 @@ each handle's context, allocates a new rcl/rmw wait set, and wraps each ready ca
 guard condition it triggers twice, which wakes it once more for nothing. Measured on the sim graph's composed
 robot process (72 entities: 14 subscriptions, 18 timers, 38 services, 2 guard conditions; ~570 wake-ups/s):
 ~440 µs of CPU per wake-up here, about 0.25 CPU-s/s of the 0.74 the robot's nodes took, which is 1.3 Nano
-cores at the 5x per-core slowdown (issue 21; BENCHMARKS.md, ``benchmarks/bench_nano_budget.py``).
+cores at the 5x per-core slowdown (BENCHMARKS.md, ``benchmarks/bench_nano_budget.py``).
 
 What this one does instead:
 

@@ -164,7 +164,7 @@ class GaitController(ThinNode):
         return " and ".join(why + (["seized: " + ", ".join(self.seized)] if self.seized else []))
 
     def _follow(self, changed: bool) -> None:
-        """The gait follows the gate's accepted morphology; a held one is said once (issue 21: a leg that may
+        """The gait follows the gate's accepted morphology; a held one is said once (a leg that may
         still carry the body is never folded or lifted on weak evidence)."""
         if self.gate.held and self.gate.held != self._held_said:
             self.get_logger().warning("morphology %s not followed: %s; standing still on every foot (%s) until "

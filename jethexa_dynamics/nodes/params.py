@@ -22,7 +22,7 @@ NODE_NAMES = r"\s*(%s(\s*,\s*%s)*)?\s*" % (NODE_NAME, NODE_NAME)
 
 
 def _morphology_authority() -> list:
-    """Who may tell the node that the robot's body changed (issue 25, ``nodes/authority.py``,
+    """Who may tell the node that the robot's body changed (``nodes/authority.py``,
     docs/security.md): the gait controller and the predictor declare the same two parameters."""
     return [
         P("morphology_authority", "string", "damage_monitor", "the node whose morphology messages are acted on; "
@@ -122,7 +122,7 @@ GAIT_CONTROLLER = ParamSet("gait_controller", [
     P("unexplained_speed_scale", "double", 0.3, "cmd_vel is scaled by this while morphology/evidence says the "
       "motion is unexplained (no morphology explains it: a seized joint, an obstacle): a safe crawl until it is "
       "explained again", lo=0.0, hi=1.0),
-    P("recovery", "bool", False, "damage recovery (issue 12): re-plan a statically stable gait from the model for "
+    P("recovery", "bool", False, "damage recovery: re-plan a statically stable gait from the model for "
       "each morphology, fold footless legs, blend gait switches", read_only=True),
     P("heading_hold", "bool", True, "with recovery: close the loop on imu/data (gyro yaw rate) and predicted/odom; "
       "holds the stance when the IMU goes silent for heading_imu_timeout"),
@@ -150,7 +150,7 @@ PREDICTOR = ParamSet("predictor", [
     P("mocap_timeout", "double", 0.5, "mocap/pose older than this is not used as the measured position", lo=0.01,
       hi=60.0, unit="s"),
     P("publish_slip", "bool", False, "also run the slip model and publish slip/pose and slip/odom (off by default: "
-      "a third of the predictor's CPU, on the robot's budget; issue 21)"),
+      "a third of the predictor's CPU, on the robot's budget)"),
     P("odom_frame", "string", "odom", "frame of predicted/odom and of the poses (REP-105)"),
     P("base_frame", "string", "base_link", "child frame of predicted/odom (REP-105)"),
     P("diagnostics_rate", "double", 1.0, "cycle-time /diagnostics rate", lo=0.1, hi=10.0, unit="Hz"),

@@ -1,4 +1,4 @@
-"""SROS2 policies of the launch graphs (issue 25), generated from the graph spec so they cannot drift (no rclpy).
+"""SROS2 policies of the launch graphs, generated from the graph spec so they cannot drift (no rclpy).
 
 ``policy/<graph>.policy.xml`` (sros2 policy format 0.2.0) gives each node of ``<graph>.launch.py`` an enclave
 ``/jethexa/<node>`` (launch argument ``enclave_root``) whose one profile allows exactly the topics and services the

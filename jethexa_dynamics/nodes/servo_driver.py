@@ -249,7 +249,7 @@ class ServoDriver(ThinNode):
 
     def _witness(self, joint: str) -> bool:
         """Around a confirmation read: does another servo answer within the normal reply timeout, read on time?
-        Only then was a silence the servo's, not a starved bus or process (issue 21)."""
+        Only then was a silence the servo's, not a starved bus or process."""
         with self._tracker_lock:
             other = self.tracker.witness_for(joint)
         if other is None:

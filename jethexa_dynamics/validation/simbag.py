@@ -39,7 +39,7 @@ def write_sim_bag(path, duration=20.0, damage_at=None, damage="damage1", storage
     ``damage_at``: time (s) of the morphology change to ``damage`` (scenario name or links per leg).
     ``robot``: the ``LeggedRobot`` that plays the real robot (default: the packaged JetHexa).
     ``break_at``: time (s) of a silent break ``breaks`` (spec like ``LM:1``): links lost, servos answering,
-    nothing on ``morphology`` (what issue 11's identifier has to find).
+    nothing on ``morphology`` (what the model-based identifier has to find).
     """
     from jethexa_dynamics.model import LeggedRobot, Morphology
     from jethexa_dynamics.sim.closed_loop import GaitLoop
