@@ -72,3 +72,52 @@ def test_silent_break_identified_over_dds():
         assert {name: node.errors for name, node in nodes.items() if node.errors} == {}
     finally:
         g.close()
+
+
+def test_a_seized_servo_is_reported_as_seized_over_dds_and_the_robot_crawls_upright():
+    """The whole sim graph walks; ``robot_emulator``'s ``seize`` locks femur_joint_LM in the world while its servo
+    keeps answering. damage_monitor reports it as seized (joint_states: the angle stays while the commands sweep
+    it; the servo driver's statuses: a stall), the morphology stays healthy, the gait crawls and the robot stays
+    upright; freed, the seizure clears and the gait walks at full speed again."""
+    import math
+
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    from jethexa_dynamics.damage.evidence import evidence_from_values
+
+    g = Graph()
+    try:
+        nodes = add_launch_graph(g, "sim", {"port_link": "/tmp/jethexa_test_bus_seize_%d" % os.getpid()})
+        w = g.add(Watcher)
+        w.watch(PoseStamped, "mocap/pose", SENSOR_QOS)
+        w.watch(UInt8MultiArray, "morphology", LATCHED_QOS)
+        w.watch(DiagnosticStatus, "morphology/evidence", LATCHED_QOS)
+        w.drive(0.05)
+        g.start()
+        mon, emu, gc = nodes["damage_monitor"], nodes["robot_emulator"], nodes["gait_controller"]
+        assert wait_for(lambda: w.count("mocap/pose") > 10 and gc.state == "walking", 90.0)
+        assert mon.seized == {} and list(w.last("morphology").data) == [3] * 6
+
+        def evidence():
+            return evidence_from_values({kv.key: kv.value for kv in w.last("morphology/evidence").values}, LEGS)
+        res = emu.set_parameters([Parameter("seize", value="femur_joint_LM")])[0]
+        assert res.successful, res.reason
+        assert wait_for(lambda: evidence().seized == ("femur_joint_LM",), 20.0), (mon.seized, evidence())
+        assert "femur_joint_LM" in mon.seized and list(w.last("morphology").data) == [3] * 6
+        assert wait_for(lambda: gc.state == "crawl", 5.0) and gc.seized == ("femur_joint_LM",)
+        t0 = w.count("mocap/pose")
+        assert wait_for(lambda: w.count("mocap/pose") > t0 + 200, 30.0)           # ~2 s of crawling
+        for _, pose in w.since("mocap/pose", 0.0)[-200:]:
+            q = pose.pose.orientation
+            roll = math.degrees(math.atan2(2 * (q.w * q.x + q.y * q.z), 1 - 2 * (q.x * q.x + q.y * q.y)))
+            pitch = math.degrees(math.asin(max(-1.0, min(1.0, 2 * (q.w * q.y - q.z * q.x)))))
+            assert abs(roll) <= 10.0 and abs(pitch) <= 10.0, (roll, pitch)
+        assert list(w.last("morphology").data) == [3] * 6 and not mon.changes[1:]
+        bad = emu.set_parameters([Parameter("seize", value="elbow_joint_XX")])[0]
+        assert not bad.successful and "unknown joint" in bad.reason
+        assert emu.set_parameters([Parameter("seize", value="")])[0].successful
+        assert wait_for(lambda: evidence().seized == () and gc.state == "walking", 30.0), (mon.seized, gc.state)
+        assert g.spin_error is None
+        assert {name: node.errors for name, node in nodes.items() if node.errors} == {}
+    finally:
+        g.close()

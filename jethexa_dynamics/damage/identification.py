@@ -77,7 +77,7 @@ from jethexa_dynamics.model import LeggedRobot, Morphology, format_morphology
 from .hypotheses import Hypothesis, leg_probabilities, other_prior, posterior, score_window, single_leg_hypotheses
 from .identifier_config import (BACK_ON_CONFIRMED, BIAS_GAIN, BIAS_Z_FRACTION, GROUND_GAIN, HUBER_C,
                                 GROUND_DEADBAND, INCONCLUSIVE_WINDOWS, LEARN_Z, LIVE_PRIOR_FACTOR,
-                                MAX_GROUND_TILT, MAX_RESIDUAL,
+                                GROUND_MAX_STEP, GROUND_STABLE, GROUND_STEPS, MAX_GROUND_TILT, MODEL_CONTACT, MAX_RESIDUAL,
                                 PROB_TOL, SCALE_MEMORY, SETTLED, TIME_TOL, UNEXPLAINED_CLEAR, IdentifierConfig)
 from .identifier_inputs import check_command, check_imu, check_joints, check_stamp
 
@@ -178,6 +178,7 @@ class DamageIdentifier:
         # their world, so they are anchored and compared in the ground's frame: a slope is no damage
         self.ground_slope = np.zeros(2)
         self._ground_n = 0
+        self._ground_steps: deque = deque(maxlen=GROUND_STEPS)
         self._heading = 0.0
         self._scale2 = np.zeros(3)           # running mean square residual of the confirmed model
         self._scale_n = 0
@@ -198,10 +199,12 @@ class DamageIdentifier:
         return tuple(min(a, b) for a, b in zip(self.servo_morphology, self.model_morphology))
 
     def _engine(self, links):
+        from jethexa_dynamics.sim.contact import ContactModel
         from jethexa_dynamics.sim.engine import Engine
         e = self._pool.get(links)
         if e is None:
-            e = Engine(self.robot, gait=None, dt=self.dt, record_every=0)
+            e = Engine(self.robot, gait=None, dt=self.dt, record_every=0,
+                       contact=ContactModel(friction=MODEL_CONTACT[0], mu=MODEL_CONTACT[1]))
             e.set_morphology(Morphology.from_vector(self.robot, list(links)))
             e.events = []
             self._pool[links] = e
@@ -521,19 +524,32 @@ class DamageIdentifier:
         gx, gy = self.ground_slope
         return -(-gx * s + gy * c), gx * c + gy * s
 
+    def _ground_moving(self) -> bool:
+        """The ground estimate moved by more than ``GROUND_STABLE`` over its last steps, or stands at its bound:
+        the models' anchoring is not to be trusted for a decision (a slope learnt settles within a few windows)."""
+        return (sum(self._ground_steps) > GROUND_STABLE
+                or float(np.abs(self.ground_slope).max()) >= 0.95 * MAX_GROUND_TILT)
+
     def _learn_ground(self, errs, heading, settled):
         """The ground's tilt, from the window's best-fitting model: every model stands on level ground in its
         world, so one anchored on a slope settles towards level over the window, and the roll/pitch it ends
         below the measured is slope not yet learnt. Learnt while the belief was ``settled`` before the window,
+        when no hypothesis fits ``min_gain`` times better than the confirmed one (a miss common to every model),
         or when even the best model misses by more than ``max_misfit`` (no morphology explains the tilt: a
-        robot that starts on a slope learns it in its first windows); not while a hypothesis that fits is
-        gaining belief (a damage's tilt is its own hypothesis' to explain)."""
+        robot that starts on a slope learns it in its first windows); not while a hypothesis that fits clearly
+        better is gaining belief (a damage's tilt is its own hypothesis' to explain)."""
         best = min((e for e in errs if e is not None), key=lambda e: float(np.mean(e[:, :2] ** 2)))
         best_ms = min(h.mse[-1] for h, e in zip(self.hyps, errs) if e is not None and h.mse)
-        if not (settled or best_ms > self._max_mse):
+        common = best_ms * self.min_gain > self.hyps[0].mse[-1]      # no hypothesis clearly better than the rest
+        if not (settled or common or best_ms > self._max_mse):
+            self._ground_steps.append(0.0)
             return
         self._ground_n = min(self._ground_n + 1, SCALE_MEMORY)
         d_roll, d_pitch = -GROUND_GAIN / self._ground_n * best[-1, :2]      # in the body's heading frame
+        size = math.hypot(d_roll, d_pitch)
+        if size > GROUND_MAX_STEP:
+            d_roll, d_pitch = d_roll * GROUND_MAX_STEP / size, d_pitch * GROUND_MAX_STEP / size
+        self._ground_steps.append(min(size, GROUND_MAX_STEP))
         c, s = math.cos(heading), math.sin(heading)
         dx, dy = d_pitch, -d_roll
         self.ground_slope = np.clip(self.ground_slope + (dx * c - dy * s, dx * s + dy * c), -MAX_GROUND_TILT,
@@ -643,9 +659,11 @@ class DamageIdentifier:
         n = len(winner.mse)     # the same recent windows for both
         if not (n and np.mean(winner.mse) * self.min_gain <= np.mean(list(self.hyps[0].mse)[-n:])):
             return          # likelier, but not clearly better: keep waiting
-        if np.mean(winner.mse) > self._max_mse:
+        if np.mean(winner.mse) > self._max_mse or self._ground_moving():
+            # the least wrong of models that all miss the motion, or models anchored on a ground estimate still
+            # on the move (an attitude that drifts is no slope): no evidence of a morphology
             self.unexplained_decisions += 1
-            return          # the least wrong of models that all miss the motion: no evidence of a morphology
+            return
         keep = winner.engine.snapshot()
         self.model_morphology = tuple(winner.links[j] if j == i else m
                                       for j, m in enumerate(self.model_morphology))

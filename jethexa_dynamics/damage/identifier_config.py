@@ -22,6 +22,12 @@ RECENT_WINDOWS = 3
 #: over, diverged): far beyond any real residual, still finite
 MAX_RESIDUAL = 1.0
 
+#: the models' feet on the ground: (friction model, coefficient) of ``sim.contact.ContactModel``. A floor's Coulomb
+#: friction, not the paper's viscous tangential damping, which let the models' stance feet creep when the robot
+#: started walking from its stance on a floor of mu 0.4-1.0, and a hypothesis missing a leg fit that creep better:
+#: false changes in the long soak (``benchmarks/bench_soak.py``)
+MODEL_CONTACT = ("coulomb", 0.7)
+
 # -- learning the confirmed model's residual level and the gyro bias -------------------------------------------
 #: windows whose z-score is above this are not learnt into the residual level (a damage's residual is no model
 #: error)
@@ -41,8 +47,14 @@ SCALE_MEMORY = 40
 GROUND_GAIN = 1.0
 #: rad: the models stand on level ground while the ground tilt estimate is below this (a dead band)
 GROUND_DEADBAND = math.radians(1.0)
-#: rad: the ground tilt estimate is bounded by this (20 deg: the steepest ground the gait may stand on)
-MAX_GROUND_TILT = math.radians(20.0)
+#: rad: the ground estimate moves by at most this per window (a slope is learnt at up to 2 deg/s)
+GROUND_MAX_STEP = math.radians(1.0)
+#: no decision while the ground estimate moved by more than GROUND_STABLE [rad] over its last GROUND_STEPS windows
+GROUND_STABLE = math.radians(0.5)
+GROUND_STEPS = 6
+#: rad: the ground tilt estimate is bounded by this (10 deg: steeper than the gait walks on); an estimate at the
+#: bound is no ground but an attitude gone wrong, and nothing is decided on it
+MAX_GROUND_TILT = math.radians(10.0)
 
 # -- bank episodes and decisions -------------------------------------------------------------------------------
 #: an episode goes on while another hypothesis holds more than this many times its prior

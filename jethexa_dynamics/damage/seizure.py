@@ -11,11 +11,12 @@ Rule (:class:`SeizureTracker`), per joint, judged at every ``joint_states`` mess
   ``min_travel`` [rad] (a robot standing still proves nothing either way). A command is due when its move
   ends (receipt + move time) and counts only once it has been due for ``SERVO_LAG``: a goal sent a moment ago
   has not moved any servo yet;
-* the joint did not move: its measured angles over the same span of the publisher's stamps stay within
-  ``max_motion`` [rad] (a healthy servo following ``min_travel`` moves nearly as far, lagging by its move time);
-* the measurements are on time and cover the window: every message of the streak arrived at most
-  ``max_latency`` [s] after its stamp and at most ``max_interval`` [s] of stamps after the previous one. A
-  starved reader or a starved publisher (late, sparse messages) proves nothing: the streak starts again.
+* the joint did not move: its measured angles over the same span of the publisher's stamps (from the last
+  reading at or before its start) stay within ``max_motion`` [rad] (a healthy servo following ``min_travel`` moves nearly as far, lagging by its move time);
+* the measurements are on time and cover the window: at least ``MIN_READINGS`` readings of the joint, every
+  one received at most ``max_latency`` [s] after its stamp and stamped at most ``max_interval`` [s] after the
+  previous one. A starved reader or a starved publisher (late, sparse messages) proves nothing: the streak
+  starts again.
 
 A seized joint is cleared once its measured angles span more than half of the commanded travel in a window
 (it follows again). Only measured angles count: the servo driver publishes the positions it read, never a
@@ -39,8 +40,11 @@ from dataclasses import dataclass
 from typing import Deque, Dict, Iterable, Sequence, Tuple
 
 
-#: s from a goal's due time until the servo's measured angle shows it (the driver's write, the servo's response)
-SERVO_LAG = 0.1
+#: readings of a joint within the window, at least, for a verdict
+MIN_READINGS = 3
+#: s from a goal's due time until the servo's measured angle surely shows it (the driver's write, the servo's
+#: response; at a start from standing the plant's servos lagged their first goals by more than 0.1 s)
+SERVO_LAG = 0.25
 #: a joint is judged at most every this fraction of the window (its measurements are kept at every message): the
 #: verdict comes at most a quarter window later, for a quarter of the work at the joint_states rate
 JUDGE_EVERY = 0.25
@@ -53,7 +57,8 @@ class SeizureConfig:
     window: float = 0.6          # s of commands and measurements judged together
     min_travel: float = 0.1      # rad: the commands moved the joint at least this far in the window ...
     max_motion: float = 0.035    # rad: ... while its measured angle stayed within this (read noise: ~0.004 rad)
-    max_interval: float = 0.12   # s between consecutive stamps of the joint's messages (on-time rule)
+    max_interval: float = 0.3    # s between consecutive stamps of the joint's readings (on-time rule; a driver
+    #                              reading 3 of 18 servos per 50 Hz cycle reads each every 0.12 s)
     max_latency: float = 0.2     # s from a message's stamp to its receipt (on-time rule)
 
     def __post_init__(self):
@@ -111,8 +116,8 @@ class SeizureTracker:
                 if not on_time:
                     continue
             meas.append((stamp, q))
-            while meas and meas[0][0] < stamp - c.window:
-                meas.popleft()
+            while len(meas) > 1 and meas[1][0] <= stamp - c.window:
+                meas.popleft()                 # keeps the last reading at or before the window's start
             if stamp - self._judged[j] >= JUDGE_EVERY * c.window:
                 self._judged[j] = stamp
                 self._judge(j, stamp)
@@ -126,7 +131,7 @@ class SeizureTracker:
         travel = _span(q for due, q in cmds if stamp - c.window <= due <= stamp - SERVO_LAG)
         if travel < c.min_travel:
             return
-        covered = meas[0][0] <= stamp - c.window + c.max_interval
+        covered = meas[0][0] <= stamp - c.window and len(meas) >= MIN_READINGS
         motion = _span(q for _, q in meas)
         if j not in self.seized and covered and motion <= c.max_motion:
             self.seized[j] = ("follows no command: commanded %.2f rad in %.1f s, moved %.3f rad (servo answering)"

@@ -241,6 +241,8 @@ ROBOT_EMULATOR = ParamSet("robot_emulator", [
     P("breaks", "string", "", "silent breaks in the world, same syntax as damage (e.g. 'LM:1', 'RR:0', "
       "scenario2): the links lose their mass and their foot its contact, the servos keep answering and "
       "following their commands"),
+    P("seize", "string", "", "seized servos in the world: joint names, comma-separated (e.g. 'femur_joint_LM'): "
+      "the joints stay where they are, the servos keep answering and accepting moves they do not make"),
     P("record", "string", "", "record the run's topics to this rosbag2 directory (empty = off)", read_only=True),
     P("record_storage", "string", "mcap", "storage of the recording: mcap (on Humble, ros2 bag needs "
       "ros-humble-rosbag2-storage-mcap) or sqlite3 (read by every rosbag2)", choices=("mcap", "sqlite3"),

@@ -13,6 +13,8 @@
   in the world and silences their servos; the damage monitor has to find out by itself.
 * Silent breaks: parameter ``breaks`` (same syntax, e.g. ``LM:1``) breaks links in the world while their
   servos keep answering and following commands (``Engine.set_breaks``); only the body's motion tells.
+* Seized servos: parameter ``seize`` (joint names, comma-separated) locks those joints where they are in the
+  world; their servos keep answering (reads give the locked angle) and accepting moves they do not make.
 """
 from __future__ import annotations
 
@@ -69,8 +71,10 @@ class RobotEmulator(ThinNode):
 
             self.recorder = BagRecorder(self, self.p["record"], storage=self.p["record_storage"])
         self.world_breaks = [3] * len(self.leg_names)
+        self.seized: Dict[str, float] = {}     # joint -> angle [rad] it is locked at in the world
         self._apply_damage(self.p["damage"])
         self._apply_breaks(self.p["breaks"])
+        self._apply_seize(self.p["seize"])
         self._ticks = 0
         # one timer: the world steps at `rate`; IMU motion and mocap go out every k-th tick (one callback
         # instead of three: the rclpy executor's per-callback cost dominates here)
@@ -98,6 +102,8 @@ class RobotEmulator(ThinNode):
             self._apply_damage(changed["damage"])
         if "breaks" in changed:
             self._apply_breaks(changed["breaks"])
+        if "seize" in changed:
+            self._apply_seize(changed["seize"])
 
     def _apply_breaks(self, spec: str) -> None:
         links = list(Morphology.parse(self.engine.robot, spec).links_per_leg)  # ValueError -> parameter rejected
@@ -107,6 +113,17 @@ class RobotEmulator(ThinNode):
         if spec:
             self.get_logger().warning("silent break in the world: %s (servos keep answering)"
                                       % format_morphology(links, self.leg_names))
+
+    def _apply_seize(self, spec: str) -> None:
+        names = [n.strip() for n in spec.split(",") if n.strip()]
+        unknown = [n for n in names if n not in self.joint_names]
+        if unknown:   # ValueError -> parameter rejected
+            raise ValueError("seize: unknown joint %s (joints like femur_joint_LM)" % ", ".join(unknown))
+        with self.lock:
+            q = self.engine.joint_angles
+            self.seized = {n: self.seized.get(n, float(q[self.joint_names.index(n)])) for n in names}
+        if names:
+            self.get_logger().warning("seized in the world: %s (servos keep answering)" % ", ".join(names))
 
     def _apply_damage(self, spec: str) -> None:
         links = list(Morphology.parse(self.engine.robot, spec).links_per_leg)  # ValueError -> parameter rejected
@@ -147,7 +164,9 @@ class RobotEmulator(ThinNode):
                 return
             t_bus = self.bus.now()
             idx = [i for i, j in enumerate(self.joint_names) if j not in self.silenced]
-            goal = [self.bus.commanded_position(self.joint_names[i], t_bus + dt) for i in idx]
+            goal = [self.seized.get(self.joint_names[i]) for i in idx]
+            goal = [self.bus.commanded_position(self.joint_names[i], t_bus + dt) if g is None else g
+                    for i, g in zip(idx, goal)]
             try:
                 e.set_joint_targets(goal, move_time=dt, joints=idx)
                 e.advance(target)
@@ -197,7 +216,8 @@ class RobotEmulator(ThinNode):
                   ("sim_failures", self.sim_failures),
                   ("world_morphology", format_morphology(self.world_morphology, self.leg_names)),
                   ("silenced_servos", ",".join(self.silenced)),
-                  ("world_breaks", format_morphology(self.world_breaks, self.leg_names))]
+                  ("world_breaks", format_morphology(self.world_breaks, self.leg_names)),
+                  ("world_seized", ",".join(sorted(self.seized)))]
         self.publish_diagnostics([self.node_status("world running", level, values)])
 
     def close(self) -> None:
