@@ -15,11 +15,11 @@ morphology changes (its lines ``damage_monitor publishes morphology ...``, print
 the first), its verdict ('unexpected morphology sequence', 'clean run' or 'NOT CLEAN', the exit status) and the
 predictor's achieved rate (the summary's ``predictor <model>: N poses/s (configured R Hz)``).
 
-(b) The launch graph as launched (``composed:=true``: the robot's five nodes in one process, robot_emulator in its
-own; ``graph_spec.processes`` as ``bench_nano_budget.py`` starts it) walking healthy at 0.05 m/s for ``--minutes``,
-the robot's process inside a CPU cgroup quota of 4/F core (``--factor`` F = 5: 0.8 core, the Nano at a 5x
-slowdown per core; no credit for the emulated MPU6050, which runs inside the robot's process and so spends the
-quota too: its cost is reported). Counted: the morphology changes on ``morphology`` from start-up to the end,
+(b) The launch graph as launched (``composed`` at its default, ``graph_spec.COMPOSED_DEFAULT``: a process per node,
+robot_emulator in its own; ``graph_spec.processes`` as ``bench_nano_budget.py`` starts it) walking healthy at 0.05
+m/s for ``--minutes``, the robot's processes together inside a CPU cgroup quota of 4/F core (``--factor`` F = 5:
+0.8 core, the Nano at a 5x slowdown per core; no credit for the emulated MPU6050, which runs inside the imu's
+process and so spends the quota too: its cost is reported). Counted: the morphology changes on ``morphology`` from start-up to the end,
 what was named, the rates, the throttling. Without a writable CPU cgroup, (b) runs unconstrained and says so.
 """
 from __future__ import annotations
@@ -40,6 +40,7 @@ import bench_nano_budget as nano  # noqa: E402  (sets the ROS environment defaul
 from _machine import describe  # noqa: E402
 
 from jethexa_dynamics import cli_args  # noqa: E402
+from jethexa_dynamics.nodes import graph_spec  # noqa: E402
 
 MORPHOLOGY_LINE = "damage_monitor publishes morphology"
 REASON_LINE = "[damage_monitor]: "
@@ -101,12 +102,16 @@ def demo_run(i, opts, workdir):
 
 
 # ---------------------------------------------------------------------------------------------- (b) graph
+LAYOUT = "composed" if graph_spec.COMPOSED_DEFAULT else "separate"   # as the launch files start it
+
+
 def quota_walk(opts, workdir, cgroup):
-    """The composed launch graph walking healthy for ``opts.minutes`` inside 4/``opts.factor`` core (no break)."""
+    """The launch graph as launched walking healthy for ``opts.minutes``, the robot's processes together inside
+    4/``opts.factor`` core (no break)."""
     quota = nano.NANO_CORES / opts.factor if cgroup[0] else None
     run = types.SimpleNamespace(speed=nano.SPEED, timeout=600.0, warmup=2.0, break_at=0.0, break_spec="",
                                 seconds=opts.minutes * 60.0, name_timeout=0.0, shares=opts.shares)
-    return nano.run_case("%gx" % opts.factor if quota else "unconstrained", "composed", quota, run, workdir, cgroup,
+    return nano.run_case("%gx" % opts.factor if quota else "unconstrained", LAYOUT, quota, run, workdir, cgroup,
                          0.0)
 
 
@@ -120,9 +125,13 @@ def report(opts, info, cgroup_note, demos, walk, argv_text):
           "--no-damage --duration %g` runs (the robot's nodes in the demo's process, predictor at the demo's 50 Hz; "
           "the emulated robot in its own process), each with %d busy-loop processes (`python -c '%s'`) beside it "
           "on this 2-core machine; morphology changes = the demo's `%s` lines (one for every morphology after the "
-          "first); predictor rate = its summary line. (b) The launch graph as launched (`composed:=true`) walking "
-          "healthy at %.2f m/s for %g min, the robot's process inside %s; morphology changes on `morphology` from "
-          "start-up to the end." % (opts.runs, opts.duration, opts.hogs, HOG, MORPHOLOGY_LINE, nano.SPEED,
+          "first); predictor rate = its summary line. (b) The launch graph as launched (`composed:=%s`: %s) walking "
+          "healthy at %.2f m/s for %g min, the robot's processes together inside %s; morphology changes on "
+          "`morphology` from start-up to the end." % (
+              opts.runs, opts.duration, opts.hogs, HOG, MORPHOLOGY_LINE,
+              "true" if LAYOUT == "composed" else "false",
+              "the robot's five nodes in one process" if LAYOUT == "composed" else "a process per node",
+              nano.SPEED,
                                     opts.minutes, "%.2f core (4/%g: the Nano at a %gx slowdown per core; no credit "
                                     "for the emulated MPU6050, which spends the quota too)" % (
                                         walk["quota"], opts.factor, opts.factor) if walk["quota"] else
@@ -154,7 +163,7 @@ def report(opts, info, cgroup_note, demos, walk, argv_text):
     r = walk
     thr = r.get("throttle")
     emu = r["stages"].get("imu", {})
-    md += ["", "## (b) the launch graph (composed) walking healthy inside the quota", "",
+    md += ["", "## (b) the launch graph (%s, as launched) walking healthy inside the quota" % LAYOUT, "",
            "| quota | minutes | morphology changes | named | throttled periods | predicted/pose [Hz] "
            "| joint_commands [Hz] | imu/data [Hz] | joint_states [Hz] | speed [m/s] | robot CPU-s/s (emulated "
            "MPU6050 in it) | robot waited for a CPU [s/s] | exits |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -168,7 +177,7 @@ def report(opts, info, cgroup_note, demos, walk, argv_text):
            "", "Load: (b) %s at the start, %s at the end." % (r["load_start"], r["load_end"]), "",
            "Not covered: the demo's runs beside busy loops are not inside a quota (the busy loops and the machine's "
            "other load set the starvation, which differs from run to run: see the load); (b) is one run of the "
-           "composed graph without busy loops; neither stands for the Nano's single-thread speed (see nano_budget).",
+           "launched graph without busy loops; neither stands for the Nano's single-thread speed (see nano_budget).",
            ""]
     return "\n".join(md)
 

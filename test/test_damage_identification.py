@@ -291,8 +291,8 @@ def test_an_attitude_no_model_explains_names_nothing(monkeypatch):
         feed(idf, off)
         named += idf.events
         unexplained.append(idf.unexplained_windows)
-        # windows whose models, anchored 20-40 deg off, fell are not scored (no evidence): most are
-        assert idf.morphology == (3,) * 6 and idf.windows >= 15 and not idf.rejections
+        # windows whose models, anchored 20-40 deg off, fell are not scored (no evidence): 14-27 of 28 are
+        assert idf.morphology == (3,) * 6 and idf.windows >= 10 and not idf.rejections
         # the identifier as it was (no max_misfit, no ground learnt, the paper's viscous contact): a leg is named
         with monkeypatch.context() as m:
             m.setattr(identification, "GROUND_GAIN", 0.0)

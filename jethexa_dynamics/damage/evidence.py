@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from jethexa_dynamics.model.robot import format_morphology
+from jethexa_dynamics.model.morphology import format_morphology
 
 #: kinds of evidence, strongest first; the first three say the leg carries nothing
 KINDS = ("servo", "model", "override", "stall", "joint_states", "none")

@@ -99,7 +99,10 @@ class DamageIdentifier:
 
     def __init__(self, robot=None, config: Optional[IdentifierConfig] = None, morphology=None, **overrides):
         cfg = IdentifierConfig(**overrides) if config is None else dataclasses.replace(config, **overrides)
-        self.robot = (robot or LeggedRobot.jethexa()).full
+        base = (robot or LeggedRobot.jethexa()).full
+        # a copy with gravity of its own: the models stand on the learnt ground, so their gravity leans with it
+        self.robot = base.with_gravity(base.gravity)
+        self._g = float(np.linalg.norm(base.gravity))
         self.leg_names = list(self.robot.leg_names)
         self.joint_names = list(self.robot.joint_names)
         self.nj = len(self.joint_names)
@@ -319,6 +322,7 @@ class DamageIdentifier:
         s = next(x for x in reversed(self._imu) if x[0] <= t0 + TIME_TOL)
         self._meas0 = s
         q = self._joints[1] if self._joints is not None else None
+        self._lean_gravity(s[4])
         for h in self.hyps:
             if h.active and not h.pruned:
                 self._anchor(h, t0, s, q)
@@ -327,6 +331,14 @@ class DamageIdentifier:
             self._cmds.popleft()
         while self._imu and self._imu[0][0] < t0:
             self._imu.popleft()
+
+    def _lean_gravity(self, heading):
+        """The models' world is the ground's frame: its gravity leans downhill, as the ground estimate at the
+        body's ``heading`` says, turned to the confirmed model's own yaw (every model shares one gravity)."""
+        roll, pitch = self.ground_tilt(heading)
+        yaw = mat2euler(self.hyps[0].engine.R, "sxyz")[2] if self.hyps else 0.0
+        g = euler2mat(0.0, 0.0, yaw, "sxyz") @ euler2mat(roll, pitch, 0.0, "sxyz").T @ np.array([0.0, 0.0, -self._g])
+        self.robot.set_gravity(g)
 
     def _model_failed(self, h) -> bool:
         """Hypothesis h's model failed (fell over, diverged): the confirmed one (True) stands up again, another

@@ -47,8 +47,8 @@ SCALE_MEMORY = 40
 GROUND_GAIN = 1.0
 #: rad: the models stand on level ground while the ground tilt estimate is below this (a dead band)
 GROUND_DEADBAND = math.radians(1.0)
-#: rad: the ground estimate moves by at most this per window (a slope is learnt at up to 2 deg/s)
-GROUND_MAX_STEP = math.radians(1.0)
+#: rad: the ground estimate moves by at most this per window (a first window far off moves it by no more)
+GROUND_MAX_STEP = math.radians(5.0)
 #: no decision while the ground estimate moved by more than GROUND_STABLE [rad] over its last GROUND_STEPS windows
 GROUND_STABLE = math.radians(0.5)
 GROUND_STEPS = 6

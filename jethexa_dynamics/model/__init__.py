@@ -7,5 +7,19 @@
   :mod:`.integrators` -- time stepping on SE(3).
 - :mod:`.scenarios` -- the paper's damage scenarios (Sec. VI-B) as morphologies: the one table.
 - :mod:`.com` -- the whole-body centre of mass of the links that exist (compiled).
+- :mod:`.morphology` -- :class:`Morphology` and ``format_morphology`` (numpy only).
+
+The names load on first use (PEP 562): ``import jethexa_dynamics.model.se3`` or ``.morphology`` does not
+compile or load the model's kernels (numba), which the servo driver's and the IMU's processes never need.
 """
-from .robot import LeggedRobot, Morphology, format_morphology, jethexa  # noqa: F401
+import importlib
+
+_NAMES = {"LeggedRobot": ".robot", "jethexa": ".robot", "Morphology": ".morphology",
+          "format_morphology": ".morphology"}
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name):
+    if name in _NAMES:
+        return getattr(importlib.import_module(_NAMES[name], __name__), name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
