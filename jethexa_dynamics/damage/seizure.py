@@ -75,8 +75,8 @@ class SeizureConfig:
 class SeizureTracker:
     """Which joints follow no command while their servo answers (the rule of the module docstring).
 
-    ``on_command(now, names, angles)``: a command received at ``now`` [s]; ``on_joint_states(now, stamp, names,
-    angles)``: a measurement stamped ``stamp`` [s, same clock] received at ``now``. ``seized`` maps each seized
+    ``on_command(now, names, angles, move_time)``: goals received at ``now`` [s]; ``on_joint_states(now, stamp,
+    names, angles)``: readings stamped ``stamp`` [s, same clock] received at ``now``. ``seized`` maps each seized
     joint to its reason; ``changed`` is set whenever that set changes (the caller clears it).
     """
 
@@ -103,6 +103,8 @@ class SeizureTracker:
                 cmds.popleft()
 
     def on_joint_states(self, now: float, stamp: float, names: Iterable[str], angles: Iterable[float]) -> None:
+        """Readings ``angles`` [rad] of joints ``names`` taken at ``stamp`` [s] and received at ``now`` [s]; the
+        joints whose turn it is are judged."""
         c = self.config
         on_time = now - stamp <= c.max_latency
         late = False
@@ -134,8 +136,8 @@ class SeizureTracker:
         covered = meas[0][0] <= stamp - c.window and len(meas) >= MIN_READINGS
         motion = _span(q for _, q in meas)
         if j not in self.seized and covered and motion <= c.max_motion:
-            self.seized[j] = ("follows no command: commanded %.2f rad in %.1f s, moved %.3f rad (servo answering)"
-                              % (travel, c.window, motion))
+            self.seized[j] = ("follows no command: commanded %.2f rad, moved %.3f rad in %.1f s (servo answering)"
+                              % (travel, motion, c.window))
             self.changed = True
         elif j in self.seized and motion > 0.5 * travel:
             del self.seized[j]
@@ -144,6 +146,7 @@ class SeizureTracker:
     def reset(self) -> None:
         for d in (*self._commands.values(), *self._measured.values()):
             d.clear()
+        self._judged = {j: -math.inf for j in self.joints}
         if self.seized:
             self.seized.clear()
             self.changed = True
