@@ -102,7 +102,7 @@ def demo_run(i, opts, workdir):
 
 
 # ---------------------------------------------------------------------------------------------- (b) graph
-LAYOUT = "composed" if graph_spec.COMPOSED_DEFAULT else "separate"   # as the launch files start it
+LAYOUT = "composed" if graph_spec.launch_bool("composed", graph_spec.COMPOSED_DEFAULT) else "separate"  # as launched
 
 
 def quota_walk(opts, workdir, cgroup):

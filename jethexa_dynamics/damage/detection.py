@@ -206,8 +206,8 @@ class ServoStatusTracker:
         (``values``, e.g. ``measured``) ends the streak; a timeout within :func:`read_deadline` confirms the
         silence (and is a miss) if ``witness``: another servo, read right before and right after it, answered
         within its normal timeout -- the bus and whatever answers on it were on time (an emulated bus
-        starved with the machine let a healthy servo time out once). Anything else (a starved read, a corrupted reply, a late
-        witness) proves nothing and waits for the next counted miss."""
+        starved with the machine let a healthy servo time out once). Anything else (a starved read, a corrupted
+        reply, a late witness) proves nothing and waits for the next counted miss."""
         if joint not in self.health:
             return
         self._to_confirm.pop(joint, None)
