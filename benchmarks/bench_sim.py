@@ -219,14 +219,17 @@ CLI_STAGES = [
     ("Engine.run: Python between chunks", "jethexa_dynamics.sim.engine", "Engine", "run"),
     (STEPPING, "jethexa_dynamics.sim.engine", None, "_run"),
     ("summarize (incl. Euler angles)", "jethexa_dynamics.sim.cli", None, "summarize"),
-    ("Trajectory.euler (ZYX angles per row)", "jethexa_dynamics.sim.engine", "Trajectory", "euler"),
-    ("trajectory.csv: Trajectory.to_csv", "jethexa_dynamics.sim.engine", "Trajectory", "to_csv"),
-    ("trajectory.csv: TrajectoryCsvWriter (start)", "jethexa_dynamics.sim.engine", "TrajectoryCsvWriter", "__init__"),
-    ("trajectory.csv: TrajectoryCsvWriter.add", "jethexa_dynamics.sim.engine", "TrajectoryCsvWriter", "add"),
-    ("trajectory.csv: TrajectoryCsvWriter.close (wait for the thread)", "jethexa_dynamics.sim.engine",
+    ("Trajectory.euler (ZYX angles per row)", "jethexa_dynamics.sim.trajectory", "Trajectory", "euler"),
+    ("trajectory.csv: Trajectory.to_csv", "jethexa_dynamics.sim.trajectory", "Trajectory", "to_csv"),
+    ("trajectory.csv: TrajectoryCsvWriter (start)", "jethexa_dynamics.sim.csv_writer", "TrajectoryCsvWriter",
+     "__init__"),
+    ("trajectory.csv: TrajectoryCsvWriter.add", "jethexa_dynamics.sim.csv_writer", "TrajectoryCsvWriter", "add"),
+    ("trajectory.csv: TrajectoryCsvWriter.close (wait for the thread)", "jethexa_dynamics.sim.csv_writer",
      "TrajectoryCsvWriter", "close"),
-    ("trajectory.csv: Euler angles of the rows", "jethexa_dynamics.sim.engine", None, "_euler_angles"),
-    ("trajectory.csv: Trajectory.csv_rows (format)", "jethexa_dynamics.sim.engine", "Trajectory", "csv_rows"),
+    # the writer's own name for the function, and the one Trajectory.euler calls
+    ("trajectory.csv: Euler angles of the rows", "jethexa_dynamics.sim.csv_writer", None, "_euler_angles"),
+    ("trajectory.csv: Euler angles of the rows", "jethexa_dynamics.sim.trajectory", None, "_euler_angles"),
+    ("trajectory.csv: Trajectory.csv_rows (format)", "jethexa_dynamics.sim.trajectory", "Trajectory", "csv_rows"),
     ("summary.txt, paragraph", "jethexa_dynamics.sim.cli", None, "summary_paragraph"),
 ]
 
@@ -488,7 +491,8 @@ def main(argv=None):
            robot.total_mass * 9.81, stand.p[2], mj.base_pos[2]),
         "",
         "Predictor (`predictors.boltzmann_hamel.BoltzmannHamelPredictor`) on the same walk as 50 Hz servo "
-        "commands, one `predict` per 20 ms command with IMU re-anchoring every 2 s: p50 %.2f ms, p99 %.2f ms, max %.2f ms per call "
+        "commands, one `predict` per 20 ms command with IMU re-anchoring every 2 s: p50 %.2f ms, p99 %.2f ms, "
+        "max %.2f ms per call "
         "(%d calls; budget 20 ms)." % (1e3 * pst["p50"], 1e3 * pst["p99"], 1e3 * pst["max"], pst["n"]),
         "",
         "## One engine step, by stage (compiled loops; median / best µs per call)",

@@ -95,7 +95,7 @@ def test_csv_reads_back_the_recorded_rows_to_nine_digits(tmp_path):
     not the default), holds every recorded row, each value equal to the recorded one rounded to 9 significant
     digits (%.9g), and is byte for byte what ``Trajectory.to_csv`` writes of the same rows after the run."""
     from jethexa_dynamics.sim.cli import build_parser, run
-    from jethexa_dynamics.sim.engine import Trajectory
+    from jethexa_dynamics.sim.trajectory import Trajectory
     args = build_parser().parse_args(["--scenario", "damage1", "--damage-at", "0.35", "--duration", "1.0",
                                       "--record-rate", "200", "--quiet"])
     path = tmp_path / "new" / "trajectory.csv"
@@ -121,7 +121,9 @@ def test_csv_writer_unwraps_yaw_across_blocks(tmp_path):
     """Yaw turning 2.5 times, handed to the writer in uneven blocks: the written yaw is the unwrapped yaw of
     the whole run (oracle: np.unwrap over all rows), continuous across the blocks."""
     from transforms3d.euler import euler2mat
-    from jethexa_dynamics.sim.engine import Engine, TrajectoryCsvWriter, Trajectory
+    from jethexa_dynamics.sim.csv_writer import TrajectoryCsvWriter
+    from jethexa_dynamics.sim.engine import Engine
+    from jethexa_dynamics.sim.trajectory import Trajectory
     e = Engine(record_every=0)
     n = 400
     yaw = np.linspace(0.0, 5 * np.pi, n)
@@ -143,7 +145,7 @@ def test_euler_angles_are_transforms3d_mat2euler_bit_for_bit():
     """The batch ZYX angles are transforms3d's ``mat2euler(R, "sxyz")`` row by row, to the bit (oracle: the
     library), random rotations and the gimbal-lock branch (pitch +-90 deg) included; yaw unwrapped."""
     from transforms3d.euler import euler2mat, mat2euler
-    from jethexa_dynamics.sim.engine import _euler_angles
+    from jethexa_dynamics.sim.trajectory import _euler_angles
     rng = np.random.default_rng(3)
     angles = rng.uniform(-np.pi, np.pi, (3000, 3)) * [1.0, 0.5, 1.0]
     angles[:4, 1] = [np.pi / 2, -np.pi / 2, np.pi / 2, -np.pi / 2]
@@ -157,9 +159,9 @@ def test_euler_angles_are_transforms3d_mat2euler_bit_for_bit():
 
 
 def test_unwrap_is_numpy_unwrap_bit_for_bit():
-    """engine._unwrap (compiled) gives np.unwrap's bits (oracle: numpy), from the start or continuing an
+    """trajectory._unwrap (compiled) gives np.unwrap's bits (oracle: numpy), from the start or continuing an
     unwrapped value, over wrapped random walks, spins and the +-pi / +-0 boundary values."""
-    from jethexa_dynamics.sim.engine import _unwrap
+    from jethexa_dynamics.sim.trajectory import _unwrap
     rng = np.random.default_rng(5)
     for trial in range(240):
         n = (0, 1, 2, 50, 400)[trial % 5]
@@ -176,7 +178,8 @@ def test_unwrap_is_numpy_unwrap_bit_for_bit():
 
 
 def test_csv_writer_errors_reach_the_caller_and_abort_removes_the_file(tmp_path):
-    from jethexa_dynamics.sim.engine import Engine, TrajectoryCsvWriter
+    from jethexa_dynamics.sim.csv_writer import TrajectoryCsvWriter
+    from jethexa_dynamics.sim.engine import Engine
     e = Engine(record_every=0)
     w = TrajectoryCsvWriter(str(tmp_path / "bad.csv"), e, batch_rows=1)
     w.add(np.zeros((3, 5)))                  # not record rows: the thread fails, close() raises it here
@@ -214,7 +217,7 @@ def test_break_run_parses_the_urdf_once(tmp_path, monkeypatch, capsys):
 
 def test_rerun_into_the_same_directory_replaces_the_files(tmp_path):
     """A second, shorter run into the same --out leaves only its own rows and summary (the files are replaced
-    by new ones, not truncated: ``engine.open_new``); a hard link to the old CSV keeps the old rows."""
+    by new ones, not truncated: ``trajectory.open_new``); a hard link to the old CSV keeps the old rows."""
     args = ["--quiet", "--no-plots", "--out", str(tmp_path)]
     assert main(["--duration", "0.2"] + args) == 0
     old = (tmp_path / "trajectory.csv").read_bytes()

@@ -189,6 +189,33 @@ def test_closed_form_foot_states_equal_the_model_kernel(robot):
         assert pos == pytest.approx(ref_p, abs=1e-12) and vel == pytest.approx(ref_v, abs=1e-12)
 
 
+def test_the_compiled_loop_names_the_engines_own_arrays(robot):
+    """``Engine._step_arrays`` hands the loop plain tuples in the order of the NamedTuples ``_run`` names them
+    with: each name is the engine's array of that name (same-shaped arrays swapped would type-check)."""
+    from jethexa_dynamics.sim.engine import (GaitArrays, JointControl, MorphologyArrays, ServoMoves, StepArrays,
+                                             StepScratch, StepState)
+
+    e = Engine(robot, gait="tripod", record_every=0)
+    a = StepArrays(*e._step_arrays())
+    st, g, moves = StepState(*a.state), GaitArrays(*a.gait), ServoMoves(*a.moves)
+    ctl, morph, scr = JointControl(*a.control), MorphologyArrays(*a.morphology), StepScratch(*a.scratch)
+    pid, gait = e.pid, e.gait
+    pairs = [(a.data, robot.kernel_data),
+             (st.R, e.R), (st.p, e.p), (st.theta, e.theta), (st.v, e.v), (st.pid_integral, pid.integral),
+             (st.qprev, e.qprev), (st.qdes, e.qdes), (st.clock, e.clock),
+             (g.prm, gait.prm), (g.offsets, gait.offsets), (g.neutral, gait.neutral), (g.stride, gait.stride),
+             (g.geom, e.geometry.geom), (g.limits, e.geometry.limits),
+             (ctl.kp, pid.kp), (ctl.ki, pid.ki), (ctl.kd, pid.kd), (ctl.tau_max, pid.tau_max),
+             (ctl.active, pid.active), (ctl.follow, e.follow),
+             (morph.mask, e.mask), (morph.legs_on, e.legs_on), (morph.has_tip, e.has_tip)]
+    pairs += [(getattr(moves, f), getattr(e._moves, f)) for f in ServoMoves._fields]
+    pairs += [(getattr(scr, f), getattr(e._scr, f)) for f in StepScratch._fields]
+    assert [i for i, (x, y) in enumerate(pairs) if x is not y] == []
+    np.testing.assert_array_equal(a.contact, e.contact.params)     # a property: a new array each time
+    assert len(pairs) + 1 == len(StepArrays._fields) - 6 + sum(len(t._fields) for t in (
+        StepState, GaitArrays, ServoMoves, JointControl, MorphologyArrays, StepScratch))
+
+
 def test_imu_rotating_base_matches_the_rigid_body_formula(robot):
     """Spinning base with the IMU off the root: specific force = v̇ + W x V + Ẇ x r + W x (W x r) - R^T g."""
     e = Engine(robot, gait=None, record_every=0)
@@ -219,8 +246,8 @@ def test_stepping_releases_the_gil(robot, monkeypatch):
     nogil_run = engine_mod._run
 
     @njit(nogil=False)
-    def gil_run(n, data, st, gt, ext, ctl, cprm, mask, legs_on, has_tip, scr, rec, every):
-        return nogil_run(n, data, st, gt, ext, ctl, cprm, mask, legs_on, has_tip, scr, rec, every)
+    def gil_run(n, arrays, rec, every):
+        return nogil_run(n, arrays, rec, every)
 
     e = Engine(robot, gait="tripod", record_every=0)
     e.step(1)                                                       # compile / load the cache first

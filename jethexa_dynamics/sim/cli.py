@@ -127,7 +127,8 @@ def build_parser(robot=None):
                     help="stride [m] (Table IV: 0.05)")
     ap.add_argument("--step-height", type=number(0.0, 0.15, unit="m"), default=0.012,
                     help="swing apex [m] (default 0.012)")
-    ap.add_argument("--cycle-time", type=number(0.1, 20.0, unit="s"), default=1.3, help="gait cycle [s] (Table IV: 1.3)")
+    ap.add_argument("--cycle-time", type=number(0.1, 20.0, unit="s"), default=1.3,
+                    help="gait cycle [s] (Table IV: 1.3)")
     ap.add_argument("--body-height", type=number(0.02, 0.24, unit="m"), default=0.12,
                     help="hip height H_0 [m] (Table IV: 0.12)")
     ap.add_argument("--yaw-rate", type=number(-5.0, 5.0, unit="rad/s"), default=0.0,
@@ -158,7 +159,8 @@ def run(args, csv_path=None, make_robot=None):
     from jethexa_dynamics.model import LeggedRobot
 
     from .contact import ContactModel
-    from .engine import Engine, TrajectoryCsvWriter
+    from .csv_writer import TrajectoryCsvWriter
+    from .engine import Engine
     from jethexa_dynamics.model.scenarios import scenario_morphology
 
     scenario = canonical_scenario(args.scenario)
@@ -268,7 +270,7 @@ def run_recovery_cli(args):
         for line in recovery_report(r):
             print("  " + line)
     if args.out:
-        from .engine import open_new
+        from .trajectory import open_new
         os.makedirs(args.out, exist_ok=True)
         with open_new(os.path.join(args.out, "summary.txt")) as f:
             for label, r in runs.items():
@@ -306,7 +308,7 @@ def main(argv=None):
         return 2
     print(text)
     if args.out:
-        from .engine import open_new
+        from .trajectory import open_new
         with open_new(os.path.join(args.out, "summary.txt")) as f:
             f.write(text + "\n")
             for k, v in s.items():

@@ -18,11 +18,13 @@ State: ``g_sb`` (base_link pose in the world, z up), θ (rad, full healthy size,
 twist in base_link, [v; w]), θ̇]. The morphology (the paper's link/leg existence vectors) can change between
 any two steps: the mask changes, rates of removed joints are zeroed, their PID integrators reset, and feet
 that are gone leave the contact set.
+
+The compiled loop ``_run`` works on the engine's arrays in place, grouped by the NamedTuples ``StepArrays``
+(``StepState``, ``GaitArrays``, ``ServoMoves``, ``JointControl``, ``MorphologyArrays``, ``StepScratch``). Recorded
+rows and the CSV: ``sim.trajectory``, ``sim.csv_writer``.
 """
 import math
-import os
 import time
-from collections import deque
 from typing import NamedTuple, Tuple
 
 import numpy as np
@@ -36,32 +38,95 @@ from jethexa_dynamics.hardware.protocol import MAX_MOVE_TIME_S
 from jethexa_dynamics.model import LeggedRobot, Morphology, kernels
 from jethexa_dynamics.model.se3 import cross3
 from jethexa_dynamics.model.com import center_of_mass
-from jethexa_dynamics.worker import IDLE, Worker
 
 from .contact import ContactModel, contact_forces
-from .csv_format import format_rows
+from .trajectory import R_P, R_R, R_T, R_V, Trajectory, record_layout, record_row
 
-# clock layout: [step index, dt, gait start time, mode, record counter]
+# clock layout: [step index, dt (s), gait start time (s), mode]
 K_STEP, K_DT, K_GAIT_T0, K_MODE = range(4)
 MODE_GAIT, MODE_EXTERNAL = 0, 1
 
-# record row layout (state after the step, and the inputs used during it)
-R_T = 0
-R_P = slice(1, 4)
-R_R = slice(4, 13)       # rotation matrix, row-major
-R_V = slice(13, 19)      # base twist [v; w] in base_link
-N_FIXED = 19
+
+class StepState(NamedTuple):
+    """What a step changes: base_link rotation R (3, 3) and position p (m) in the world, joint angles theta
+    (rad), v = [base twist in base_link; joint rates], the PID integrals, the previous gait targets (rad, for
+    their rates), the joint set-points qdes (rad) and the clock (``K_STEP``, ``K_DT``, ``K_GAIT_T0``, ``K_MODE``)."""
+    R: np.ndarray
+    p: np.ndarray
+    theta: np.ndarray
+    v: np.ndarray
+    pid_integral: np.ndarray
+    qprev: np.ndarray
+    qdes: np.ndarray
+    clock: np.ndarray
 
 
-def _rec_layout(nj, n_legs):
-    """Column slices of a record row for nj joints and n_legs feet."""
-    o = N_FIXED
-    lay = {}
-    for name, width in (("theta", nj), ("thetadot", nj), ("qdes", nj), ("tau", nj), ("force", 3 * n_legs),
-                        ("depth", n_legs), ("foot", 3 * n_legs), ("vdot", 6)):
-        lay[name] = slice(o, o + width)
-        o += width
-    return lay, o
+class GaitArrays(NamedTuple):
+    """The gait generator's and the IK's arrays (``control.gait.gait_joint_targets``' inputs)."""
+    prm: np.ndarray
+    offsets: np.ndarray
+    neutral: np.ndarray
+    stride: np.ndarray
+    geom: np.ndarray
+    limits: np.ndarray
+
+
+class ServoMoves(NamedTuple):
+    """Per joint, the servo move of external-target mode: from ``start`` to ``goal`` (rad), starting at ``t0``
+    (s) and lasting ``duration`` (s; 0: at the goal)."""
+    start: np.ndarray
+    goal: np.ndarray
+    t0: np.ndarray
+    duration: np.ndarray
+
+
+class JointControl(NamedTuple):
+    """The joint PID (gains, torque limits, servos powered) and ``follow``: 1 where a joint is silently broken
+    (its servo answers, its link is out of the dynamics; the joint tracks its set-point unloaded)."""
+    kp: np.ndarray
+    ki: np.ndarray
+    kd: np.ndarray
+    tau_max: np.ndarray
+    active: np.ndarray
+    follow: np.ndarray
+
+
+class MorphologyArrays(NamedTuple):
+    """The morphology as the loop uses it: the link mask of the dynamics (n_legs, n_max), the legs the gait
+    moves and the feet that touch the ground (1.0 / 0.0 per leg)."""
+    mask: np.ndarray
+    legs_on: np.ndarray
+    has_tip: np.ndarray
+
+
+class StepScratch(NamedTuple):
+    """Work arrays of a step, holding the last step's values after it: gait foot targets (n_legs, 3), joint
+    rate targets, generalized forces tau (base 6 + joints, N·m), world foot forces (N), penetration depths
+    (m), world foot positions and velocities, v̇, the implicit D-term's diagonal, and two 3-vectors of leg
+    kinematics."""
+    feet: np.ndarray
+    qd_des: np.ndarray
+    tau: np.ndarray
+    force: np.ndarray
+    depth: np.ndarray
+    foot_pos: np.ndarray
+    foot_vel: np.ndarray
+    vdot: np.ndarray
+    joint_diag: np.ndarray
+    rel: np.ndarray
+
+
+class StepArrays(NamedTuple):
+    """Everything ``_run`` reads and writes: the model arrays (``LeggedRobot.kernel_data``), the groups above
+    and the contact law's parameters (``ContactModel.params``)."""
+    data: tuple
+    state: StepState
+    gait: GaitArrays
+    moves: ServoMoves
+    control: JointControl
+    contact: np.ndarray
+    morphology: MorphologyArrays
+    scratch: StepScratch
 
 
 @njit(cache=True)
@@ -83,20 +148,28 @@ def world_foot_states(geom, R, p, theta, v, rel_p, rel_v, pos_out, vel_out):
 
 # nogil: a chunk of steps releases the GIL, so other threads (the bus emulator's) answer while the world steps
 @njit(cache=True, nogil=True)
-def _run(n_steps, data, st, gt, ext, ctl, cprm, mask, legs_on, has_tip, scr, rec, rec_every):
-    """Advance the state tuple ``st`` by n_steps fixed steps. Returns (steps done, rows recorded, status).
+def _run(n_steps, arrays, rec, rec_every):
+    """Advance the engine by n_steps fixed steps: ``arrays`` is ``Engine._step_arrays()``, changed in place;
+    a row into ``rec`` (``sim.trajectory.record_layout``) every ``rec_every`` steps of the clock. Returns (steps
+    done, rows recorded, status).
 
     status: 0 ok, 1 the mass matrix was not positive definite, 2 the state became non-finite.
     """
-    R, p, th, v, integ, qprev, qdes, clk = st
-    gprm, offsets, neutral, stride, geom, limits = gt
-    e_start, e_goal, e_t0, e_T = ext
-    kp, ki, kd, tmax, active, follow = ctl
-    feet, qd_des, tau, fw, depth, pos, vel, vdot, diag, rel = scr
-    nj = th.shape[0]
-    nl = pos.shape[0]
-    dt = clk[K_DT]
-    mode = clk[K_MODE]
+    a = StepArrays(*arrays)
+    st, gait, moves = StepState(*a.state), GaitArrays(*a.gait), ServoMoves(*a.moves)
+    ctl, morph, scr = JointControl(*a.control), MorphologyArrays(*a.morphology), StepScratch(*a.scratch)
+    # every array a local, bound once, and the step written out here: an array taken out of a tuple in the loop,
+    # or handed to an inlined helper there, costs reference counting at each step (~1-2 % of the step)
+    R, p, th, v, clk = st.R, st.p, st.theta, st.v, st.clock
+    integral, qprev, qdes = st.pid_integral, st.qprev, st.qdes
+    prm, offsets, neutral, stride, geom, limits = gait.prm, gait.offsets, gait.neutral, gait.stride, gait.geom, \
+        gait.limits
+    start, goal, t0, duration = moves.start, moves.goal, moves.t0, moves.duration
+    kp, ki, kd, tau_max, active, follow = ctl.kp, ctl.ki, ctl.kd, ctl.tau_max, ctl.active, ctl.follow
+    data, cprm, mask, legs_on, has_tip = a.data, a.contact, morph.mask, morph.legs_on, morph.has_tip
+    feet, qd_des, tau, force, depth = scr.feet, scr.qd_des, scr.tau, scr.force, scr.depth
+    foot_pos, foot_vel, vdot, joint_diag, rel = scr.foot_pos, scr.foot_vel, scr.vdot, scr.joint_diag, scr.rel
+    nj, dt, mode = th.shape[0], clk[K_DT], clk[K_MODE]
     any_follow = False
     for j in range(nj):
         if follow[j] != 0.0:
@@ -109,31 +182,31 @@ def _run(n_steps, data, st, gt, ext, ctl, cprm, mask, legs_on, has_tip, scr, rec
             tg = t - clk[K_GAIT_T0]
             if tg < 0.0:
                 tg = 0.0
-            gait_joint_targets(gprm, offsets, neutral, stride, geom, limits, legs_on, tg, feet, qdes)
+            gait_joint_targets(prm, offsets, neutral, stride, geom, limits, legs_on, tg, feet, qdes)
             for j in range(nj):
                 qd_des[j] = (qdes[j] - qprev[j]) / dt if tg > 0.0 else 0.0
                 qprev[j] = qdes[j]
-        else:
+        else:                                   # the servo moves: linear from start to goal over the duration
             for j in range(nj):
-                if e_T[j] > 0.0 and t < e_t0[j] + e_T[j]:
-                    s = (t - e_t0[j]) / e_T[j]
+                if duration[j] > 0.0 and t < t0[j] + duration[j]:
+                    s = (t - t0[j]) / duration[j]
                     if s < 0.0:
                         s = 0.0
-                    qdes[j] = e_start[j] + s * (e_goal[j] - e_start[j])
-                    qd_des[j] = (e_goal[j] - e_start[j]) / e_T[j]
+                    qdes[j] = start[j] + s * (goal[j] - start[j])
+                    qd_des[j] = (goal[j] - start[j]) / duration[j]
                 else:
-                    qdes[j] = e_goal[j]
+                    qdes[j] = goal[j]
                     qd_des[j] = 0.0
         # 2. PID on the joint rates v[6:]
-        pid_torques(kp, ki, kd, tmax, qdes, qd_des, th, v[6:], integ, active, dt, tau[6:])
+        pid_torques(kp, ki, kd, tau_max, qdes, qd_des, th, v[6:], integral, active, dt, tau[6:])
         # implicit D-term (module docstring); a saturated joint has no damping to make implicit
         for j in range(nj):
-            diag[j] = dt * kd[j] if (tau[6 + j] < tmax[j] and tau[6 + j] > -tmax[j]) else 0.0
+            joint_diag[j] = dt * kd[j] if (tau[6 + j] < tau_max[j] and tau[6 + j] > -tau_max[j]) else 0.0
         # 3. contact
-        world_foot_states(geom, R, p, th, v, rel[0], rel[1], pos, vel)
-        contact_forces(cprm, pos, vel, has_tip, fw, depth)
+        world_foot_states(geom, R, p, th, v, rel[0], rel[1], foot_pos, foot_vel)
+        contact_forces(cprm, foot_pos, foot_vel, has_tip, force, depth)
         # 4. dynamics
-        if not kernels.forward_dynamics(data, R, th, v, tau, fw, mask, vdot, diag):
+        if not kernels.forward_dynamics(data, R, th, v, tau, force, mask, vdot, joint_diag):
             return k, nrec, 1
         # 5. semi-implicit Euler on SE(3) x R^n
         for r in range(v.shape[0]):
@@ -151,259 +224,13 @@ def _run(n_steps, data, st, gt, ext, ctl, cprm, mask, legs_on, has_tip, scr, rec
         if not (math.isfinite(p[0] + p[1] + p[2]) and math.isfinite(v[0] + v[3] + v[4] + v[5])):
             return k + 1, nrec, 2
         if rec.shape[0] > 0 and int(clk[K_STEP]) % rec_every == 0 and nrec < rec.shape[0]:
-            row = rec[nrec]
-            row[0] = clk[K_STEP] * dt
-            for r in range(3):
-                row[1 + r] = p[r]
-                for c in range(3):
-                    row[4 + 3 * r + c] = R[r, c]
-            for r in range(6):
-                row[13 + r] = v[r]
-            o = 19
-            for j in range(nj):
-                row[o + j] = th[j]
-                row[o + nj + j] = v[6 + j]
-                row[o + 2 * nj + j] = qdes[j]
-                row[o + 3 * nj + j] = tau[6 + j]
-            o += 4 * nj
-            for i in range(nl):
-                for c in range(3):
-                    row[o + 3 * i + c] = fw[i, c]
-                    row[o + 4 * nl + 3 * i + c] = pos[i, c]
-                row[o + 3 * nl + i] = depth[i]
-            o += 7 * nl
-            for r in range(6):
-                row[o + r] = vdot[r]
+            record_row(rec[nrec], clk[K_STEP] * dt, R, p, v, th, qdes, tau, force, depth, foot_pos, vdot)
             nrec += 1
     return n_steps, nrec, 0
 
 
 class SimulationError(RuntimeError):
     """The integration failed (diverged or singular mass matrix); the message names the time and cause."""
-
-
-class Trajectory:
-    """Recorded rows of an engine run. ``data`` (n, ncols); column groups in ``layout``; names from the robot.
-
-    Attributes/properties (world frame, SI): ``t``, ``pos`` (n,3), ``rot`` (n,3,3), ``twist`` (n,6) base
-    twist in base_link, ``euler`` (n,3) ZYX angles as (roll, pitch, yaw) rad, yaw unwrapped.
-    """
-
-    def __init__(self, data, layout, joint_names, leg_names, events=()):
-        self.data = data
-        self.layout = layout
-        self.joint_names = list(joint_names)
-        self.leg_names = list(leg_names)
-        self.events = list(events)
-        self._euler = None
-
-    def __len__(self):
-        return self.data.shape[0]
-
-    def col(self, name):
-        return self.data[:, self.layout[name]]
-
-    @property
-    def t(self):
-        return self.data[:, R_T]
-
-    @property
-    def pos(self):
-        return self.data[:, R_P]
-
-    @property
-    def rot(self):
-        return self.data[:, R_R].reshape(-1, 3, 3)
-
-    @property
-    def twist(self):
-        return self.data[:, R_V]
-
-    @property
-    def euler(self):
-        if self._euler is None:     # computed once: the summary and the CSV both need it (one call per row)
-            self._euler = _euler_angles(self.rot)
-        return self._euler.copy()
-
-    def use_euler(self, euler):
-        """Adopt Euler angles (n, 3) already computed for these rows (``TrajectoryCsvWriter.close()``)."""
-        euler = np.asarray(euler, dtype=np.float64)
-        if euler.shape != (len(self), 3):
-            raise ValueError("euler must be (%d, 3), got %s" % (len(self), euler.shape))
-        self._euler = euler
-
-    @property
-    def foot_forces(self):
-        return self.col("force").reshape(len(self), -1, 3)
-
-    @property
-    def contact(self):
-        """(n, n_legs) bool: foot below the ground."""
-        return self.col("depth") > 0.0
-
-    def csv_header(self):
-        """The CSV's header line (no newline): ``t, x, y, z, roll, pitch, yaw, vx..wz``, the joint names,
-        ``fz_<leg>``, ``contact_<leg>``."""
-        return ",".join(["t", "x", "y", "z", "roll", "pitch", "yaw", "vx", "vy", "vz", "wx", "wy", "wz"]
-                        + self.joint_names + ["fz_" + n for n in self.leg_names]
-                        + ["contact_" + n for n in self.leg_names])
-
-    def csv_rows(self, euler=None):
-        """The CSV's data lines (each ending in a newline): time (s), base position (m, world), ZYX Euler angles
-        (rad; ``euler`` if given, else ``self.euler``), base twist in base_link (m/s, rad/s), joint angles (rad),
-        foot normal forces (N, world z) and contact flags (0/1), ``%.9g`` each (9 significant digits)."""
-        e = self.euler if euler is None else euler
-        n = len(self)
-        if n == 0:
-            return ""
-        block = np.hstack([self.t[:, None], self.pos, e, self.twist, self.col("theta"),
-                           self.foot_forces[:, :, 2], self.contact.astype(float)])
-        return format_rows(block)       # Python's "%.9g" text, compiled (~4x faster, without the GIL)
-
-    def to_csv(self, path):
-        """Write ``t, x, y, z, roll, pitch, yaw`` (SI, world frame, ZYX Euler angles), the base twist, joint
-        angles, foot normal forces and contact flags (``csv_header``, ``csv_rows``)."""
-        with open_new(path) as f:
-            f.write(self.csv_header() + "\n")
-            f.write(self.csv_rows())
-
-
-def open_new(path):
-    """``open(path, "w")`` on a new file: an existing file there is removed first instead of truncated. On ext4
-    truncating the previous run's output (``jethexa-sim --out`` into the same directory) waits for that file's
-    write-back, which its close started (``auto_da_alloc``): 0.4-5 ms per file measured here."""
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
-    return open(path, "w")
-
-
-# transforms3d.euler's gimbal-lock threshold on cos(pitch)
-_EPS4 = np.finfo(float).eps * 4.0
-
-
-@njit(cache=True, nogil=True)
-def _zyx_angles(rot, out):
-    """``transforms3d.euler.mat2euler(R, "sxyz")`` of each R in ``rot`` (n, 3, 3) into ``out`` (n, 3): its
-    operations and libm calls (atan2, sqrt), so the same bits (the tests compare); ~50x less time than one
-    mat2euler call per row from Python (1 ms per 500 rows)."""
-    for i in range(rot.shape[0]):
-        r00, r10 = rot[i, 0, 0], rot[i, 1, 0]
-        cy = math.sqrt(r00 * r00 + r10 * r10)
-        if cy > _EPS4:
-            out[i, 0] = math.atan2(rot[i, 2, 1], rot[i, 2, 2])
-            out[i, 2] = math.atan2(r10, r00)
-        else:       # pitch at +-90 deg: the yaw is folded into the roll
-            out[i, 0] = math.atan2(-rot[i, 1, 2], rot[i, 1, 1])
-            out[i, 2] = 0.0
-        out[i, 1] = math.atan2(-rot[i, 2, 0], cy)
-
-
-@njit(cache=True, nogil=True)
-def _unwrap(p, before, has_before):
-    """In place: ``np.unwrap(p)`` (period 2 pi), or ``np.unwrap([before, *p])[1:]`` with ``has_before``; numpy's
-    operations in its order (same bits; the tests compare), without its ~10 array temporaries per call."""
-    if p.shape[0] == 0:
-        return
-    first = 0 if has_before else 1
-    raw_prev = before if has_before else p[0]
-    total = 0.0
-    for i in range(first, p.shape[0]):
-        dd = p[i] - raw_prev                   # numpy: diff of the input, not of the unwrapped values
-        raw_prev = p[i]
-        ddmod = (dd + math.pi) % (2.0 * math.pi) - math.pi
-        if ddmod == -math.pi and dd > 0.0:
-            ddmod = math.pi
-        correction = ddmod - dd if abs(dd) >= math.pi else 0.0
-        total = correction if i == first else total + correction     # cumsum (its first term is not 0 + x)
-        p[i] += total
-
-
-def _euler_angles(rot, yaw_before=None):
-    """(n, 3) ZYX Euler angles (roll, pitch, yaw) in rad of rotation matrices ``rot`` (n, 3, 3), R = Rz(yaw)
-    Ry(pitch) Rx(roll), yaw unwrapped (continuing from ``yaw_before``, the unwrapped yaw of the row before,
-    when the rows continue a trajectory)."""
-    rot = np.asarray(rot, dtype=np.float64).reshape(-1, 3, 3)
-    e = np.empty((rot.shape[0], 3))
-    _zyx_angles(rot, e)
-    yaw = np.ascontiguousarray(e[:, 2])
-    _unwrap(yaw, 0.0 if yaw_before is None else float(yaw_before), yaw_before is not None)
-    e[:, 2] = yaw
-    return e
-
-
-class TrajectoryCsvWriter(Worker):
-    """Write ``Trajectory.to_csv``'s file while the engine runs.
-
-    ``add(rows)`` takes each block of record rows as the engine records it (``Engine.run(on_rows=...)``); every
-    ``batch_rows`` rows the worker thread converts them (Euler angles, columns, text) and appends them to ``path``
-    while the next chunks step (a compiled chunk releases the GIL: with a free core the CSV costs little wall
-    time, its CPU time stays the same). ``close()`` waits for the thread and returns the (n, 3) Euler angles it
-    computed (``Trajectory.euler`` of the same rows, to the rounding of an unwrapped yaw); ``abort()`` stops it
-    and removes the file. Same header, columns and ``%.9g`` digits. A write error (e.g. a full disk) stops the
-    writer and is re-raised by ``close()`` (``worker.Worker``'s policy).
-    """
-
-    def __init__(self, path, engine, batch_rows=50):
-        self.path = path
-        self._meta = (engine._layout, list(engine.robot.joint_names), list(engine.robot.leg_names))
-        self._file = open_new(path)
-        self._file.write(Trajectory(np.zeros((0, 1)), *self._meta).csv_header() + "\n")
-        # blocks are handed over in batches of >= batch_rows rows: fewer thread wake-ups and per-batch costs
-        self._batch_rows = int(batch_rows)
-        self._pending, self._n_pending = [], 0
-        self._batches = deque()
-        self._euler = []
-        self._yaw = None
-        super().__init__("trajectory-csv")
-
-    def add(self, rows):
-        """Queue a block of record rows (n, ncols) for writing (rows in time order, after those before)."""
-        self._pending.append(rows)
-        self._n_pending += len(rows)
-        if self._n_pending >= self._batch_rows:
-            self._flush()
-
-    def _flush(self):
-        if self._pending:
-            with self._cv:
-                self._batches.append(self._pending)      # a list of blocks: the thread stacks them
-                self.wake()
-            self._pending, self._n_pending = [], 0
-
-    def _next(self):
-        return self._batches.popleft() if self._batches else IDLE
-
-    def _next_is_idle(self) -> bool:
-        return not self._batches
-
-    def _handle(self, blocks):
-        part = Trajectory(blocks[0] if len(blocks) == 1 else np.vstack(blocks), *self._meta)
-        if len(part):
-            e = _euler_angles(part.rot, self._yaw)
-            self._yaw = e[-1, 2]
-            self._file.write(part.csv_rows(e))
-            self._euler.append(e)
-
-    def close(self, timeout=None):
-        """Wait until every queued block is written, close the file; returns the Euler angles (n, 3) of all
-        rows written. Re-raises an error the writing thread met (e.g. a full disk)."""
-        self._flush()
-        self.wait_idle(None)
-        super().close(timeout)
-        self._file.close()
-        self.check()
-        return np.vstack(self._euler) if self._euler else np.zeros((0, 3))
-
-    def abort(self):
-        """Stop writing and remove the partial file (the run failed)."""
-        super().close()
-        self._file.close()
-        try:
-            os.remove(self.path)
-        except FileNotFoundError:
-            pass
 
 
 def _finite_vec(x, n, name):
@@ -416,8 +243,9 @@ def _finite_vec(x, n, name):
 
 
 class EngineState(NamedTuple):
-    """:meth:`Engine.snapshot`: copies of ``Engine._state()`` (R, p, theta, v, PID integral, qprev, qdes, clock)
-    and of the servo moves ``Engine._ext`` (start, goal, start time, duration per joint)."""
+    """:meth:`Engine.snapshot`: copies of ``Engine._state()`` (``StepState``: R, p, theta, v, PID integral, qprev,
+    qdes, clock) and of the servo moves ``Engine._moves`` (``ServoMoves``: start, goal, start time, duration per
+    joint)."""
     state: Tuple[np.ndarray, ...]
     ext: Tuple[np.ndarray, ...]
 
@@ -459,7 +287,7 @@ class Engine:
         if self.pid.n != nj:
             raise ValueError("pid must control %d joints, got %d" % (nj, self.pid.n))
         self.record_every = record_every
-        self._layout, self._ncols = _rec_layout(nj, self.n_legs)
+        self._layout, self._ncols = record_layout(nj, self.n_legs)
         # world gravity of the model (m/s^2)
         self.gravity = np.asarray(r.kernel_data[kernels.D_GRAVITY], dtype=np.float64)
         # IMU mount (base_link -> imu_link), for the accelerometer's lever arm
@@ -476,10 +304,14 @@ class Engine:
         self.qprev = np.zeros(nj)
         self.qdes = np.zeros(nj)
         self.clock = np.array([0.0, self.dt, float(settle), float(MODE_GAIT if gait is not None else MODE_EXTERNAL)])
-        self._ext = (np.zeros(nj), np.zeros(nj), np.zeros(nj), np.zeros(nj))
+        self._moves = ServoMoves(np.zeros(nj), np.zeros(nj), np.zeros(nj), np.zeros(nj))
         L = self.n_legs
-        self._scr = (np.zeros((L, 3)), np.zeros(nj), np.zeros(6 + nj), np.zeros((L, 3)), np.zeros(L),
-                     np.zeros((L, 3)), np.zeros((L, 3)), np.zeros(6 + nj), np.zeros(nj), np.zeros((2, 3)))
+        self._scr = StepScratch(feet=np.zeros((L, 3)), qd_des=np.zeros(nj), tau=np.zeros(6 + nj),
+                                force=np.zeros((L, 3)), depth=np.zeros(L), foot_pos=np.zeros((L, 3)),
+                                foot_vel=np.zeros((L, 3)), vdot=np.zeros(6 + nj), joint_diag=np.zeros(nj),
+                                rel=np.zeros((2, 3)))
+        # the same arrays as plain tuples for ``_step_arrays`` (never rebound, only changed in place)
+        self._plain_moves, self._plain_scr = tuple(self._moves), tuple(self._scr)
         self._zero_gait = None
         self.events = []
         self.follow = np.zeros(nj)
@@ -512,11 +344,11 @@ class Engine:
         self.qdes[:] = th
         if time is not None:
             self.clock[K_STEP] = round(float(time) / self.dt)
-        e_start, e_goal, e_t0, e_T = self._ext
-        e_start[:] = th
-        e_goal[:] = th
-        e_t0[:] = self.time
-        e_T[:] = 0.0
+        moves = self._moves
+        moves.start[:] = th
+        moves.goal[:] = th
+        moves.t0[:] = self.time
+        moves.duration[:] = 0.0
         self.v[:] = 0.0
         self.pid.reset()
         self.R[:] = euler2mat(0.0, 0.0, mat2euler(self.R, "sxyz")[2], "sxyz")
@@ -528,11 +360,11 @@ class Engine:
         """A copy of the dynamic state (pose, joints, velocities, PID integrals, servo setpoints and their
         moves, clock), not the morphology: :meth:`restore` puts it back into this or another engine of the same
         robot (the damage identifier starts each hypothesis' model from the confirmed one's state)."""
-        return EngineState(tuple(a.copy() for a in self._state()), tuple(a.copy() for a in self._ext))
+        return EngineState(tuple(a.copy() for a in self._state()), tuple(a.copy() for a in self._moves))
 
     def restore(self, snap: "EngineState") -> None:
         """Set the dynamic state from :meth:`snapshot` (in place: the compiled kernels hold the arrays)."""
-        for a, b in zip(self._state() + self._ext, snap.state + snap.ext):
+        for a, b in zip(self._state() + self._moves, snap.state + snap.ext):
             a[...] = b
 
     @property
@@ -547,7 +379,8 @@ class Engine:
         self.mask = np.ascontiguousarray(body.link_mask, dtype=np.float64)
         n_joints = self.robot.description.n_joints
         self.has_tip = np.array([1.0 if k == n else 0.0 for k, n in zip(body.links_per_leg, n_joints)])
-        self.legs_on = np.array([1.0 if k > 0 else 0.0 for k in self.morphology.links_per_leg])   # the gait skips removed legs
+        # the gait skips removed legs
+        self.legs_on = np.array([1.0 if k > 0 else 0.0 for k in self.morphology.links_per_leg])
         servo = self.morphology.link_mask
         self.pid.active[:] = np.concatenate([servo[i, :n] for i, n in enumerate(n_joints)])
         in_body = np.concatenate([self.mask[i, :n] for i, n in enumerate(n_joints)])
@@ -586,26 +419,26 @@ class Engine:
         tgt = _finite_vec(targets, len(idx), "targets")
         if not (math.isfinite(move_time) and 0.0 <= move_time <= MAX_MOVE_TIME_S):
             raise ValueError("move_time=%r outside the allowed range [0, %g] s" % (move_time, MAX_MOVE_TIME_S))
+        moves = self._moves
         if self.clock[K_MODE] != MODE_EXTERNAL:
             self.clock[K_MODE] = MODE_EXTERNAL
-            self._ext[1][:] = self.qdes
-            self._ext[3][:] = 0.0
-        e_start, e_goal, e_t0, e_T = self._ext
+            moves.goal[:] = self.qdes
+            moves.duration[:] = 0.0
         now = self.time
-        e_start[idx] = self.setpoints()[idx]
-        e_goal[idx] = tgt
-        e_t0[idx] = now
-        e_T[idx] = float(move_time)
+        moves.start[idx] = self.setpoints()[idx]
+        moves.goal[idx] = tgt
+        moves.t0[idx] = now
+        moves.duration[idx] = float(move_time)
 
     def setpoints(self):
         """Current joint set-points (rad) of the servo interpolation (external mode) or of the gait."""
         if self.clock[K_MODE] != MODE_EXTERNAL:
             return self.qdes.copy()
-        e_start, e_goal, e_t0, e_T = self._ext
+        moves = self._moves
         s = np.ones(self.nj)
-        moving = e_T > 0
-        s[moving] = np.clip((self.time - e_t0[moving]) / e_T[moving], 0.0, 1.0)
-        return e_start + s * (e_goal - e_start)
+        moving = moves.duration > 0
+        s[moving] = np.clip((self.time - moves.t0[moving]) / moves.duration[moving], 0.0, 1.0)
+        return moves.start + s * (moves.goal - moves.start)
 
     def set_command(self, command):
         """Body velocity command (vx, vy, yaw rate) for the gait (validated by ``Gait.set_command``)."""
@@ -619,15 +452,22 @@ class Engine:
         return float(self.clock[K_STEP] * self.dt)
 
     def _state(self):
+        """The ``StepState`` arrays, a plain tuple in its field order."""
         return (self.R, self.p, self.theta, self.v, self.pid.integral, self.qprev, self.qdes, self.clock)
 
-    def _gait_tuple(self):
-        g = self._standing_gait()
-        return (g.prm, g.offsets, g.neutral, g.stride, self.geometry.geom, self.geometry.limits)
-
-    def _ctl(self):
-        pid = self.pid
-        return (pid.kp, pid.ki, pid.kd, pid.tau_max, pid.active, self.follow)
+    def _step_arrays(self):
+        """The arrays ``_run`` steps, the engine's own (changed in place): ``StepArrays`` and its groups as plain
+        tuples in their field order. numba types a plain tuple at each call ~3x faster than a NamedTuple (a few
+        µs of every ``step``); ``_run`` names them again."""
+        g, pid = self._standing_gait(), self.pid
+        return (self.robot.kernel_data,
+                self._state(),                                                                       # StepState
+                (g.prm, g.offsets, g.neutral, g.stride, self.geometry.geom, self.geometry.limits),   # GaitArrays
+                self._plain_moves,
+                (pid.kp, pid.ki, pid.kd, pid.tau_max, pid.active, self.follow),                      # JointControl
+                self.contact.params,
+                (self.mask, self.legs_on, self.has_tip),                                             # MorphologyArrays
+                self._plain_scr)
 
     def step(self, n=1, record=None):
         """Run ``n`` steps in one compiled call. Returns the recorded rows (array) if ``record``."""
@@ -638,10 +478,7 @@ class Engine:
         nrec = (n // every + 1) if every else 0
         rec = np.empty((nrec, self._ncols))
         w0 = time.perf_counter()
-        done, got, status = _run(n, self.robot.kernel_data, self._state(), self._gait_tuple(), self._ext,
-                                 self._ctl(), self.contact.params, self.mask, self.legs_on, self.has_tip,
-                                 self._scr, rec,
-                                 max(every, 1))
+        done, got, status = _run(n, self._step_arrays(), rec, max(every, 1))
         self.wall_time += time.perf_counter() - w0
         if status:
             cause = "the mass matrix is not positive definite" if status == 1 else "the state became non-finite"
@@ -700,15 +537,13 @@ class Engine:
         row[lay["theta"]] = self.theta
         row[lay["thetadot"]] = self.v[6:]
         row[lay["qdes"]] = self.qdes
-        vdot = self._scr[7]
-        tau = self._scr[2]
-        row[lay["tau"]] = tau[6:]
+        row[lay["tau"]] = self._scr.tau[6:]
         pos_now, vel_now = self.foot_states()
         f, d = self.contact.forces(pos_now, vel_now, has_tip=self.has_tip)
         row[lay["force"]] = f.reshape(-1)
         row[lay["depth"]] = d
         row[lay["foot"]] = pos_now.reshape(-1)
-        row[lay["vdot"]] = vdot[:6]
+        row[lay["vdot"]] = self._scr.vdot[:6]
         return row
 
     # ---- state getters ------------------------------------------------------------------------------------
@@ -736,7 +571,7 @@ class Engine:
     @property
     def joint_torques(self):
         """Joint torques (N·m) applied during the last step."""
-        return self._scr[2][6:].copy()
+        return self._scr.tau[6:].copy()
 
     def foot_states(self):
         """World-frame foot positions and velocities (n_legs, 3) (rows of lost feet are meaningless)."""
@@ -754,7 +589,7 @@ class Engine:
     def imu(self):
         """(gyro, accel): body angular velocity (rad/s) and specific force R^T(a - g) (m/s^2) at the IMU,
         both in base_link axes (the IMU is mounted without rotation), from the last step's acceleration."""
-        vd = self._scr[7].tolist()
+        vd = self._scr.vdot.tolist()
         V, W = self.v[0:3].tolist(), self.v[3:6].tolist()
         Wd = vd[3:6]
         r = self.imu_offset.tolist()
