@@ -25,11 +25,92 @@ _TIE = 2.5e-7
 _MAX_CHARS = 16                                        # "-0.000123456789," / "-1.23456789e-14,"
 
 
+# The steps of ``_format_block`` are inlined into it (numba IR): a call per value costs more than formatting a zero.
+@njit(cache=True, nogil=True, inline="always")
+def _nine_digits(a):
+    """(u, e): the 9 significant digits of a finite a > 0 as the integer u in [10^8, 10^9) and its decimal
+    exponent e, exact (``dtoa``'s); u = 0 when they are Python's to decide (module docstring)."""
+    e = int(math.floor(math.log10(a)))
+    if not -13 <= e <= 29:                                 # keeps |8 - e| <= 22 after the adjustment below
+        return 0, 0
+    m = a * _POW10[8 - e] if e <= 8 else a / _POW10[e - 8]
+    if abs(m - 99999999.5) < _TIE or abs(m - 999999999.5) < _TIE:   # which decade: too close to call
+        return 0, 0
+    if m < 99999999.5 or m >= 999999999.5:                 # log10 rounded across a power of ten, or the
+        e += -1 if m < 99999999.5 else 1                   # 9 digits round up to 10^9
+        m = a * _POW10[8 - e] if e <= 8 else a / _POW10[e - 8]
+    n = math.floor(m)
+    frac = m - n
+    if abs(frac - 0.5) < _TIE or not 99999999.5 <= m < 999999999.5:  # rounding too close to call
+        return 0, 0
+    return int(n) + (1 if frac > 0.5 else 0), e
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _split_digits(u, digits):
+    """The 9 decimal digits of u (10^8 <= u < 10^9) into ``digits``; returns the index of the last non-zero
+    one (trailing zeros are dropped)."""
+    r = np.uint32(u)                                       # unsigned: division by 10 without sign fix-ups
+    for k in range(8, -1, -1):
+        q = r // np.uint32(10)
+        digits[k] = r - q * np.uint32(10)
+        r = q
+    last = 8
+    while digits[last] == 0:
+        last -= 1
+    return last
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _write_fixed(out, pos, digits, last, e):
+    """``ddd.ddd`` or ``0.000ddd`` (fixed notation, -4 <= e < 9) of digits[:last + 1] at ``out[pos:]``; returns
+    the position after it."""
+    if e >= 0:
+        for k in range(e + 1):
+            out[pos] = 48 + digits[k]                      # '0' + digit
+            pos += 1
+        first_frac = e + 1
+    else:
+        out[pos] = 48
+        out[pos + 1] = 46                                  # '.'
+        pos += 2
+        for _ in range(-e - 1):
+            out[pos] = 48
+            pos += 1
+        first_frac = 0
+    if last >= first_frac:
+        if e >= 0:
+            out[pos] = 46
+            pos += 1
+        for k in range(first_frac, last + 1):
+            out[pos] = 48 + digits[k]
+            pos += 1
+    return pos
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _write_exponent(out, pos, digits, last, e):
+    """``d.ddde+XX`` (|e| < 100) of digits[:last + 1] at ``out[pos:]``; returns the position after it."""
+    out[pos] = 48 + digits[0]
+    pos += 1
+    if last >= 1:
+        out[pos] = 46
+        pos += 1
+        for k in range(1, last + 1):
+            out[pos] = 48 + digits[k]
+            pos += 1
+    out[pos] = 101                                         # 'e'
+    out[pos + 1] = 45 if e < 0 else 43                     # '-' / '+'
+    out[pos + 2] = 48 + abs(e) // 10
+    out[pos + 3] = 48 + abs(e) % 10
+    return pos + 4
+
+
 @njit(cache=True, nogil=True)
 def _format_block(block, out, line_end, python_rows):
     """Lines ``%.9g,%.9g,...\\n`` of ``block`` (n, m) into the bytes ``out``; ``line_end[i]``: where line i
     ends; ``python_rows[i]``: line i holds a value left to Python (module docstring; its bytes are then
-    incomplete). One function: a call per value costs more than formatting a zero."""
+    incomplete)."""
     digits = np.zeros(9, dtype=np.uint8)
     pos = 0
     for i in range(block.shape[0]):
@@ -49,68 +130,18 @@ def _format_block(block, out, line_end, python_rows):
             if not math.isfinite(a):
                 python_rows[i] = True
                 continue
-            e = int(math.floor(math.log10(a)))
-            if not -13 <= e <= 29:                             # keeps |8 - e| <= 22 after the adjustment below
+            u, e = _nine_digits(a)
+            if u == 0:
                 python_rows[i] = True
                 continue
-            m = a * _POW10[8 - e] if e <= 8 else a / _POW10[e - 8]
-            if abs(m - 99999999.5) < _TIE or abs(m - 999999999.5) < _TIE:   # which decade: too close to call
-                python_rows[i] = True
-                continue
-            if m < 99999999.5 or m >= 999999999.5:             # log10 rounded across a power of ten, or the
-                e += -1 if m < 99999999.5 else 1               # 9 digits round up to 10^9
-                m = a * _POW10[8 - e] if e <= 8 else a / _POW10[e - 8]
-            n = math.floor(m)
-            frac = m - n
-            if abs(frac - 0.5) < _TIE or not 99999999.5 <= m < 999999999.5:  # rounding too close to call
-                python_rows[i] = True
-                continue
-            u = np.uint32(int(n) + (1 if frac > 0.5 else 0))  # unsigned: division by 10 without sign fix-ups
-            for k in range(8, -1, -1):
-                q = u // np.uint32(10)
-                digits[k] = u - q * np.uint32(10)
-                u = q
-            last = 8                                           # the last digit kept (trailing zeros dropped)
-            while digits[last] == 0:
-                last -= 1
+            last = _split_digits(u, digits)
             if x < 0.0:
                 out[pos] = 45
                 pos += 1
-            if -4 <= e < 9:                                    # fixed notation
-                if e >= 0:
-                    for k in range(e + 1):
-                        out[pos] = 48 + digits[k]
-                        pos += 1
-                    first_frac = e + 1
-                else:
-                    out[pos] = 48
-                    out[pos + 1] = 46                          # '.'
-                    pos += 2
-                    for _ in range(-e - 1):
-                        out[pos] = 48
-                        pos += 1
-                    first_frac = 0
-                if last >= first_frac:
-                    if e >= 0:
-                        out[pos] = 46
-                        pos += 1
-                    for k in range(first_frac, last + 1):
-                        out[pos] = 48 + digits[k]
-                        pos += 1
-            else:                                              # d.dddde+XX (|e| < 100 here)
-                out[pos] = 48 + digits[0]
-                pos += 1
-                if last >= 1:
-                    out[pos] = 46
-                    pos += 1
-                    for k in range(1, last + 1):
-                        out[pos] = 48 + digits[k]
-                        pos += 1
-                out[pos] = 101                                 # 'e'
-                out[pos + 1] = 45 if e < 0 else 43             # '-' / '+'
-                out[pos + 2] = 48 + abs(e) // 10
-                out[pos + 3] = 48 + abs(e) % 10
-                pos += 4
+            if -4 <= e < 9:
+                pos = _write_fixed(out, pos, digits, last, e)
+            else:
+                pos = _write_exponent(out, pos, digits, last, e)
         out[pos] = 10                                          # '\n'
         pos += 1
         line_end[i] = pos
