@@ -149,19 +149,10 @@ def build_parser(robot=None):
     return ap
 
 
-def run(args, csv_path=None, make_robot=None):
-    """Run one experiment from parsed arguments; returns (trajectory, summary dict, paragraph). ``csv_path``:
-    write the trajectory CSV there while simulating (``TrajectoryCsvWriter``; its directory is created);
-    ``make_robot``: a callable returning the healthy ``LeggedRobot`` to simulate, called once the arguments are
-    checked (default ``LeggedRobot.jethexa``)."""
-    from jethexa_dynamics.control.gait import GAIT_KINDS, Gait
-    from jethexa_dynamics.control.ik import LegGeometry
-    from jethexa_dynamics.model import LeggedRobot
-
-    from .contact import ContactModel
-    from .csv_writer import TrajectoryCsvWriter
-    from .engine import Engine
-    from jethexa_dynamics.model.scenarios import scenario_morphology
+def _checked_record_rate(args):
+    """Refuse a bad --scenario, --gait, --duration or --record-rate (ValueError naming it; the scenario's alias
+    is replaced by its name); returns the CSV's rows per simulated second (Hz)."""
+    from jethexa_dynamics.control.gait import GAIT_KINDS
 
     scenario = canonical_scenario(args.scenario)
     if scenario is None:
@@ -177,7 +168,12 @@ def run(args, csv_path=None, make_robot=None):
         rate = min(100.0, 1.0 / args.dt) if args.dt > 0.0 else 100.0    # a bad --dt is reported by the engine
     elif not (math.isfinite(rate) and 0.0 < rate * args.dt <= 1.0 + 1e-9):
         raise ValueError("--record-rate=%r outside the allowed range (0, 1/dt = %g] Hz" % (rate, 1.0 / args.dt))
-    robot = (make_robot or LeggedRobot.jethexa)()
+    return rate
+
+
+def _checked_breaks(args, robot):
+    """--break as a ``Morphology`` of ``robot`` (None without it), and --damage-at checked against the damage it
+    times (ValueError naming the option)."""
     breaks = None
     if args.breaks is not None:
         from jethexa_dynamics.model import Morphology
@@ -191,6 +187,19 @@ def run(args, csv_path=None, make_robot=None):
         if not (math.isfinite(args.damage_at) and 0.0 <= args.damage_at <= args.duration):
             raise ValueError("--damage-at=%r outside the allowed range [0, %g] s (the duration)"
                              % (args.damage_at, args.duration))
+    return breaks
+
+
+def _experiment(args, robot, rate, breaks):
+    """The engine of the experiment (gait, contact, damage from the start) and the damage it switches to later:
+    (engine, morphology_at, breaks_at) as ``Engine.run`` takes them."""
+    from jethexa_dynamics.control.gait import Gait
+    from jethexa_dynamics.control.ik import LegGeometry
+    from jethexa_dynamics.model.scenarios import scenario_morphology
+
+    from .contact import ContactModel
+    from .engine import Engine
+
     contact = ContactModel(friction=args.friction, mu=args.mu)
     gait = Gait(LegGeometry.from_robot(robot), kind=args.gait, cycle_time=args.cycle_time, step_height=args.step_height,
                 body_height=args.body_height, step_length=args.step_length)
@@ -207,6 +216,14 @@ def run(args, csv_path=None, make_robot=None):
             engine.set_breaks(breaks)
         else:
             breaks_at = (args.damage_at, breaks)
+    return engine, switch, breaks_at
+
+
+def _simulate(engine, args, csv_path, switch, breaks_at):
+    """Run ``engine`` for --duration with the progress bar, the CSV written to ``csv_path`` (if given) while it
+    steps; returns (trajectory, wall time of the run in s)."""
+    from .csv_writer import TrajectoryCsvWriter
+
     engine.step(0)                      # compile (or load the numba cache) outside the timing
     progress = Progress(args.duration, enabled=not args.quiet)
     writer = None
@@ -228,6 +245,21 @@ def run(args, csv_path=None, make_robot=None):
     wall = time.perf_counter() - w0
     if writer is not None:
         traj.use_euler(writer.close())
+    return traj, wall
+
+
+def run(args, csv_path=None, make_robot=None):
+    """Run one experiment from parsed arguments; returns (trajectory, summary dict, paragraph). ``csv_path``:
+    write the trajectory CSV there while simulating (``TrajectoryCsvWriter``; its directory is created);
+    ``make_robot``: a callable returning the healthy ``LeggedRobot`` to simulate, called once the arguments are
+    checked (default ``LeggedRobot.jethexa``)."""
+    from jethexa_dynamics.model import LeggedRobot
+
+    rate = _checked_record_rate(args)
+    robot = (make_robot or LeggedRobot.jethexa)()
+    breaks = _checked_breaks(args, robot)
+    engine, switch, breaks_at = _experiment(args, robot, rate, breaks)
+    traj, wall = _simulate(engine, args, csv_path, switch, breaks_at)
     s = summarize(traj, wall)
     text = summary_paragraph(args.scenario, args.gait, s, args.dt, args.damage_at)
     if breaks is not None:

@@ -93,13 +93,8 @@ def segment_metrics(t, pos, rpy, margin, command, t_ref, t0, t1, cycle: float = 
     }
 
 
-def run_recovery(damage, recovery: bool = True, command: Sequence[float] = (0.05, 0.0, 0.0), before: float = 3.0,
-                 after: float = 20.0, dt_cmd: float = 0.02, heading: Optional[HeadingHold] = None,
-                 engine: Optional[Engine] = None, skip: float = 2.0, imu_stops_at: Optional[float] = None):
-    """Walk healthy for ``before`` s, apply ``damage`` (anything ``Engine.set_morphology`` takes), walk
-    ``after`` s more, with the controller at ``recovery`` on/off (off: the old wave over the remaining legs,
-    no heading hold). ``skip`` s after each segment start are left out of the speed figure. ``imu_stops_at`` (s)
-    stops the gyro feed (the controller must hold a safe stance). Returns a ``RecoveryRun``."""
+def _checked_command(command, before, after, dt_cmd) -> np.ndarray:
+    """The command (vx m/s, vy m/s, yaw rate rad/s) as an array; ValueError naming a bad argument."""
     cmd = np.asarray(command, dtype=float)
     if cmd.shape != (3,) or not np.all(np.isfinite(cmd)):
         raise ValueError("command must be 3 finite values (vx m/s, vy m/s, yaw_rate rad/s), got %r" % (command,))
@@ -107,6 +102,75 @@ def run_recovery(damage, recovery: bool = True, command: Sequence[float] = (0.05
                             ("dt_cmd", dt_cmd, 0.005, 0.2)):
         if not (math.isfinite(v) and lo <= v <= hi):
             raise ValueError("%s=%r outside the allowed range [%g, %g] s" % (name, v, lo, hi))
+    return cmd
+
+
+def _stand_in_the_gaits_stance(eng: Engine, loop: GaitLoop):
+    """Put the engine at rest in the gait's own first stance, held by the servos (no initial jump); returns the
+    gait's first (joint names, targets)."""
+    names, q = loop.walker.step(0.0, False)
+    tgt = eng.setpoints()
+    tgt[loop.joints(names)] = q
+    eng.theta[:] = tgt
+    eng.reset_standing()
+    eng.set_joint_targets(tgt)
+    eng.theta[:] = tgt
+    return names, q
+
+
+def _damage_event(loop: GaitLoop, hold: HeadingHold, damage, t: float):
+    """Apply ``damage`` to the engine and the controller at time t (s) (the heading hold starts over with the
+    new gait); returns the event (t, text) naming the gait planned for it."""
+    loop.set_morphology(damage)
+    hold.new_gait()
+    st = loop.walker.status()
+    return (t, "morphology %s: gait %s, planned margin %.4f m%s" % (
+        list(loop.engine.morphology.links_per_leg), st["gait"], st["stability_margin"],
+        (" (" + st["reason"] + ")") if st["reason"] else ""))
+
+
+def _largest_target_step(max_step: float, last: dict, names, q) -> float:
+    """``max_step`` raised to the largest change of a joint's target from ``last`` ({name: target}) to ``q``."""
+    for n, v in zip(names, q):
+        if n in last:
+            max_step = max(max_step, abs(v - last[n]))
+    return max_step
+
+
+class _Samples:
+    """The run's samples, one per command period (``RecoveryRun``'s columns), the yaw unwrapped as they come."""
+
+    def __init__(self):
+        self.t, self.pos, self.rpy, self.margin, self.command, self.gait = [], [], [], [], [], []
+        self._yaw, self._prev_yaw = 0.0, None
+
+    def add(self, eng: Engine, cmd: np.ndarray, gait: str) -> None:
+        e = eng.euler
+        if self._prev_yaw is not None:
+            self._yaw += wrap_angle(e[2] - self._prev_yaw)
+        else:
+            self._yaw = e[2]
+        self._prev_yaw = e[2]
+        self.t.append(eng.time)
+        self.pos.append(eng.p.copy())
+        self.rpy.append([e[0], e[1], self._yaw])
+        self.margin.append(measured_margin(eng))
+        self.command.append(cmd.copy())
+        self.gait.append(gait)
+
+    def run(self, max_step: float, damage_at: Optional[float], events) -> RecoveryRun:
+        return RecoveryRun(np.array(self.t), np.array(self.pos), np.array(self.rpy), np.array(self.margin),
+                           np.array(self.command), self.gait, max_step, damage_at, events=events)
+
+
+def run_recovery(damage, recovery: bool = True, command: Sequence[float] = (0.05, 0.0, 0.0), before: float = 3.0,
+                 after: float = 20.0, dt_cmd: float = 0.02, heading: Optional[HeadingHold] = None,
+                 engine: Optional[Engine] = None, skip: float = 2.0, imu_stops_at: Optional[float] = None):
+    """Walk healthy for ``before`` s, apply ``damage`` (anything ``Engine.set_morphology`` takes), walk
+    ``after`` s more, with the controller at ``recovery`` on/off (off: the old wave over the remaining legs,
+    no heading hold). ``skip`` s after each segment start are left out of the speed figure. ``imu_stops_at`` (s)
+    stops the gyro feed (the controller must hold a safe stance). Returns a ``RecoveryRun``."""
+    cmd = _checked_command(command, before, after, dt_cmd)
     eng = engine or Engine(gait=None)
     eng.step(0)
     loop = GaitLoop.build(engine=eng, recovery=recovery, robot=eng.robot, design_command=command, step_height=0.012)
@@ -114,31 +178,18 @@ def run_recovery(damage, recovery: bool = True, command: Sequence[float] = (0.05
     hold = heading if heading is not None else HeadingHold(enabled=recovery)
     walker.set_command(cmd)
     events = []
-    # start from the gait's own stance (no initial jump)
-    names, q = walker.step(0.0, False)
-    tgt = eng.setpoints()
-    tgt[loop.joints(names)] = q
-    eng.theta[:] = tgt
-    eng.reset_standing()
-    eng.set_joint_targets(tgt)
-    eng.theta[:] = tgt
-    rows_t, rows_p, rows_e, rows_m, rows_c, gaits = [], [], [], [], [], []
+    names, q = _stand_in_the_gaits_stance(eng, loop)
+    samples = _Samples()
     total = before + after
     damaged = False
     max_step = 0.0
     last = dict(zip(names, q))
-    yaw_unwrap, prev_yaw = 0.0, None
     k = 0
     while eng.time < total - 1e-9:
         t = eng.time
         if not damaged and damage is not None and t >= before - 1e-9:
-            loop.set_morphology(damage)
-            hold.new_gait()
+            events.append(_damage_event(loop, hold, damage, t))
             damaged = True
-            st = walker.status()
-            events.append((t, "morphology %s: gait %s, planned margin %.4f m%s" % (
-                list(eng.morphology.links_per_leg), st["gait"], st["stability_margin"],
-                (" (" + st["reason"] + ")") if st["reason"] else "")))
         gyro, _ = eng.imu()
         gz = None if (imu_stops_at is not None and t >= imu_stops_at) else float(gyro[2])
         stale = hold.enabled and hold.imu_stale(t) and k > 0 and gz is None
@@ -152,26 +203,12 @@ def run_recovery(damage, recovery: bool = True, command: Sequence[float] = (0.05
         if recovery:
             walker.set_trim(trimmed)
         names, q = loop.step(dt_cmd, walking=not stale, move_time=dt_cmd)
-        for n, v in zip(names, q):
-            if n in last:
-                max_step = max(max_step, abs(v - last[n]))
+        max_step = _largest_target_step(max_step, last, names, q)
         last = dict(zip(names, q))
         eng.advance(t + dt_cmd)
         k += 1
-        e = eng.euler
-        if prev_yaw is not None:
-            yaw_unwrap += wrap_angle(e[2] - prev_yaw)
-        else:
-            yaw_unwrap = e[2]
-        prev_yaw = e[2]
-        rows_t.append(eng.time)
-        rows_p.append(eng.p.copy())
-        rows_e.append([e[0], e[1], yaw_unwrap])
-        rows_m.append(measured_margin(eng))
-        rows_c.append(cmd.copy())
-        gaits.append(walker.status()["gait"])
-    run = RecoveryRun(np.array(rows_t), np.array(rows_p), np.array(rows_e), np.array(rows_m), np.array(rows_c),
-                      gaits, max_step, before if damage is not None else None, events=events)
+        samples.add(eng, cmd, walker.status()["gait"])
+    run = samples.run(max_step, before if damage is not None else None, events)
     t_dmg = before if damage is not None else 0.0
     if damage is not None and before > skip:
         run.segments["before"] = segment_metrics(run.t, run.pos, run.rpy, run.margin, run.command, 0.5, skip,
