@@ -16,6 +16,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -181,23 +182,166 @@ def displayed_morphology(msg, legs: Sequence[str], monitor) -> Optional[List[int
 
 
 # ---------------------------------------------------------------------------------------------- run
+@dataclass
+class _Walk:
+    """What the demo has seen since the walk started at ``t0`` (monotonic s); times below are from ``t0``."""
+    t0: float
+    t_damage: Optional[float] = None        # when the damage was sent to the emulated world
+    t_detect: Optional[float] = None        # when damage_monitor first published it
+    damage_sent: bool = False
+    morph_seen: List[Sequence[int]] = field(default_factory=list)   # damage_monitor's morphologies, in order
+    morph_t: float = -math.inf              # receive time of the last morphology message read
+    foreign: int = 0                        # morphology messages not from damage_monitor
+    next_row: float = 0.0                   # when the next table row is due
+
+
+def _graph_overrides(args: argparse.Namespace, link: str) -> Dict[str, str]:
+    """The sim.launch.py arguments the demo sets (servo bus link, predictor, recording, recovery)."""
+    return {"port_link": link, "predictor": args.predictor, "horizon": str(args.horizon),
+            "predictor_rate": str(args.predictor_rate), "record": args.record or "",
+            "record_storage": args.record_storage, "recovery": "true" if args.recovery == "on" else "false",
+            "publish_slip": "true"}   # the demo shows the second opinion beside the model
+
+
+def _start_graph(say, graph, overrides, workdir: str, speed: float, t_build: float):
+    """Start the emulated robot's process, then the robot's nodes and the demo's watcher (driving at ``speed``
+    m/s) in this process; returns (emulator process, its log file, {name: node}, watcher, client of the
+    emulator's parameters)."""
+    from geometry_msgs.msg import PoseStamped
+    from rcl_interfaces.srv import SetParameters
+    from diagnostic_msgs.msg import DiagnosticArray
+    from std_msgs.msg import Float64MultiArray, UInt8MultiArray
+
+    from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS
+    from jethexa_dynamics.nodes.graph import Watcher, add_launch_graph
+    from jethexa_dynamics.nodes.graph_spec import processes
+
+    emulator = [p for p in processes("sim", overrides) if p.name == EMULATOR][0]
+    emu_proc = graph.start_process(emulator, workdir)   # the hardware's stand-in first (the bus pty)
+    emu_log = graph.processes[EMULATOR][1]
+    nodes = add_launch_graph(graph, "sim", overrides, exclude=(EMULATOR,))
+    w = graph.add(Watcher, name="demo")
+    w.watch(DiagnosticArray, "/diagnostics", 10, emulator_status)
+    odom = nodes["predictor"].p["odom_frame"]
+    # validate what is displayed: anyone may publish on these topics (the morphology is checked below)
+    for topic, typ, qos, accept in (
+            ("predicted/pose", PoseStamped, 10, check_pose(odom)),
+            ("measured/pose", PoseStamped, 10, check_pose(odom, position_may_be_nan=True)),
+            ("slip/pose", PoseStamped, 10, check_pose(odom)),
+            ("mocap/pose", PoseStamped, SENSOR_QOS, check_pose("world")),
+            ("prediction/error", Float64MultiArray, 10, check_error),
+            ("morphology", UInt8MultiArray, LATCHED_QOS, None)):
+        w.watch(typ, topic, qos, accept)
+    w.drive(speed)
+    param_cli = w.create_client(SetParameters, "/robot_emulator/set_parameters")
+    say("  %d nodes up in %.1f s: %s in this process, %s in its own (pid %d, log %s)" % (
+        len(nodes) + 1, time.monotonic() - t_build, ", ".join(nodes), EMULATOR, emu_proc.pid, emu_log.name))
+    return emu_proc, emu_log, nodes, w, param_cli
+
+
+def _send_damage(say, args, param_cli, walk: _Walk, damage, silent: bool, legs) -> None:
+    """Damage (or silently break) the emulated robot through its parameters; nobody else is told."""
+    from rcl_interfaces.msg import Parameter as ParameterMsg
+    from rcl_interfaces.msg import ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+
+    from jethexa_dynamics.model import format_morphology
+
+    pv = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=args.breaks if silent else args.damage)
+    if param_cli.wait_for_service(timeout_sec=5.0):
+        param_cli.call_async(SetParameters.Request(parameters=[
+            ParameterMsg(name="breaks" if silent else "damage", value=pv)]))
+        walk.t_damage = time.monotonic() - walk.t0
+        walk.damage_sent = True
+        say("  >> %.1f s: %s in the emulated world: %s (%s; nobody is told)"
+            % (walk.t_damage, "silent break" if silent else "damage", format_morphology(damage, legs),
+               "every servo keeps answering" if silent else "their servos go silent"))
+
+
+def _follow_morphology(say, w, nodes, walk: _Walk, t: float, damage, silent: bool, legs) -> None:
+    """Show each new morphology damage_monitor publishes; on the first that names the damage, wait for the
+    gait and the predictor to reshape and show them."""
+    from jethexa_dynamics.model import format_morphology
+
+    for t_msg, m in w.since("morphology", walk.morph_t):
+        if t_msg <= walk.morph_t:
+            continue
+        walk.morph_t = t_msg
+        links = displayed_morphology(m, legs, nodes["damage_monitor"])
+        if links is None:  # malformed or foreign: counted, never shown as the monitor's
+            walk.foreign += 1
+            continue
+        if walk.morph_seen and links == list(walk.morph_seen[-1]):
+            continue
+        walk.morph_seen.append(links)
+        if len(walk.morph_seen) > 1:
+            since = "" if walk.t_damage is None else " (%.2f s after the damage)" % (t - walk.t_damage)
+            say("  >> %.1f s: damage_monitor publishes morphology %s%s" % (t, format_morphology(links, legs), since))
+            if damage is not None and _found(links, damage, silent) and walk.t_detect is None:
+                walk.t_detect = t
+                _show_reshaped(say, nodes, list(links), silent, legs)
+
+
+def _show_reshaped(say, nodes, found: List[int], silent: bool, legs) -> None:
+    """The identifier's ranking (silent break), then the gait and predictor once reshaped to ``found``."""
+    from jethexa_dynamics.model import format_morphology
+    from jethexa_dynamics.nodes.graph import wait_for
+
+    gc, pr = nodes["gait_controller"], nodes["predictor"]
+    if silent:
+        st = nodes["damage_monitor"]
+        say("  >> identifier: %s (evidence: %s)" % (", ".join(
+            "%s p=%.3f" % (st.identifier.describe(h), p) for h, p in st.identifier.top(3)), st.last_source))
+    # the re-plan runs in the gait controller's worker thread: wait for it (the graph keeps
+    # running meanwhile; the gait holds an all-feet-down stance)
+    wait_for(lambda: gc.walker.links_per_leg == found == list(pr.morphology) and not gc.walker.planning, 5.0)
+    st = gc.walker.status()
+    say("  >> gait %s for legs %s (%s, planned margin %.1f mm); predictor reshaped to %s -- "
+        "no restart" % (st["gait"], ",".join(gc.walker.walking_legs), "walking" if
+                        gc.walker.can_walk else "holding the stance" + (
+                            ": " + st["reason"] if st["reason"] else ""),
+                        1e3 * st["stability_margin"], format_morphology(pr.morphology, legs)))
+
+
+def _say_row(say, w, walk: _Walk, t: float, period: float, legs) -> None:
+    """One table row: the latest true, predicted and measured poses, the error and the morphology."""
+    from jethexa_dynamics.model import format_morphology
+    from jethexa_dynamics.predictors.error_metric import rpy
+
+    # the next row on the period's grid: after a stall one row, not a burst of the same values
+    walk.next_row = (int(t / period) + 1) * period
+    mocap, pred, meas, err = (w.last(k) for k in ("mocap/pose", "predicted/pose", "measured/pose",
+                                                   "prediction/error"))
+    say(table_row(
+        t, None if mocap is None else (mocap.pose.position.x, mocap.pose.position.y),
+        None if pred is None else (pred.pose.position.x, pred.pose.position.y, pred.pose.position.z),
+        None if pred is None else rpy(_q(pred)), None if meas is None else rpy(_q(meas)),
+        None if err is None else np.asarray(err.data, dtype=float),
+        format_morphology(walk.morph_seen[-1], legs) if walk.morph_seen else "?"))
+
+
+def _shut_down(say, graph, workdir: str, record: Optional[str]) -> None:
+    """Close the nodes, then the emulator (the servos unloaded over its bus); show its log if it failed; say
+    whether the bag was written."""
+    graph.close()
+    code, log = graph.exit_codes.get(EMULATOR), graph.logs.get(EMULATOR, "")
+    if code not in (0, None) or "Traceback" in log:
+        say("  %s ended with status %s; its log:\n%s" % (EMULATOR, code, log[-3000:]))
+    shutil.rmtree(workdir, ignore_errors=True)
+    if record:  # only claim a bag that rosbag2 finished (it writes metadata.yaml on close)
+        if os.path.isfile(os.path.join(record, "metadata.yaml")):
+            say("  bag written to %s (jethexa-validate %s)" % (record, record))
+        else:
+            say("  NO bag written to %s (the recorder did not finish; see the log above)" % record)
+
+
 def run(args: argparse.Namespace, out=sys.stdout) -> int:
     env = configure_ros_environment(args.network)
     # the servo driver's bus thread shares this process with the executor and the identifier's worker: hand
     # the GIL over more often so a reply is read when it comes, not behind a long callback (default 5 ms)
     sys.setswitchinterval(0.001)
-    from geometry_msgs.msg import PoseStamped
-    from rcl_interfaces.msg import Parameter as ParameterMsg
-    from rcl_interfaces.msg import ParameterType, ParameterValue
-    from rcl_interfaces.srv import SetParameters
-    from diagnostic_msgs.msg import DiagnosticArray
-    from std_msgs.msg import Float64MultiArray, UInt8MultiArray
-
     from jethexa_dynamics.model import format_morphology
-    from jethexa_dynamics.predictors.error_metric import rpy
-    from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS
-    from jethexa_dynamics.nodes.graph import Graph, Watcher, add_launch_graph, wait_for
-    from jethexa_dynamics.nodes.graph_spec import processes
+    from jethexa_dynamics.nodes.graph import Graph, wait_for
 
     def say(text=""):
         print(text, file=out, flush=True)
@@ -215,36 +359,12 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     from jethexa_dynamics import warmup
     warmup.ensure_kernels(tuple(warmup.GROUPS), log=lambda line: say("  " + line))  # says compiling only if so
     say("  building the nodes")
-    link = "/tmp/jethexa_demo_bus_%d" % os.getpid()
-    overrides = {"port_link": link, "predictor": args.predictor, "horizon": str(args.horizon),
-                 "predictor_rate": str(args.predictor_rate), "record": args.record or "",
-                 "record_storage": args.record_storage, "recovery": "true" if args.recovery == "on" else "false",
-                 "publish_slip": "true"}   # the demo shows the second opinion beside the model
+    overrides = _graph_overrides(args, "/tmp/jethexa_demo_bus_%d" % os.getpid())
     t_build = time.monotonic()
     workdir = tempfile.mkdtemp(prefix="jethexa_demo_")
     graph = Graph(threads=1)
-    status = 1
     try:
-        emulator = [p for p in processes("sim", overrides) if p.name == EMULATOR][0]
-        emu_proc = graph.start_process(emulator, workdir)   # the hardware's stand-in first (the bus pty)
-        emu_log = graph.processes[EMULATOR][1]
-        nodes = add_launch_graph(graph, "sim", overrides, exclude=(EMULATOR,))
-        w = graph.add(Watcher, name="demo")
-        w.watch(DiagnosticArray, "/diagnostics", 10, emulator_status)
-        odom = nodes["predictor"].p["odom_frame"]
-        # validate what is displayed: anyone may publish on these topics (the morphology is checked below)
-        for topic, typ, qos, accept in (
-                ("predicted/pose", PoseStamped, 10, check_pose(odom)),
-                ("measured/pose", PoseStamped, 10, check_pose(odom, position_may_be_nan=True)),
-                ("slip/pose", PoseStamped, 10, check_pose(odom)),
-                ("mocap/pose", PoseStamped, SENSOR_QOS, check_pose("world")),
-                ("prediction/error", Float64MultiArray, 10, check_error),
-                ("morphology", UInt8MultiArray, LATCHED_QOS, None)):
-            w.watch(typ, topic, qos, accept)
-        w.drive(args.speed)
-        param_cli = w.create_client(SetParameters, "/robot_emulator/set_parameters")
-        say("  %d nodes up in %.1f s: %s in this process, %s in its own (pid %d, log %s)" % (
-            len(nodes) + 1, time.monotonic() - t_build, ", ".join(nodes), EMULATOR, emu_proc.pid, emu_log.name))
+        emu_proc, emu_log, nodes, w, param_cli = _start_graph(say, graph, overrides, workdir, args.speed, t_build)
         graph.start()
         if not wait_for(lambda: (w.count("predicted/pose") > 0 and w.count("mocap/pose") > 0)
                         or emu_proc.poll() is not None, 60.0) or emu_proc.poll() is not None:
@@ -255,94 +375,26 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
         say()
         say(HEADER)
         say("-" * len(HEADER))
-        t0 = time.monotonic()
-        t_damage = t_detect = None
-        damage_sent = False
-        morph_seen: List[Sequence[int]] = []
-        morph_t, foreign = -math.inf, 0
-
-        next_row = 0.0
+        walk = _Walk(time.monotonic())
         while True:
-            t = time.monotonic() - t0
+            t = time.monotonic() - walk.t0
             if t >= args.duration or graph.spin_error is not None or emu_proc.poll() is not None:
                 break
-            if damage is not None and not damage_sent and t >= args.damage_at:
-                pv = ParameterValue(type=ParameterType.PARAMETER_STRING,
-                                    string_value=args.breaks if silent else args.damage)
-                if param_cli.wait_for_service(timeout_sec=5.0):
-                    param_cli.call_async(SetParameters.Request(parameters=[
-                        ParameterMsg(name="breaks" if silent else "damage", value=pv)]))
-                    t_damage = time.monotonic() - t0
-                    damage_sent = True
-                    say("  >> %.1f s: %s in the emulated world: %s (%s; nobody is told)"
-                        % (t_damage, "silent break" if silent else "damage", format_morphology(damage, legs),
-                           "every servo keeps answering" if silent else "their servos go silent"))
-            for t_msg, m in w.since("morphology", morph_t):
-                if t_msg <= morph_t:
-                    continue
-                morph_t = t_msg
-                links = displayed_morphology(m, legs, nodes["damage_monitor"])
-                if links is None:  # malformed or foreign: counted, never shown as the monitor's
-                    foreign += 1
-                    continue
-                if morph_seen and links == list(morph_seen[-1]):
-                    continue
-                morph_seen.append(links)
-                if len(morph_seen) > 1:
-                    since = "" if t_damage is None else " (%.2f s after the damage)" % (t - t_damage)
-                    say("  >> %.1f s: damage_monitor publishes morphology %s%s" % (
-                        t, format_morphology(links, legs), since))
-                    if damage is not None and _found(links, damage, silent) and t_detect is None:
-                        t_detect = t
-                        gc, pr = nodes["gait_controller"], nodes["predictor"]
-                        found = list(links)
-                        if silent:
-                            st = nodes["damage_monitor"]
-                            say("  >> identifier: %s (evidence: %s)" % (", ".join(
-                                "%s p=%.3f" % (st.identifier.describe(h), p) for h, p in st.identifier.top(3)),
-                                st.last_source))
-                        # the re-plan runs in the gait controller's worker thread: wait for it (the graph keeps
-                        # running meanwhile; the gait holds an all-feet-down stance)
-                        wait_for(lambda: gc.walker.links_per_leg == found == list(pr.morphology)
-                                 and not gc.walker.planning, 5.0)
-                        st = gc.walker.status()
-                        say("  >> gait %s for legs %s (%s, planned margin %.1f mm); predictor reshaped to %s -- "
-                            "no restart" % (st["gait"], ",".join(gc.walker.walking_legs), "walking" if
-                                            gc.walker.can_walk else "holding the stance" + (
-                                                ": " + st["reason"] if st["reason"] else ""),
-                                            1e3 * st["stability_margin"], format_morphology(pr.morphology, legs)))
-            if t >= next_row:
-                # the next row on the period's grid: after a stall one row, not a burst of the same values
-                next_row = (int(t / args.period) + 1) * args.period
-                mocap, pred, meas, err = (w.last(k) for k in ("mocap/pose", "predicted/pose", "measured/pose",
-                                                               "prediction/error"))
-                say(table_row(
-                    t, None if mocap is None else (mocap.pose.position.x, mocap.pose.position.y),
-                    None if pred is None else (pred.pose.position.x, pred.pose.position.y, pred.pose.position.z),
-                    None if pred is None else rpy(_q(pred)), None if meas is None else rpy(_q(meas)),
-                    None if err is None else np.asarray(err.data, dtype=float),
-                    format_morphology(morph_seen[-1], legs) if morph_seen else "?"))
+            if damage is not None and not walk.damage_sent and t >= args.damage_at:
+                _send_damage(say, args, param_cli, walk, damage, silent, legs)
+            _follow_morphology(say, w, nodes, walk, t, damage, silent, legs)
+            if t >= walk.next_row:
+                _say_row(say, w, walk, t, args.period, legs)
             time.sleep(0.02)
         ignored = {t: n for t, n in w.rejected.items() if n and t != "/diagnostics"}   # (the others' statuses)
-        if foreign:
-            ignored["morphology"] = foreign
+        if walk.foreign:
+            ignored["morphology"] = walk.foreign
         if ignored:
             say("  the display ignored messages the graph did not publish (malformed or foreign): %s" % ignored)
-        status = summary(say, args, w, nodes, graph, t0, t_damage, t_detect, damage, morph_seen, legs, silent,
-                         emu_proc)
-        return status
+        return summary(say, args, w, nodes, graph, walk.t0, walk.t_damage, walk.t_detect, damage, walk.morph_seen,
+                       legs, silent, emu_proc)
     finally:
-        graph.close()                   # the nodes, then the emulator (the servos unloaded over its bus)
-        code, log = graph.exit_codes.get(EMULATOR), graph.logs.get(EMULATOR, "")
-        if code not in (0, None) or "Traceback" in log:
-            say("  %s ended with status %s; its log:\n%s" % (EMULATOR, code, log[-3000:]))
-            status = 1
-        shutil.rmtree(workdir, ignore_errors=True)
-        if args.record:  # only claim a bag that rosbag2 finished (it writes metadata.yaml on close)
-            if os.path.isfile(os.path.join(args.record, "metadata.yaml")):
-                say("  bag written to %s (jethexa-validate %s)" % (args.record, args.record))
-            else:
-                say("  NO bag written to %s (the recorder did not finish; see the log above)" % args.record)
+        _shut_down(say, graph, workdir, args.record)
 
 
 def _q(msg):
