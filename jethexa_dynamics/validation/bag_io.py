@@ -348,18 +348,71 @@ def _why(err) -> str:
 
 
 def _read_open(reader, bag, topics, start, end, max_gap) -> BagData:
-    try:
-        info = read_metadata_yaml(bag)
-        version, storage = int(info["version"]), str(info["storage_identifier"])
-    except Exception:  # rosbags opened it, so this is only informative
-        version, storage = -1, "unknown"
+    """:func:`read_bag` on the opened ``reader`` of ``bag``: the topics found, the window, the messages read
+    up to its end, then each series checked and cut to the window."""
+    version, storage = _version_and_storage(bag)
     if int(reader.message_count) == 0:
         raise EmptyWindowError("bag {} holds no messages".format(bag))
     available = {c.topic: c.msgtype for c in reader.connections}
+    found, conns = _topic_connections(reader, topics, available)
+    t0_ns = int(reader.start_time)
+    duration = max(0.0, (int(reader.end_time) - 1 - t0_ns) * 1e-9)  # rosbags: end_time = last + 1 ns
+    w0 = 0.0 if start is None else float(start)
+    w1 = duration if end is None else float(end)
+    if w0 >= duration or w1 <= 0.0:
+        raise EmptyWindowError("empty window [{:.3f}, {:.3f}] s: the bag spans 0 to {:.3f} s".format(
+            w0, w1, duration))
+    raw = _read_messages(reader, bag, conns, t0_ns, stop_ns=t0_ns + int(round(w1 * 1e9)) + 1)
+
+    notes = []
+    imu = _imu_in_window(raw, found["imu"], w0, w1, duration, max_gap)
+    commands, n_commands = _commands_in_window(raw, found["commands"], w0, w1)
+    n_msgs = len(imu) + n_commands
+    joint_states = None
+    if found["joint_states"] is not None:
+        s = raw.joint_states.series()
+        _check_header_order("joint_states", found["joint_states"], raw.stamps["joint_states"],
+                            raw.msg_t["joint_states"])
+        m = s.t >= w0
+        if m.any():
+            joint_states = JointSeries(s.t[m], s.names, s.q[m])
+            n_msgs += int(m.sum())
+    morphology = None
+    if found["morphology"] is not None and raw.mo_t:
+        morphology, n = _morphology_from_window(raw, found["morphology"], w0)
+        n_msgs += n
+    if morphology is None:
+        notes.append("no morphology message at or before the window: all legs assumed intact")
+    ground_truth = None
+    if found["ground_truth"] is not None:
+        ground_truth = _ground_truth_in_window(raw, found["ground_truth"], w0)
+        n_msgs += 0 if ground_truth is None else len(ground_truth)
+    if ground_truth is None:
+        notes.append("no ground-truth pose ({}) in the window: position metrics not available".format(
+            topics.ground_truth))
+
+    return BagData(path=bag, storage=storage, metadata_version=version, start_ns=t0_ns, duration=duration,
+                   window=(w0, min(w1, duration)), topics=found, available=available, commands=commands, imu=imu,
+                   joint_states=joint_states, morphology=morphology, ground_truth=ground_truth, n_messages=n_msgs,
+                   notes=notes)
+
+
+def _version_and_storage(bag):
+    """(metadata version, storage identifier) from metadata.yaml; (-1, "unknown") if unreadable (rosbags opened
+    the bag, so this is only informative)."""
+    try:
+        info = read_metadata_yaml(bag)
+        return int(info["version"]), str(info["storage_identifier"])
+    except Exception:
+        return -1, "unknown"
+
+
+def _topic_connections(reader, topics, available):
+    """({role: topic found or None}, {role: its connections}): each role's topic, matched after normalisation
+    and of a type the role accepts; MissingTopicsError names the required ones that are absent."""
     by_norm = {}
     for c in reader.connections:
         by_norm.setdefault(normalize(c.topic), []).append(c)
-
     found, conns = {}, {}
     missing = []
     for role, topic in topics.items():
@@ -378,128 +431,131 @@ def _read_open(reader, bag, topics, start, end, max_gap) -> BagData:
         conns[role] = cs
     if missing:
         raise MissingTopicsError(missing, available)
+    return found, conns
 
-    t0_ns = int(reader.start_time)
-    duration = max(0.0, (int(reader.end_time) - 1 - t0_ns) * 1e-9)  # rosbags: end_time = last + 1 ns
-    w0 = 0.0 if start is None else float(start)
-    w1 = duration if end is None else float(end)
-    if w0 >= duration or w1 <= 0.0:
-        raise EmptyWindowError("empty window [{:.3f}, {:.3f}] s: the bag spans 0 to {:.3f} s".format(
-            w0, w1, duration))
-    stop_ns = t0_ns + int(round(w1 * 1e9)) + 1
 
+@dataclass
+class _Messages:
+    """The used topics' messages as read (times in s from the bag start, header stamps in ns), by role."""
+
+    commands: _JointAccumulator = field(default_factory=_JointAccumulator)
+    joint_states: _JointAccumulator = field(default_factory=_JointAccumulator)
+    imu_t: list = field(default_factory=list)
+    imu_q: list = field(default_factory=list)
+    imu_w: list = field(default_factory=list)
+    imu_a: list = field(default_factory=list)
+    imu_stamp: list = field(default_factory=list)
+    imu_has_q: list = field(default_factory=list)
+    gt_t: list = field(default_factory=list)
+    gt_p: list = field(default_factory=list)
+    gt_q: list = field(default_factory=list)
+    gt_stamp: list = field(default_factory=list)
+    mo_t: list = field(default_factory=list)
+    mo_l: list = field(default_factory=list)
+    stamps: dict = field(default_factory=lambda: {"commands": [], "joint_states": []})
+    msg_t: dict = field(default_factory=lambda: {"commands": [], "joint_states": []})
+
+    def add(self, role, t, msg) -> None:
+        if role == "imu":
+            self.imu_t.append(t)
+            self.imu_q.append(_quat_wxyz(msg.orientation))
+            self.imu_has_q.append(not msg.orientation_covariance[0] == -1.0)
+            v, a = msg.angular_velocity, msg.linear_acceleration
+            self.imu_w.append((v.x, v.y, v.z))
+            self.imu_a.append((a.x, a.y, a.z))
+            self.imu_stamp.append(_stamp_ns(msg.header.stamp))
+        elif role == "commands":
+            self.stamps["commands"].append(_stamp_ns(msg.header.stamp))
+            self.msg_t["commands"].append(t)
+            for pt in msg.points:
+                self.commands.add(t, list(msg.joint_names), list(pt.positions), t + _time_s(pt.time_from_start))
+        elif role == "joint_states":
+            self.stamps["joint_states"].append(_stamp_ns(msg.header.stamp))
+            self.msg_t["joint_states"].append(t)
+            self.joint_states.add(t, list(msg.name), list(msg.position))
+        elif role == "morphology":
+            self.mo_t.append(t)
+            label = msg.layout.dim[0].label if len(msg.layout.dim) else ""
+            self.mo_l.append(np.asarray(morphology_from_wire(msg.data, label), dtype=np.int64))
+        elif role == "ground_truth":
+            self.gt_t.append(t)
+            p = msg.pose.position
+            self.gt_p.append((p.x, p.y, p.z))
+            self.gt_q.append(_quat_wxyz(msg.pose.orientation))
+            self.gt_stamp.append(_stamp_ns(msg.header.stamp))
+
+
+def _read_messages(reader, bag, conns, t0_ns, stop_ns) -> _Messages:
+    """The messages of the roles' connections received before ``stop_ns``; CorruptBagError when the storage
+    or a message cannot be read."""
     role_of = {}
     for role, cs in conns.items():
         for c in cs:
             role_of[id(c)] = role
-    cmd, js = _JointAccumulator(), _JointAccumulator()
-    imu_t, imu_q, imu_w, imu_a, imu_stamp, imu_has_q = [], [], [], [], [], []
-    gt_t, gt_p, gt_q, gt_stamp = [], [], [], []
-    mo_t, mo_l = [], []
-    stamps = {"commands": [], "joint_states": []}
-    msg_t = {"commands": [], "joint_states": []}
+    raw = _Messages()
     all_conns = [c for cs in conns.values() for c in cs]
     try:
-        for conn, t_ns, raw in reader.messages(connections=all_conns, stop=stop_ns):
-            role = role_of[id(conn)]
-            t = (t_ns - t0_ns) * 1e-9
-            msg = reader.deserialize(raw, conn.msgtype)
-            if role == "imu":
-                imu_t.append(t)
-                imu_q.append(_quat_wxyz(msg.orientation))
-                imu_has_q.append(not msg.orientation_covariance[0] == -1.0)
-                v, a = msg.angular_velocity, msg.linear_acceleration
-                imu_w.append((v.x, v.y, v.z))
-                imu_a.append((a.x, a.y, a.z))
-                imu_stamp.append(_stamp_ns(msg.header.stamp))
-            elif role == "commands":
-                stamps["commands"].append(_stamp_ns(msg.header.stamp))
-                msg_t["commands"].append(t)
-                for pt in msg.points:
-                    cmd.add(t, list(msg.joint_names), list(pt.positions), t + _time_s(pt.time_from_start))
-            elif role == "joint_states":
-                stamps["joint_states"].append(_stamp_ns(msg.header.stamp))
-                msg_t["joint_states"].append(t)
-                js.add(t, list(msg.name), list(msg.position))
-            elif role == "morphology":
-                mo_t.append(t)
-                label = msg.layout.dim[0].label if len(msg.layout.dim) else ""
-                mo_l.append(np.asarray(morphology_from_wire(msg.data, label), dtype=np.int64))
-            elif role == "ground_truth":
-                gt_t.append(t)
-                p = msg.pose.position
-                gt_p.append((p.x, p.y, p.z))
-                gt_q.append(_quat_wxyz(msg.pose.orientation))
-                gt_stamp.append(_stamp_ns(msg.header.stamp))
+        for conn, t_ns, data in reader.messages(connections=all_conns, stop=stop_ns):
+            raw.add(role_of[id(conn)], (t_ns - t0_ns) * 1e-9, reader.deserialize(data, conn.msgtype))
     except BagError:
         raise
     except Exception as err:  # truncated chunks, bad CDR, sqlite errors ...
         raise CorruptBagError("bag {} is corrupt or truncated: {}".format(bag, _why(err))) from None
+    return raw
 
-    notes = []
-    imu_t = np.asarray(imu_t)
+
+def _imu_in_window(raw: _Messages, topic, w0, w1, duration, max_gap) -> ImuSeries:
+    """The IMU messages from the window start: at least two, with orientations, stamps in order, no gap over
+    ``max_gap`` s, unit quaternions."""
+    imu_t = np.asarray(raw.imu_t)
     sel = imu_t >= w0
     n_imu = int(sel.sum())
     if n_imu < 2:
         raise EmptyWindowError("empty window [{:.3f}, {:.3f}] s: {} message(s) of {} in it (need 2; the bag spans "
-                               "0 to {:.3f} s)".format(w0, w1, n_imu, found["imu"], duration))
-    if not np.all(np.asarray(imu_has_q)[sel]):
+                               "0 to {:.3f} s)".format(w0, w1, n_imu, topic, duration))
+    if not np.all(np.asarray(raw.imu_has_q)[sel]):
         raise BagError("IMU topic {} carries no orientation (orientation_covariance[0] = -1); give the filtered "
-                       "topic with --imu-topic (e.g. imu/data)".format(found["imu"]))
-    _check_header_order("imu", found["imu"], np.asarray(imu_stamp)[sel], imu_t[sel])
-    _check_gaps(found["imu"], imu_t[sel], max_gap)
-    imu = ImuSeries(imu_t[sel], _unit_quats(found["imu"], imu_t[sel], np.asarray(imu_q)[sel]),
-                    np.asarray(imu_w)[sel], np.asarray(imu_a)[sel])
+                       "topic with --imu-topic (e.g. imu/data)".format(topic))
+    _check_header_order("imu", topic, np.asarray(raw.imu_stamp)[sel], imu_t[sel])
+    _check_gaps(topic, imu_t[sel], max_gap)
+    return ImuSeries(imu_t[sel], _unit_quats(topic, imu_t[sel], np.asarray(raw.imu_q)[sel]),
+                     np.asarray(raw.imu_w)[sel], np.asarray(raw.imu_a)[sel])
 
-    commands = cmd.series(with_target=True)
+
+def _commands_in_window(raw: _Messages, topic, w0, w1):
+    """(the commands from the last one before the window start, number of command messages in the window)."""
+    commands = raw.commands.series(with_target=True)
     keep = _from_last_before(commands.t, w0)
     if keep is None:
         raise EmptyWindowError("empty window [{:.3f}, {:.3f}] s: no message of {} at or before its end".format(
-            w0, w1, found["commands"]))
-    _check_header_order("commands", found["commands"], stamps["commands"], msg_t["commands"])
+            w0, w1, topic))
+    _check_header_order("commands", topic, raw.stamps["commands"], raw.msg_t["commands"])
     commands = JointSeries(commands.t[keep:], commands.names, commands.q[keep:], commands.t_target[keep:])
-    n_msgs = n_imu + int(np.count_nonzero(np.asarray(msg_t["commands"]) >= w0))
+    return commands, int(np.count_nonzero(np.asarray(raw.msg_t["commands"]) >= w0))
 
-    joint_states = None
-    if found["joint_states"] is not None:
-        s = js.series()
-        _check_header_order("joint_states", found["joint_states"], stamps["joint_states"], msg_t["joint_states"])
-        m = s.t >= w0
-        if m.any():
-            joint_states = JointSeries(s.t[m], s.names, s.q[m])
-            n_msgs += int(m.sum())
 
-    morphology = None
-    if found["morphology"] is not None and mo_t:
-        lens = {len(x) for x in mo_l}
-        if len(lens) != 1:
-            raise CorruptBagError("morphology messages on {} have different lengths {}".format(
-                found["morphology"], sorted(lens)))
-        mt = np.asarray(mo_t)
-        k = _from_last_before(mt, w0)
-        if k is not None:
-            morphology = MorphologySeries(mt[k:], np.vstack(mo_l)[k:])
-            n_msgs += int(np.count_nonzero(mt >= w0))
-    if morphology is None:
-        notes.append("no morphology message at or before the window: all legs assumed intact")
+def _morphology_from_window(raw: _Messages, topic, w0):
+    """(the morphology messages from the last one before the window start, or None if there is none; the
+    number of them in the window)."""
+    lens = {len(x) for x in raw.mo_l}
+    if len(lens) != 1:
+        raise CorruptBagError("morphology messages on {} have different lengths {}".format(topic, sorted(lens)))
+    mt = np.asarray(raw.mo_t)
+    k = _from_last_before(mt, w0)
+    if k is None:
+        return None, 0
+    return MorphologySeries(mt[k:], np.vstack(raw.mo_l)[k:]), int(np.count_nonzero(mt >= w0))
 
-    ground_truth = None
-    if found["ground_truth"] is not None:
-        gt_t = np.asarray(gt_t)
-        m = gt_t >= w0
-        if m.sum() >= 1:
-            _check_header_order("ground_truth", found["ground_truth"], np.asarray(gt_stamp)[m], gt_t[m])
-            q = _unit_quats(found["ground_truth"], gt_t[m], np.asarray(gt_q)[m])
-            ground_truth = PoseSeries(gt_t[m], np.asarray(gt_p)[m], q)
-            n_msgs += int(m.sum())
-    if ground_truth is None:
-        notes.append("no ground-truth pose ({}) in the window: position metrics not available".format(
-            topics.ground_truth))
 
-    return BagData(path=bag, storage=storage, metadata_version=version, start_ns=t0_ns, duration=duration,
-                   window=(w0, min(w1, duration)), topics=found, available=available, commands=commands, imu=imu,
-                   joint_states=joint_states, morphology=morphology, ground_truth=ground_truth, n_messages=n_msgs,
-                   notes=notes)
+def _ground_truth_in_window(raw: _Messages, topic, w0) -> Optional[PoseSeries]:
+    """The ground-truth poses from the window start (stamps in order, unit quaternions); None if none."""
+    gt_t = np.asarray(raw.gt_t)
+    m = gt_t >= w0
+    if m.sum() < 1:
+        return None
+    _check_header_order("ground_truth", topic, np.asarray(raw.gt_stamp)[m], gt_t[m])
+    q = _unit_quats(topic, gt_t[m], np.asarray(raw.gt_q)[m])
+    return PoseSeries(gt_t[m], np.asarray(raw.gt_p)[m], q)
 
 
 def _from_last_before(t, t_start):
