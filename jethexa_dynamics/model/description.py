@@ -83,12 +83,9 @@ def _combine(parts):
     return m, c, 0.5 * (Ic + Ic.T)   # exactly symmetric, so M is too
 
 
-def describe(model):
-    """Build a :class:`RobotDescription` from a :class:`~.urdf.UrdfModel`.
-
-    Raises ``ValueError`` naming the joint/link when the URDF is not one floating root body with serial
-    chains of revolute joints.
-    """
+def _tree(model):
+    """({parent link: [child joints]}, root link) of the URDF, checked: supported joint types, one parent per
+    link, one root (ValueError naming the joint/link)."""
     children = {}
     child_links = set()
     for j in model.joints:
@@ -101,9 +98,14 @@ def describe(model):
     roots = [n for n in model.links if n not in child_links]
     if len(roots) != 1:
         raise ValueError(f"URDF must have exactly one root link (the floating main body), found {roots}")
-    root = roots[0]
+    return children, roots[0]
 
-    # Walk the tree. Each entry: (link name, body index (-1 = main body, else (leg, joint)), T_body_link).
+
+def _walk_legs(model, children, root):
+    """Walk the tree from the root: ({"root" or (leg, k): [(mass, com, Ic) of each link merged into that body,
+    in its frame]}, [per leg {"joints", "links", "leaves", "T" (joint poses in X_b), "xi"}]). Each movable
+    joint below the root starts a leg; fixed joints merge their child into the parent body."""
+    # Each entry: (link name, body index (-1 = main body, else (leg, joint)), T_body_link).
     body_parts = {"root": []}
     legs = []              # list of dicts
     stack = [(root, None, _EYE4, _EYE4)]  # link, (leg, k) or None, T_X_b_body0, T_body_link
@@ -142,7 +144,30 @@ def describe(model):
             stack.append((j.child, (leg_idx, k), T_b_joint, _EYE4))
     if not legs:
         raise ValueError(f"URDF has no movable joint below the root link {root!r}")
+    return body_parts, legs
 
+
+def _tip(lg):
+    """(tip frame name, its home pose in X_b) of a walked leg: its last link's leaf frame (one with "foot" or
+    "tip" in its name if several), else the last link itself."""
+    last = len(lg["joints"]) - 1
+    leaves = [lv for lv in lg["leaves"] if lv[1] == last]
+    if len(leaves) > 1:
+        named = [lv for lv in leaves if "foot" in lv[0] or "tip" in lv[0]]
+        leaves = named[:1] if named else leaves[:1]
+    if leaves:
+        return leaves[0][0], lg["T"][last] @ leaves[0][2]
+    return lg["links"][last], lg["T"][last]
+
+
+def describe(model):
+    """Build a :class:`RobotDescription` from a :class:`~.urdf.UrdfModel`.
+
+    Raises ``ValueError`` naming the joint/link when the URDF is not one floating root body with serial
+    chains of revolute joints.
+    """
+    children, root = _tree(model)
+    body_parts, legs = _walk_legs(model, children, root)
     L = len(legs)
     n_max = max(len(lg["joints"]) for lg in legs)
     n_joints = np.array([len(lg["joints"]) for lg in legs], dtype=np.int64)
@@ -162,16 +187,7 @@ def describe(model):
             com0[i, k] = T[:3, :3] @ c + T[:3, 3]
             Ic0[i, k] = T[:3, :3] @ Ic @ T[:3, :3].T
             Ic0[i, k] = 0.5 * (Ic0[i, k] + Ic0[i, k].T)
-        last = len(lg["joints"]) - 1
-        leaves = [lv for lv in lg["leaves"] if lv[1] == last]
-        if len(leaves) > 1:
-            named = [lv for lv in leaves if "foot" in lv[0] or "tip" in lv[0]]
-            leaves = named[:1] if named else leaves[:1]
-        if leaves:
-            tip_name, T_tip = leaves[0][0], lg["T"][last] @ leaves[0][2]
-        else:
-            tip_name, T_tip = lg["links"][last], lg["T"][last]
-        tip0[i] = T_tip
+        tip_name, tip0[i] = _tip(lg)
         jn = [j.name for j in lg["joints"]]
         name = _leg_name(jn, jn[0])
         if name in names_seen:
