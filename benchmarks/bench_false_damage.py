@@ -19,8 +19,8 @@ predictor's achieved rate (the summary's ``predictor <model>: N poses/s (configu
 robot_emulator in its own; ``graph_spec.processes`` as ``bench_nano_budget.py`` starts it) walking healthy at 0.05
 m/s for ``--minutes``, the robot's processes together inside a CPU cgroup quota of 4/F core (``--factor`` F = 5:
 0.8 core, the Nano at a 5x slowdown per core; no credit for the emulated MPU6050, which runs inside the imu's
-process and so spends the quota too: its cost is reported). Counted: the morphology changes on ``morphology`` from start-up to the end,
-what was named, the rates, the throttling. Without a writable CPU cgroup, (b) runs unconstrained and says so.
+process and so spends the quota too: its cost is reported). Counted: the morphology changes on ``morphology``
+from start-up to the end, what was named, the rates, the throttling. Without a writable CPU cgroup, (b) runs unconstrained and says so.
 """
 from __future__ import annotations
 

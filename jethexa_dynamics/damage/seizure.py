@@ -12,7 +12,8 @@ Rule (:class:`SeizureTracker`), per joint, judged at every ``joint_states`` mess
   ends (receipt + move time) and counts only once it has been due for ``SERVO_LAG``: a goal sent a moment ago
   has not moved any servo yet;
 * the joint did not move: its measured angles over the same span of the publisher's stamps (from the last
-  reading at or before its start) stay within ``max_motion`` [rad] (a healthy servo following ``min_travel`` moves nearly as far, lagging by its move time);
+  reading at or before its start) stay within ``max_motion`` [rad] (a healthy servo following ``min_travel``
+  moves nearly as far, lagging by its move time);
 * the measurements are on time and cover the window: at least ``MIN_READINGS`` readings of the joint, every
   one received at most ``max_latency`` [s] after its stamp and stamped at most ``max_interval`` [s] after the
   previous one. A starved reader or a starved publisher (late, sparse messages) proves nothing: the streak
