@@ -320,12 +320,13 @@ def _say_row(say, w, walk: _Walk, t: float, period: float, legs) -> None:
         format_morphology(walk.morph_seen[-1], legs) if walk.morph_seen else "?"))
 
 
-def _shut_down(say, graph, workdir: str, record: Optional[str]) -> None:
+def _shut_down(say, graph, workdir: str, record: Optional[str]) -> bool:
     """Close the nodes, then the emulator (the servos unloaded over its bus); show its log if it failed; say
-    whether the bag was written."""
+    whether the bag was written. False if the emulator failed."""
     graph.close()
     code, log = graph.exit_codes.get(EMULATOR), graph.logs.get(EMULATOR, "")
-    if code not in (0, None) or "Traceback" in log:
+    failed = code not in (0, None) or "Traceback" in log
+    if failed:
         say("  %s ended with status %s; its log:\n%s" % (EMULATOR, code, log[-3000:]))
     shutil.rmtree(workdir, ignore_errors=True)
     if record:  # only claim a bag that rosbag2 finished (it writes metadata.yaml on close)
@@ -333,6 +334,7 @@ def _shut_down(say, graph, workdir: str, record: Optional[str]) -> None:
             say("  bag written to %s (jethexa-validate %s)" % (record, record))
         else:
             say("  NO bag written to %s (the recorder did not finish; see the log above)" % record)
+    return not failed
 
 
 def run(args: argparse.Namespace, out=sys.stdout) -> int:
@@ -363,6 +365,7 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     t_build = time.monotonic()
     workdir = tempfile.mkdtemp(prefix="jethexa_demo_")
     graph = Graph(threads=1)
+    status = 1
     try:
         emu_proc, emu_log, nodes, w, param_cli = _start_graph(say, graph, overrides, workdir, args.speed, t_build)
         graph.start()
@@ -391,10 +394,12 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
             ignored["morphology"] = walk.foreign
         if ignored:
             say("  the display ignored messages the graph did not publish (malformed or foreign): %s" % ignored)
-        return summary(say, args, w, nodes, graph, walk.t0, walk.t_damage, walk.t_detect, damage, walk.morph_seen,
-                       legs, silent, emu_proc)
+        status = summary(say, args, w, nodes, graph, walk.t0, walk.t_damage, walk.t_detect, damage, walk.morph_seen,
+                         legs, silent, emu_proc)
     finally:
-        _shut_down(say, graph, workdir, args.record)
+        if not _shut_down(say, graph, workdir, args.record):
+            status = 1              # the emulator failed on its way down: not a clean run
+    return status
 
 
 def _q(msg):

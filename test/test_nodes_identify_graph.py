@@ -1,6 +1,7 @@
 """Silent break over real DDS (loopback): the whole sim graph walks, ``robot_emulator``'s ``breaks`` parameter
 breaks LM's femur and tibia while every servo keeps answering; damage_monitor's identifier names LM from the
 body's motion, publishes the morphology, the gait and the predictor reshape, /diagnostics says "model"."""
+import contextlib
 import os
 
 import pytest
@@ -27,16 +28,27 @@ def _monitor_status(w):
     return None
 
 
-def test_silent_break_identified_over_dds():
+@contextlib.contextmanager
+def walking_sim_graph(tag, watch):
+    """The sim launch graph in this process, a Watcher on mocap/pose, morphology and the topics ``watch`` (type,
+    topic, QoS), driving cmd_vel at 0.05 m/s: yields (graph, nodes by name, watcher)."""
     g = Graph()
     try:
-        nodes = add_launch_graph(g, "sim", {"port_link": "/tmp/jethexa_test_bus_id_%d" % os.getpid()})
+        nodes = add_launch_graph(g, "sim", {"port_link": "/tmp/jethexa_test_bus_%s_%d" % (tag, os.getpid())})
         w = g.add(Watcher)
         w.watch(PoseStamped, "mocap/pose", SENSOR_QOS)
         w.watch(UInt8MultiArray, "morphology", LATCHED_QOS)
-        w.watch(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
+        for msg_type, topic, qos in watch:
+            w.watch(msg_type, topic, qos)
         w.drive(0.05)
         g.start()
+        yield g, nodes, w
+    finally:
+        g.close()
+
+
+def test_silent_break_identified_over_dds():
+    with walking_sim_graph("id", [(DiagnosticArray, "/diagnostics", RELIABLE_QOS)]) as (g, nodes, w):
         mon, emu = nodes["damage_monitor"], nodes["robot_emulator"]
         assert mon.identifier is not None
         assert wait_for(lambda: w.count("mocap/pose") > 10 and mon.identifier.windows > 8, 90.0)
@@ -70,8 +82,6 @@ def test_silent_break_identified_over_dds():
         assert wait_for(lambda: list(w.last("morphology").data) == [3] * 6, 5.0)
         assert g.spin_error is None
         assert {name: node.errors for name, node in nodes.items() if node.errors} == {}
-    finally:
-        g.close()
 
 
 def test_a_seized_servo_is_reported_as_seized_over_dds_and_the_robot_crawls_upright():
@@ -85,15 +95,7 @@ def test_a_seized_servo_is_reported_as_seized_over_dds_and_the_robot_crawls_upri
 
     from jethexa_dynamics.damage.evidence import evidence_from_values
 
-    g = Graph()
-    try:
-        nodes = add_launch_graph(g, "sim", {"port_link": "/tmp/jethexa_test_bus_seize_%d" % os.getpid()})
-        w = g.add(Watcher)
-        w.watch(PoseStamped, "mocap/pose", SENSOR_QOS)
-        w.watch(UInt8MultiArray, "morphology", LATCHED_QOS)
-        w.watch(DiagnosticStatus, "morphology/evidence", LATCHED_QOS)
-        w.drive(0.05)
-        g.start()
+    with walking_sim_graph("seize", [(DiagnosticStatus, "morphology/evidence", LATCHED_QOS)]) as (g, nodes, w):
         mon, emu, gc = nodes["damage_monitor"], nodes["robot_emulator"], nodes["gait_controller"]
         assert wait_for(lambda: w.count("mocap/pose") > 10 and gc.state == "walking", 90.0)
         assert mon.seized == {} and list(w.last("morphology").data) == [3] * 6
@@ -119,5 +121,3 @@ def test_a_seized_servo_is_reported_as_seized_over_dds_and_the_robot_crawls_upri
         assert wait_for(lambda: evidence().seized == () and gc.state == "walking", 30.0), (mon.seized, gc.state)
         assert g.spin_error is None
         assert {name: node.errors for name, node in nodes.items() if node.errors} == {}
-    finally:
-        g.close()

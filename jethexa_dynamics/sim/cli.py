@@ -138,7 +138,7 @@ def build_parser(robot=None):
     ap.add_argument("--settle", type=number(0.0, 60.0, unit="s"), default=0.0,
                     help="stand still this long before walking [s]")
     ap.add_argument("--recovery", default=None, choices=("on", "off"),
-                    help="closed-loop damage recovery run (issue 12): the gait controller's logic drives the "
+                    help="closed-loop damage recovery run: the gait controller's logic drives the "
                     "servos at 50 Hz, re-planned gait + heading hold (on) or the plain wave (off); walks --damage-at "
                     "s healthy (default 3) then --duration s damaged at 0.05 m/s and prints the per-segment figures")
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
