@@ -204,8 +204,9 @@ def test_a_status_carrying_the_old_error_bits_key_is_no_fault():
 
 def test_a_locked_rotor_is_found_from_the_position_error_under_load():
     """Emulated locked rotor on the RR femur: torque stays on, the horn stays; commanded 0.9 rad away, the
-    position error under load persists and the detector takes the femur and tibia links (RR keeps 1). The
-    same error on an unloaded servo (its supply below its VIN minimum) is no stall."""
+    position error under load persists and the detector reports the femur as stalled: a seized joint, its links
+    kept (a seized servo is no lost link). The same error on an unloaded servo (its supply below its VIN
+    minimum) is no stall."""
     table = load_servo_table()
     with BusEmulator(table).start() as em:
         joints = JointServoBus(DirectUartBus(em.port, reply_timeout=0.5), table, aux_every=3)
@@ -225,8 +226,8 @@ def test_a_locked_rotor_is_found_from_the_position_error_under_load():
             now += 0.02
             tracker.ingest(now, joints.poll(budget_s=10.0, max_reads=1))
             new += det.update(now, tracker.snapshot(now))
-        assert [f.joint for f in new] == ["femur_joint_RR"] and new[0].reason.startswith("stall")
-        assert det.detected() == [3, 3, 3, 3, 3, 1]
+        assert new == [] and list(det.stalled) == ["femur_joint_RR"]
+        assert det.stalled["femur_joint_RR"].startswith("stall") and det.detected() == [3] * 6
         lf = tracker.health["femur_joint_LF"]
         assert lf.torque is False and abs(lf.position_error) > 0.8 and lf.measured_faults == ["under-voltage"]
         joints.close()
