@@ -1,9 +1,10 @@
 """One background worker thread, with the package's one error policy for work done off the caller's thread.
 
 A ``Worker`` owns a daemon thread that handles items one at a time: the gait's re-planner, the damage monitor's
-identifier and the engine's CSV writer are workers. Subclasses say which item comes next (``_next``, under the
-worker's condition ``_cv``) and what to do with it (``_handle``, without the lock), and set up their own state
-before calling ``Worker.__init__`` (which starts the thread).
+identifier and the engine's CSV writer are workers. Items are handed over with ``submit`` (a FIFO queue,
+``_queue``); a subclass with another order overrides ``_next`` (under the worker's condition ``_cv``). Subclasses
+say what to do with an item (``_handle``, without the lock), and set up their own state before calling
+``Worker.__init__`` (which starts the thread).
 
 Error policy (the same for every worker): an exception raised while handling an item -- a bug, or an I/O error
 such as a full disk -- stops the worker, which handles nothing more. The exception is kept in ``error`` with its
@@ -15,17 +16,18 @@ Example::
 
     class Squares(Worker):
         def __init__(self):
-            self.items, self.out = deque(), []
+            self.out = []
             super().__init__("squares")
-        def _next(self):
-            return self.items.popleft() if self.items else IDLE
         def _handle(self, x):
             self.out.append(x * x)
+
+    w = Squares(); w.submit(3); w.wait_idle(1.0); w.out    # [9]
 """
 from __future__ import annotations
 
 import threading
 import traceback
+from collections import deque
 from typing import Callable, Optional
 
 IDLE = object()       # ``_next``'s answer when there is nothing to do: the worker waits for ``wake()``
@@ -46,19 +48,27 @@ class Worker:
         self.busy = False
         self.error: Optional[BaseException] = None
         self.error_text = ""
+        self._queue: deque = deque()         # items submitted, not handled yet
         self.thread = threading.Thread(target=self._main, name=name, daemon=True)
         self.thread.start()
 
     # -- subclass interface -------------------------------------------------------------------------------
     def _next(self):
-        """The next item to handle, or ``IDLE``; called with ``_cv`` held."""
-        raise NotImplementedError
+        """The next item to handle, or ``IDLE``; called with ``_cv`` held. Default: the oldest submitted."""
+        return self._queue.popleft() if self._queue else IDLE
 
     def _handle(self, item) -> None:
         """Handle one item on the worker thread (``_cv`` not held)."""
         raise NotImplementedError
 
     # -- owner's side -------------------------------------------------------------------------------------
+    def submit(self, item) -> None:
+        """Queue ``item`` for the thread (after those before it); a stopped worker takes nothing."""
+        with self._cv:
+            if not self._closed:
+                self._queue.append(item)
+                self.wake()
+
     def wake(self) -> None:
         """Tell the thread that ``_next`` may have an item; call with ``_cv`` held."""
         self._cv.notify_all()
@@ -80,8 +90,8 @@ class Worker:
             return self._cv.wait_for(lambda: self._closed or (not self.busy and self._next_is_idle()), timeout)
 
     def _next_is_idle(self) -> bool:
-        """Whether ``_next`` has nothing (without taking it); subclasses with a queue override this."""
-        return True
+        """Whether ``_next`` has nothing (without taking it); a subclass with its own ``_next`` overrides this."""
+        return not self._queue
 
     def close(self, timeout: Optional[float] = None) -> None:
         """Stop after the item being handled. ``timeout``: wait that long for the thread to end (None: until it

@@ -77,3 +77,22 @@ def test_close_without_waiting_returns_while_an_item_runs():
     gate.set()
     w.thread.join(30.0)
     assert not w.thread.is_alive() and w.out == [49]
+
+
+def test_submitted_items_are_handled_first_in_first_out_and_a_stopped_worker_takes_none():
+    """The default queue (``submit``; no ``_next`` of one's own)."""
+    class Collect(Worker):
+        def __init__(self):
+            self.out = []
+            super().__init__("collect")
+
+        def _handle(self, x):
+            self.out.append(x)
+
+    w = Collect()
+    for x in range(50):
+        w.submit(x)
+    assert w.wait_idle(30.0) and w.out == list(range(50))
+    w.close()
+    w.submit(99)
+    assert w.out == list(range(50)) and not w._queue and not w.thread.is_alive()

@@ -29,7 +29,6 @@ of the legs present; how the legs walk it leaves to one of two strategies behind
 from __future__ import annotations
 
 import math
-from collections import deque
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -81,7 +80,6 @@ class PlanWorker(Worker):
         self._newest = 0              # id of the newest request
         self._request = None          # (id, key) not started yet
         self._done = None             # (id, result) of the newest request, once finished
-        self._queue = deque()         # prefetch keys
         self._cache = {}
         self.computed = 0             # plans computed (not cache hits)
         super().__init__("gait-replan")
@@ -105,7 +103,7 @@ class PlanWorker(Worker):
 
     def prefetch(self, morphologies, command) -> None:
         with self._cv:
-            self._queue.extend(self.key(m, command) for m in morphologies)
+            self._queue.extend(self.key(m, command) for m in morphologies)     # the worker's queue: prefetch keys
             self.wake()
 
     def take(self, rid: int):

@@ -87,6 +87,11 @@ FORMAT = "jethexa-identify/1"
 _NEVER = 1 << 30     # windows since the bank last ran, before it first runs
 
 
+def _turn(x: float, y: float, angle: float) -> Tuple[float, float]:
+    """The vector (x, y) turned by ``angle`` [rad] about z (level-frame small-angle tilts between headings)."""
+    c, s = math.cos(angle), math.sin(angle)
+    return x * c - y * s, x * s + y * c
+
 class DamageIdentifier:
     """Belief over morphology hypotheses from commands, joint states and the IMU (module docstring).
 
@@ -532,9 +537,8 @@ class DamageIdentifier:
         there."""
         if math.hypot(*self.ground_slope) <= GROUND_DEADBAND:
             return 0.0, 0.0
-        c, s = math.cos(heading), math.sin(heading)
-        gx, gy = self.ground_slope
-        return -(-gx * s + gy * c), gx * c + gy * s
+        x, y = _turn(*self.ground_slope, -heading)      # the normal in the body's heading frame
+        return -y, x
 
     def _ground_moving(self) -> bool:
         """The ground estimate moved by more than ``GROUND_STABLE`` over its last steps, or stands at its bound:
@@ -562,9 +566,7 @@ class DamageIdentifier:
         if size > GROUND_MAX_STEP:
             d_roll, d_pitch = d_roll * GROUND_MAX_STEP / size, d_pitch * GROUND_MAX_STEP / size
         self._ground_steps.append(min(size, GROUND_MAX_STEP))
-        c, s = math.cos(heading), math.sin(heading)
-        dx, dy = d_pitch, -d_roll
-        self.ground_slope = np.clip(self.ground_slope + (dx * c - dy * s, dx * s + dy * c), -MAX_GROUND_TILT,
+        self.ground_slope = np.clip(self.ground_slope + _turn(d_pitch, -d_roll, heading), -MAX_GROUND_TILT,
                                     MAX_GROUND_TILT)
 
     def _run_bank(self, snap, surprise, p_prev, t0, t_s, meas, e_cur):

@@ -5,7 +5,8 @@ the body, but one joint of it stays where it is. That is no morphology of the mo
 links) and must not be read as one: the damage monitor keeps the morphology, reports the joint as seized on
 ``/diagnostics`` and ``morphology/evidence``, and the gait crawls until the joint follows again.
 
-Rule (:class:`SeizureTracker`), per joint, judged at every ``joint_states`` message that carries it:
+Rule (:class:`SeizureTracker`), per joint, judged on the ``joint_states`` messages that carry it, at most every
+``JUDGE_EVERY`` of the window:
 
 * the commands asked for motion: the commanded angles due in the last ``window`` [s] span at least
   ``min_travel`` [rad] (a robot standing still proves nothing either way). A command is due when its move

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import deque
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
@@ -31,7 +30,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from jethexa_dynamics.nodes import params as node_params
 from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, JointPresenceTracker, MorphologyChange,
-                                               decode_servo_status)
+                                               decode_servo_status, joint_leg_link)
 from jethexa_dynamics.damage.evidence import NAME as EVIDENCE_NAME, evidence_to_values
 from jethexa_dynamics.damage.seizure import SeizureConfig, SeizureTracker
 from jethexa_dynamics.model import format_morphology
@@ -43,7 +42,7 @@ from jethexa_dynamics.nodes._common import (LATCHED_QOS, RELIABLE_QOS, SENSOR_QO
                                             stamp_to_sec, status)
 from jethexa_dynamics.nodes._robot import jethexa, robot_names
 from jethexa_dynamics.predictors.base import CycleStats
-from jethexa_dynamics.worker import IDLE, Worker
+from jethexa_dynamics.worker import Worker
 
 _CONFIG_KEYS = ("no_reply_timeout", "min_missed_reads", "position_error_threshold",
                 "position_error_hold", "latch")
@@ -96,7 +95,6 @@ class IdentifierWorker(Worker):
         identifier.between_models = self._pause
         self._ran_since = time.monotonic()
         self._on_sample, self._report_error = on_sample, on_error
-        self._queue: deque = deque()
         self._topic = ""
         self.max_queue = max_queue
         self.dropped = 0          # samples dropped because the worker fell max_queue behind (a gap to it)
@@ -117,12 +115,6 @@ class IdentifierWorker(Worker):
                 self.dropped += 1
             self._queue.append((topic, method, args, time.monotonic()))
             self.wake()
-
-    def _next(self):
-        return self._queue.popleft() if self._queue else IDLE
-
-    def _next_is_idle(self) -> bool:
-        return not self._queue
 
     def _handle(self, item) -> None:
         idf = self.identifier
@@ -429,8 +421,7 @@ class DamageMonitor(ThinNode):
         self.last_servo_diag = now
         self.servo_diag_messages += 1
         self._apply(now, self.detector.update(now, healths))
-        if set(self.detector.stalled) | set(self.seizure.seized) != set(self.seized):
-            self._seizure_changed(now)
+        self._seizure_changed(now)          # a stall is a seizure: said when the set of seized joints changes
 
     def _on_joint_states(self, msg: JointState) -> None:
         """Presence evidence and, with the identifier on, the measured angles. The whole message is validated
@@ -467,8 +458,9 @@ class DamageMonitor(ThinNode):
             self._publish_status()
 
     def _seizure_changed(self, now: float) -> None:
-        """The set of seized joints changed: say it (log, evidence, diagnostics) and decide again -- a seized joint
-        keeps its links, and the model's verdict on its leg is not followed (the seizure explains the motion)."""
+        """If the set of seized joints (joint_states' and the servo driver's stalls) changed: say it (log,
+        evidence, diagnostics) and decide again -- a seized joint keeps its links, and the model's verdict on its
+        leg is not followed (the seizure explains the motion)."""
         with self._lock:
             seized = dict(self.seizure.seized)
             seized.update(self.detector.stalled)
@@ -485,7 +477,7 @@ class DamageMonitor(ThinNode):
         self._publish_status()
 
     def _seized_legs(self) -> set:
-        return {j.rpartition("_")[2] for j in self.seized}
+        return {self.leg_names[leg] for leg, _ in joint_leg_link(list(self.seized), self.leg_names)}
 
     def _on_reset(self, request, response):
         with self._lock:                   # a service callback: not wrapped by guard()

@@ -3,11 +3,10 @@
 The rows are the engine's record rows (``sim.trajectory``); the file is ``Trajectory.to_csv``'s, byte for byte.
 """
 import os
-from collections import deque
 
 import numpy as np
 
-from jethexa_dynamics.worker import IDLE, Worker
+from jethexa_dynamics.worker import Worker
 
 from .trajectory import Trajectory, _euler_angles, open_new
 
@@ -32,7 +31,6 @@ class TrajectoryCsvWriter(Worker):
         # blocks are handed over in batches of >= batch_rows rows: fewer thread wake-ups and per-batch costs
         self._batch_rows = int(batch_rows)
         self._pending, self._n_pending = [], 0
-        self._batches = deque()
         self._euler = []
         self._yaw = None
         super().__init__("trajectory-csv")
@@ -46,16 +44,8 @@ class TrajectoryCsvWriter(Worker):
 
     def _flush(self):
         if self._pending:
-            with self._cv:
-                self._batches.append(self._pending)      # a list of blocks: the thread stacks them
-                self.wake()
+            self.submit(self._pending)       # a list of blocks: the thread stacks them
             self._pending, self._n_pending = [], 0
-
-    def _next(self):
-        return self._batches.popleft() if self._batches else IDLE
-
-    def _next_is_idle(self) -> bool:
-        return not self._batches
 
     def _handle(self, blocks):
         part = Trajectory(blocks[0] if len(blocks) == 1 else np.vstack(blocks), *self._meta)
