@@ -143,3 +143,13 @@ def test_the_evidence_message_carries_the_seized_joints():
     assert evidence_from_values({"legs": ",".join(LEGS), "morphology": "3,3,3,3,3,3"}, LEGS).seized == ()
     with pytest.raises(ValueError, match="seized"):
         evidence_from_values({"legs": ",".join(LEGS), "morphology": "3,3,3,3,3,3", "seized": "elbow_XX"}, LEGS)
+
+
+def test_the_plants_ground_and_floor_are_checked_before_it_walks():
+    """``WalkConfig``'s slope and friction patches: one line naming the field and the allowed range."""
+    with pytest.raises(ValueError, match=r"ground_tilt=\(0.5, 0.0\): two finite angles within \+-0.349"):
+        WalkConfig(ground_tilt=(0.5, 0.0))
+    with pytest.raises(ValueError, match=r"mu=-0.1 outside the allowed range \[0, 10\]"):
+        WalkConfig(friction=[(1.0, -0.1)])
+    with pytest.raises(ValueError, match="friction patch at t=nan"):
+        WalkConfig(friction=[(math.nan, 0.5)])

@@ -62,6 +62,10 @@ class Segment:
     gait: Optional[str] = None
 
 
+#: rad: the steepest ground the plant is built on (the gait is not made for steeper)
+MAX_PLANT_SLOPE = math.radians(20.0)
+
+
 @dataclass
 class WalkConfig:
     """What the plant does (``duration`` s, ``segments``, silent ``breaks``, executor/sensor ``gaps``) and how its
@@ -91,6 +95,16 @@ class WalkConfig:
     # (roll, pitch) [rad] of the ground plane in the level (gravity-aligned) frame, 'sxyz': a slope. The plant's
     # world is the ground's frame, so its gravity is tilted; the IMU reports attitude in the level frame
     ground_tilt: Tuple[float, float] = (0.0, 0.0)
+
+    def __post_init__(self):
+        tilt = tuple(self.ground_tilt)
+        if len(tilt) != 2 or not all(math.isfinite(a) and abs(a) <= MAX_PLANT_SLOPE for a in tilt):
+            raise ValueError("ground_tilt=%r: two finite angles within +-%g rad (%g deg)" % (
+                self.ground_tilt, MAX_PLANT_SLOPE, math.degrees(MAX_PLANT_SLOPE)))
+        for t, mu in self.friction:
+            if not (math.isfinite(t) and t >= 0.0):
+                raise ValueError("friction patch at t=%r: the time must be finite and >= 0 s" % (t,))
+            ContactModel(friction="coulomb", mu=mu)      # its own check names mu and the allowed range
 
 
 def walk_streams(cfg: WalkConfig, identifier=None):
