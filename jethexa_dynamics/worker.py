@@ -87,6 +87,7 @@ class Worker:
     def wait_idle(self, timeout: float) -> bool:
         """Block until nothing is queued or being handled, or the worker stopped; False on time-out."""
         with self._cv:
+            self.wake()                  # items queued without waking the thread (a subclass may batch)
             return self._cv.wait_for(lambda: self._closed or (not self.busy and self._next_is_idle()), timeout)
 
     def _next_is_idle(self) -> bool:

@@ -265,3 +265,57 @@ def test_wake_from_another_thread_returns_the_wait(ctx, ex):
     timer.join()
     ex.spin_once(timeout_sec=0)
     assert ex.rebuilds >= 2          # woken means: look at the nodes' entities again
+
+
+def test_a_polled_subscription_never_wakes_the_executor_and_is_taken_whole_before_the_ready_callbacks(ctx, ex):
+    """A polled subscription is outside the wait set: its messages wait until something else wakes the executor
+    (here a timer), then all of them are taken, in order, before that wake-up's timer callback."""
+    from jethexa_dynamics.nodes.executor import POLLED
+
+    node = Node("lean_polled", context=ctx)
+    pub_node = Node("lean_polled_pub", context=ctx)
+    events = []
+    sub = node.create_subscription(Int32, "lean_polled", lambda m: events.append(("msg", m.data)), ALL)
+    setattr(sub, POLLED, True)
+    timer = node.create_timer(0.05, lambda: events.append(("tick", None)))
+    timer.cancel()
+    pub = pub_node.create_publisher(Int32, "lean_polled", ALL)
+    ex.add_node(node)
+    wait_matched(pub)
+    for i in range(5):
+        pub.publish(Int32(data=i))
+    time.sleep(0.2)                      # delivered to the subscription by now; nothing in the wait set is ready
+    ex.spin_once(timeout_sec=0.0)        # the wait times out: the polled messages are taken all the same
+    assert events == [("msg", i) for i in range(5)] and ex.drains >= 1
+    assert sub.handle.pointer not in ex._order          # not in the wait set, so its messages wake nobody
+    for i in range(5, 8):
+        pub.publish(Int32(data=i))
+    time.sleep(0.2)
+    timer.reset()
+    assert spin_until(ex, lambda: ("tick", None) in events)
+    tick = events.index(("tick", None))
+    assert events[5:tick] == [("msg", i) for i in range(5, 8)]   # taken before the timer's callback
+    assert ex.delegated == 0
+
+
+def test_arrival_time_places_a_message_when_it_arrived_not_when_it_was_handled(ctx, ex):
+    """``ThinNode.arrival_time`` reads rmw's receive time through the executor: a message handled 0.5 s after it
+    was sent is placed near its sending, not its handling (oracle: the node clock read around both)."""
+    from jethexa_dynamics.nodes._common import ThinNode
+    from jethexa_dynamics.nodes.param_spec import ParamSet
+
+    node = ThinNode(ParamSet("lean_arrival", []), context=ctx)
+    pub_node = Node("lean_arrival_pub", context=ctx)
+    seen = []
+    node.sub(Int32, "lean_arrival", lambda m: seen.append((node.arrival_time(), node.t())), ALL, wake=False)
+    pub = pub_node.create_publisher(Int32, "lean_arrival", ALL)
+    ex.add_node(node)
+    wait_matched(pub)
+    t_sent = node.t()
+    pub.publish(Int32(data=1))
+    time.sleep(0.5)
+    assert spin_until(ex, lambda: seen)
+    arrival, handled = seen[0]
+    assert t_sent <= arrival <= handled
+    assert arrival - t_sent < handled - arrival
+    assert ex.received_ns == 0           # outside a callback there is no message: arrival_time is the handling time

@@ -96,3 +96,26 @@ def test_submitted_items_are_handled_first_in_first_out_and_a_stopped_worker_tak
     w.close()
     w.submit(99)
     assert w.out == list(range(50)) and not w._queue and not w.thread.is_alive()
+
+
+def test_items_queued_without_waking_the_thread_are_handled_by_wait_idle():
+    """A subclass may queue items without ``wake()`` (the identifier batches joint samples until an IMU sample):
+    ``wait_idle`` wakes the thread itself, so nothing queued is left behind."""
+    class Quiet(Worker):
+        def __init__(self):
+            self.out = []
+            super().__init__("quiet")
+
+        def put_quietly(self, x):
+            with self._cv:
+                self._queue.append(x)
+
+        def _handle(self, x):
+            self.out.append(x)
+
+    w = Quiet()
+    assert w.wait_idle(30.0)             # the thread is waiting now: nothing will wake it but wait_idle
+    for x in range(5):
+        w.put_quietly(x)
+    assert w.wait_idle(30.0) and w.out == list(range(5))
+    w.close()

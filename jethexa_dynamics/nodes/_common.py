@@ -31,7 +31,7 @@ except ImportError:  # Humble
     from rclpy.qos_event import PublisherEventCallbacks, SubscriptionEventCallbacks
 
 from jethexa_dynamics.hardware.errors import ParameterError
-from jethexa_dynamics.nodes.executor import LeanExecutor
+from jethexa_dynamics.nodes.executor import POLLED, LeanExecutor
 from jethexa_dynamics.nodes.messages import InputError
 from jethexa_dynamics.nodes.param_spec import ParamError, ParamSet, ParamSpec
 
@@ -48,6 +48,8 @@ RELIABLE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 LATCHED_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
+#: an arrival older than this [s] is taken as a clock step, not a queue: the handling time stands instead
+MAX_ARRIVAL_AGE = 1.0
 #: how often (s) a node looks for publishers/subscriptions on its topics with incompatible QoS (``check_qos``)
 QOS_CHECK_PERIOD = 2.0
 
@@ -283,8 +285,13 @@ class ThinNode(Node):
             pass
         return wrapped
 
-    def sub(self, msg_type, topic: str, callback: Callable, qos=RELIABLE_QOS):
-        return self.create_subscription(msg_type, topic, self.guard(topic, callback), qos)
+    def sub(self, msg_type, topic: str, callback: Callable, qos=RELIABLE_QOS, wake: bool = True):
+        """A guarded subscription. ``wake=False``: polled (``nodes.executor``): its messages do not wake the
+        executor but are taken at the node's next wake-up (its cycle timer or pacing topic), before the cycle."""
+        sub = self.create_subscription(msg_type, topic, self.guard(topic, callback), qos)
+        if not wake:
+            setattr(sub, POLLED, True)
+        return sub
 
     def timer(self, period: float, callback: Callable, name: str = "timer"):
         return self.create_timer(period, self.guard(name, callback))
@@ -326,6 +333,18 @@ class ThinNode(Node):
     def t(self) -> float:
         """Node time [s]: seconds since the node started (monotonic), the clock of the models the node feeds."""
         return time.monotonic() - self._t0
+
+    def arrival_time(self) -> float:
+        """Node time [s] at which the message being handled arrived (rmw's receive time, which ``LeanExecutor``
+        hands over): a message taken at the node's next cycle (a polled subscription) or by a starved executor
+        is placed when it arrived, not when it was handled; the handling time when the executor does not say
+        (rclpy's own) or the age is absurd. Call it from a subscription's callback only."""
+        now = self.t()
+        received = getattr(self.executor, "received_ns", 0)
+        if not received:
+            return now
+        age = (time.time_ns() - received) * 1e-9
+        return now - age if 0.0 <= age <= MAX_ARRIVAL_AGE else now
 
     def stamp_time(self, stamp, max_age: float = math.inf) -> float:
         """Node time of a measurement's header stamp: now minus its age on the ROS clock, so a sample that

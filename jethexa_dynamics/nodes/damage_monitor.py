@@ -61,6 +61,11 @@ def _closed_windows(idf) -> int:
     return idf.windows + idf.deferred_windows + idf.skipped_windows
 
 
+#: identifier inputs that wait in the queue for the next IMU sample instead of waking the worker
+RIDE_ALONG = ("on_command", "on_joints")
+RIDE_ALONG_MAX = 16
+
+
 class IdentifierWorker(Worker):
     """Feeds a ``DamageIdentifier`` on a thread of its own.
 
@@ -114,7 +119,10 @@ class IdentifierWorker(Worker):
                 self._queue.popleft()
                 self.dropped += 1
             self._queue.append((topic, method, args, time.monotonic()))
-            self.wake()
+            # joint samples change nothing until an IMU sample closes a window: they wait for it (one wake-up
+            # of this thread per IMU sample, not per message), or for a handful to pile up
+            if method not in RIDE_ALONG or len(self._queue) >= RIDE_ALONG_MAX:
+                self.wake()
 
     def _handle(self, item) -> None:
         idf = self.identifier
@@ -206,9 +214,10 @@ class DamageMonitor(ThinNode):
         self.unexplained = False       # said on morphology/evidence: no hypothesis explains the motion
         self.q_meas = np.full(len(self.joint_names), np.nan)
         self._make_identifier()
-        self.sub(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS)
-        self.sub(JointState, "joint_states", self._on_joint_states, SENSOR_QOS)
-        self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS)
+        self.sub(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS, wake=False)
+        # polled: taken at the next imu/data sample or check, before it (one wake-up per sample)
+        self.sub(JointState, "joint_states", self._on_joint_states, SENSOR_QOS, wake=False)
+        self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS, wake=False)
         self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.rate_timer("check_rate", self._on_check, "check")
@@ -319,8 +328,8 @@ class DamageMonitor(ThinNode):
         self.seizure.on_command(self.now_sec(), [self.joint_names[i] for i in idx], pos, t_from_start)
         if self.worker is None:
             return
-        # commands at receipt: the servo driver acts on them when they arrive (the predictor does the same)
-        t = self.t()
+        # commands at arrival: the servo driver acts on them when they arrive (the predictor does the same)
+        t = self.arrival_time()
         self._feed("joint_commands", "on_command", t, pos, t + t_from_start, idx)
 
     def _on_imu(self, msg: Imu) -> None:

@@ -23,6 +23,15 @@ What this one does instead:
   entity, the rest of that wait's ready list is left for the next wait (a destroyed subscription never gets
   a message after its destruction).
 
+Polled subscriptions. A subscription marked ``POLLED`` (``setattr(sub, POLLED, True)``; ``ThinNode.sub(...,
+wake=False)``) is left out of the wait set: its messages never wake the executor; they are taken, all of them
+(at most ``POLL_LIMIT`` per subscription), at every wake-up, before that wake-up's ready callbacks. A node
+whose cycle is set by a timer or by one sensor topic takes its other inputs this way, fresh at each cycle, for
+one wake-up per cycle instead of one per message: on this machine a wake-up of a process costs ~50-100 µs of
+CPU before any Python runs (rcl, the DDS listener's futex, the scheduler), about the cost of the work the
+message brings. A node with polled subscriptions needs such a rhythm (every node has its diagnostics timer at
+least). Under rclpy's own executors a polled subscription is an ordinary one.
+
 It covers what the robot's nodes and the demo use: subscriptions (message-only or message-and-info
 callbacks), timers (including cancel and ``reset``), services, clients (their futures completed as rclpy does),
 tasks (``create_task``, a future's done callbacks: one step per spin, as rclpy runs them), in one thread;
@@ -66,6 +75,12 @@ except ImportError:  # Humble
 _MESSAGE_ONLY = getattr(getattr(Subscription, "CallbackType", None), "MessageOnly", None)
 
 
+#: attribute that marks a subscription as polled (see the module's docstring)
+POLLED = "jethexa_polled"
+#: most messages taken from one polled subscription at one wake-up (its QoS depth is at most this in practice)
+POLL_LIMIT = 50
+
+
 def _wants_timer_info(callback: Callable) -> bool:
     if TimerInfo is None or callback is None:
         return False
@@ -84,7 +99,9 @@ class LeanExecutor(SingleThreadedExecutor):
     """A single-threaded rclpy executor that builds its wait set once per change of the nodes' entities.
 
     Attributes (counters since construction, for benchmarks and tests): ``waits`` (waits on the lean path),
-    ``calls`` (callbacks it ran itself), ``rebuilds``, ``delegated`` (wake-ups handed to rclpy's executor).
+    ``calls`` (callbacks it ran itself), ``rebuilds``, ``delegated`` (wake-ups handed to rclpy's executor),
+    ``drains`` (wake-ups that took the polled subscriptions' messages). ``received_ns``: while a subscription's
+    callback runs, when rmw received its message (``ThinNode.arrival_time``).
     """
 
     def __init__(self, *, context=None) -> None:
@@ -98,7 +115,10 @@ class LeanExecutor(SingleThreadedExecutor):
         self._guards: List[Any] = []                 # handles of the executor's own guard conditions
         self._adds: List[Tuple[Callable, Any]] = []  # (wait set's add_*, handle) of every entity, in order
         self._order: dict = {}                       # handle pointer -> (node rank, kind, sequence, entity)
-        self.waits = self.calls = self.rebuilds = self.delegated = 0
+        self._polled: List[Any] = []                 # subscriptions marked ``POLLED``, in the nodes' order
+        self.waits = self.calls = self.rebuilds = self.delegated = self.drains = 0
+        #: while a subscription's callback runs: when rmw received its message (ns, system clock; 0 unknown)
+        self.received_ns = 0
 
     # ------------------------------------------------------------------ node and entity changes
     def add_node(self, node) -> bool:
@@ -141,7 +161,7 @@ class LeanExecutor(SingleThreadedExecutor):
         held = self._held
         # (node rank, kind, handle, entity) of every entity, in the order its callback runs after a wait: by node
         # (added order), then timers, subscriptions, services, clients
-        entries = []
+        entries, polled = [], []
         for rank, node in enumerate(nodes):
             for kind, entities in enumerate(_entities_by_kind(node)):
                 for ent in entities:
@@ -149,7 +169,11 @@ class LeanExecutor(SingleThreadedExecutor):
                         held.enter_context(ent.handle)
                     except InvalidHandle:
                         continue            # destroyed before this rebuild
-                    entries.append((rank, kind, ent.handle, ent))
+                    if kind == 1 and getattr(ent, POLLED, False):
+                        polled.append(ent)      # taken at every wake-up, never in the wait set
+                    else:
+                        entries.append((rank, kind, ent.handle, ent))
+        self._polled = polled
         self._guards = [g.handle for g in (self._guard, self._sigint_gc) if g is not None]
         for handle in self._guards:
             held.enter_context(handle)
@@ -212,6 +236,8 @@ class LeanExecutor(SingleThreadedExecutor):
             raise ExternalShutdownException()
         if self._waitables:
             self._run_waitables(ws)
+        if self._polled:
+            self._drain_polled()
         ready = (ws.get_ready_entities("timer") + ws.get_ready_entities("subscription")
                  + ws.get_ready_entities("service") + ws.get_ready_entities("client"))
         order = self._order
@@ -258,15 +284,30 @@ class LeanExecutor(SingleThreadedExecutor):
             self.calls += 1
             tmr.callback()
 
-    def _run_subscription(self, sub) -> None:
+    def _drain_polled(self) -> None:
+        """Every message waiting on the polled subscriptions, oldest first per subscription (at most
+        ``POLL_LIMIT`` each, so a flood cannot hold the wake-up), before this wake-up's ready callbacks."""
+        self.drains += 1
+        for sub in self._polled:
+            for _ in range(POLL_LIMIT):
+                if self._stale or not self._run_subscription(sub):
+                    break
+
+    def _run_subscription(self, sub) -> bool:
         taken = sub.handle.take_message(sub.msg_type, sub.raw)
         if taken is None:
-            return
+            return False
         self.calls += 1
-        if getattr(sub, "_callback_type", _MESSAGE_ONLY) is _MESSAGE_ONLY:
-            sub.callback(taken[0])
-        else:
-            sub.callback(*taken)
+        info = taken[1]
+        self.received_ns = info.get("received_timestamp", 0) if isinstance(info, dict) else 0
+        try:
+            if getattr(sub, "_callback_type", _MESSAGE_ONLY) is _MESSAGE_ONLY:
+                sub.callback(taken[0])
+            else:
+                sub.callback(*taken)
+        finally:
+            self.received_ns = 0
+        return True
 
     def _run_client(self, cli) -> None:
         header, response = cli.handle.take_response(cli.srv_type.Response)

@@ -74,7 +74,7 @@ class GaitController(ThinNode):
         self.state = "stance"
         self.published = 0
         self.pub = self.create_publisher(JointTrajectory, "joint_commands", RELIABLE_QOS)
-        self.sub(Twist, "cmd_vel", self._on_cmd_vel, RELIABLE_QOS)
+        self.sub(Twist, "cmd_vel", self._on_cmd_vel, RELIABLE_QOS, wake=False)   # taken at each control tick
         self.gate = SupportGate(self.leg_names)
         self.unexplained = False          # morphology/evidence: crawl at unexplained_speed_scale ...
         self.seized: tuple = ()           # ... and while a joint is seized (its links kept)
@@ -85,8 +85,8 @@ class GaitController(ThinNode):
         self.evidence_sub = subscribe_morphology(self, self._on_evidence, LATCHED_QOS, "morphology/evidence",
                                                  DiagnosticStatus)
         if self.p["recovery"]:
-            self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS)
-            self.sub(Odometry, "predicted/odom", self._on_odom, RELIABLE_QOS)
+            self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS, wake=False)
+            self.sub(Odometry, "predicted/odom", self._on_odom, RELIABLE_QOS, wake=False)
         self.rate_timer("control_rate", self._on_tick, "control")
         self._diag_timer = self.timer(1.0, self._on_diag, "diagnostics")
         self._last_tick = time.monotonic()

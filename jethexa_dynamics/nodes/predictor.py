@@ -103,8 +103,8 @@ class PredictorNode(ThinNode):
         self.out_msgs = {"pose": PoseStamped(), "odom": Odometry(), "measured": PoseStamped(),
                          "slip_pose": PoseStamped(), "slip_odom": Odometry(), "error": Float64MultiArray()}
         self.out_msgs["error"].layout.dim = [MultiArrayDimension(label=",".join(ERROR_FIELDS), size=6, stride=6)]
-        self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS)
-        self.sub(JointState, "joint_states", self._on_joint_states, SENSOR_QOS)
+        self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS, wake=False)
+        self.sub(JointState, "joint_states", self._on_joint_states, SENSOR_QOS, wake=False)  # stamped: taken at the cycle
         # imu/data also paces the cycle when it arrives at the cycle's rate (nodes/pacing.py): one wake-up of
         # the executor per period instead of two; the cycle timer is then cancelled and a watchdog of two
         # periods (reset by every sample) hands the cycle back to it when the IMU falls silent
@@ -113,7 +113,7 @@ class PredictorNode(ThinNode):
         self._imu_sample = self.guard("imu/data", self._on_imu)
         self._paced_cycle = self.guard("predict", self._on_tick)
         self.create_subscription(Imu, "imu/data", self._on_imu_arrival, SENSOR_QOS)
-        self.sub(PoseStamped, "mocap/pose", self._on_mocap, SENSOR_QOS)
+        self.sub(PoseStamped, "mocap/pose", self._on_mocap, SENSOR_QOS, wake=False)
         self.morphology_sub = subscribe_morphology(self, self._on_morphology, LATCHED_QOS)  # authority only
         self.rate_timer("rate", self._on_cycle_timer, "predict")
         self._watchdog = self._new_watchdog()
@@ -182,7 +182,7 @@ class PredictorNode(ThinNode):
         idx, pos, t_from_start = validate.trajectory(msg.joint_names, points, self.joint_names, self.lower,
                                                      self.upper)
         self.q_cmd[idx] = pos
-        t = self.t()
+        t = self.arrival_time()    # when the servos got it too (taken at the next cycle: a polled subscription)
         self._each("on_command", t, self.q_cmd.copy(), t + t_from_start)
 
     def _on_joint_states(self, msg: JointState) -> None:
