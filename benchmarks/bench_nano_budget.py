@@ -104,11 +104,29 @@ def proc_cpu(pid):
     return sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLK
 
 
+def wake_cost(seconds: float = 2.0) -> float:
+    """CPU [s] one sleep/wake-up costs this thread in a bare 100 Hz ``time.sleep`` loop (schedstat's run time):
+    the floor under every timer tick and every message a process wakes up for; on a virtual machine it holds
+    the hypervisor's exit and entry as well, which a Jetson Nano, running on its own hardware, does not pay."""
+    path = "/proc/self/task/%d/schedstat" % threading.get_native_id()
+
+    def run_s():
+        with open(path) as f:
+            return int(f.read().split()[0]) / 1e9
+
+    n, r0 = int(seconds * 100), run_s()
+    for _ in range(n):
+        time.sleep(0.01)
+    return (run_s() - r0) / n
+
+
 def proc_threads(pid):
-    """{tid: (kind, CPU s, run-queue wait s)} of the live threads of ``pid``: kind ``main`` (the first thread: the
+    """{tid: (kind, CPU s, run-queue wait s, times scheduled in)} of the live threads of ``pid``: kind ``main`` (the
+    first thread: the
     executor and every callback), ``python`` (threads named like the process: Python's threading, the nodes'
     workers), ``native`` (threads that name themselves: the DDS/rmw threads, ``dds.*`` in Fast DDS). CPU =
-    utime + stime, wait = schedstat run_delay."""
+    utime + stime, wait = schedstat run_delay, scheduled in = schedstat's timeslice count (each wake-up and each
+    return after a preemption)."""
     out = {}
     try:
         tids = os.listdir("/proc/%d/task" % pid)
@@ -121,23 +139,26 @@ def proc_threads(pid):
             with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
                 head, tail = f.read().rsplit(")", 1)
             with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
-                wait = int(f.read().split()[1]) / 1e9
+                sched = f.read().split()
+            wait, slices = int(sched[1]) / 1e9, int(sched[2])
         except (OSError, IndexError, ValueError):
             continue
         fields = tail.split()
         kind = "main" if int(tid) == pid else "python" if head.split("(", 1)[1] == own else "native"
-        out[int(tid)] = (kind, (int(fields[11]) + int(fields[12])) / CLK, wait)
+        out[int(tid)] = (kind, (int(fields[11]) + int(fields[12])) / CLK, wait, slices)
     return out
 
 
 def thread_delta(a, b, dt):
     """{kind: CPU-s/s} of a process's threads between two ``proc_threads`` snapshots ``dt`` s apart, and the
-    run-queue wait of all of them ('wait', s/s); a thread started in between counts from 0."""
-    out = dict.fromkeys(THREAD_KINDS + ("wait",), 0.0)
-    for tid, (kind, cpu, wait) in b.items():
-        _, cpu0, wait0 = a.get(tid, (kind, 0.0, 0.0))
+    run-queue wait of all of them ('wait', s/s) and how often they were scheduled in ('wakes', 1/s); a thread
+    started in between counts from 0."""
+    out = dict.fromkeys(THREAD_KINDS + ("wait", "wakes"), 0.0)
+    for tid, (kind, cpu, wait, slices) in b.items():
+        _, cpu0, wait0, slices0 = a.get(tid, (kind, 0.0, 0.0, 0))
         out[kind] += (cpu - cpu0) / dt
         out["wait"] += (wait - wait0) / dt
+        out["wakes"] += (slices - slices0) / dt
     return out
 
 
@@ -1052,7 +1073,8 @@ def side_by_side(runs, ab):
              ("silent break named after", _break_text),
              ("false damage", lambda r: ", ".join(r["false_damage"]) or "none"),
              ("start-up [s]", lambda r: "%.1f" % r["startup_s"]),
-             ("robot waited for a CPU [s/s]", lambda r: "%.2f" % robot_total(r, "threads", "wait"))]
+             ("robot waited for a CPU [s/s]", lambda r: "%.2f" % robot_total(r, "threads", "wait")),
+             ("robot's threads scheduled in [1/s]", lambda r: "%.0f" % robot_total(r, "threads", "wakes"))]
     md = ["## Composed vs a process per node (%s as launched)" % LAUNCHED, "",
           "| | " + " | ".join(r["run"] for r in pairs) + " |", "|---|" + "---|" * len(pairs)]
     md += ["| %s | %s |" % (name, " | ".join(fn(r) for r in pairs)) for name, fn in rows]
@@ -1128,7 +1150,9 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
     md += ["", "Robot waited for a CPU = the run-queue delay of every thread of the robot's process(es) (schedstat "
            "run_delay) per second: in the unconstrained runs the machine's other load (this machine is shared), in "
            "the quota runs that plus the quota's throttling. Throttled periods = the group's CFS periods that ran "
-           "out of quota (cpu.stat)."]
+           "out of quota (cpu.stat). Robot's threads scheduled in = how often the robot's threads were put on "
+           "a CPU per second (schedstat: every wake-up, every return after a preemption): each costs CPU before "
+           "any node code runs (see a wake-up's cost on this machine above)."]
     if any("cpu_before" in r for r in runs):
         md += ["", "Robot CPU before / after the break (CPU-s/s): " + "; ".join(
             "%s %.3f / %.3f" % (r["run"], r["cpu_before"], r["cpu_after"]) for r in runs if "cpu_before" in r) + ".",
@@ -1391,6 +1415,8 @@ def main(argv=None):
     info = describe("rclpy") + ["- %s at the start; %s; NUMBA_CACHE_DIR %s" % (
         load_text(), os.environ.get("RMW_IMPLEMENTATION", "default rmw"),
         "set" if os.environ.get("NUMBA_CACHE_DIR") else "not set (the nodes compile at every start)")]
+    info.append("- a wake-up's cost on this machine: %.0f µs of CPU per iteration of a bare 100 Hz `time.sleep` "
+                "loop (schedstat; before any node started)" % (wake_cost() * 1e6))
     workdir = tempfile.mkdtemp(prefix="jethexa_nano_budget_")
 
     def work():
