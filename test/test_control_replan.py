@@ -136,6 +136,8 @@ def test_every_single_leg_loss_has_a_statically_stable_gait(planner, leg, links)
     m = _recheck(planner, plan, lpl)
     assert m.min() > 0.8 * REQUIRED_MARGIN
     assert _joint_rate(planner, plan) <= planner.robot.joint_velocity.min() * 1.02
+    # the short body shift leaves the swing time for the full command within the servos' speed
+    assert plan.shift_fraction == 0.25 and plan.gait.command[0] == pytest.approx(0.05)
 
 
 def test_damage1_walks_forward_on_four_legs_with_body_shift(planner):
@@ -215,3 +217,7 @@ def test_bad_input_names_the_field(planner, robot):
         planner.plan([3] * 6, (float("nan"), 0.0, 0.0))
     with pytest.raises(ValueError, match="required_margin"):
         GaitPlanner(robot, required_margin=-1.0)
+    with pytest.raises(ValueError, match="shift_fractions"):
+        GaitPlanner(robot, shift_fractions={5: (0.9,), 4: (0.45,)})
+    with pytest.raises(ValueError, match="shift_fractions"):
+        GaitPlanner(robot, shift_fractions={5: (0.25,)})

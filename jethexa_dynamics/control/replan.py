@@ -17,7 +17,9 @@ foot, a periodic gait that keeps the robot statically stable at every phase of t
   ``scipy.optimize.linprog``): the shift that maximises the worst distance to their edges up to
   required_margin + ``MARGIN_HEADROOM``, then spends as little shift as it can, |b| <= max_shift.
   Foot targets in base_link are ``gait foot - b(phase)`` (the body moves by +b relative to the feet).
-* **Candidates** (``_candidates``): full speed before ``speed_scales`` fallbacks, the configured body height
+* **Candidates** (``_candidates``): full speed before ``speed_scales`` fallbacks, at each speed the shift
+  fractions ``SHIFT_FRACTIONS`` in order (a short shift leaves the swing more time, so the full speed stays
+  within the servos' joint rate), the configured body height
   before 2 cm lower, and the stance of each foot: the support lengthened along x next to a missing leg by
   ``spreads``. **Second stage** (``_candidates_balanced``, four or five feet): the *balanced* stance
   (``_balanced_neutral``: the feet spread evenly around the CoM), LP target ``required_margin +
@@ -62,6 +64,12 @@ FOLD = (0.0, 1.3, 1.6)      # rad: coxa radial, femur raised 75 deg, tibia folde
 MARGIN_HEADROOM = 0.015    # m: the shift aims at required_margin + this, then spends no more shift
 BALANCED_HEADROOM = 0.01    # m: the balanced stance's LP aims at required_margin + this (smaller shifts)
 NARROW_ENVELOPE = 0.2       # the balanced stance's second try: the heading hold's range x this
+#: the crawl's shift fractions by number of walking feet, in order of preference at each speed. A slot's leg
+#: swings in the last (1 - f) of it, so the swing's joint rates grow as 1/(1 - f): with 0.25 the five-leg crawls
+#: follow the full command within the servos' speed and walk at 75-91 % of it on the engine (0.45 alone: 52-69 %,
+#: slowed to 70-80 %). Four feet leave a triangle at each swing and the body travels farther between them: they
+#: need 0.45 (no four-foot morphology has a stable crawl at 0.25; trying it only doubled the failed searches)
+SHIFT_FRACTIONS = {5: (0.25, 0.45), 4: (0.45,)}
 
 
 # ---------------------------------------------------------------------------------------------- results
@@ -163,7 +171,8 @@ class GaitPlanner:
     ``step_height``, ``body_height``, ``stance_radius`` (m) as ``Gait``; ``crawl_step_height`` (m) swing
     apex of the crawl (its swings are short: a lower apex keeps the joint rates servo-feasible);
     ``required_margin`` (m, >= 0);
-    ``max_shift`` largest body shift (m); ``shift_fraction`` in (0, 0.8); ``spreads`` candidate foot moves
+    ``max_shift`` largest body shift (m); ``shift_fractions`` {number of walking feet: the crawl's shift fractions
+    to try, in order of preference at each speed}, each in [0.05, 0.8]; ``spreads`` candidate foot moves
     toward a missing neighbour (m); ``yaw_allowance`` yaw-rate range (rad/s) the plan must tolerate on top
     of the design command and ``vy_allowance`` (m/s) lateral speed (heading hold corrections); ``samples``
     phases per cycle for verification; ``speed_scales`` fallback fractions of the command;
@@ -175,13 +184,18 @@ class GaitPlanner:
                  cycle_time: float = 1.3, crawl_cycle_time: float = 2.0, step_height: float = 0.02,
                  crawl_step_height: float = 0.012,
                  body_height: float = 0.12, stance_radius: float = 0.13, required_margin: float = REQUIRED_MARGIN,
-                 max_shift: float = 0.05, shift_fraction: float = 0.45, spreads: Sequence[float] = (0.0, 0.03, 0.06),
+                 max_shift: float = 0.05, shift_fractions: Optional[Dict[int, Sequence[float]]] = None,
+                 spreads: Sequence[float] = (0.0, 0.03, 0.06),
                  yaw_allowance: float = 0.1, vy_allowance: float = 0.01, samples: int = 48,
                  speed_scales: Sequence[float] = (1.0, 0.8, 0.7), max_joint_rate: Optional[float] = None):
         self.robot = robot.full
         self.geometry = geometry or LegGeometry.from_robot(self.robot)
+        fracs = {int(n): tuple(float(f) for f in fs) for n, fs in (shift_fractions or SHIFT_FRACTIONS).items()}
+        if sorted(fracs) != [4, 5] or not all(fracs.values()):
+            raise ValueError("shift_fractions: values in [0.05, 0.8] for 4 and for 5 walking feet, got %r"
+                             % (shift_fractions,))
         for name, v, lo, hi in (("required_margin", required_margin, 0.0, 0.1), ("max_shift", max_shift, 0.0, 0.1),
-                                ("shift_fraction", shift_fraction, 0.05, 0.8),
+                                *(("shift_fractions", f, 0.05, 0.8) for fs in fracs.values() for f in fs),
                                 ("yaw_allowance", yaw_allowance, 0.0, 1.0), ("vy_allowance", vy_allowance, 0.0, 0.05)):
             if not (math.isfinite(v) and lo <= v <= hi):
                 raise ValueError("%s=%r outside the allowed range [%g, %g]" % (name, v, lo, hi))
@@ -192,7 +206,7 @@ class GaitPlanner:
         self.crawl_step_height = float(crawl_step_height)
         self.required_margin = float(required_margin)
         self.max_shift = float(max_shift)
-        self.shift_fraction = float(shift_fraction)
+        self.shift_fractions = fracs
         self.spreads = tuple(float(s) for s in spreads)
         self.yaw_allowance = float(yaw_allowance)
         self.vy_allowance = float(vy_allowance)
@@ -349,7 +363,9 @@ class GaitPlanner:
         # (per-foot stance), a tighter LP target (smaller shifts keep the feet in reach), the planner's
         # heading-hold envelope then a narrower one; then the other stances of both stages. One LP per group,
         # solved only when the search reaches it.
-        first, second = self._candidates(), (self._candidates_balanced() if len(idx) < self.geometry.n_legs else [])
+        n_feet = min(len(idx), max(self.shift_fractions))     # six feet whose gait failed: crawl as five do
+        first = self._candidates(n_feet)
+        second = self._candidates_balanced(n_feet) if len(idx) < self.geometry.n_legs else []
         heads1 = [c for c in first if c[0] == self.gait_kw["body_height"] and c[2] == self.spreads[0]]
         heads2 = [c for c in second if c[0] == self.gait_kw["body_height"]]
         groups = [heads1, heads2, [c for c in first if c not in heads1], [c for c in second if c not in heads2]]
@@ -365,7 +381,7 @@ class GaitPlanner:
         best LP margin). The shifts of a group come from one LP, solved when the search first reaches the group;
         a candidate is verified only after every candidate before it was."""
         best, best_lp = None, -math.inf
-        too_fast = set()                        # (speed, envelope, stance) whose crawl the servos cannot follow
+        too_fast = set()           # (speed, envelope, stance, shift fraction) whose crawl the servos cannot follow
         cands = [c for gr in groups for c in gr]
         group_of = {c: gr for gr in groups for c in gr}
         solved = {}
@@ -373,13 +389,13 @@ class GaitPlanner:
         def solve(group):
             skeletons = []
             for c in group:
-                height, scale, spread, cap, allow, stance = c
-                if (scale, allow, stance) in too_fast:
+                height, scale, spread, cap, allow, stance, frac = c
+                if (scale, allow, stance, frac) in too_fast:
                     solved[c] = None
                     continue
                 try:
                     skeletons.append((c,) + self._crawl_skeleton(lpl, idx, folded, cmd * scale, spread, height,
-                                                                 allow, stance))
+                                                                 allow, stance, frac))
                 except ValueError:
                     solved[c] = None        # a stance or stride the legs cannot reach
             problems = [(pr, c[3]) for sk in skeletons for pr in sk[2]]
@@ -394,14 +410,14 @@ class GaitPlanner:
                 solved[c] = (plan, min(r for _, r in sol), design)
 
         for c in cands:
-            if (c[1], c[4], c[5]) in too_fast:
+            if (c[1], c[4], c[5], c[6]) in too_fast:
                 continue
             if c not in solved:
                 solve(group_of[c])
             if solved.get(c) is None:
                 continue
             plan, r, design = solved[c]
-            height, scale, spread, cap, allow, stance = c
+            height, scale, spread, cap, allow, stance, frac = c
             best_lp = max(best_lp, r)
             if r < self.required_margin:
                 continue            # the LP (sampled swing windows) already falls short: not worth verifying
@@ -409,7 +425,7 @@ class GaitPlanner:
             # failure at a speed skips the other stances at that speed
             plan.peak_joint_rate = self.peak_joint_rate(plan)
             if plan.peak_joint_rate > self.max_joint_rate:
-                too_fast.add((scale, allow, stance))
+                too_fast.add((scale, allow, stance, frac))
                 continue
             # verify over the whole cycle, for the design command and the heading hold's correction range
             plan.min_margin = float(min(self._margins(plan, mask, command=(design[0], design[1] + dvy,
@@ -421,39 +437,41 @@ class GaitPlanner:
                 best = plan
         return None, best, best_lp
 
-    def _candidates(self):
-        """(body height m, command scale, spread m, LP target m, (yaw, vy) envelope, stance) in order of
-        preference: full speed and height first."""
+    def _candidates(self, n_feet: int):
+        """(body height m, command scale, spread m, LP target m, (yaw, vy) envelope, stance, shift fraction) in
+        order of preference: full speed and height first, at each speed the shift fractions for ``n_feet``
+        walking feet in their order."""
         h0 = self.gait_kw["body_height"]
         cap = self.required_margin + MARGIN_HEADROOM
         allow = (self.yaw_allowance, self.vy_allowance)
-        return [(height, scale, spread, cap, allow, "spread") for scale in self.speed_scales
-                for height in (h0, h0 - 0.02) for spread in self.spreads]
+        return [(height, scale, spread, cap, allow, "spread", f) for scale in self.speed_scales
+                for f in self.shift_fractions[n_feet] for height in (h0, h0 - 0.02) for spread in self.spreads]
 
-    def _candidates_balanced(self):
+    def _candidates_balanced(self, n_feet: int):
         """Second stage (``plan``): the balanced stance, LP target ``required_margin + BALANCED_HEADROOM``, the
-        planner's envelope then ``NARROW_ENVELOPE`` of it, each at every speed and both heights."""
+        planner's envelope then ``NARROW_ENVELOPE`` of it, each at every speed, shift fraction and height."""
         h0 = self.gait_kw["body_height"]
         cap = self.required_margin + BALANCED_HEADROOM
         out = []
         for k in (1.0, NARROW_ENVELOPE):
             allow = (self.yaw_allowance * k, self.vy_allowance * k)
-            out += [(height, scale, 0.0, cap, allow, "balanced") for scale in self.speed_scales
-                    for height in (h0, h0 - 0.02)]
+            out += [(height, scale, 0.0, cap, allow, "balanced", f) for scale in self.speed_scales
+                    for f in self.shift_fractions[n_feet] for height in (h0, h0 - 0.02)]
         return out
 
-    def _crawl_skeleton(self, lpl, idx, folded, cmd, spread, height, allow=None, stance="spread"):
-        """A crawl for one candidate without its shifts: (plan, [(polygons, com_xy)] per slot, command)."""
+    def _crawl_skeleton(self, lpl, idx, folded, cmd, spread, height, allow=None, stance="spread", f=None):
+        """A crawl for one candidate without its shifts: (plan, [(polygons, com_xy)] per slot, command);
+        ``f`` its shift fraction (default the first of ``shift_fractions``)."""
         g_all = self.geometry
         names = [g_all.names[i] for i in idx]
         n = len(idx)
         order = [leg for leg in WAVE_ORDER if leg in names]
-        f = self.shift_fraction
+        f = self.shift_fractions[min(n, max(self.shift_fractions))][0] if f is None else float(f)
         duty = 1.0 - (1.0 - f) / n
         starts = {leg: (k + f) / n for k, leg in enumerate(order)}
         offsets = [(-starts[leg]) % 1.0 for leg in names]
-        key = (tuple(idx), height)
-        if key not in self._base_gaits:      # one validated Gait per leg set and height; candidates copy it
+        key = (tuple(idx), height, f)
+        if key not in self._base_gaits:      # one validated Gait per leg set, height and duty; candidates copy it
             sub = LegGeometry(names, g_all.geom[idx], g_all.limits[idx])
             kw = dict(self.gait_kw, body_height=height, step_height=self.crawl_step_height)
             self._base_gaits[key] = Gait(sub, kind="wave", offsets=offsets, duty=duty,

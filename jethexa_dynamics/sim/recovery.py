@@ -145,16 +145,19 @@ class _Samples:
         self._yaw, self._prev_yaw = 0.0, None
 
     def add(self, eng: Engine, cmd: np.ndarray, gait: str) -> None:
-        e = eng.euler
+        self.add_state(eng.time, eng.p.copy(), eng.euler, measured_margin(eng), cmd, gait)
+
+    def add_state(self, t: float, pos: np.ndarray, e, margin: float, cmd: np.ndarray, gait: str) -> None:
+        """One sample: time (s), base position (m, world), (roll, pitch, yaw) rad, static margin (m)."""
         if self._prev_yaw is not None:
             self._yaw += wrap_angle(e[2] - self._prev_yaw)
         else:
             self._yaw = e[2]
         self._prev_yaw = e[2]
-        self.t.append(eng.time)
-        self.pos.append(eng.p.copy())
+        self.t.append(t)
+        self.pos.append(pos)
         self.rpy.append([e[0], e[1], self._yaw])
-        self.margin.append(measured_margin(eng))
+        self.margin.append(margin)
         self.command.append(cmd.copy())
         self.gait.append(gait)
 
@@ -239,23 +242,108 @@ def format_row(label, on, off):
                                  cells(off.segments["after"], off.gait[-1]))
 
 
+#: a MuJoCo foot whose sphere is within this of the floor [m] counts as support (a 50 Hz sample of MuJoCo's soft
+#: contact can catch a loaded foot a fraction of a millimetre up, between two contact solutions)
+SUPPORT_GAP = 1e-3
+
+
+def mujoco_margin(mj) -> float:
+    """Static margin (m) of a ``MujocoHexapod``'s present state: the whole robot's CoM (world xy) vs the hull of
+    the feet on the floor (their spheres within ``SUPPORT_GAP``); -inf with none."""
+    d, m = mj.data, mj.model
+    floor_z = m.geom_pos[mj.floor][2]
+    feet = [g for g in range(m.ngeom) if g != mj.floor and m.geom_contype[g]]
+    pts = [d.geom_xpos[g][:2].copy() for g in feet if d.geom_xpos[g][2] - m.geom_size[g][0] - floor_z <= SUPPORT_GAP]
+    if not pts:
+        return -math.inf
+    return support_margin(np.array(pts), d.subtree_com[m.body_rootid[1]][:2])
+
+
+def run_recovery_mujoco(damage, command: Sequence[float] = (0.05, 0.0, 0.0), seconds: float = 20.0,
+                        dt_cmd: float = 0.02, skip: float = 2.0, robot=None, **mjcf) -> RecoveryRun:
+    """The damaged robot walked in MuJoCo (``sim.mjcf``, the independent plant) by the gait controller's logic
+    with recovery on, run as MuJoCo's users run a controller: joint targets at the command rate (``dt_cmd`` s),
+    ``mj_step`` in between. ``damage``: links per leg (or anything ``Engine.set_morphology`` takes). The robot
+    starts at rest in the re-planned gait's stance (the damage noticed and the gait switched: ``run_recovery``
+    covers the switch on the engine); the heading hold reads MuJoCo's body rate and yaw, the odometry its base
+    position. ``mjcf``: keyword arguments of ``build_mjcf`` (contact, gains). Returns the ``RecoveryRun`` with
+    one segment, ``after`` (t from 0; the speed from ``skip`` s). Needs ``mujoco``."""
+    from transforms3d.euler import quat2euler
+
+    from jethexa_dynamics.model import jethexa
+
+    from .mjcf import MujocoHexapod
+
+    cmd = _checked_command(command, 0.0, seconds, dt_cmd)
+    eng = Engine(robot or jethexa(), gait=None, record_every=0)
+    eng.step(0)
+    loop = GaitLoop.build(engine=eng, recovery=True, robot=eng.robot, design_command=command, step_height=0.012)
+    loop.set_morphology(damage)
+    loop.walker.set_command(cmd)
+    names, q = _stand_in_the_gaits_stance(eng, loop)
+    lpl = list(eng.morphology.links_per_leg)
+    dt = float(mjcf.pop("dt", 1e-3))
+    mj = MujocoHexapod(eng.robot, links_per_leg=lpl, dt=dt, **mjcf)
+    targets = np.array(eng.setpoints(), dtype=float)
+    base = eng.p.copy()
+    base[2] += float(mjcf.get("foot_radius", 0.002))     # MuJoCo's feet are spheres: the base stands that higher
+    mj.reset(base, eng.R, targets)
+    hold = HeadingHold(enabled=True)
+    samples = _Samples()
+    n_sub = max(1, int(round(dt_cmd / dt)))
+    for k in range(int(round(seconds / dt_cmd))):
+        t = k * n_sub * dt
+        qw = mj.data.qpos[3:7]
+        yaw = quat2euler(qw)[2]
+        trimmed = hold.update(cmd, t, dt_cmd, gyro_z=float(mj.data.qvel[5]), yaw=yaw, odom_xy=mj.data.qpos[0:2])
+        loop.walker.set_trim(trimmed)
+        names, q, _ = loop.command(dt_cmd, walking=True)
+        targets[loop.joints(names)] = q
+        mj.set_targets(targets)
+        mj.step(n_sub)
+        samples.add_state((k + 1) * n_sub * dt, mj.data.qpos[0:3].copy(), quat2euler(mj.data.qpos[3:7]),
+                          mujoco_margin(mj), cmd, loop.walker.status()["gait"])   # MuJoCo's quaternion is (w, x, y, z)
+    run = samples.run(0.0, None, [])
+    run.segments["after"] = segment_metrics(run.t, run.pos, run.rpy, run.margin, run.command, 0.0, skip, seconds)
+    return run
+
+
 TABLE_HEADER = ("| damage | speed m/s | heading deg/10 s | lateral m/m | min margin m | max roll/pitch deg | gait "
                 "(recovery on) | speed m/s | heading deg/10 s | lateral m/m | min margin m | max roll/pitch deg | gait "
                 "(recovery off) |\n|" + "---|" * 13)
 
 
+MUJOCO_HEADER = ("| damage | speed m/s | % of the command | heading deg/10 s | lateral m/m | min margin m "
+                 "| max roll/pitch deg | gait |\n|" + "---|" * 8)
+
+
+def format_mujoco_row(label, run, command: float = 0.05) -> str:
+    s = run.segments["after"]
+    return "| %s | %.4f | %.0f | %+.2f | %.3f | %+.4f | %.2f/%.2f | %s |" % (
+        label, s["speed_mps"], 100.0 * s["speed_mps"] / command, s["heading_drift_deg_per_10s"], s["lateral_per_m"],
+        s["min_margin_m"], s["max_roll_deg"], s["max_pitch_deg"], run.gait[-1])
+
+
 def main(argv=None):
-    """``python -m jethexa_dynamics.sim.recovery [--after S]``: the acceptance table (markdown) on stdout."""
+    """``python -m jethexa_dynamics.sim.recovery [--after S] [--only LABEL] [--plant engine|mujoco]``: the
+    acceptance table (markdown) on stdout: on the engine recovery on and off, from the damage mid-walk; on MuJoCo
+    recovery on, from the re-planned stance."""
     import argparse
     ap = argparse.ArgumentParser(prog="python -m jethexa_dynamics.sim.recovery")
     ap.add_argument("--after", type=float, default=20.0, help="seconds walked after the damage (default 20)")
     ap.add_argument("--only", default=None, help="one case label, e.g. LM:0 or damage1")
+    ap.add_argument("--plant", choices=("engine", "mujoco"), default="engine",
+                    help="the plant: the project's engine (default) or MuJoCo (sim.mjcf; needs mujoco)")
     args = ap.parse_args(argv)
     if not (math.isfinite(args.after) and 3.0 <= args.after <= 600.0):
         ap.exit(2, "--after=%r outside the allowed range [3, 600] s\n" % args.after)
-    print(TABLE_HEADER)
-    for label, v in acceptance_cases():
-        if args.only and label != args.only:
+    cases = [(label, v) for label, v in acceptance_cases() if not args.only or label == args.only]
+    if not cases:
+        ap.exit(2, "--only=%r is not a case (the single-leg losses LF:0 .. RR:2, damage1, damage2)\n" % args.only)
+    print(TABLE_HEADER if args.plant == "engine" else MUJOCO_HEADER)
+    for label, v in cases:
+        if args.plant == "mujoco":
+            print(format_mujoco_row(label, run_recovery_mujoco(v, seconds=args.after)), flush=True)
             continue
         on = run_recovery(v, recovery=True, after=args.after)
         off = run_recovery(v, recovery=False, after=args.after)
@@ -266,3 +354,4 @@ def main(argv=None):
 if __name__ == "__main__":
     import sys
     sys.exit(main())
+
