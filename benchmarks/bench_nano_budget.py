@@ -120,6 +120,23 @@ def wake_cost(seconds: float = 2.0) -> float:
     return (run_s() - r0) / n
 
 
+def false_alarms(rec, t0: float, t1: float):
+    """What slowed or stopped the healthy robot between t0 and t1 (monotonic s) short of a morphology change, from
+    the gait controller's diagnostics: a joint called seized, motion unexplained, a morphology held for want of
+    evidence (each once, sorted)."""
+    out = set()
+    with rec.lock:
+        rows = [v for t, v in rec.diag.get("gait_controller", []) if t0 <= t < t1]
+    for v in rows:
+        if v.get("seized"):
+            out.add("seized " + v["seized"])
+        if v.get("motion_unexplained") in ("True", "true"):
+            out.add("unexplained")
+        if v.get("morphology_held", "no") != "no":
+            out.add("held " + v["morphology_held"])
+    return sorted(out)
+
+
 def proc_threads(pid):
     """{tid: (kind, CPU s, run-queue wait s, times scheduled in)} of the live threads of ``pid``: kind ``main`` (the
     first thread: the
@@ -752,6 +769,7 @@ def run_case(label, layout, quota, opts, workdir, cgroup, credit, per_process=Fa
             with rec.lock:
                 before = [m for t, m in rec.morphology if m != healthy]
         res["false_damage"] = [format_morphology(m, legs) for m in before]
+        res["false_alarms"] = false_alarms(rec, t0, tb if tb is not None else t1)
         with rec.lock:
             seq = [m for t, m in rec.morphology if tb is None or t < tb]
         res["changes"] = sum(1 for a, b in zip(seq, seq[1:]) if a != b)   # before the break: all false
@@ -865,6 +883,7 @@ def _print_case(res):
         line += "; break named after %.1f s as %s" % (b["delay_s"], b["named"])
     line += "; morphology changes before it %d" % res["changes"] if "break" in res else \
         "; morphology changes %d" % res["changes"]
+    line += "; false alarms %s" % (", ".join(res.get("false_alarms", ())) or "none")
     line += "; waited for a CPU %.2f s/s" % robot_total(res, "threads", "wait")
     line += "; RSS %.0f MB (PSS %.0f)" % (robot_total(res, "mem", "rss"), robot_total(res, "mem", "pss"))
     print(line, flush=True)
@@ -1072,6 +1091,8 @@ def side_by_side(runs, ab):
                  _f(r["error"]["roll_pitch_deg"]), _f(r["error"]["pos_mm"], "%.1f"))),
              ("silent break named after", _break_text),
              ("false damage", lambda r: ", ".join(r["false_damage"]) or "none"),
+             ("false alarms short of a morphology change (gait slowed or held)",
+              lambda r: ", ".join(r.get("false_alarms", ())) or "none"),
              ("start-up [s]", lambda r: "%.1f" % r["startup_s"]),
              ("robot waited for a CPU [s/s]", lambda r: "%.2f" % robot_total(r, "threads", "wait")),
              ("robot's threads scheduled in [1/s]", lambda r: "%.0f" % robot_total(r, "threads", "wakes"))]

@@ -70,6 +70,22 @@ def test_servo_silence_is_fused_at_once_and_recentres():
     assert idf.hyps[0].links == (3, 3, 3, 3, 1, 3) and len(idf.hyps) == 1 + 5 * 3 + 1
 
 
+def test_link_shares_split_the_changed_legs_probability_by_link_count():
+    """The ``alternatives`` of a model event come from here: each link count's share of the probability of the
+    hypotheses changing that leg (oracle: the same sums by hand over the bank's hypotheses)."""
+    idf = DamageIdentifier()
+    rng = np.random.default_rng(3)
+    probs = rng.random(len(idf.hyps))
+    probs /= probs.sum()
+    i = LEGS.index("LM")
+    shares = idf._link_shares(i, probs)
+    mine = {k: sum(p for h, p in zip(idf.hyps[1:], probs[1:]) if h.links[i] == k) for k in (0, 1, 2)}
+    total = sum(mine.values())
+    assert set(shares) == {0, 1, 2} and sum(shares.values()) == pytest.approx(1.0)
+    assert all(shares[k] == pytest.approx(mine[k] / total) for k in mine)
+    assert idf.events == []
+
+
 def _first_change(idf):
     return idf.events[0] if idf.events else None
 

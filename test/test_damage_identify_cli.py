@@ -32,7 +32,13 @@ def test_silent_break_found_and_reported(break_bag, tmp_path, capsys, morphology
     ev = rep["events"]
     assert ev[0] == {"t_s": 0.0, "morphology": {leg: 3 for leg in LEGS}, "source": "initial"}
     assert len(ev) == 2 and ev[1]["source"] == "model" and 6.0 < ev[1]["t_s"] <= 6.0 + 3 * 1.3
-    assert ev[1]["probability"] > 0.9 and set(ev[1]) == {"t_s", "morphology", "source", "probability"}
+    # the keys of jethexa-identify/1 unchanged; "alternatives" added: link counts the motion did not rule out
+    assert ev[1]["probability"] > 0.9 and set(ev[1]) - {"alternatives"} == {"t_s", "morphology", "source",
+                                                                            "probability"}
+    for alt in ev[1].get("alternatives", ()):
+        assert set(alt) == {"morphology", "share"} and 0.2 <= alt["share"] <= 1.0
+        changed = [leg for leg in LEGS if alt["morphology"][leg] != ev[1]["morphology"][leg]]
+        assert len(changed) == 1 and ev[1]["morphology"][changed[0]] < 3   # the same leg, another link count
     assert [leg for leg in LEGS if ev[1]["morphology"][leg] < 3] == ["LM"]
     assert rep["final_morphology"] == ev[1]["morphology"]
     assert (out / "probabilities.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

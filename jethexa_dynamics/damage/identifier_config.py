@@ -65,6 +65,10 @@ UNEXPLAINED_CLEAR = 0.5
 INCONCLUSIVE_WINDOWS = 1
 #: a row of confirmations breaks once P(confirmed morphology) is back to this
 BACK_ON_CONFIRMED = 0.5
+#: a leg's other link count whose share of the leg's probability is at least this is reported beside the chosen
+#: one (``alternatives`` of a model event): the motion does not tell them apart (a 20 g coxa, a stump that
+#: touches nothing), and the report says so with both probabilities instead of guessing silently
+AMBIGUOUS_SHARE = 0.2
 
 # -- inputs ----------------------------------------------------------------------------------------------------
 #: an IMU orientation whose norm is not above this is no unit quaternion (a zero or garbage message)

@@ -8,10 +8,13 @@ hypotheses' probabilities over time)::
 
     {"format": "jethexa-identify/1", "leg_names": ["LF", ...],
      "events": [{"t_s": 0.0, "morphology": {"LF": 3, ...}, "source": "initial"},
-                {"t_s": 9.6, "morphology": {"LF": 3, "LM": 1, ...}, "source": "model", "probability": 0.97}],
+                {"t_s": 9.6, "morphology": {"LF": 3, "LM": 1, ...}, "source": "model", "probability": 0.97,
+                 "alternatives": [{"morphology": {"LF": 3, "LM": 0, ...}, "share": 0.31}]}],
      "final_morphology": {"LF": 3, ...}}
 
 ``t_s``: seconds from the bag start; every morphology maps each leg to its intact link count (3 = healthy).
+``alternatives`` (model events, only when there are some): the changed leg's other link counts whose share of
+that leg's probability is at least ``AMBIGUOUS_SHARE`` (0.2): the motion did not tell them apart.
 Exit status 0 done, 2 bad bag or option (one line on stderr, before any work).
 """
 from __future__ import annotations
@@ -105,8 +108,11 @@ def report(idf, t0, initial, wall, bag):
         return {leg: int(n) for leg, n in zip(legs, links)}
     events = [{"t_s": float(t0), "morphology": named(initial), "source": "initial"}]
     for e in idf.events:
-        events.append({"t_s": round(float(e["t"]), 4), "morphology": named(e["morphology"]), "source": e["source"],
-                       "probability": round(float(e["probability"]), 4)})
+        ev = {"t_s": round(float(e["t"]), 4), "morphology": named(e["morphology"]), "source": e["source"],
+              "probability": round(float(e["probability"]), 4)}
+        if e.get("alternatives"):
+            ev["alternatives"] = [{"morphology": named(links), "share": round(s, 4)} for links, s in e["alternatives"]]
+        events.append(ev)
     top = [{"morphology": named(links), "probability": round(p, 4)} for links, p in idf.top(3)]
     return {"format": FORMAT, "leg_names": legs, "events": events, "final_morphology": named(idf.morphology),
             "bag": str(bag.path), "window_s": list(bag.window), "duration_s": bag.window[1] - bag.window[0],
@@ -122,7 +128,9 @@ def format_table(rep) -> str:
         m = e["morphology"]
         dmg = format_morphology([m[leg] for leg in legs], legs)
         p = e.get("probability")
-        lines.append("%8.2f  %-22s  %-8s  %s" % (e["t_s"], dmg, e["source"], "-" if p is None else "%.3f" % p))
+        alt = "".join("; or %s (%.0f %% of the leg)" % (format_morphology([a["morphology"][leg] for leg in legs], legs),
+                                                      100 * a["share"]) for a in e.get("alternatives", ()))
+        lines.append("%8.2f  %-22s  %-8s  %s%s" % (e["t_s"], dmg, e["source"], "-" if p is None else "%.3f" % p, alt))
     lines.append("%d windows (%d with the whole bank), %.1f s of bag in %.2f s (%.1fx real time)"
                  % (rep["windows"], rep["bank_windows"], rep["duration_s"], rep["wall_time_s"],
                     rep["real_time_factor"] or float("inf")))

@@ -334,17 +334,20 @@ class ThinNode(Node):
         """Node time [s]: seconds since the node started (monotonic), the clock of the models the node feeds."""
         return time.monotonic() - self._t0
 
-    def arrival_time(self) -> float:
-        """Node time [s] at which the message being handled arrived (rmw's receive time, which ``LeanExecutor``
-        hands over): a message taken at the node's next cycle (a polled subscription) or by a starved executor
-        is placed when it arrived, not when it was handled; the handling time when the executor does not say
-        (rclpy's own) or the age is absurd. Call it from a subscription's callback only."""
-        now = self.t()
+    def arrival_age(self) -> float:
+        """Seconds since the message being handled arrived (rmw's receive time, which ``LeanExecutor`` hands
+        over): a message taken at the node's next cycle (a polled subscription) or by a starved executor is
+        placed when it arrived, not when it was handled. 0 when the executor does not say (rclpy's own) or the
+        age is absurd. Call it from a subscription's callback only."""
         received = getattr(self.executor, "received_ns", 0)
         if not received:
-            return now
+            return 0.0
         age = (time.time_ns() - received) * 1e-9
-        return now - age if 0.0 <= age <= MAX_ARRIVAL_AGE else now
+        return age if 0.0 <= age <= MAX_ARRIVAL_AGE else 0.0
+
+    def arrival_time(self) -> float:
+        """Node time [s] (``t``) at which the message being handled arrived (``arrival_age``)."""
+        return self.t() - self.arrival_age()
 
     def stamp_time(self, stamp, max_age: float = math.inf) -> float:
         """Node time of a measurement's header stamp: now minus its age on the ROS clock, so a sample that

@@ -311,8 +311,10 @@ class DamageMonitor(ThinNode):
                     self._last_event = e = idf.events[-1]
                     if e["source"] == "model":
                         self.last_source = "model"
-                        self._decide(self.now_sec(), ["model: %s (p = %.3f)" % (
-                            format_morphology(e["morphology"], self.leg_names), e["probability"])])
+                        alt = "".join("; or %s, %.0f %% of the leg: the motion does not tell them apart" % (
+                            format_morphology(links, self.leg_names), 100 * s) for links, s in e["alternatives"])
+                        self._decide(self.now_sec(), ["model: %s (p = %.3f%s)" % (
+                            format_morphology(e["morphology"], self.leg_names), e["probability"], alt)])
                         self._publish_status()
 
     def _stamp(self, topic: str, header) -> None:
@@ -325,7 +327,9 @@ class DamageMonitor(ThinNode):
         points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
         idx, pos, t_from_start = messages.trajectory(msg.joint_names, points, self.joint_names, self.lower,
                                                      self.upper)
-        self.seizure.on_command(self.now_sec(), [self.joint_names[i] for i in idx], pos, t_from_start)
+        # at arrival: a command drained late (polled) or by a starved monitor still asked the joint when it came
+        self.seizure.on_command(self.now_sec() - self.arrival_age(), [self.joint_names[i] for i in idx], pos,
+                                t_from_start)
         if self.worker is None:
             return
         # commands at arrival: the servo driver acts on them when they arrive (the predictor does the same)
@@ -521,6 +525,8 @@ class DamageMonitor(ThinNode):
             level = max(level, 1)
         values.append(("evidence", self.last_source))
         values += [("evidence " + leg, kind) for leg, kind in sorted(self.evidence.items())]
+        if self.changes:      # why the morphology is what it is (a model's link count it could not single out too)
+            values.append(("last_change_reason", "; ".join(self.changes[-1].reasons)))
         idf, worker = self.identifier, self.worker
         values.append(("identifier", "off" if idf is None else ("failed: " + worker.failed if worker.failed
                                                                   else "on")))
