@@ -75,10 +75,11 @@ from transforms3d.euler import euler2mat, mat2euler
 from jethexa_dynamics.model import LeggedRobot, Morphology, format_morphology
 
 from .hypotheses import Hypothesis, leg_probabilities, other_prior, posterior, score_window, single_leg_hypotheses
-from .identifier_config import (AMBIGUOUS_SHARE, BACK_ON_CONFIRMED, BIAS_GAIN, BIAS_Z_FRACTION, GROUND_DEADBAND, GROUND_GAIN,
-                                GROUND_MAX_STEP, GROUND_STABLE, GROUND_STEPS, HUBER_C, INCONCLUSIVE_WINDOWS,
-                                IdentifierConfig, LEARN_Z, LIVE_PRIOR_FACTOR, MAX_GROUND_TILT, MAX_RESIDUAL,
-                                MODEL_CONTACT, PROB_TOL, SCALE_MEMORY, SETTLED, TIME_TOL, UNEXPLAINED_CLEAR)
+from .identifier_config import (AMBIGUOUS_SHARE, BACK_ON_CONFIRMED, BIAS_GAIN, BIAS_Z_FRACTION, GROUND_DEADBAND,
+                                GROUND_GAIN, GROUND_MAX_STEP, GROUND_STABLE, GROUND_STEPS, HUBER_C,
+                                INCONCLUSIVE_WINDOWS, IdentifierConfig, LEARN_Z, LIVE_PRIOR_FACTOR, MAX_GROUND_TILT,
+                                MAX_RESIDUAL, MODEL_CONTACT, PROB_TOL, SCALE_MEMORY, SETTLED, TIME_TOL,
+                                UNEXPLAINED_CLEAR)
 from .identifier_inputs import check_command, check_imu, check_joints, check_stamp
 
 __all__ = ["DamageIdentifier", "FORMAT", "IdentifierConfig"]

@@ -104,7 +104,8 @@ class PredictorNode(ThinNode):
                          "slip_pose": PoseStamped(), "slip_odom": Odometry(), "error": Float64MultiArray()}
         self.out_msgs["error"].layout.dim = [MultiArrayDimension(label=",".join(ERROR_FIELDS), size=6, stride=6)]
         self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS, wake=False)
-        self.sub(JointState, "joint_states", self._on_joint_states, SENSOR_QOS, wake=False)  # stamped: taken at the cycle
+        # polled (taken at the next cycle, before it): the joint states are stamped, the commands placed at arrival
+        self.sub(JointState, "joint_states", self._on_joint_states, SENSOR_QOS, wake=False)
         # imu/data also paces the cycle when it arrives at the cycle's rate (nodes/pacing.py): one wake-up of
         # the executor per period instead of two; the cycle timer is then cancelled and a watchdog of two
         # periods (reset by every sample) hands the cycle back to it when the IMU falls silent
