@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from jethexa_dynamics.damage.hypotheses import single_leg_hypotheses
+from jethexa_dynamics.damage.hypotheses import link_shares, single_leg_hypotheses
 from jethexa_dynamics.damage.identification import DamageIdentifier
 from jethexa_dynamics.sim.streams import Segment, WalkConfig, feed, feed_predictor, walk_streams
 
@@ -78,7 +78,7 @@ def test_link_shares_split_the_changed_legs_probability_by_link_count():
     probs = rng.random(len(idf.hyps))
     probs /= probs.sum()
     i = LEGS.index("LM")
-    shares = idf._link_shares(i, probs)
+    shares = link_shares(idf.hyps, probs, i)
     mine = {k: sum(p for h, p in zip(idf.hyps[1:], probs[1:]) if h.links[i] == k) for k in (0, 1, 2)}
     total = sum(mine.values())
     assert set(shares) == {0, 1, 2} and sum(shares.values()) == pytest.approx(1.0)

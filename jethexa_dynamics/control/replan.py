@@ -459,14 +459,14 @@ class GaitPlanner:
                     for f in self.shift_fractions[n_feet] for height in (h0, h0 - 0.02)]
         return out
 
-    def _crawl_skeleton(self, lpl, idx, folded, cmd, spread, height, allow=None, stance="spread", f=None):
+    def _crawl_skeleton(self, lpl, idx, folded, cmd, spread, height, allow, stance, f):
         """A crawl for one candidate without its shifts: (plan, [(polygons, com_xy)] per slot, command);
-        ``f`` its shift fraction (default the first of ``shift_fractions``)."""
+        ``f`` its shift fraction."""
         g_all = self.geometry
         names = [g_all.names[i] for i in idx]
         n = len(idx)
         order = [leg for leg in WAVE_ORDER if leg in names]
-        f = self.shift_fractions[min(n, max(self.shift_fractions))][0] if f is None else float(f)
+        f = float(f)
         duty = 1.0 - (1.0 - f) / n
         starts = {leg: (k + f) / n for k, leg in enumerate(order)}
         offsets = [(-starts[leg]) % 1.0 for leg in names]

@@ -10,7 +10,7 @@ morphology). Misfits are mean squares in units of the floors.
 from __future__ import annotations
 
 from collections import deque
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -87,6 +87,18 @@ def leg_probabilities(hyps: Sequence[Hypothesis], probs: np.ndarray, n_legs: int
     for h, p in zip(hyps[1:], probs[1:]):
         out[next(i for i, (a, b) in enumerate(zip(h.links, base)) if a != b)] += p
     return out
+
+
+def link_shares(hyps: Sequence[Hypothesis], probs: np.ndarray, leg: int) -> Dict[int, float]:
+    """{link count of ``leg``: its share of the summed probability of the hypotheses that change ``leg``} (the
+    confirmed one first, as in :func:`leg_probabilities`); empty when none has any probability."""
+    base = hyps[0].links
+    out: Dict[int, float] = {}
+    for h, p in zip(hyps[1:], probs[1:]):
+        if h.links[leg] != base[leg]:
+            out[h.links[leg]] = out.get(h.links[leg], 0.0) + float(p)
+    total = sum(out.values())
+    return {k: v / total for k, v in out.items()} if total > 0 else out
 
 
 def score_window(hyps: Sequence[Hypothesis], errs: Sequence[Optional[np.ndarray]], sigma_floor: np.ndarray,

@@ -74,7 +74,8 @@ from transforms3d.euler import euler2mat, mat2euler
 
 from jethexa_dynamics.model import LeggedRobot, Morphology, format_morphology
 
-from .hypotheses import Hypothesis, leg_probabilities, other_prior, posterior, score_window, single_leg_hypotheses
+from .hypotheses import (Hypothesis, leg_probabilities, link_shares, other_prior, posterior, score_window,
+                         single_leg_hypotheses)
 from .identifier_config import (AMBIGUOUS_SHARE, BACK_ON_CONFIRMED, BIAS_GAIN, BIAS_Z_FRACTION, GROUND_DEADBAND,
                                 GROUND_GAIN, GROUND_MAX_STEP, GROUND_STABLE, GROUND_STEPS, HUBER_C,
                                 INCONCLUSIVE_WINDOWS, IdentifierConfig, LEARN_Z, LIVE_PRIOR_FACTOR, MAX_GROUND_TILT,
@@ -683,7 +684,7 @@ class DamageIdentifier:
             self.unexplained_decisions += 1
             return
         keep = winner.engine.snapshot()
-        shares = self._link_shares(i, probs)
+        shares = link_shares(self.hyps, probs, i)
         self.model_morphology = tuple(winner.links[j] if j == i else m
                                       for j, m in enumerate(self.model_morphology))
         self._recentre(self.morphology, keep)
@@ -691,16 +692,6 @@ class DamageIdentifier:
                         for k, s in sorted(shares.items(), key=lambda kv: -kv[1])
                         if k != winner.links[i] and s >= AMBIGUOUS_SHARE]
         self._event(t, "model", p_leg, alternatives)
-
-    def _link_shares(self, i, probs) -> Dict[int, float]:
-        """{link count of leg i: its share of the probability of the hypotheses that change leg i}."""
-        base = self.hyps[0].links
-        out: Dict[int, float] = {}
-        for h, p in zip(self.hyps[1:], probs[1:]):
-            if h.links[i] != base[i]:
-                out[h.links[i]] = out.get(h.links[i], 0.0) + float(p)
-        total = sum(out.values())
-        return {k: v / total for k, v in out.items()} if total > 0 else out
 
     # ---------------------------------------------------------------------------------------------- outputs
     def top(self, n=3) -> List[Tuple[Tuple[int, ...], float]]:

@@ -114,6 +114,8 @@ class MujocoHexapod:
         self.act = np.array([mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR, "act_" + n)
                              for n in present], dtype=np.int64)
         self.floor = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_GEOM, "floor")
+        #: the feet: the colliding geoms other than the floor (spheres at the foot frames)
+        self.feet = [g for g in range(self.model.ngeom) if g != self.floor and self.model.geom_contype[g]]
 
     def reset(self, base_pos, base_R, theta):
         """Base pose (m, rotation) and full-size joint angles (rad); velocities zero, targets = angles."""

@@ -252,8 +252,7 @@ def mujoco_margin(mj) -> float:
     the feet on the floor (their spheres within ``SUPPORT_GAP``); -inf with none."""
     d, m = mj.data, mj.model
     floor_z = m.geom_pos[mj.floor][2]
-    feet = [g for g in range(m.ngeom) if g != mj.floor and m.geom_contype[g]]
-    pts = [d.geom_xpos[g][:2].copy() for g in feet if d.geom_xpos[g][2] - m.geom_size[g][0] - floor_z <= SUPPORT_GAP]
+    pts = [d.geom_xpos[g][:2].copy() for g in mj.feet if d.geom_xpos[g][2] - m.geom_size[g][0] - floor_z <= SUPPORT_GAP]
     if not pts:
         return -math.inf
     return support_margin(np.array(pts), d.subtree_com[m.body_rootid[1]][:2])
