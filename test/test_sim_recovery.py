@@ -288,3 +288,15 @@ def test_jethexa_sim_recovery_prints_both_modes_and_rejects_bad_options(tmp_path
     assert "damage1, recovery off (gait after the damage: wave)" in out
     assert "heading drift" in out and "min stability margin" in out
     assert (tmp_path / "recovery.png").stat().st_size > 10000
+
+
+@pytest.mark.parametrize("argv,name", [(["--only", "XX"], "--only"), (["--plant", "foo"], "--plant"),
+                                       (["--after", "1"], "--after")])
+def test_recovery_table_refuses_bad_options_with_one_line(argv, name, capsys):
+    """``python -m jethexa_dynamics.sim.recovery``: exit 2 and one line naming the option, before any walk."""
+    from jethexa_dynamics.sim.recovery import main
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and name in cap.err and len(cap.err.strip().splitlines()) == 1

@@ -327,8 +327,8 @@ def main(argv=None):
     """``python -m jethexa_dynamics.sim.recovery [--after S] [--only LABEL] [--plant engine|mujoco]``: the
     acceptance table (markdown) on stdout: on the engine recovery on and off, from the damage mid-walk; on MuJoCo
     recovery on, from the re-planned stance."""
-    import argparse
-    ap = argparse.ArgumentParser(prog="python -m jethexa_dynamics.sim.recovery")
+    from jethexa_dynamics.cli_args import ArgumentParser   # one-line errors, exit 2
+    ap = ArgumentParser(prog="python -m jethexa_dynamics.sim.recovery")
     ap.add_argument("--after", type=float, default=20.0, help="seconds walked after the damage (default 20)")
     ap.add_argument("--only", default=None, help="one case label, e.g. LM:0 or damage1")
     ap.add_argument("--plant", choices=("engine", "mujoco"), default="engine",
