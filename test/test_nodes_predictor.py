@@ -382,13 +382,13 @@ def test_endpoints_carry_no_event_handlers_and_incompatible_qos_is_still_reporte
     best_effort = w.create_publisher(JointTrajectory, "joint_commands",
                                      QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT))
     key = ("/joint_commands", "publisher", "/" + w.get_name())
-    assert wait_for(lambda: key in node.check_qos(), 5.0)
+    assert wait_for(lambda: key in node.check_qos(), 30.0)
     assert "reliab" in node.qos_incompatible[key].lower() and len(node.qos_incompatible) == 1
     status = node.node_status()
     assert status.level == DiagnosticStatus.WARN and any(kv.key == "qos_incompatible" and "/joint_commands" in kv.value
                                      for kv in status.values)
     w.destroy_publisher(best_effort)
-    assert wait_for(lambda: node.check_qos() == {}, 5.0) and node.node_status().level == DiagnosticStatus.OK
+    assert wait_for(lambda: node.check_qos() == {}, 30.0) and node.node_status().level == DiagnosticStatus.OK
 
 
 def test_late_cycles_lower_the_rate_say_so_and_it_comes_back(rig):
