@@ -288,6 +288,55 @@ def test_identifier_worker_feeds_in_order_and_stops_on_a_bug_with_its_traceback(
     assert not w.thread.is_alive()
 
 
+def test_identifier_worker_feeds_the_polled_streams_in_time_order_and_wakes_on_a_joint_sample():
+    """The monitor takes imu/data and joint_commands at joint_states' wake-ups (polled), one stream after the
+    other: the worker hands the identifier every sample in the order of its time, not of its handling, and its
+    thread stays asleep for IMU samples and commands until a joint sample (or a pile of 16) comes."""
+    import threading
+
+    from jethexa_dynamics.nodes.damage_monitor import RIDE_ALONG_MAX, IdentifierWorker
+
+    class Identifier:
+        windows = 0
+
+        def __init__(self):
+            self.seen = []
+
+        def on_imu(self, t):
+            self.seen.append(("imu", t))
+            return True
+
+        def on_command(self, t):
+            self.seen.append(("cmd", t))
+            return True
+
+        def on_joints(self, t):
+            self.seen.append(("joints", t))
+            return True
+
+    w = IdentifierWorker(Identifier(), lambda idf, ok, topic: None, lambda text: None, lock=threading.RLock())
+    try:
+        # one wake-up's drain: the polled commands, then the polled IMU samples, then the joint sample
+        w.put("joint_commands", "on_command", 0.013)
+        for t in (0.005, 0.015):
+            w.put("imu/data", "on_imu", t)
+        time.sleep(0.2)
+        assert w.identifier.seen == [] and len(w._queue) == 3          # asleep: nothing woke it
+        w.put("joint_states", "on_joints", 0.010)
+        deadline = time.monotonic() + 30.0
+        while len(w.identifier.seen) < 4 and time.monotonic() < deadline:   # hang guard only
+            time.sleep(0.01)
+        assert w.identifier.seen == [("imu", 0.005), ("joints", 0.010), ("cmd", 0.013), ("imu", 0.015)]
+        for k in range(RIDE_ALONG_MAX):                                 # the joints paused: a pile wakes it
+            w.put("imu/data", "on_imu", 1.0 + 0.01 * k)
+        deadline = time.monotonic() + 30.0
+        while len(w.identifier.seen) < 4 + RIDE_ALONG_MAX and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [t for _, t in w.identifier.seen[4:]] == [1.0 + 0.01 * k for k in range(RIDE_ALONG_MAX)]
+    finally:
+        w.stop(5.0)
+
+
 def test_unexplained_motion_is_said_on_the_evidence_and_diagnostics_with_the_morphology_kept(graph):
     """Issue 23: when the identifier finds no hypothesis explaining the motion, the monitor republishes
     morphology/evidence with unexplained = true (the gait crawls on it), says so on /diagnostics at WARN with

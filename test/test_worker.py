@@ -99,7 +99,7 @@ def test_submitted_items_are_handled_first_in_first_out_and_a_stopped_worker_tak
 
 
 def test_items_queued_without_waking_the_thread_are_handled_by_wait_idle():
-    """A subclass may queue items without ``wake()`` (the identifier batches joint samples until an IMU sample):
+    """A subclass may queue items without ``wake()`` (the identifier batches IMU samples until a joint sample):
     ``wait_idle`` wakes the thread itself, so nothing queued is left behind."""
     class Quiet(Worker):
         def __init__(self):

@@ -41,6 +41,11 @@ INPUT_ERRORS = (InputError, ParameterError)
 
 #: sensor streams (imu, joint_states, mocap): best effort, keep last 5
 SENSOR_QOS = qos_profile_sensor_data
+#: a sensor stream that a node takes at its other stream's wake-ups (``sub(..., wake=False)``) and whose every
+#: sample counts: best effort like SENSOR_QOS, keep last 50 (0.5 s at 100 Hz), so that the samples between two
+#: wake-ups of a starved node, or of one whose pacing stream paused (only its 10 Hz check wakes it), all wait
+POLLED_SENSOR_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT,
+                               durability=DurabilityPolicy.VOLATILE)
 #: commands and computed outputs: reliable, keep last 10
 RELIABLE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 #: morphology: reliable + transient local so late joiners get the current one (the last in the replayed

@@ -38,8 +38,8 @@ from jethexa_dynamics.nodes import messages
 from jethexa_dynamics.nodes.degrade import LagGovernor
 from jethexa_dynamics.model.wire import morphology_to_wire
 from jethexa_dynamics.nodes.messages import InvalidMessage
-from jethexa_dynamics.nodes._common import (LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, CpuLoad, ThinNode, run,
-                                            stamp_to_sec, status)
+from jethexa_dynamics.nodes._common import (LATCHED_QOS, POLLED_SENSOR_QOS, RELIABLE_QOS, SENSOR_QOS, CpuLoad,
+                                            ThinNode, run, stamp_to_sec, status)
 from jethexa_dynamics.nodes._robot import jethexa, robot_names
 from jethexa_dynamics.predictors.base import CycleStats
 from jethexa_dynamics.worker import Worker
@@ -61,8 +61,8 @@ def _closed_windows(idf) -> int:
     return idf.windows + idf.deferred_windows + idf.skipped_windows
 
 
-#: identifier inputs that wait in the queue for the next IMU sample instead of waking the worker
-RIDE_ALONG = ("on_command", "on_joints")
+#: identifier inputs that wait in the queue for the next joint sample instead of waking the worker
+RIDE_ALONG = ("on_command", "on_imu")
 RIDE_ALONG_MAX = 16
 
 
@@ -118,9 +118,15 @@ class IdentifierWorker(Worker):
             if len(self._queue) >= self.max_queue:
                 self._queue.popleft()
                 self.dropped += 1
-            self._queue.append((topic, method, args, time.monotonic()))
-            # joint samples change nothing until an IMU sample closes a window: they wait for it (one wake-up
-            # of this thread per IMU sample, not per message), or for a handful to pile up
+            # in the order of the samples' times (args[0]), not of their handling: the node takes its polled
+            # streams one after the other at a wake-up, and a window is anchored on the joints measured before it
+            item = (topic, method, args, time.monotonic())
+            i = len(self._queue)
+            while i > 0 and self._queue[i - 1][2][0] > args[0]:
+                i -= 1
+            self._queue.insert(i, item)
+            # one wake-up of this thread per joint sample (50 Hz), not per message: the IMU samples and commands
+            # before it wait for it, or for a handful to pile up (the joints paused)
             if method not in RIDE_ALONG or len(self._queue) >= RIDE_ALONG_MAX:
                 self.wake()
 
@@ -214,11 +220,13 @@ class DamageMonitor(ThinNode):
         self.unexplained = False       # said on morphology/evidence: no hypothesis explains the motion
         self.q_meas = np.full(len(self.joint_names), np.nan)
         self._make_identifier()
+        # one wake-up per joint_states sample (50 Hz): the other streams are polled, taken at that wake-up (or the
+        # check's) before it, and the identifier's worker puts their samples in time order (a window closes a
+        # few ms later than with a wake-up per 100 Hz IMU sample; the node wakes half as often)
         self.sub(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS, wake=False)
-        # polled: taken at the next imu/data sample or check, before it (one wake-up per sample)
-        self.sub(JointState, "joint_states", self._on_joint_states, SENSOR_QOS, wake=False)
         self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS, wake=False)
-        self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS)
+        self.sub(Imu, "imu/data", self._on_imu, POLLED_SENSOR_QOS, wake=False)
+        self.sub(JointState, "joint_states", self._on_joint_states, SENSOR_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.rate_timer("check_rate", self._on_check, "check")
         self._decide(self.now_sec(), ["start-up"])
