@@ -10,11 +10,14 @@ hypotheses' probabilities over time)::
      "events": [{"t_s": 0.0, "morphology": {"LF": 3, ...}, "source": "initial"},
                 {"t_s": 9.6, "morphology": {"LF": 3, "LM": 1, ...}, "source": "model", "probability": 0.97,
                  "alternatives": [{"morphology": {"LF": 3, "LM": 0, ...}, "share": 0.31}]}],
-     "final_morphology": {"LF": 3, ...}}
+     "final_morphology": {"LF": 3, ...},
+     "body": {"mass_kg": 1.69, "com_m": [0.0102, -0.0005, 0.0], "seconds": 30.0, "urdf_mass_kg": 1.35, ...}}
 
 ``t_s``: seconds from the bag start; every morphology maps each leg to its intact link count (3 = healthy).
 ``alternatives`` (model events, only when there are some): the changed leg's other link counts whose share of
 that leg's probability is at least ``AMBIGUOUS_SHARE`` (0.2): the motion did not tell them apart.
+``body`` (null with less than 5 s of usable walking): the main body's mass and CoM (base_link; z the URDF's)
+from the servos' load (:mod:`~jethexa_dynamics.damage.body_load`, the emulated servo's gains), beside the URDF's.
 Exit status 0 done, 2 bad bag or option (one line on stderr, before any work).
 """
 from __future__ import annotations
@@ -32,6 +35,7 @@ from jethexa_dynamics.validation import bag_io
 from jethexa_dynamics.validation.cli import add_window_and_topic_arguments, topics_from_args
 from jethexa_dynamics.validation.errors import EXIT_BAD_INPUT, BagError
 
+from .body_load import BodyLoadEstimator
 from .identification import FORMAT, DamageIdentifier, IdentifierConfig
 
 
@@ -76,8 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def identify(bag, idf, initial):
-    """Feed ``bag`` (``BagData``) through ``idf``; returns the wall time (s)."""
+def identify(bag, idf, initial, body=None):
+    """Feed ``bag`` (``BagData``) through ``idf`` (and ``body``, a ``BodyLoadEstimator``, told the identifier's
+    morphology); returns the wall time (s)."""
     from jethexa_dynamics.validation.replay import COMMAND, IMU, JOINT_STATES, MORPHOLOGY, bag_events, joint_matrix
 
     index = {n: k for k, n in enumerate(idf.joint_names)}
@@ -88,20 +93,26 @@ def identify(bag, idf, initial):
     js = None if bag.joint_states is None else joint_matrix(bag.joint_states, idf.joint_names)
     cmd, imu, mo = bag.commands, bag.imu, bag.morphology
     tic = time.perf_counter()
+    sinks = (idf,) if body is None else (idf, body)
     for t, kind, i in bag_events(bag):
         i, kind = int(i), int(kind)
         if kind == COMMAND:
-            idf.on_command(t, cmd.q[i], cmd.t_target[i], joints=cols)
+            for s in sinks:
+                s.on_command(t, cmd.q[i], cmd.t_target[i], joints=cols)
         elif kind == IMU:
-            idf.on_imu(t, imu.quat[i], imu.gyro[i], imu.accel[i])
+            for s in sinks:
+                s.on_imu(t, imu.quat[i], imu.gyro[i], imu.accel[i])
         elif kind == JOINT_STATES:
-            idf.on_joints(t, js[i])
+            for s in sinks:
+                s.on_joints(t, js[i])
         elif kind == MORPHOLOGY:
             idf.on_servo_morphology(t, [min(int(a), b) for a, b in zip(mo.links[i], initial)])
+        if body is not None:
+            body.on_morphology(idf.morphology)
     return time.perf_counter() - tic
 
 
-def report(idf, t0, initial, wall, bag):
+def report(idf, t0, initial, wall, bag, body=None):
     legs = idf.leg_names
 
     def named(links):
@@ -118,7 +129,18 @@ def report(idf, t0, initial, wall, bag):
             "bag": str(bag.path), "window_s": list(bag.window), "duration_s": bag.window[1] - bag.window[0],
             "wall_time_s": wall, "real_time_factor": (bag.window[1] - bag.window[0]) / wall if wall > 0 else None,
             "windows": idf.windows, "bank_windows": idf.bank_windows, "final_top": top,
-            "rejected_samples": dict(idf.rejections), "gyro_bias_z_rad_s": idf.gyro_bias}
+            "rejected_samples": dict(idf.rejections), "gyro_bias_z_rad_s": idf.gyro_bias,
+            "body": _body(body)}
+
+
+def _body(body):
+    """The body's mass and CoM from the servos' load (``damage.body_load``), or None (too little walking)."""
+    est = body.estimate() if body is not None else None
+    if est is None:
+        return None
+    return {"mass_kg": round(est.mass, 4), "com_m": [round(float(c), 5) for c in est.com],
+            "seconds": round(est.seconds, 2), "urdf_mass_kg": body.body_mass_model,
+            "urdf_com_m": [float(c) for c in body.body_com_model]}
 
 
 def format_table(rep) -> str:
@@ -134,6 +156,12 @@ def format_table(rep) -> str:
     lines.append("%d windows (%d with the whole bank), %.1f s of bag in %.2f s (%.1fx real time)"
                  % (rep["windows"], rep["bank_windows"], rep["duration_s"], rep["wall_time_s"],
                     rep["real_time_factor"] or float("inf")))
+    b = rep.get("body")
+    if b is not None:
+        lines.append("body (from the servos' load, %.0f s): %.3f kg (URDF %.3f), CoM (%.1f, %.1f, %.1f) mm "
+                     "(URDF (%s) mm)"
+                     % ((b["seconds"], b["mass_kg"], b["urdf_mass_kg"]) + tuple(1e3 * c for c in b["com_m"])
+                        + (", ".join("%.1f" % (1e3 * c) for c in b["urdf_com_m"]),)))
     if rep["rejected_samples"]:
         lines.append("rejected samples: " + ", ".join("%s %d" % kv for kv in rep["rejected_samples"].items()))
     return "\n".join(lines)
@@ -177,10 +205,11 @@ def run(args) -> dict:
     bag = bag_io.read_bag(args.bag, topics=topics, start=args.start, end=args.end, max_gap=args.max_gap)
     idf = DamageIdentifier(robot, window=args.window, threshold=args.threshold, confirm=args.confirm,
                            morphology=initial)
-    wall = identify(bag, idf, initial)
+    body = BodyLoadEstimator(robot)
+    wall = identify(bag, idf, initial, body)
     out = Path(args.out) if args.out else bag.path.parent / (bag.path.name + "_identify")
     out.mkdir(parents=True, exist_ok=True)
-    rep = report(idf, bag.window[0], initial, wall, bag)
+    rep = report(idf, bag.window[0], initial, wall, bag, body)
     files = {"json": str(args.json or out / "identify.json")}
     if not args.no_plots:
         files["plot"] = str(plot_probabilities(idf, out / "probabilities.png", title=bag.path.name))

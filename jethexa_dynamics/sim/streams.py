@@ -23,17 +23,21 @@ from typing import List, Optional, Tuple
 import numpy as np
 from transforms3d.euler import euler2mat
 
-from jethexa_dynamics.model import LeggedRobot
+from jethexa_dynamics.model import LeggedRobot, kernels
 from jethexa_dynamics.model.se3 import rot_to_quat
 
 from .closed_loop import GaitLoop
 from .contact import ContactModel
 
 
-def scaled_body_robot(scale: float) -> LeggedRobot:
-    """The bundled JetHexa with base_link's mass and inertia multiplied by ``scale`` (0.5-2)."""
+def scaled_body_robot(scale: float, com_offset=(0.0, 0.0, 0.0)) -> LeggedRobot:
+    """The bundled JetHexa with base_link's mass and inertia multiplied by ``scale`` (0.5-2) and its CoM moved
+    by ``com_offset`` (m, base_link, each within +-5 cm)."""
     if not (math.isfinite(scale) and 0.5 <= scale <= 2.0):
         raise ValueError("mass_scale=%r outside the allowed range [0.5, 2]" % (scale,))
+    off = np.asarray(com_offset, dtype=float).reshape(-1)
+    if off.shape != (3,) or not np.all(np.isfinite(off)) or np.abs(off).max() > MAX_COM_OFFSET:
+        raise ValueError("body_com_offset=%r: three finite lengths within +-%g m" % (com_offset, MAX_COM_OFFSET))
     robot = LeggedRobot.jethexa()
     with open(robot.urdf_path) as f:
         text = f.read()
@@ -44,8 +48,13 @@ def scaled_body_robot(scale: float) -> LeggedRobot:
     def mul(m):
         return '%s="%.9g"' % (m.group(1), float(m.group(2)) * scale)
     block = re.sub(r'(value|ixx|iyy|izz|ixy|ixz|iyz)="([-0-9.eE+]+)"', mul, block)
+    if off.any():
+        m = re.search(r'<inertial>\s*<origin xyz="([^"]+)"', block)
+        com = np.array([float(v) for v in m.group(1).split()]) + off
+        block = block[:m.start(1)] + "%.9g %.9g %.9g" % tuple(com) + block[m.end(1):]
     # a file, not a string: the engine reads the URDF path again (IK geometry, IMU mount)
-    path = os.path.join(tempfile.gettempdir(), "jethexa_body_x%.6f_%d.urdf" % (scale, os.getpid()))
+    path = os.path.join(tempfile.gettempdir(), "jethexa_body_x%.6f_%.4f_%.4f_%.4f_%d.urdf"
+                        % ((scale,) + tuple(off) + (os.getpid(),)))
     with open(path, "w") as f:
         f.write(text[:i] + block + text[j:])
     return LeggedRobot.from_urdf(path)
@@ -64,6 +73,8 @@ class Segment:
 
 #: rad: the steepest ground the plant is built on (the gait is not made for steeper)
 MAX_PLANT_SLOPE = math.radians(20.0)
+#: m: the largest shift of the plant's body CoM from the URDF's, per axis
+MAX_COM_OFFSET = 0.05
 
 
 @dataclass
@@ -75,6 +86,9 @@ class WalkConfig:
     breaks: List[Tuple[float, str]] = field(default_factory=list)    # (t s, spec like "LM:1")
     seed: int = 0
     mass_scale: float = 1.0
+    body_com_offset: Tuple[float, float, float] = (0.0, 0.0, 0.0)    # m, base_link: the plant's body CoM shift
+    # (t s, kg, (x, y, z) m in base_link): a point mass fixed to the body from t on (a payload put on mid-run)
+    payload: Optional[Tuple[float, float, Tuple[float, float, float]]] = None
     gyro_bias: Tuple[float, float, float] = (0.0, 0.0, 0.0)        # rad/s
     gyro_noise: float = 0.005                                       # rad/s (1 sigma per sample)
     tilt_noise: float = math.radians(0.1)                           # rad (orientation, per sample)
@@ -115,7 +129,10 @@ def walk_streams(cfg: WalkConfig, identifier=None):
     after a damage; the stance when standing). With an ``identifier`` the streams are also fed to it as they
     happen and the loop is closed like on the robot: each morphology it reports re-phases the gait.
     """
-    robot = scaled_body_robot(cfg.mass_scale) if cfg.mass_scale != 1.0 else LeggedRobot.jethexa()
+    custom = cfg.mass_scale != 1.0 or any(cfg.body_com_offset) or cfg.payload is not None
+    robot = scaled_body_robot(cfg.mass_scale, cfg.body_com_offset) if custom else LeggedRobot.jethexa()
+    if cfg.payload is not None:
+        robot = robot.with_gravity(robot.gravity).full    # kernel data of its own: the payload goes in place
     level = euler2mat(cfg.ground_tilt[0], cfg.ground_tilt[1], 0.0, "sxyz")      # ground frame -> level frame
     if any(cfg.ground_tilt):
         robot = robot.with_gravity(level.T @ np.array([0.0, 0.0, -np.linalg.norm(robot.gravity)]))
@@ -134,6 +151,7 @@ def walk_streams(cfg: WalkConfig, identifier=None):
     step_ms = int(round(min(dt_c, dt_j, dt_i) / eng.dt)) or 1
     bias = np.asarray(cfg.gyro_bias, dtype=float)
     friction = sorted(cfg.friction)
+    payload = cfg.payload
 
     def emit(t, kind, payload):
         out.append((t, kind, payload))
@@ -150,6 +168,9 @@ def walk_streams(cfg: WalkConfig, identifier=None):
         t = eng.time
         while breaks and breaks[0][0] <= t + 1e-9:
             eng.set_breaks(breaks.pop(0)[1])
+        if payload is not None and payload[0] <= t + 1e-9:
+            add_payload(eng.robot, payload[1], payload[2])
+            payload = None
         while friction and friction[0][0] <= t + 1e-9:
             eng.contact = ContactModel(friction="coulomb", mu=friction.pop(0)[1])
         if identifier is not None and tuple(identifier.morphology) != links:
@@ -187,6 +208,26 @@ def walk_streams(cfg: WalkConfig, identifier=None):
         eng.step(step_ms)
         k += step_ms
     return out, eng
+
+
+def add_payload(robot: LeggedRobot, mass: float, at) -> None:
+    """Fix a point mass ``mass`` [kg] at ``at`` [m, base_link] to the body of ``robot``, in place (its own kernel
+    data: a plant built by ``scaled_body_robot``): the body's mass, CoM and inertia about the new CoM
+    (parallel-axis theorem)."""
+    if not (math.isfinite(mass) and 0.0 < mass <= 2.0):
+        raise ValueError("payload mass=%r outside the allowed range (0, 2] kg" % (mass,))
+    d = robot.kernel_data
+    m0, c0 = d[kernels.D_BODY_MASS][0], d[kernels.D_BODY_COM].reshape(3).copy()
+    at = np.asarray(at, dtype=float).reshape(3)
+    m1 = m0 + mass
+    c1 = (m0 * c0 + mass * at) / m1
+
+    def shift(m, r):
+        return m * (r @ r * np.eye(3) - np.outer(r, r))
+    ic = d[kernels.D_BODY_IC].reshape(3, 3) + shift(m0, c0 - c1) + shift(mass, at - c1)
+    d[kernels.D_BODY_MASS][0] = m1
+    d[kernels.D_BODY_COM][...] = c1.reshape(d[kernels.D_BODY_COM].shape)
+    d[kernels.D_BODY_IC][...] = ic.reshape(d[kernels.D_BODY_IC].shape)
 
 
 def feed(identifier, streams, until=None):
