@@ -106,3 +106,32 @@ def test_tip_forces_enter_as_jacobian_transpose():
             R_sf = oracle.frame_pose(g, q, frame)[:3, :3]
             extra += J.T @ np.r_[R_sf.T @ f[k], np.zeros(3)]
         assert rel_err(robot.forward_dynamics(g, q, v, tau, tip_forces=f), oracle.aba(g, q, v, tau + extra)) < TOL
+
+
+def test_with_body_matches_pinocchio_built_from_a_urdf_with_that_body():
+    """``LeggedRobot.with_body`` (a payload / heavier robot: mass, CoM, inertia scaled with the mass) against
+    Pinocchio built from the URDF text with base_link's inertial rewritten the same way; the shared robot is
+    left as it was; bad values name the field."""
+    import re
+
+    robot = LeggedRobot.jethexa()
+    before = robot.gravity_forces(np.eye(4), np.zeros(18)).copy()
+    mass, com = 1.7, (0.012, -0.004, 0.003)
+    heavy = robot.with_body(mass, com)
+    with open(robot.urdf_path) as f:
+        text = f.read()
+    i = text.index('<link name="base_link">')
+    j = text.index("</link>", i)
+    scale = mass / robot.description.body_mass
+    block = re.sub(r'(ixx|iyy|izz|ixy|ixz|iyz)="([-0-9.eE+]+)"',
+                   lambda m: '%s="%.12g"' % (m.group(1), float(m.group(2)) * scale), text[i:j])
+    block = re.sub(r'<mass value="[^"]+"/>', '<mass value="%.12g"/>' % mass, block)
+    block = re.sub(r'(<inertial>\s*<origin xyz=")[^"]+"', lambda m: m.group(1) + '%.12g %.12g %.12g"' % com, block)
+    oracle = PinOracle(text[:i] + block + text[j:], heavy)
+    _check_all(heavy, oracle, np.random.default_rng(5), 50)
+    assert abs(heavy.total_mass - robot.total_mass - (mass - robot.description.body_mass)) < 1e-12
+    np.testing.assert_array_equal(robot.gravity_forces(np.eye(4), np.zeros(18)), before)
+    with pytest.raises(ValueError, match="body mass"):
+        robot.with_body(-1.0)
+    with pytest.raises(ValueError, match="body com"):
+        robot.with_body(1.4, (0.5, 0.0, 0.0))

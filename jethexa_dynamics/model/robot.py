@@ -11,7 +11,9 @@ base twist in base_link (Pinocchio's free-flyer LOCAL convention, the paper's qu
 ``g_sb`` the 4x4 pose of base_link in the world; gravity -9.81 m/s^2 along world z; ``tip_forces``
 (n_tips, 3) world-frame forces applied at the foot points, in ``tip_names`` order.
 """
+import dataclasses
 import functools
+import math
 import os
 from functools import cached_property
 
@@ -231,6 +233,26 @@ class LeggedRobot:
         r = LeggedRobot._from_description(full._desc, full.urdf_path)
         r._urdf_model = full._urdf_model
         r.kernel_buffer, r.kernel_data = kernels.pack(*full.kernel_data[:kernels.D_GRAVITY], g)
+        return r.with_morphology(self.morphology)
+
+    def with_body(self, mass, com=None):
+        """A copy of this robot (its morphology kept) whose main body X_b has mass ``mass`` [kg] and its CoM at
+        ``com`` [m, base_link; default the URDF's]: a payload or a heavier robot as one rigid body. The inertia
+        about the CoM scales with the mass (a uniformly heavier body: the choice where nothing else is known).
+        Legs, gravity and the URDF path are this robot's. ``damage.body_load`` estimates (mass, com)."""
+        mass = float(mass)
+        if not (math.isfinite(mass) and 0.1 <= mass <= 20.0):
+            raise ValueError("body mass=%r outside the allowed range [0.1, 20] kg" % (mass,))
+        full = self._full
+        d = full._desc
+        c = np.array(d.body_com, dtype=float) if com is None else _vec(com, 3, "body com")
+        if np.abs(c).max() > 0.2:
+            raise ValueError("body com=%r: each coordinate within +-0.2 m of base_link" % (c.tolist(),))
+        desc = dataclasses.replace(d, body_mass=mass, body_com=c,
+                                   body_Ic=np.asarray(d.body_Ic) * (mass / d.body_mass))
+        r = LeggedRobot._from_description(desc, full.urdf_path)
+        r._urdf_model = full._urdf_model
+        r.set_gravity(full.gravity)
         return r.with_morphology(self.morphology)
 
     # ---- helpers ------------------------------------------------------------------------------------------

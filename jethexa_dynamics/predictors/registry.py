@@ -27,9 +27,12 @@ DEFAULT_HORIZON = 2.0
 
 
 def _robot(model):
-    """The ``LeggedRobot`` of a model parameters file (URDF), or the packaged JetHexa."""
+    """The ``LeggedRobot`` of a model parameters file (URDF), the robot itself (e.g. ``with_body``: a calibrated
+    body), or the packaged JetHexa."""
     from jethexa_dynamics.model import LeggedRobot
 
+    if isinstance(model, LeggedRobot):
+        return model
     return LeggedRobot.jethexa() if model is None else LeggedRobot.from_urdf(str(model))
 
 
@@ -60,8 +63,9 @@ def predictor_names() -> List[str]:
     return sorted(_FACTORIES)
 
 
-def make_predictor(name: str, model: Optional[str] = None, horizon: Optional[float] = None) -> Predictor:
-    """The predictor called ``name`` with an optional model parameters file and re-anchoring horizon."""
+def make_predictor(name: str, model=None, horizon: Optional[float] = None) -> Predictor:
+    """The predictor called ``name`` with an optional model (a parameters file (URDF) or a ``LeggedRobot``) and
+    re-anchoring horizon."""
     try:
         factory = _FACTORIES[name]
     except KeyError:

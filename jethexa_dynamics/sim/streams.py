@@ -14,9 +14,6 @@ methods (duck typing: this layer imports neither).
 from __future__ import annotations
 
 import math
-import os
-import re
-import tempfile
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
@@ -32,32 +29,15 @@ from .contact import ContactModel
 
 def scaled_body_robot(scale: float, com_offset=(0.0, 0.0, 0.0)) -> LeggedRobot:
     """The bundled JetHexa with base_link's mass and inertia multiplied by ``scale`` (0.5-2) and its CoM moved
-    by ``com_offset`` (m, base_link, each within +-5 cm)."""
+    by ``com_offset`` (m, base_link, each within +-5 cm): a robot of its own (``LeggedRobot.with_body``)."""
     if not (math.isfinite(scale) and 0.5 <= scale <= 2.0):
         raise ValueError("mass_scale=%r outside the allowed range [0.5, 2]" % (scale,))
     off = np.asarray(com_offset, dtype=float).reshape(-1)
     if off.shape != (3,) or not np.all(np.isfinite(off)) or np.abs(off).max() > MAX_COM_OFFSET:
         raise ValueError("body_com_offset=%r: three finite lengths within +-%g m" % (com_offset, MAX_COM_OFFSET))
     robot = LeggedRobot.jethexa()
-    with open(robot.urdf_path) as f:
-        text = f.read()
-    i = text.index('<link name="base_link">')
-    j = text.index("</link>", i)
-    block = text[i:j]
-
-    def mul(m):
-        return '%s="%.9g"' % (m.group(1), float(m.group(2)) * scale)
-    block = re.sub(r'(value|ixx|iyy|izz|ixy|ixz|iyz)="([-0-9.eE+]+)"', mul, block)
-    if off.any():
-        m = re.search(r'<inertial>\s*<origin xyz="([^"]+)"', block)
-        com = np.array([float(v) for v in m.group(1).split()]) + off
-        block = block[:m.start(1)] + "%.9g %.9g %.9g" % tuple(com) + block[m.end(1):]
-    # a file, not a string: the engine reads the URDF path again (IK geometry, IMU mount)
-    path = os.path.join(tempfile.gettempdir(), "jethexa_body_x%.6f_%.4f_%.4f_%.4f_%d.urdf"
-                        % ((scale,) + tuple(off) + (os.getpid(),)))
-    with open(path, "w") as f:
-        f.write(text[:i] + block + text[j:])
-    return LeggedRobot.from_urdf(path)
+    d = robot.description
+    return robot.with_body(d.body_mass * scale, np.asarray(d.body_com) + off)
 
 
 @dataclass
@@ -121,9 +101,10 @@ class WalkConfig:
             ContactModel(friction="coulomb", mu=mu)      # its own check names mu and the allowed range
 
 
-def walk_streams(cfg: WalkConfig, identifier=None):
+def walk_streams(cfg: WalkConfig, identifier=None, truth: Optional[list] = None):
     """Run the plant; returns a time-ordered list of (t, kind, payload): ``cmd`` (q, move_time, joint indices),
-    ``joints`` q, ``imu`` (quat, gyro, accel); and the plant ``Engine`` at the end.
+    ``joints`` q, ``imu`` (quat, gyro, accel); and the plant ``Engine`` at the end. ``truth``: a list that gets
+    the plant's (t, position [m], R world<-base_link) at every IMU sample (the oracle of a predictor's error).
 
     The commands come from the gait controller's logic (``WalkingGait``: tripod; a wave over the legs left
     after a damage; the stance when standing). With an ``identifier`` the streams are also fed to it as they
@@ -131,8 +112,6 @@ def walk_streams(cfg: WalkConfig, identifier=None):
     """
     custom = cfg.mass_scale != 1.0 or any(cfg.body_com_offset) or cfg.payload is not None
     robot = scaled_body_robot(cfg.mass_scale, cfg.body_com_offset) if custom else LeggedRobot.jethexa()
-    if cfg.payload is not None:
-        robot = robot.with_gravity(robot.gravity).full    # kernel data of its own: the payload goes in place
     level = euler2mat(cfg.ground_tilt[0], cfg.ground_tilt[1], 0.0, "sxyz")      # ground frame -> level frame
     if any(cfg.ground_tilt):
         robot = robot.with_gravity(level.T @ np.array([0.0, 0.0, -np.linalg.norm(robot.gravity)]))
@@ -201,6 +180,8 @@ def walk_streams(cfg: WalkConfig, identifier=None):
             emit(t, "joints", eng.joint_angles + rng.normal(0.0, cfg.joint_noise, eng.nj))
             t_next["joints"] += dt_j
         if t >= t_next["imu"] - 1e-9:
+            if truth is not None:
+                truth.append((t, eng.p.copy(), eng.R.copy()))
             gyro, acc = eng.imu()
             R = level @ eng.R @ euler2mat(*rng.normal(0.0, cfg.tilt_noise, 3), "sxyz")
             emit(t, "imu", (rot_to_quat(R), gyro + bias + rng.normal(0.0, cfg.gyro_noise, 3), acc))
