@@ -52,6 +52,7 @@ setup(
             "jethexa-bus-emulator = jethexa_dynamics.hardware.emulator_cli:main",
             "jethexa-validate = jethexa_dynamics.validation.cli:main",
             "jethexa-identify = jethexa_dynamics.damage.identify_cli:main",
+            "jethexa-calibrate = jethexa_dynamics.damage.calibrate_cli:main",
             "jethexa-model-report = jethexa_dynamics.model.report:main",
             "jethexa-warmup = jethexa_dynamics.warmup:main",
         ]

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from jethexa_dynamics import demo, warmup
-from jethexa_dynamics.damage import identify_cli
+from jethexa_dynamics.damage import calibrate_cli, identify_cli
 from jethexa_dynamics.hardware import emulator_cli
 from jethexa_dynamics.model import report as model_report
 from jethexa_dynamics.sim import cli as sim_cli
@@ -21,6 +21,7 @@ SCRIPTS = {  # console script -> (module with build_parser/main, leading argumen
     "jethexa-validate": (validate_cli, [EXISTING]),
     "jethexa-model-report": (model_report, []),
     "jethexa-identify": (identify_cli, [EXISTING]),
+    "jethexa-calibrate": (calibrate_cli, [EXISTING]),
     "jethexa-warmup": (warmup, []),
 }
 BAD = {  # (script, option) -> bad values
@@ -101,6 +102,18 @@ BAD = {  # (script, option) -> bad values
     ("jethexa-identify", "--no-plots"): ["--no-plots=yes"],
     ("jethexa-identify", "--quiet"): ["--quiet=yes"],
     ("jethexa-warmup", "--print-cache-dir"): ["--print-cache-dir=yes"],
+    ("jethexa-validate", "--params"): ["/nonexistent.yaml", EXISTING],
+    ("jethexa-calibrate", "bag"): ["/nonexistent/bag"],
+    ("jethexa-calibrate", "--out"): ["/proc/nope/body.yaml", EXISTING],
+    ("jethexa-calibrate", "--min-seconds"): ["1", "x"],
+    ("jethexa-calibrate", "--start"): ["-1"],
+    ("jethexa-calibrate", "--end"): ["0"],
+    ("jethexa-calibrate", "--commands-topic"): ["joint commands"],
+    ("jethexa-calibrate", "--joint-states-topic"): ["1joint_states"],
+    ("jethexa-calibrate", "--imu-topic"): ["imu//data"],
+    ("jethexa-calibrate", "--morphology-topic"): ["morph-ology"],
+    ("jethexa-calibrate", "--ground-truth-topic"): [""],
+    ("jethexa-calibrate", "--max-gap"): ["0"],
 }
 
 

@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from jethexa_dynamics.model import body_params
 from jethexa_dynamics.predictors import registry
 
 from . import bag_io, metrics, replay as replay_mod
@@ -30,7 +31,7 @@ def _predictor(name: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The options, each checked while parsing: one line naming the option, exit status 2, before any work."""
-    from jethexa_dynamics.cli_args import (ArgumentParser, existing_file, existing_path, number, output_dir,
+    from jethexa_dynamics.cli_args import (ArgumentParser, checked, existing_file, existing_path, number, output_dir,
                                            output_file, topic_name)
 
     p = ArgumentParser(
@@ -49,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--list-predictors", action="store_true", help="print the available predictors and exit")
     g.add_argument("--model", metavar="FILE", default=None, type=existing_file,
                    help="model parameters file (a URDF, e.g. with measured masses); default: the packaged JetHexa")
+    g.add_argument("--params", metavar="FILE", default=None, type=checked(body_params.read),
+                   help="a parameters file with the body's mass and CoM offset (body_mass, body_com_offset: what "
+                        "jethexa-calibrate writes), applied to the model")
     g.add_argument("--reanchor-horizon", type=number(0.0, None, lo_open=True, unit="s"), metavar="S", default=None,
                    help="re-anchor the prediction on the measurements every S seconds (default: predictor's own)")
     add_window_and_topic_arguments(p)
@@ -134,13 +138,20 @@ def run(args) -> dict:
 
     topics = topics_from_args(args)
     bag = bag_io.read_bag(args.bag, topics=topics, start=args.start, end=args.end, max_gap=args.max_gap)
-    predictors = [registry.make_predictor(n, model=args.model, horizon=args.reanchor_horizon) for n in names]
+    model = args.model
+    if getattr(args, "params", None) is not None:   # the calibrated body on the URDF (--model's or the packaged)
+        from jethexa_dynamics.model import LeggedRobot
+
+        base = LeggedRobot.jethexa() if args.model is None else LeggedRobot.from_urdf(str(args.model))
+        model = body_params.read(args.params).robot(base)
+    predictors = [registry.make_predictor(n, model=model, horizon=args.reanchor_horizon) for n in names]
     segs = metrics.segments(bag.window, None if bag.morphology is None else bag.morphology.t,
                             None if bag.morphology is None else bag.morphology.links)
     results = [replay_mod.replay(bag, pr) for pr in predictors]
     evaluations = [metrics.evaluate(r, segs) for r in results]
 
-    options = {"predictors": names, "model": args.model, "reanchor_horizon_s": args.reanchor_horizon,
+    options = {"predictors": names, "model": args.model, "params": getattr(args, "params", None),
+               "reanchor_horizon_s": args.reanchor_horizon,
                "start_s": args.start, "end_s": args.end, "max_gap_s": args.max_gap,
                "topics": dict(topics.items()), "out": str(out)}
     rep = report_mod.build_report(bag, results, evaluations, options)

@@ -1,0 +1,85 @@
+"""``jethexa-calibrate BAG``: the body's mass and CoM from a bag of walking, as a parameters file.
+
+Replays the bag's joint commands, joint states and IMU (the topic options of ``jethexa-validate``) through
+:class:`~jethexa_dynamics.damage.body_load.BodyLoadEstimator` -- the servos' load read as a force plate -- with
+the damage identifier beside it (samples count only while the morphology is the healthy one), and writes the
+estimate as a ROS 2 parameters file (:mod:`jethexa_dynamics.model.body_params`) that the predictor node takes
+(``--params-file``) and ``jethexa-validate --params FILE`` replays on. Prints one line per figure.
+Exit status 0 done, 2 bad bag, option or too little walking in it (one line on stderr, before writing anything).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from jethexa_dynamics.model import body_params
+from jethexa_dynamics.validation import bag_io
+from jethexa_dynamics.validation.cli import add_window_and_topic_arguments, topics_from_args
+from jethexa_dynamics.validation.errors import EXIT_BAD_INPUT, BagError
+
+from .body_load import BodyLoadEstimator
+from .identification import DamageIdentifier
+from .identify_cli import identify
+
+
+def build_parser():
+    from jethexa_dynamics.cli_args import ArgumentParser, existing_path, number, output_file
+
+    p = ArgumentParser(
+        prog="jethexa-calibrate",
+        description="Estimate the JetHexa's body mass and centre of mass from a rosbag2 bag of walking (the "
+                    "servos' tracking errors under load) and write them as a ROS 2 parameters file for the "
+                    "predictor node and jethexa-validate --params.",
+        epilog="Exit status 0 on success, 2 for a bad bag or option or too little walking. "
+               "See docs/identification.md.")
+    p.add_argument("bag", type=existing_path,
+                   help="rosbag2 directory (MCAP or sqlite3), or its metadata.yaml / storage file")
+    p.add_argument("--out", metavar="FILE", default=None, type=output_file,
+                   help="parameters file to write (default: <bag>_body.yaml beside the bag)")
+    p.add_argument("--min-seconds", type=number(5.0, 3600.0, unit="s"), default=20.0, metavar="S",
+                   help="healthy walking the estimate must rest on, [5, 3600] s (default 20)")
+    add_window_and_topic_arguments(p)
+    return p
+
+
+def run(args) -> dict:
+    from jethexa_dynamics.model import LeggedRobot
+
+    robot = LeggedRobot.jethexa()
+    bag = bag_io.read_bag(args.bag, topics=topics_from_args(args), start=args.start, end=args.end,
+                          max_gap=args.max_gap)
+    body = BodyLoadEstimator(robot)
+    identify(bag, DamageIdentifier(robot), [3] * len(robot.leg_names), body)
+    est = body.estimate(min_seconds=args.min_seconds)
+    if est is None:
+        raise ValueError("%s: %.1f s of healthy walking with a swing phase on every leg; --min-seconds asks for "
+                         "at least %g s" % (bag.path, body.seconds, args.min_seconds))
+    d = robot.description
+    params = body_params.BodyParams(round(est.mass, 4), tuple(round(float(c - u), 5)
+                                                             for c, u in zip(est.com, d.body_com)))
+    out = Path(args.out) if args.out else bag.path.parent / (bag.path.name + "_body.yaml")
+    body_params.write(out, params, comment=[
+        "jethexa-calibrate: the body's mass and CoM from the servos' load (jethexa_dynamics.damage.body_load)",
+        "bag: %s, %.1f s of healthy walking used; URDF body %.4f kg" % (bag.path, est.seconds, d.body_mass)])
+    return {"file": str(out), "body_mass": params.mass, "body_com_offset": list(params.com_offset),
+            "urdf_body_mass": float(d.body_mass), "seconds": est.seconds}
+
+
+def main(argv=None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # a bad option (one line already printed) or --help
+        return exc.code
+    try:
+        rep = run(args)
+    except (BagError, ValueError, OSError) as err:
+        print("jethexa-calibrate: error: %s" % err, file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print("body mass %.3f kg (URDF %.3f), CoM offset (%s) mm, from %.0f s of walking\nparameters: %s" % (
+        rep["body_mass"], rep["urdf_body_mass"], ", ".join("%.1f" % (1e3 * v) for v in rep["body_com_offset"]),
+        rep["seconds"], rep["file"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""jethexa-calibrate: a bag of a robot heavier than its URDF -> a parameters file with its body (the oracle: the
+plant's own body), which jethexa-validate --params replays on; and the files the nodes take."""
+import json
+
+import numpy as np
+import pytest
+
+from jethexa_dynamics.damage import calibrate_cli
+from jethexa_dynamics.model import LeggedRobot, body_params
+from jethexa_dynamics.sim.streams import scaled_body_robot
+from jethexa_dynamics.validation import cli as validate_cli
+from jethexa_dynamics.validation.simbag import write_sim_bag
+
+SCALE, OFFSET = 1.25, (0.01, 0.0, 0.0)
+
+
+@pytest.fixture(scope="module")
+def heavy_bag(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bags") / "heavy"
+    write_sim_bag(path, duration=40.0, robot=scaled_body_robot(SCALE, OFFSET), command=(0.05, 0.0, 0.0),
+                  imu_noise_deg=0.1)
+    return path
+
+
+@pytest.mark.slow
+def test_calibrate_writes_the_body_and_validate_replays_on_it(heavy_bag, tmp_path, capsys):
+    out = tmp_path / "body.yaml"
+    assert calibrate_cli.main([str(heavy_bag), "--out", str(out)]) == 0
+    assert "parameters: %s" % out in capsys.readouterr().out
+    params = body_params.read(out)
+    truth = LeggedRobot.jethexa().description.body_mass * SCALE
+    assert abs(params.mass - truth) <= 0.10 * truth, params
+    assert np.linalg.norm(np.subtract(params.com_offset, OFFSET)[:2]) <= 0.005, params
+    # the same file is jethexa-validate's --params; on it the model's height (the body's sag) moves toward the
+    # plant's: the URDF's lighter body stands higher than the heavier robot does
+    reports = {}
+    for name, extra in (("urdf", []), ("calibrated", ["--params", str(out)])):
+        assert validate_cli.main([str(heavy_bag), "--out", str(tmp_path / name), "--quiet", *extra]) == 0
+        reports[name] = json.loads((tmp_path / name / "report.json").read_text())
+    assert reports["calibrated"]["options"]["params"] == str(out)
+    z = {k: r["results"][0]["overall"]["position"]["mean_xyz_m"][2] for k, r in reports.items()}
+    assert abs(z["calibrated"]) < abs(z["urdf"]), z
+
+
+def test_too_little_walking_is_one_line_and_exit_2_with_nothing_written(tmp_path, capsys):
+    bag = tmp_path / "short"
+    write_sim_bag(bag, duration=3.0)
+    out = tmp_path / "body.yaml"
+    assert calibrate_cli.main([str(bag), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--min-seconds" in err[0] and not out.exists()
+
+
+def test_parameters_file_round_trip_and_bad_files_name_the_field(tmp_path):
+    path = body_params.write(tmp_path / "b.yaml", body_params.BodyParams(1.6, (0.01, -0.002, 0.0)), ["a note"])
+    assert body_params.read(path) == body_params.BodyParams(1.6, (0.01, -0.002, 0.0))
+    text = path.read_text()
+    assert text.startswith("# a note\n/**:\n  ros__parameters:\n")
+    bad = tmp_path / "bad.yaml"
+    for content, field in [("/**:\n  ros__parameters:\n    body_mass: 50.0\n", "body_mass"),
+                           ("/**:\n  ros__parameters:\n    body_com_offset: [0.5, 0, 0]\n", "body_com_offset"),
+                           ("predictor:\n  ros__parameters:\n    rate: 100.0\n", "no body_mass"),
+                           ("[: not yaml", "cannot read")]:
+        bad.write_text(content)
+        with pytest.raises(ValueError, match=field):
+            body_params.read(bad)
+    base = LeggedRobot.jethexa()
+    assert body_params.BodyParams().robot(base) is base
