@@ -66,3 +66,33 @@ def test_parameters_file_round_trip_and_bad_files_name_the_field(tmp_path):
             body_params.read(bad)
     base = LeggedRobot.jethexa()
     assert body_params.BodyParams().robot(base) is base
+
+
+def test_a_bag_whose_joint_states_carry_a_few_joints_each_is_refused_and_identify_reports_no_body(tmp_path,
+                                                                                                    capsys):
+    """The real bus reads 3 servos per 20 ms cycle: each joint's reading time is then only the message's, and the
+    estimate needs it to the millisecond (``body_load.TIMING_NOTE``): calibrate refuses with one line and writes
+    nothing; jethexa-identify reports ``body: null`` (its other keys unchanged)."""
+    from jethexa_dynamics.damage import identify_cli
+    from jethexa_dynamics.validation import bag_messages as M
+    from jethexa_dynamics.validation.bag_io import BagWriter
+    from jethexa_dynamics.validation.simbag import T0_NS
+
+    robot = LeggedRobot.jethexa()
+    names = list(robot.joint_names)
+    bag = tmp_path / "partial"
+    with BagWriter(bag, storage="mcap") as w:
+        for k in range(2000):                       # 20 s at 100 Hz
+            t_ns = T0_NS + k * 10_000_000
+            w.write("imu/data", t_ns, M.imu(t_ns, (1.0, 0.0, 0.0, 0.0), np.zeros(3), np.array([0.0, 0.0, 9.81])))
+            if k % 2 == 0:
+                w.write("joint_commands", t_ns, M.joint_trajectory(t_ns, names, np.zeros(18), 0.02))
+                j = (k // 2 * 3) % 18
+                w.write("joint_states", t_ns, M.joint_state(t_ns, names[j:j + 3], np.zeros(3)))
+    out = tmp_path / "body.yaml"
+    assert calibrate_cli.main([str(bag), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "3.0 of 18 joints per message" in err[0] and not out.exists()
+    assert identify_cli.main([str(bag), "--out", str(tmp_path / "id"), "--no-plots", "--quiet"]) == 0
+    rep = json.loads((tmp_path / "id" / "identify.json").read_text())
+    assert rep["body"] is None and rep["final_morphology"] == {leg: 3 for leg in robot.leg_names}

@@ -29,12 +29,14 @@ def _monitor_status(w):
 
 
 @contextlib.contextmanager
-def walking_sim_graph(tag, watch):
-    """The sim launch graph in this process, a Watcher on mocap/pose, morphology and the topics ``watch`` (type,
-    topic, QoS), driving cmd_vel at 0.05 m/s: yields (graph, nodes by name, watcher)."""
+def walking_sim_graph(tag, watch, params=None):
+    """The sim launch graph in this process (``params`` {node: {parameter: value}} on top), a Watcher on
+    mocap/pose, morphology and the topics ``watch`` (type, topic, QoS), driving cmd_vel at 0.05 m/s: yields
+    (graph, nodes by name, watcher)."""
     g = Graph()
     try:
-        nodes = add_launch_graph(g, "sim", {"port_link": "/tmp/jethexa_test_bus_%s_%d" % (tag, os.getpid())})
+        nodes = add_launch_graph(g, "sim", {"port_link": "/tmp/jethexa_test_bus_%s_%d" % (tag, os.getpid())},
+                                 params=params)
         w = g.add(Watcher)
         w.watch(PoseStamped, "mocap/pose", SENSOR_QOS)
         w.watch(UInt8MultiArray, "morphology", LATCHED_QOS)
@@ -121,3 +123,36 @@ def test_a_seized_servo_is_reported_as_seized_over_dds_and_the_robot_crawls_upri
         assert wait_for(lambda: evidence().seized == () and gc.state == "walking", 30.0), (mon.seized, gc.state)
         assert g.spin_error is None
         assert {name: node.errors for name, node in nodes.items() if node.errors} == {}
+
+
+
+def test_the_predictor_runs_on_the_calibrated_body_of_a_heavier_robot():
+    """Issue 23 point 2 over DDS: the emulated robot's body is 25 % heavier than the URDF's with its CoM 1 cm
+    forward (``body_mass_scale``, ``body_com_shift``); the predictor started with the body a calibration file
+    gives (``body_mass``, ``body_com_offset``) runs its model on that body and says so on /diagnostics; a body
+    mass it cannot use is refused with one line naming the parameter and its range, the model kept."""
+    scale, shift = 1.25, [0.01, 0.0, 0.0]
+    mass = 1.35 * scale
+    with walking_sim_graph("body", [(DiagnosticArray, "/diagnostics", RELIABLE_QOS)],
+                           params={"robot_emulator": {"body_mass_scale": scale, "body_com_shift": shift},
+                                   "predictor": {"body_mass": mass, "body_com_offset": shift}}) as (g, nodes, w):
+        emu, pr = nodes["robot_emulator"], nodes["predictor"]
+        world = emu.engine.robot.description
+        assert abs(world.body_mass - mass) < 1e-9 and list(world.body_com) == shift
+        model = pr.models[pr.p["predictor"]].robot.description
+        assert pr.body_source == "parameters" and abs(model.body_mass - mass) < 1e-9
+        assert list(model.body_com) == shift
+
+        def predictor_status():
+            for _, arr in reversed(w.since("/diagnostics", 0.0)):
+                for st in arr.status:
+                    if st.name.startswith("predictor"):
+                        return {kv.key: kv.value for kv in st.values}
+            return {}
+        assert wait_for(lambda: predictor_status().get("body") == "parameters", 30.0), predictor_status()
+        assert predictor_status()["body_mass"] == "%.4f" % mass
+        bad = pr.set_parameters([Parameter("body_mass", value=0.05)])[0]
+        assert not bad.successful and "body_mass" in bad.reason and "[0.1, 20] kg" in bad.reason
+        assert pr.p["body_mass"] == mass and pr.models[pr.p["predictor"]].robot.description.body_mass == mass
+        assert wait_for(lambda: w.count("mocap/pose") > 20, 30.0)
+        assert list(w.last("morphology").data) == [3] * 6

@@ -11,7 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_BIN = os.path.dirname(sys.executable)
 NODES = ["servo_driver", "imu", "gait_controller", "predictor", "damage_monitor", "robot_emulator", "robot"]
 SCRIPTS = ["jethexa-demo", "jethexa-sim", "jethexa-bus-emulator", "jethexa-validate", "jethexa-identify",
-           "jethexa-model-report"]
+           "jethexa-calibrate", "jethexa-model-report"]
 
 
 def _copy_source(dst):

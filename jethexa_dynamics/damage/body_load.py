@@ -146,12 +146,15 @@ class BodyLoadEstimator:
         self._R: Optional[np.ndarray] = None
         self._t_joint = self._t_imu = self._t_cmd = -math.inf
         self._integral = np.zeros(self.nj)
+        self._q = np.full(self.nj, np.nan)  # each joint's latest reading [rad] and its error then (set-point - q)
+        self._e = np.full(self.nj, np.nan)
         self._stance_z = np.full(self.n_legs, np.nan)
-        nl = self.n_legs
-        self._A = np.zeros((nl, 3, 3))       # sum w R J^-T                 (force per unit torque offset)
-        self._b = np.zeros((nl, 3))          # sum w R J^-T (N - tau)       (foot force)
-        self._C = np.zeros((nl, 3, 3))       # sum w [R p]x R J^-T          (moment per unit torque offset)
-        self._d = np.zeros((nl, 3))          # sum w [R p]x R J^-T (N - tau)
+        nj = self.nj                         # per joint k (leg i, column c), over the reads of k:
+        self._A = np.zeros((nj, 3))          # sum w (R J_i^-T)[:, c]                (force per unit torque)
+        self._b = np.zeros((nj, 3))          # sum w (R J_i^-T)[:, c] (N - tau)_k    (its share of the force)
+        self._C = np.zeros((nj, 3))          # sum w ([R p_i]x R J_i^-T)[:, c]       (moment per unit torque)
+        self._d = np.zeros((nj, 3))          # sum w ([R p_i]x R J_i^-T)[:, c] (N - tau)_k
+        self._jw = np.zeros(nj)              # sum w over the reads of k
         self._swing = np.zeros(self.nj)      # sum over swing samples w (N - tau)
         self._swing_w = np.zeros(self.nj)
         self._links = np.zeros(3)            # sum w R (sum_l m_l c_l)      (the legs' mass moment)
@@ -190,7 +193,8 @@ class BodyLoadEstimator:
         return True
 
     def on_joints(self, t, q) -> bool:
-        """Measured joint angles [rad] at ``t``: one force-plate sample."""
+        """Measured joint angles [rad] at ``t`` (NaN: not read this time): one force-plate sample, once every
+        joint has been read."""
         t, err = check_stamp(t, self._t_joint, "joints")
         if t is None:
             return self._reject()
@@ -200,15 +204,21 @@ class BodyLoadEstimator:
         dt = t - self._t_joint
         self._t_joint = t
         s = self.moves.at(t)
+        # the real bus reads a few servos per message (3 of 18 at 50 Hz): NaN = not read this time. Each joint
+        # keeps its latest reading and error (held until its next read); the sample uses those
+        fresh = ~np.isnan(qm)
         if not math.isfinite(dt) or dt > self.max_gap:
             self._integral[:] = 0.0           # a gap: the servo's integral ran on unseen; rebuilt from here
+            self._q[:] = self._e[:] = np.nan
+        else:
+            self._integral *= math.exp(-dt / self.leak)
+            self._integral += np.nan_to_num(self._e) * dt
+        self._q[fresh] = qm[fresh]
+        self._e[fresh] = s[fresh] - qm[fresh]
+        if self._R is None or not self.healthy or np.isnan(self._e).any() or not math.isfinite(dt) \
+                or dt > self.max_gap:
             return True
-        e = s - qm
-        self._integral *= math.exp(-dt / self.leak)
-        self._integral += np.nan_to_num(e) * dt
-        if self._R is None or not self.healthy or np.isnan(e).any():
-            return True
-        self._add(dt, qm, s, self.kp * e + self.ki * self._integral)
+        self._add(dt, self._q, s, self.kp * self._e + self.ki * self._integral, fresh)
         return True
 
     def _reject(self) -> bool:
@@ -216,9 +226,12 @@ class BodyLoadEstimator:
         return False
 
     # ------------------------------------------------------------------ the force plate
-    def _add(self, dt: float, q: np.ndarray, s: np.ndarray, tau: np.ndarray) -> None:
+    # The sums are kept per joint: f_i = R J_i^-T r_i = sum_c (R J_i^-T)[:, c] r_c (r = N - tau), so each joint's
+    # share is sampled when that joint was read and averaged over its own reads; their sum is the window's mean
+    # force (linearity), with no joint's error held across the gait's phases while other joints are read.
+    def _add(self, dt: float, q: np.ndarray, s: np.ndarray, tau: np.ndarray, fresh: np.ndarray) -> None:
         lam = math.exp(-dt / self.window)
-        for arr in (self._A, self._b, self._C, self._d, self._swing, self._swing_w, self._links):
+        for arr in (self._A, self._b, self._C, self._d, self._jw, self._swing, self._swing_w, self._links):
             arr *= lam
         self._w = self._w * lam + 1.0
         self.seconds += dt
@@ -230,26 +243,33 @@ class BodyLoadEstimator:
         J = np.empty((3, 3))
         for i in range(self.n_legs):
             th, geom = q[3 * i:3 * i + 3], self.geom[i]
-            for j in range(3):                                       # J's columns: the foot's rate per joint
-                unit[:] = 0.0
-                unit[j] = 1.0
-                leg_fk_vel(geom, th, unit, p, v)
-                J[:, j] = v
-            RJ = R @ np.linalg.inv(J.T)
-            cross = _skew(R @ p) @ RJ
-            r_i = resid[3 * i:3 * i + 3]
-            self._A[i] += RJ
-            self._b[i] += RJ @ r_i
-            self._C[i] += cross
-            self._d[i] += cross @ r_i
             leg_fk(geom, s[3 * i:3 * i + 3], v)                       # the commanded foot: swing or stance
             z = v[2]
             low = self._stance_z[i]
             # the stance level: the lowest commanded foot, rising 5 mm/s when not refreshed (a new body height)
             self._stance_z[i] = z if not math.isfinite(low) else min(z, low + 0.005 * dt)
-            if z > self._stance_z[i] + self.swing_height:
-                self._swing[3 * i:3 * i + 3] += r_i
-                self._swing_w[3 * i:3 * i + 3] += 1.0
+            swing = z > self._stance_z[i] + self.swing_height
+            cols = [c for c in range(3) if fresh[3 * i + c]]
+            if not cols:
+                continue
+            for c in range(3):                                       # J's columns: the foot's rate per joint
+                unit[:] = 0.0
+                unit[c] = 1.0
+                leg_fk_vel(geom, th, unit, p, v)
+                J[:, c] = v
+            RJ = R @ np.linalg.inv(J.T)
+            cross = _skew(R @ p) @ RJ
+            for c in cols:
+                k = 3 * i + c
+                r = resid[k]
+                self._A[k] += RJ[:, c]
+                self._b[k] += RJ[:, c] * r
+                self._C[k] += cross[:, c]
+                self._d[k] += cross[:, c] * r
+                self._jw[k] += 1.0
+                if swing:
+                    self._swing[k] += r
+                    self._swing_w[k] += 1.0
         m_total = self.body_mass_model + self.legs_mass
         c = center_of_mass(self.robot, q)
         self._links += R @ (m_total * c - self.body_mass_model * self.body_com_model)
@@ -259,13 +279,10 @@ class BodyLoadEstimator:
         if self.seconds < min_seconds or not (self._swing_w > 0).all():
             return None
         off = self._swing / self._swing_w                        # per joint: N - tau that carries nothing
-        force = np.zeros(3)
-        moment = np.zeros(3)
-        for i in range(self.n_legs):
-            o = off[3 * i:3 * i + 3]
-            force += self._b[i] - self._A[i] @ o
-            moment += self._d[i] - self._C[i] @ o
-        force, moment, links = force / self._w, moment / self._w, self._links / self._w
+        w = self._jw[:, None]
+        force = ((self._b - self._A * off[:, None]) / w).sum(axis=0)
+        moment = ((self._d - self._C * off[:, None]) / w).sum(axis=0)
+        links = self._links / self._w
         mass = force[2] / G - self.legs_mass
         # moment = g (R h_total) x z: its x is g h_y, its y is -g h_x (world axes, the body near level)
         h = np.array([moment[1] / -G - links[0], moment[0] / G - links[1]])
@@ -273,6 +290,41 @@ class BodyLoadEstimator:
         if mass > 0:
             com[:2] = h / mass
         return BodyEstimate(float(mass), com, float(self.seconds))
+
+
+#: what a body estimate may be beside the URDF's (mass ratio, CoM shift [m]); beyond, the data did not carry the
+#: load (see ``implausible``)
+PLAUSIBLE = ((0.5, 2.0), 0.05)
+
+#: why a body estimate far outside ``PLAUSIBLE`` means bad timing, not a strange robot (measured on the engine:
+#: the commands shifted by 1 ms against the readings move the mass by ~6 %, by 5 ms ~35 %)
+TIMING_NOTE = ("the estimate needs each servo's set-point at its reading to about a millisecond (the commands' "
+               "and the readings' times; a 1 ms shift moves the mass by ~6 %): a recording whose commands were "
+               "timed at another node than the servo driver, or a world updated at 100 Hz, is not timed that well")
+
+
+def partial_reads(carried: np.ndarray) -> str:
+    """Why joint_states whose messages carried only some joints (``carried``: messages x joints, bool) cannot give
+    the body ('' if every message carried every joint): each joint's reading time is then only known to the
+    message's (a bus reads a few servos per cycle, one after the other), not to the millisecond it needs."""
+    if carried.size == 0 or carried.all():
+        return ""
+    return ("joint_states carries %.1f of %d joints per message (a bus that reads a few servos per cycle): their "
+            "reading times are not known to the millisecond the body estimate needs" % (
+                carried.sum(axis=1).mean(), carried.shape[1]))
+
+
+def implausible(est: BodyEstimate, robot: LeggedRobot) -> str:
+    """Why ``est`` cannot be the robot's body ('' if it can): a mass outside ``PLAUSIBLE`` times the URDF's, or a
+    CoM more than 5 cm from the URDF's."""
+    d = robot.description
+    (lo, hi), shift = PLAUSIBLE
+    if not lo * d.body_mass <= est.mass <= hi * d.body_mass:
+        return "body mass %.3f kg outside [%g, %g] x the URDF's %.3f kg" % (est.mass, lo, hi, d.body_mass)
+    if np.linalg.norm(est.com[:2] - np.asarray(d.body_com)[:2]) > shift:
+        return "body CoM %.0f mm from the URDF's (more than %.0f mm)" % (
+            1e3 * np.linalg.norm(est.com[:2] - np.asarray(d.body_com)[:2]), 1e3 * shift)
+    return ""
 
 
 def _skew(a: np.ndarray) -> np.ndarray:

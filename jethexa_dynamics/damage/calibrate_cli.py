@@ -16,8 +16,9 @@ from jethexa_dynamics.model import body_params
 from jethexa_dynamics.validation import bag_io
 from jethexa_dynamics.validation.cli import add_window_and_topic_arguments, topics_from_args
 from jethexa_dynamics.validation.errors import EXIT_BAD_INPUT, BagError
+from jethexa_dynamics.validation.replay import carried_matrix
 
-from .body_load import BodyLoadEstimator
+from .body_load import TIMING_NOTE, BodyLoadEstimator, implausible, partial_reads
 from .identification import DamageIdentifier
 from .identify_cli import identify
 
@@ -48,12 +49,20 @@ def run(args) -> dict:
     robot = LeggedRobot.jethexa()
     bag = bag_io.read_bag(args.bag, topics=topics_from_args(args), start=args.start, end=args.end,
                           max_gap=args.max_gap)
+    if bag.joint_states is None:
+        raise ValueError("%s: no joint_states (the servos' readings) in the window" % bag.path)
+    why = partial_reads(carried_matrix(bag.joint_states, robot.joint_names))
+    if why:
+        raise ValueError("%s: %s; not written" % (bag.path, why))
     body = BodyLoadEstimator(robot)
     identify(bag, DamageIdentifier(robot), [3] * len(robot.leg_names), body)
     est = body.estimate(min_seconds=args.min_seconds)
     if est is None:
         raise ValueError("%s: %.1f s of healthy walking with a swing phase on every leg; --min-seconds asks for "
                          "at least %g s" % (bag.path, body.seconds, args.min_seconds))
+    why = implausible(est, robot)
+    if why:
+        raise ValueError("%s: %s; not written: %s" % (bag.path, why, TIMING_NOTE))
     d = robot.description
     params = body_params.BodyParams(round(est.mass, 4), tuple(round(float(c - u), 5)
                                                              for c, u in zip(est.com, d.body_com)))

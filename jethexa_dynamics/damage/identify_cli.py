@@ -16,8 +16,9 @@ hypotheses' probabilities over time)::
 ``t_s``: seconds from the bag start; every morphology maps each leg to its intact link count (3 = healthy).
 ``alternatives`` (model events, only when there are some): the changed leg's other link counts whose share of
 that leg's probability is at least ``AMBIGUOUS_SHARE`` (0.2): the motion did not tell them apart.
-``body`` (null with less than 5 s of usable walking): the main body's mass and CoM (base_link; z the URDF's)
-from the servos' load (:mod:`~jethexa_dynamics.damage.body_load`, the emulated servo's gains), beside the URDF's.
+``body`` (null with less than 5 s of usable walking, when joint_states messages carry only some joints, or for an
+estimate no body can have): the main body's mass and CoM (base_link; z the URDF's) from the servos' load
+(:mod:`~jethexa_dynamics.damage.body_load`, the emulated servo's gains), beside the URDF's.
 Exit status 0 done, 2 bad bag or option (one line on stderr, before any work).
 """
 from __future__ import annotations
@@ -34,8 +35,9 @@ from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.validation import bag_io
 from jethexa_dynamics.validation.cli import add_window_and_topic_arguments, topics_from_args
 from jethexa_dynamics.validation.errors import EXIT_BAD_INPUT, BagError
+from jethexa_dynamics.validation.replay import carried_matrix
 
-from .body_load import BodyLoadEstimator
+from .body_load import BodyLoadEstimator, implausible, partial_reads
 from .identification import FORMAT, DamageIdentifier, IdentifierConfig
 
 
@@ -83,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
 def identify(bag, idf, initial, body=None):
     """Feed ``bag`` (``BagData``) through ``idf`` (and ``body``, a ``BodyLoadEstimator``, told the identifier's
     morphology); returns the wall time (s)."""
-    from jethexa_dynamics.validation.replay import COMMAND, IMU, JOINT_STATES, MORPHOLOGY, bag_events, joint_matrix
+    from jethexa_dynamics.validation.replay import (COMMAND, IMU, JOINT_STATES, MORPHOLOGY, bag_events,
+                                                    carried_matrix, joint_matrix)
 
     index = {n: k for k, n in enumerate(idf.joint_names)}
     unknown = [n for n in bag.commands.names if n not in index]
@@ -91,6 +94,9 @@ def identify(bag, idf, initial, body=None):
         raise ValueError("commands name joints the robot does not have: %s" % ", ".join(unknown))
     cols = np.array([index[n] for n in bag.commands.names], dtype=np.int64)
     js = None if bag.joint_states is None else joint_matrix(bag.joint_states, idf.joint_names)
+    # the body estimator takes only the joints each message read (a bus reads a few servos per cycle)
+    read = None if js is None or body is None else np.where(carried_matrix(bag.joint_states, idf.joint_names),
+                                                           js, np.nan)
     cmd, imu, mo = bag.commands, bag.imu, bag.morphology
     tic = time.perf_counter()
     sinks = (idf,) if body is None else (idf, body)
@@ -103,8 +109,9 @@ def identify(bag, idf, initial, body=None):
             for s in sinks:
                 s.on_imu(t, imu.quat[i], imu.gyro[i], imu.accel[i])
         elif kind == JOINT_STATES:
-            for s in sinks:
-                s.on_joints(t, js[i])
+            idf.on_joints(t, js[i])
+            if body is not None:
+                body.on_joints(t, read[i])
         elif kind == MORPHOLOGY:
             idf.on_servo_morphology(t, [min(int(a), b) for a, b in zip(mo.links[i], initial)])
         if body is not None:
@@ -134,9 +141,10 @@ def report(idf, t0, initial, wall, bag, body=None):
 
 
 def _body(body):
-    """The body's mass and CoM from the servos' load (``damage.body_load``), or None (too little walking)."""
+    """The body's mass and CoM from the servos' load (``damage.body_load``), or None (too little walking, or an
+    estimate no body can have: the recording's timing, ``body_load.TIMING_NOTE``)."""
     est = body.estimate() if body is not None else None
-    if est is None:
+    if est is None or implausible(est, body.robot):
         return None
     return {"mass_kg": round(est.mass, 4), "com_m": [round(float(c), 5) for c in est.com],
             "seconds": round(est.seconds, 2), "urdf_mass_kg": body.body_mass_model,
@@ -205,7 +213,9 @@ def run(args) -> dict:
     bag = bag_io.read_bag(args.bag, topics=topics, start=args.start, end=args.end, max_gap=args.max_gap)
     idf = DamageIdentifier(robot, window=args.window, threshold=args.threshold, confirm=args.confirm,
                            morphology=initial)
-    body = BodyLoadEstimator(robot)
+    # the body from the servos' load needs every joint in every joint_states message (body_load.partial_reads)
+    full = bag.joint_states is not None and not partial_reads(carried_matrix(bag.joint_states, robot.joint_names))
+    body = BodyLoadEstimator(robot) if full else None
     wall = identify(bag, idf, initial, body)
     out = Path(args.out) if args.out else bag.path.parent / (bag.path.name + "_identify")
     out.mkdir(parents=True, exist_ok=True)

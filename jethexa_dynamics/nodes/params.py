@@ -154,6 +154,10 @@ PREDICTOR = ParamSet("predictor", [
     P("odom_frame", "string", "odom", "frame of predicted/odom and of the poses (REP-105)"),
     P("base_frame", "string", "base_link", "child frame of predicted/odom (REP-105)"),
     P("diagnostics_rate", "double", 1.0, "cycle-time /diagnostics rate", lo=0.1, hi=10.0, unit="Hz"),
+    P("body_mass", "double", 0.0, "the model's main body mass (0 = the URDF's): a payload, a robot weighed; "
+      "jethexa-calibrate's parameters file sets it", lo=0.0, hi=20.0, unit="kg"),
+    P("body_com_offset", "double_array", [0.0, 0.0, 0.0], "the model's body CoM offset from the URDF's (x, y, z "
+      "in base_link); jethexa-calibrate's parameters file sets it", lo=-0.1, hi=0.1, length=3, unit="m"),
     P("stats_window", "int", 2000, "cycles kept for the p50/p99 cycle-time figures", lo=10, hi=100000),
     P("stamp_tolerance", "double", 2.0, "a stamped input (joint_commands, joint_states, imu/data, mocap/pose) "
       "more than this far from the node's clock is rejected (all-zero stamps pass as 'not stamped'); raise it "
@@ -248,6 +252,10 @@ ROBOT_EMULATOR = ParamSet("robot_emulator", [
       "ros-humble-rosbag2-storage-mcap) or sqlite3 (read by every rosbag2)", choices=("mcap", "sqlite3"),
       read_only=True),
     P("seed", "int", 0, "random seed of sensor noise", lo=0, hi=2 ** 31 - 1, read_only=True),
+    P("body_mass_scale", "double", 1.0, "the world's robot body: base_link's mass and inertia times this (a robot "
+      "heavier than its URDF, a payload; the nodes' models are not told)", lo=0.5, hi=2.0, read_only=True),
+    P("body_com_shift", "double_array", [0.0, 0.0, 0.0], "the world's robot body: its CoM moved by this from the "
+      "URDF's (x, y, z in base_link)", lo=-0.05, hi=0.05, length=3, unit="m", read_only=True),
 ])
 
 ALL = {p.node_name: p for p in (SERVO_DRIVER, IMU, GAIT_CONTROLLER, PREDICTOR, DAMAGE_MONITOR, ROBOT_EMULATOR)}

@@ -41,6 +41,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from jethexa_dynamics.model import format_morphology
+from jethexa_dynamics.model.body_params import BodyParams
 from jethexa_dynamics.nodes import messages as validate, params as node_params
 from jethexa_dynamics.nodes.authority import subscribe_morphology
 from jethexa_dynamics.nodes.degrade import RateGovernor
@@ -80,6 +81,13 @@ class PredictorNode(ThinNode):
         self.last_prediction = None    # (t, position, quaternion) of the newest cycle's main model
         self.models: Dict[str, Predictor] = {}
         self.model_error = ""
+        self.body_source = "urdf"        # the models' body: urdf or parameters (body_mass, body_com_offset)
+        try:
+            self._model_robot()
+        except ValueError as exc:  # a bad body from the start-up parameters: the URDF's, said once
+            self.reject("parameter body_mass", "%s; using the URDF's body" % exc)
+            self.p["body_mass"], self.p["body_com_offset"] = 0.0, [0.0, 0.0, 0.0]
+            self.set_parameters([Parameter("body_mass", value=0.0), Parameter("body_com_offset", value=[0.0] * 3)])
         try:
             self._build_models()
         except ValueError as exc:  # e.g. a model that is not installed: fall back to the default, keep serving
@@ -124,7 +132,9 @@ class PredictorNode(ThinNode):
     def _build_models(self) -> None:
         """(Re)create the model(s) from the parameters; ValueError keeps the old ones."""
         names = [self.p["predictor"]] + ([SLIP] if self.p["publish_slip"] and self.p["predictor"] != SLIP else [])
-        models = {n: make_predictor(n, horizon=self.p["horizon"]) for n in names}  # jethexa-validate's registry
+        robot, source = self._model_robot()
+        # jethexa-validate's registry
+        models = {n: make_predictor(n, model=robot, horizon=self.p["horizon"]) for n in names}
         t = self.t()
         for m in models.values():  # first calls compile/load numba code: do it here, not in the first cycle
             m.reset(t, self.joint_names)
@@ -133,7 +143,14 @@ class PredictorNode(ThinNode):
             m.pose(t)
             m.reset(t, self.joint_names)
             m.on_morphology(t, np.asarray(self.morphology))
-        self.models = models
+        self.models, self.body_source = models, source
+
+    def _model_robot(self):
+        """(robot, source): the body parameters (``body_mass``, ``body_com_offset``: jethexa-calibrate's file, a
+        robot weighed) on the URDF, or the URDF's body (None: the registry's packaged robot). ValueError naming
+        the parameter (``body_mass`` in (0, 0.1) kg: the spec's range cannot say "0 or at least 0.1")."""
+        params = BodyParams(self.p["body_mass"], tuple(self.p["body_com_offset"]))
+        return (None, "urdf") if params.is_urdf else (params.robot(jethexa()), "parameters")
 
     def apply_params(self, changed: Dict[str, Any]) -> None:
         if "rate" in changed:    # the cycle timer is re-created (running) after this: it paces until the IMU does
@@ -151,7 +168,7 @@ class PredictorNode(ThinNode):
             self.governor = self._new_governor()      # normal mode again, judged afresh
             if was != 1:
                 self._retime(None)
-        if any(k in changed for k in ("predictor", "horizon", "publish_slip")):
+        if any(k in changed for k in ("predictor", "horizon", "publish_slip", "body_mass", "body_com_offset")):
             self._build_models()
         if "mocap_timeout" in changed:
             self.measured.mocap_timeout = changed["mocap_timeout"]
@@ -390,7 +407,10 @@ class PredictorNode(ThinNode):
         for stage, stats in self.stage_stats.items():
             st = stats.summary()
             values += [("%s_%s" % (stage, k), st[k]) for k in ("p50_ms", "p99_ms", "mean_ms")]
-        values += [("morphology", format_morphology(self.morphology, self.leg_names)),
+        body = getattr(model, "robot", None)
+        values += [("body", self.body_source),
+                   ("body_mass", "%.4f" % body.description.body_mass if body is not None else "-"),
+                   ("morphology", format_morphology(self.morphology, self.leg_names)),
                    ("anchors", len(getattr(model, "anchors", []))),
                    ("mocap", "fresh" if self.measured.mocap_fresh(self.t()) else "none"),
                    ("error_rpy_xyz", [round(float(v), 4) for v in self.last_error])]

@@ -152,6 +152,8 @@ class JointSeries:
     names: Tuple[str, ...]
     q: np.ndarray
     t_target: Optional[np.ndarray] = None
+    #: (len, len(names)) bool: the message carried this joint (``q`` holds each joint's latest value otherwise)
+    carried: Optional[np.ndarray] = None
 
     def __len__(self):
         return len(self.t)
@@ -244,7 +246,7 @@ class _JointAccumulator:
     def __init__(self):
         self.index: Dict[str, int] = {}
         self.cur = []
-        self.rows, self.t, self.t_target = [], [], []
+        self.rows, self.t, self.t_target, self.carried = [], [], [], []
 
     def add(self, t, names, values, t_target=None):
         if len(names) != len(values):
@@ -255,6 +257,7 @@ class _JointAccumulator:
                 i = self.index[n] = len(self.cur)
                 self.cur.append(np.nan)
             self.cur[i] = float(v)
+        self.carried.append([self.index[n] for n in names])
         self.rows.append(list(self.cur))
         self.t.append(t)
         self.t_target.append(t if t_target is None else t_target)
@@ -262,10 +265,12 @@ class _JointAccumulator:
     def series(self, with_target=False) -> JointSeries:
         n = len(self.cur)
         q = np.full((len(self.rows), n), np.nan)
-        for k, r in enumerate(self.rows):
+        carried = np.zeros((len(self.rows), n), dtype=bool)
+        for k, (r, c) in enumerate(zip(self.rows, self.carried)):
             q[k, :len(r)] = r
+            carried[k, c] = True
         return JointSeries(np.asarray(self.t, float), tuple(self.index), q,
-                           np.asarray(self.t_target, float) if with_target else None)
+                           np.asarray(self.t_target, float) if with_target else None, carried)
 
 
 def _unit_quats(topic, t, q) -> np.ndarray:
@@ -375,7 +380,7 @@ def _read_open(reader, bag, topics, start, end, max_gap) -> BagData:
                             raw.msg_t["joint_states"])
         m = s.t >= w0
         if m.any():
-            joint_states = JointSeries(s.t[m], s.names, s.q[m])
+            joint_states = JointSeries(s.t[m], s.names, s.q[m], carried=s.carried[m])
             n_msgs += int(m.sum())
     morphology = None
     if found["morphology"] is not None and raw.mo_t:

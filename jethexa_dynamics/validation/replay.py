@@ -122,6 +122,17 @@ def replay(bag: BagData, predictor: Predictor) -> ReplayResult:
         if never else [])
 
 
+def carried_matrix(series, names):
+    """(len, len(names)) bool, columns in ``names`` order: the message carried the joint (all True when the series
+    does not say)."""
+    out = np.zeros((len(series), len(names)), dtype=bool)
+    idx = {n: k for k, n in enumerate(series.names)}
+    for j, n in enumerate(names):
+        if n in idx:
+            out[:, j] = True if series.carried is None else series.carried[:, idx[n]]
+    return out
+
+
 def joint_matrix(series, names):
     """Joint-state matrix (rad) with columns in ``names`` order, NaN where the series lacks a joint (cached on the
     series)."""
