@@ -62,6 +62,15 @@ def live(repeat):
     rows.append(("identifier, no pre-screen (bank every window, ruled-out hypotheses pruned)", w_np, idf_np))
     w_all, idf_all = _best(ident(False, prune=0.0), repeat)
     rows.append(("identifier, all 19 models every window (worst case)", w_all, idf_all))
+
+    def body():
+        from jethexa_dynamics.damage.body_load import BodyLoadEstimator
+        est = BodyLoadEstimator()
+        feed(est, streams)
+        return est
+    w_body, _ = _best(body, repeat)
+    rows.append(("body mass and CoM from the servos' load (`damage.body_load`; offline: jethexa-calibrate, "
+                 "jethexa-identify)", w_body, None))
     return T, rows
 
 

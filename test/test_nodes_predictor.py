@@ -436,3 +436,20 @@ def test_late_cycles_lower_the_rate_say_so_and_it_comes_back(rig):
     values = {kv.key: kv.value for kv in st.values}
     assert values["degraded"] == "false" and values["effective_rate_hz"] == "50" and "degraded to" not in st.message
     assert int(values["degrade_steps_up"]) >= 2
+
+
+def test_a_body_mass_it_cannot_use_at_start_up_is_refused_and_the_urdf_body_kept():
+    """``body_mass`` in (0, 0.1) kg passes the parameter's range (0 means the URDF's) but is no body: refused once
+    (counted, one line naming the parameter and its range), the parameters set back, the URDF's body used; a
+    usable one is taken (the model's body mass, /diagnostics says ``parameters``)."""
+    g = Graph()
+    try:
+        bad = g.add(PredictorNode, {"body_mass": 0.05})
+        assert bad.body_source == "urdf" and bad.p["body_mass"] == 0.0
+        assert bad.get_parameter("body_mass").value == 0.0
+        assert bad.rejected.get("parameter body_mass") == 1 and "[0.1, 20] kg" in bad.last_rejection
+        good = g.add(PredictorNode, {"body_mass": 1.5, "body_com_offset": [0.005, 0.0, 0.0]})
+        body = good.models[good.p["predictor"]].robot.description
+        assert good.body_source == "parameters" and body.body_mass == 1.5 and list(body.body_com) == [0.005, 0, 0]
+    finally:
+        g.close()

@@ -31,10 +31,11 @@ morphology is not the healthy one); level, rigid ground. Servo zero offsets are 
 servo holds its position in its own frame: the offset does not load it).
 
 Measured on the project's engine (tripod at 0.05 m/s, joint noise 0.24 deg per sample, ``window`` 30 s): after
-30 s of walking the body mass within 1 % and the CoM within 1 mm, for the URDF's body and for one 25 % heavier
-with its CoM 1 cm forward; over 50 s the CoM wanders by up to 4.5 mm with the joint noise; a 150 g payload put on
-mid-run is followed to within 1 % and 3 mm 25 s later (``test/test_damage_body_load.py``). Cost: ~11 ms of CPU
-per second of data here (50 joint samples; Nano ~55 ms/s at 5x).
+30 s of walking the body mass within 5 % and the CoM within 3 mm, for the URDF's body and for one 25 % heavier
+with its CoM 1 cm forward; a 150 g payload put on mid-run is followed to within 1 % and 3 mm 30 s later
+(``test/test_damage_body_load.py``). It needs the set-points' timing against the readings to about a millisecond
+(``TIMING_NOTE``): what a bag of the running graph does not give (``partial_reads``). Cost: 14 ms of CPU
+per second of data here (1.4 % of a core; 6-8 % of a Nano core at 4-6x; ``benchmarks/bench_identify.py``).
 
 Example::
 
