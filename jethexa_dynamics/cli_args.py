@@ -12,6 +12,7 @@ import math
 import os
 import re
 import shutil
+import sys
 import tempfile
 from typing import Callable, Optional
 
@@ -181,3 +182,19 @@ def topic_name(text: str) -> str:
         raise argparse.ArgumentTypeError("%r is not a ROS topic name (allowed: tokens of letters, digits and _ "
                                          "not starting with a digit, separated by /)" % text)
     return text
+
+
+def parse_and_run(prog: str, parser: argparse.ArgumentParser, run: Callable, argv, errors) -> tuple:
+    """``parser.parse_args(argv)``, then ``run(args)``: (exit status, args, run's result). A bad option: argparse's
+    one line (printed) and its status; an error of ``errors`` raised by ``run``: one line ``prog: error: ...`` on
+    stderr and ``EXIT_USAGE``, with args and None. A real bug still shows its traceback."""
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a bad option (one line already printed) or --help
+        return exc.code, None, None
+    try:
+        return 0, args, run(args)
+    except errors as err:
+        print("%s: error: %s" % (prog, str(err).replace("\n", "\n  ")), file=sys.stderr)
+        return EXIT_USAGE, args, None
+

@@ -16,17 +16,16 @@ WALK = [Segment(0.0, "walk", (0.05, 0.0, 0.0))]
 
 def _run(cfg, estimator, report_at):
     """Feed the plant's streams; the estimate at each time of ``report_at`` (s)."""
-    out, pending = {}, sorted(report_at)
+    from jethexa_dynamics.sim.streams import feed
+
     streams, _ = walk_streams(cfg)
-    for t, kind, p in streams:
-        if pending and t >= pending[0]:
-            out[pending.pop(0)] = estimator.estimate()
-        if kind == "cmd":
-            estimator.on_command(t, p[0], t + p[1], joints=p[2])
-        elif kind == "joints":
-            estimator.on_joints(t, p)
-        else:
-            estimator.on_imu(t, *p)
+    out, k = {}, 0
+    for t_rep in sorted(report_at):
+        n = next((i for i in range(k, len(streams)) if streams[i][0] >= t_rep), len(streams))
+        feed(estimator, streams[k:n])
+        k = n
+        out[t_rep] = estimator.estimate()
+    feed(estimator, streams[k:])
     return out, streams
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from jethexa_dynamics.model import body_params
 from jethexa_dynamics.validation import bag_io
 from jethexa_dynamics.validation.cli import add_window_and_topic_arguments, topics_from_args
-from jethexa_dynamics.validation.errors import EXIT_BAD_INPUT, BagError
+from jethexa_dynamics.validation.errors import BagError
 from jethexa_dynamics.validation.replay import carried_matrix
 
 from .body_load import TIMING_NOTE, BodyLoadEstimator, implausible, partial_reads
@@ -75,19 +75,14 @@ def run(args) -> dict:
 
 
 def main(argv=None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # a bad option (one line already printed) or --help
-        return exc.code
-    try:
-        rep = run(args)
-    except (BagError, ValueError, OSError) as err:
-        print("jethexa-calibrate: error: %s" % err, file=sys.stderr)
-        return EXIT_BAD_INPUT
-    print("body mass %.3f kg (URDF %.3f), CoM offset (%s) mm, from %.0f s of walking\nparameters: %s" % (
-        rep["body_mass"], rep["urdf_body_mass"], ", ".join("%.1f" % (1e3 * v) for v in rep["body_com_offset"]),
-        rep["seconds"], rep["file"]))
-    return 0
+    from jethexa_dynamics.cli_args import parse_and_run
+
+    status, _, rep = parse_and_run("jethexa-calibrate", build_parser(), run, argv, (BagError, ValueError, OSError))
+    if rep is not None:
+        print("body mass %.3f kg (URDF %.3f), CoM offset (%s) mm, from %.0f s of walking\nparameters: %s" % (
+            rep["body_mass"], rep["urdf_body_mass"], ", ".join("%.1f" % (1e3 * v) for v in rep["body_com_offset"]),
+            rep["seconds"], rep["file"]))
+    return status
 
 
 if __name__ == "__main__":

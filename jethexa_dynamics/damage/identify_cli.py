@@ -34,7 +34,7 @@ import numpy as np
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.validation import bag_io
 from jethexa_dynamics.validation.cli import add_window_and_topic_arguments, topics_from_args
-from jethexa_dynamics.validation.errors import EXIT_BAD_INPUT, BagError
+from jethexa_dynamics.validation.errors import BagError
 from jethexa_dynamics.validation.replay import carried_matrix
 
 from .body_load import BodyLoadEstimator, implausible, partial_reads
@@ -231,15 +231,11 @@ def run(args) -> dict:
 
 
 def main(argv=None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # a bad option (one line already printed) or --help
-        return exc.code
-    try:
-        rep = run(args)
-    except (BagError, ValueError, OSError) as err:
-        print("jethexa-identify: error: " + str(err).replace("\n", "\n  "), file=sys.stderr)
-        return EXIT_BAD_INPUT
+    from jethexa_dynamics.cli_args import parse_and_run
+
+    status, args, rep = parse_and_run("jethexa-identify", build_parser(), run, argv, (BagError, ValueError, OSError))
+    if rep is None:
+        return status
     if not args.quiet:
         print(format_table(rep))
         print("\nreport: {}\nplot:   {}".format(rep["files"]["json"], rep["files"].get("plot", "-")))
