@@ -143,3 +143,18 @@ def test_the_predictor_on_the_estimated_body_is_within_one_and_a_half_times_the_
     estimated = _open_loop_error(streams, truth, base.with_body(e.mass, e.com))
     assert estimated <= 1.5 * exact, (estimated, exact, unaware)
     assert unaware > 1.5 * exact, (estimated, exact, unaware)          # the test can tell a wrong body
+
+
+def test_no_sample_is_used_while_the_morphology_is_not_the_healthy_one():
+    """A leg that lost links breaks the force balance (its links' weight is not where the URDF says): the
+    estimator takes no sample then, and takes them again once the morphology is healthy."""
+    from jethexa_dynamics.sim.streams import feed
+
+    streams, _ = walk_streams(WalkConfig(duration=8.0, segments=WALK))
+    est = BodyLoadEstimator()
+    est.on_morphology([3, 1, 3, 3, 3, 3])
+    feed(est, streams, until=4.0)
+    assert est.seconds == 0.0 and est.estimate(min_seconds=1.0) is None
+    est.on_morphology([3] * 6)
+    feed(est, [s for s in streams if s[0] > 4.0])
+    assert est.seconds > 3.0

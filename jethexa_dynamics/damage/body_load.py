@@ -137,6 +137,7 @@ class BodyLoadEstimator:
         d = self.robot.description
         self.body_mass_model, self.body_com_model = float(d.body_mass), np.asarray(d.body_com, float).copy()
         self.legs_mass = float(self.robot.total_mass) - self.body_mass_model
+        self._all_links = tuple(int(n) for n in d.n_joints)
         self.healthy = True
         self.rejected = 0
         self.reset()
@@ -165,7 +166,7 @@ class BodyLoadEstimator:
     # ------------------------------------------------------------------ inputs
     def on_morphology(self, links_per_leg: Sequence[int]) -> None:
         """Samples are used only while every leg has all its links (the force balance assumes the URDF's legs)."""
-        self.healthy = all(int(n) >= 3 for n in links_per_leg)
+        self.healthy = tuple(int(n) for n in links_per_leg) == self._all_links
 
     def on_command(self, t, q, t_target, joints=None) -> bool:
         """A joint command received at ``t`` [s]: ``joints`` (indices, default all) to ``q`` [rad] at ``t_target``."""
