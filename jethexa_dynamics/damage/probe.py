@@ -1,0 +1,156 @@
+"""An active probe of a leg whose link count the walking motion left ambiguous (issue 23, point 1).
+
+While walking, the identifier names the broken leg but often not how many links it lost: a 20 g coxa, or a stump
+that touches nothing, changes the body's attitude by less than the IMU's noise. Standing statically stable on
+its other five legs, the robot can instead move what is left of that leg and watch the body's reaction: the
+modular model, with each link-count hypothesis, predicts a different reaction.
+
+The choice, measured on the project's engine (the papers are silent on it):
+
+- Attitude does not separate the counts. Five stiff feet hold the body: the tilt differences between hypotheses
+  are 0.002-0.02 deg, under the IMU's 0.1 deg noise, and a body 10 % heavier than the model tilts every
+  hypothesis by 0.005 deg, enough to pick the wrong count.
+- The body's angular rate does, for a fast probe. The reaction torque of a swinging stump shows in the gyro
+  (x, y and yaw): a 6 s probe with the coxa at 2 Hz (+-0.45 rad) and the femur at 4 Hz (+-0.23 rad; 5.8 rad/s at
+  its peak, under the URDF's 6 rad/s) separates LM:2 from fewer links with a wide margin and LM:1 from LM:0 on
+  the coxa's yaw signal (``test/test_damage_probe.py``). The stance stays statically stable: the whole robot's
+  CoM is more than 10 cm inside the other five feet.
+
+``LinkProbe`` gives the probe's joint targets and scores a measured gyro series against the model's prediction
+for each link count (a Gaussian likelihood, the gyro's noise per sample). The models start from the stance the
+robot stands in, with the hypothesis' break. Not here yet: the gait controller's probe mode (stop, stand on the
+other five, run the probe, walk on) and the identifier acting on the result.
+
+Example::
+
+    probe = LinkProbe(robot, "LM")
+    q = probe.targets(q_stance_leg, t)            # the leg's joint targets [rad] at probe time t [s]
+    probe.likelihoods(gyro, counts=(0, 1, 2))     # {count: probability}, gyro (n, 3) rad/s at 100 Hz
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+from jethexa_dynamics.model import LeggedRobot
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """The probe: ``duration`` [s]; the coxa at ``coxa_hz`` [Hz] with amplitude ``coxa_amp`` [rad], the femur at
+    ``femur_hz`` with ``femur_amp``; both windowed by sin^2 over the duration (they start and end at rest); joint
+    commands every ``command_period`` [s] (the gait's 50 Hz), the IMU every ``imu_period`` [s]."""
+    duration: float = 6.0
+    coxa_hz: float = 2.0
+    coxa_amp: float = 0.45
+    femur_hz: float = 4.0
+    femur_amp: float = 0.23
+    command_period: float = 0.02
+    imu_period: float = 0.01
+
+    def __post_init__(self):
+        for name, lo, hi in (("duration", 0.5, 30.0), ("coxa_hz", 0.1, 10.0), ("femur_hz", 0.1, 10.0),
+                             ("coxa_amp", 0.0, 1.0), ("femur_amp", 0.0, 1.0), ("command_period", 0.005, 0.1),
+                             ("imu_period", 0.001, 0.1)):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and lo <= v <= hi):
+                raise ValueError("%s=%r outside the allowed range [%g, %g]" % (name, v, lo, hi))
+
+    def peak_rate(self) -> Tuple[float, float]:
+        """An upper bound of each moved joint's rate [rad/s] (coxa, femur): the sine's, the window's slope added."""
+        w = math.pi / self.duration
+        return (self.coxa_amp * (2 * math.pi * self.coxa_hz + w), self.femur_amp * (2 * math.pi * self.femur_hz + w))
+
+
+class LinkProbe:
+    """The probe of leg ``leg`` of ``robot`` (healthy model; the hypotheses are its breaks ``LEG:n``): targets,
+    the model's predicted gyro per link count, and the likelihoods of a measured gyro series.
+
+    ``gyro_noise`` [rad/s] the IMU's noise per sample (the likelihood's sigma); ``spec`` the probe. Raises
+    ValueError naming the field for an unknown leg or a probe faster than the URDF's joint rate limits."""
+
+    def __init__(self, robot: Optional[LeggedRobot] = None, leg: str = "LM", spec: ProbeSpec = ProbeSpec(),
+                 gyro_noise: float = 0.005, settle: float = 1.0):
+        self.robot = robot if robot is not None else LeggedRobot.jethexa()
+        names = list(self.robot.leg_names)
+        if leg not in names:
+            raise ValueError("leg=%r: one of %s" % (leg, ", ".join(names)))
+        if not (math.isfinite(gyro_noise) and gyro_noise > 0):
+            raise ValueError("gyro_noise=%r must be a rate > 0 rad/s" % (gyro_noise,))
+        self.leg, self.spec, self.gyro_noise, self.settle = leg, spec, float(gyro_noise), float(settle)
+        self.leg_index = names.index(leg)
+        self.joints = np.arange(3 * self.leg_index, 3 * self.leg_index + 3)
+        limits = np.asarray(self.robot.joint_velocity, dtype=float)[self.joints[:2]]
+        for name, rate, lim in zip(("coxa_amp", "femur_amp"), spec.peak_rate(), limits):
+            if rate > lim:
+                raise ValueError("%s: the probe reaches %.2f rad/s, over the joint's %.2f rad/s" % (name, rate, lim))
+        self._predicted: Dict[int, np.ndarray] = {}
+
+    def offsets(self, t: float) -> np.ndarray:
+        """The leg's joint offsets [rad] (coxa, femur, tibia) from its stance at probe time ``t`` [s]."""
+        s = self.spec
+        if t <= 0.0 or t >= s.duration:
+            return np.zeros(3)
+        w = math.sin(math.pi * t / s.duration) ** 2
+        return w * np.array([s.coxa_amp * math.sin(2 * math.pi * s.coxa_hz * t),
+                             s.femur_amp * math.sin(2 * math.pi * s.femur_hz * t), 0.0])
+
+    def targets(self, q_stance: Sequence[float], t: float) -> np.ndarray:
+        """The leg's joint targets [rad] at probe time ``t``: its stance angles plus the offsets."""
+        return np.asarray(q_stance, dtype=float) + self.offsets(t)
+
+    def run(self, engine, noise: Optional[Tuple[np.random.Generator, float]] = None) -> np.ndarray:
+        """Run the probe on ``engine`` (standing, the break applied and settled; servo-target mode): commands every
+        ``command_period``, the gyro [rad/s, body axes] every ``imu_period``; returns (n, 3). ``noise``: (rng,
+        sigma) added to each sample (a test's stand-in for the IMU)."""
+        s = self.spec
+        q0 = engine.setpoints()[self.joints].copy()
+        every = max(1, int(round(s.command_period / s.imu_period)))
+        steps = max(1, int(round(s.imu_period / engine.dt)))
+        n = int(round(s.duration / s.imu_period))
+        out = np.empty((n, 3))
+        for k in range(n):
+            if k % every == 0:
+                t_next = (k + every) * s.imu_period
+                engine.set_joint_targets(self.targets(q0, t_next), move_time=s.command_period, joints=self.joints)
+            engine.step(steps)
+            gyro, _ = engine.imu()
+            out[k] = gyro if noise is None else gyro + noise[0].normal(0.0, noise[1], 3)
+        return out
+
+    def standing_engine(self, robot: Optional[LeggedRobot] = None, links: int = 3):
+        """An engine of ``robot`` (default the model) standing in its stance, leg broken to ``links`` links and
+        settled for ``settle`` s: where the probe starts."""
+        from jethexa_dynamics.sim.engine import Engine
+
+        eng = Engine(robot if robot is not None else self.robot, gait=None, record_every=0)
+        eng.step(int(round(self.settle / eng.dt)))
+        if links < 3:
+            eng.set_breaks("%s:%d" % (self.leg, links))
+        eng.step(int(round(self.settle / eng.dt)))
+        return eng
+
+    def predicted(self, links: int) -> np.ndarray:
+        """The model's gyro series for the probe with the leg at ``links`` links (computed once)."""
+        if links not in self._predicted:
+            self._predicted[links] = self.run(self.standing_engine(links=links))
+        return self._predicted[links]
+
+    def likelihoods(self, gyro: np.ndarray, counts: Sequence[int] = (0, 1, 2)) -> Dict[int, float]:
+        """{link count: probability} of the measured gyro series (n, 3) [rad/s] under each count's prediction,
+        equal priors, independent Gaussian noise of ``gyro_noise`` per sample and axis."""
+        gyro = np.asarray(gyro, dtype=float)
+        log = {}
+        for c in counts:
+            pred = self.predicted(int(c))
+            n = min(len(pred), len(gyro))
+            if n == 0:
+                raise ValueError("gyro: no samples to score")
+            log[int(c)] = -0.5 * float(np.sum(((gyro[:n] - pred[:n]) / self.gyro_noise) ** 2))
+        top = max(log.values())
+        w = {c: math.exp(v - top) for c, v in log.items()}
+        total = sum(w.values())
+        return {c: v / total for c, v in w.items()}
