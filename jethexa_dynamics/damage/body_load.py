@@ -72,10 +72,6 @@ class BodyEstimate:
     com: np.ndarray
     seconds: float
 
-    def as_dict(self) -> dict:
-        return {"body_mass": round(self.mass, 4), "body_com": [round(float(c), 5) for c in self.com],
-                "body_seconds": round(self.seconds, 2)}
-
 
 class ServoMoves:
     """The servos' set-points from the command stream: each command moves its joints linearly from their

@@ -85,8 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
 def identify(bag, idf, initial, body=None):
     """Feed ``bag`` (``BagData``) through ``idf`` (and ``body``, a ``BodyLoadEstimator``, told the identifier's
     morphology); returns the wall time (s)."""
-    from jethexa_dynamics.validation.replay import (COMMAND, IMU, JOINT_STATES, MORPHOLOGY, bag_events,
-                                                    carried_matrix, joint_matrix)
+    from jethexa_dynamics.validation.replay import COMMAND, IMU, JOINT_STATES, MORPHOLOGY, bag_events, joint_matrix
 
     index = {n: k for k, n in enumerate(idf.joint_names)}
     unknown = [n for n in bag.commands.names if n not in index]

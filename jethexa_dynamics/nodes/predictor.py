@@ -83,7 +83,7 @@ class PredictorNode(ThinNode):
         self.model_error = ""
         self.body_source = "urdf"        # the models' body: urdf or parameters (body_mass, body_com_offset)
         try:
-            self._model_robot()
+            BodyParams(self.p["body_mass"], tuple(self.p["body_com_offset"]))
         except ValueError as exc:  # a bad body from the start-up parameters: the URDF's, said once
             self.reject("parameter body_mass", "%s; using the URDF's body" % exc)
             self.p["body_mass"], self.p["body_com_offset"] = 0.0, [0.0, 0.0, 0.0]

@@ -52,9 +52,9 @@ class RobotEmulator(ThinNode):
         self._leg_link = joint_leg_link(self.joint_names, self.leg_names)
         self.lock = threading.RLock()
         if self.p["body_mass_scale"] != 1.0 or any(self.p["body_com_shift"]):     # the world's body, not the URDF's
-            d = robot.description
-            robot = robot.with_body(d.body_mass * self.p["body_mass_scale"],
-                                    np.asarray(d.body_com) + np.asarray(self.p["body_com_shift"]))
+            from jethexa_dynamics.sim.streams import scaled_body_robot
+
+            robot = scaled_body_robot(self.p["body_mass_scale"], self.p["body_com_shift"])
         self.engine = Engine(robot, gait=None, record_every=0)
         self.engine.step(0)  # compile (or load the numba cache) now, not in the first timer callback
         self.bus = BusEmulator(seed=self.p["seed"]).start()
