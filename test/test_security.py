@@ -174,6 +174,8 @@ def bad_value(spec):
         return (spec.hi + 1) if spec.hi is not None else (spec.lo - 1 if spec.lo is not None else None)
     if spec.kind == "int_array":
         return [int(spec.hi) + 1] * (spec.length if isinstance(spec.length, int) else 1)
+    if spec.kind == "double_array" and spec.hi is not None:
+        return [spec.hi + 1.0] * (spec.length if isinstance(spec.length, int) else 1)
     if spec.choices:
         return "no-such-choice"
     return {"damage": "LM:7", "breaks": "XX:1"}.get(spec.name)
