@@ -15,12 +15,13 @@ morphology changes (its lines ``damage_monitor publishes morphology ...``, print
 the first), its verdict ('unexpected morphology sequence', 'clean run' or 'NOT CLEAN', the exit status) and the
 predictor's achieved rate (the summary's ``predictor <model>: N poses/s (configured R Hz)``).
 
-(b) The launch graph as launched (``composed`` at its default, ``graph_spec.COMPOSED_DEFAULT``: a process per node,
-robot_emulator in its own; ``graph_spec.processes`` as ``bench_nano_budget.py`` starts it) walking healthy at 0.05
-m/s for ``--minutes``, the robot's processes together inside a CPU cgroup quota of 4/F core (``--factor`` F = 5:
-0.8 core, the Nano at a 5x slowdown per core; no credit for the emulated MPU6050, which runs inside the imu's
-process and so spends the quota too: its cost is reported). Counted: the morphology changes on ``morphology``
-from start-up to the end, what was named, the rates, the throttling. Without a writable CPU cgroup, (b) runs unconstrained and says so.
+(b) The launch graph as launched (``composed`` at its default, ``graph_spec.COMPOSED_DEFAULT``: the robot's nodes
+in two processes, robot_emulator in its own; ``graph_spec.processes`` as ``bench_nano_budget.py`` starts it)
+walking healthy at 0.05 m/s for ``--minutes``, the robot's processes together inside a CPU cgroup quota of 4/F
+core (``--factor`` F = 5: 0.8 core, the Nano at a 5x slowdown per core; no credit for the emulated MPU6050, which
+runs inside the imu's process and so spends the quota too: its cost is reported). Counted: the morphology
+changes on ``morphology`` from start-up to the end, what was named, the rates, the throttling. Without a
+writable CPU cgroup, (b) runs unconstrained and says so.
 """
 from __future__ import annotations
 
@@ -102,7 +103,7 @@ def demo_run(i, opts, workdir):
 
 
 # ---------------------------------------------------------------------------------------------- (b) graph
-LAYOUT = "composed" if graph_spec.launch_bool("composed", graph_spec.COMPOSED_DEFAULT) else "separate"  # as launched
+LAYOUT = nano.LAUNCHED   # as launched
 
 
 def quota_walk(opts, workdir, cgroup):
@@ -129,8 +130,8 @@ def report(opts, info, cgroup_note, demos, walk, argv_text):
           "healthy at %.2f m/s for %g min, the robot's processes together inside %s; morphology changes on "
           "`morphology` from start-up to the end." % (
               opts.runs, opts.duration, opts.hogs, HOG, MORPHOLOGY_LINE,
-              "true" if LAYOUT == "composed" else "false",
-              "the robot's five nodes in one process" if LAYOUT == "composed" else "a process per node",
+              graph_spec.COMPOSED_DEFAULT, ", ".join("%s (%s)" % (p, ", ".join(m))
+                                                     for p, m in graph_spec.LAYOUTS[graph_spec.COMPOSED_DEFAULT]),
               nano.SPEED,
                                     opts.minutes, "%.2f core (4/%g: the Nano at a %gx slowdown per core; no credit "
                                     "for the emulated MPU6050, which spends the quota too)" % (
@@ -197,6 +198,9 @@ def parse_args(argv):
     ap.add_argument("--factor", type=num(1.0, 20.0), default=5.0, help="(b): quota 4/F core (default 5: 0.8 core)")
     ap.add_argument("--cgroup", choices=("auto", "v1", "v2", "none"), default="auto", help="CPU controller of (b) "
                     "(default auto)")
+    ap.add_argument("--slice-us", type=num(0, 100000, integer=True), default=1000,
+                    help="(b): kernel CFS bandwidth slice, µs, as bench_nano_budget.py (default 1000; 0 = the "
+                    "machine's)")
     ap.add_argument("--shares", type=num(0.0, 262144.0, integer=True), default=102400,
                     help="(b): CPU weight of the robot's group and of the emulator's, as bench_nano_budget.py "
                     "(default 102400)")
@@ -223,7 +227,9 @@ def main(argv=None):
         print("== (a) %d healthy demo runs beside %d busy loops" % (opts.runs, opts.hogs), flush=True)
         demos = [demo_run(i + 1, opts, workdir) for i in range(opts.runs)]
         print("== (b) the launch graph walking healthy for %g min" % opts.minutes, flush=True)
-        walk = quota_walk(opts, workdir, (kind, mount))
+        with nano.cfs_slice(opts.slice_us if kind else 0) as slice_note:
+            info.append("- " + slice_note)
+            walk = quota_walk(opts, workdir, (kind, mount))
         info.append("- %s at the end" % nano.load_text())
         return nano.finish(opts, report(opts, info, note, demos, walk, " ".join(argv) or "(defaults)"),
                            "false_damage", workdir)

@@ -1,22 +1,25 @@
 #!/usr/bin/env python3
 """Does the robot fit the Jetson Nano? The sim graph as the launch file starts it, walking, unconstrained and with
-the robot's nodes inside a CPU cgroup quota that stands for the Nano (issue 21); the robot's five nodes in one
-process (``composed:=true``) and, side by side, a process per node (``composed:=false``, as launched).
+the robot's nodes inside a CPU cgroup quota that stands for the Nano (issue 21), in each process layout of the launch
+files (``graph_spec.LAYOUTS``) side by side: **split** (``composed:=split``, as launched: the control path and the
+model in two processes), **composed** (``composed:=true``: the five in one process) and **separate**
+(``composed:=false``: a process per node).
 
-Run (as root for the quota runs; about a quarter of an hour for both layouts):
+Run (as root for the quota runs; about 20 minutes for the three layouts):
 
     cd <repo> && export PYTHONPATH=$PWD && source scripts/ros_env.sh && source scripts/numba_env.sh
-    .venv/bin/python benchmarks/bench_nano_budget.py [--composed true|false | --separate] [--seconds 30]
-        [--break-at 15] [--factors 4,5,6] [--half-factor 5] [--separate-factors 5] [--core-factor 5] [--repeat 3]
+    .venv/bin/python benchmarks/bench_nano_budget.py [--composed split|true|false | --separate] [--seconds 30]
+        [--break-at 15] [--factors 4,5,6] [--half-factor 5] [--other-factors 5] [--core-factor 5] [--repeat 3]
         [--cgroup auto]
         [--out benchmarks/results/nano_budget.md]
-    .venv/bin/python benchmarks/bench_nano_budget.py --smoke   (8 s walks: composed unconstrained + 5x, separate
-                                                                unconstrained; CI)
+    .venv/bin/python benchmarks/bench_nano_budget.py --smoke   (8 s walks: split unconstrained + 5x, composed
+                                                                and separate unconstrained; CI)
 
 The processes are those of ``sim.launch.py`` (``graph_spec.processes``, parameter files from
-``graph_spec.write_parameters``, started by ``graph.start_process`` as ``ros2 launch`` starts them): composed, the
-``robot`` executable hosting servo_driver, imu, gait_controller, predictor and damage_monitor, and robot_emulator;
-separate, a process per node. The process that hosts the imu node runs through ``_imu_split.py``, which takes the
+``graph_spec.write_parameters``, started by ``graph.start_process`` as ``ros2 launch`` starts them): a process of
+several robot nodes is the ``robot`` executable hosting them (split: robot_control with servo_driver, imu and
+gait_controller, robot_model with predictor and damage_monitor; composed: one with all five), robot_emulator runs in
+its own. The process that hosts the imu node runs through ``_imu_split.py``, which takes the
 same arguments and counts the imu node's emulated MPU6050 register model apart. This process drives ``cmd_vel``
 (0.05 m/s forward, like a teleop) and records ``predicted/pose``, ``mocap/pose`` (the emulated world's truth),
 ``joint_commands``, ``imu/data``, ``joint_states``, ``morphology`` and ``/diagnostics``; it stays outside any quota
@@ -24,8 +27,8 @@ and its CPU is not counted.
 
 Per run, after the graph is up (first predicted pose) and ``--warmup`` seconds of walking, a ``--seconds`` window:
 CPU-seconds per second of every process (/proc utime + stime), per node from the nodes' own accounting (the
-``cpu_s <stage>`` totals of every callback and worker stage on /diagnostics, summed per node; in the composed
-process the only per-node figure), the rest of each process (executor, rclpy, DDS: process total minus its
+``cpu_s <stage>`` totals of every callback and worker stage on /diagnostics, summed per node; in a process of
+several nodes the only per-node figure), the rest of each process (executor, rclpy, DDS: process total minus its
 stages) split by /proc per-thread stats (the DDS/rmw threads name themselves), memory (VmRSS, PSS from
 smaps_rollup, VmHWM), the rates of the four topics, the identifier's windows per second, the prediction error
 against the truth (``predictors.error_metric``: predicted/pose minus mocap/pose interpolated at the predicted stamp;
@@ -36,9 +39,10 @@ names, and whether any damage was named before it.
 Runs per layout: unconstrained (up to the machine's 2 cores), then the robot's process(es) (the emulator stays
 outside) in one CPU cgroup whose quota stands for the Nano's 4 cores at a per-core slowdown F: 4/F of one core
 here (``--factors``; 5x -> 0.8 core, ``cpu.cfs_quota_us`` 8000 per 10000), and the half-busy Nano, 2/F core
-(``--half-factor``); then every robot process in a cgroup of its own with 1/F core (``--core-factor``, both
-layouts): one A57 core, all a process's GIL-bound Python can use however many cores the Nano has. With both
-layouts, the separate one runs unconstrained, ``--separate-factors`` and the per-process run only. cgroup
+(``--half-factor``); then every robot process in a cgroup of its own with 1/F core (``--core-factor``, every
+layout): one A57 core, all a process's GIL-bound Python can use however many cores the Nano has. With several
+layouts, the launched one runs first and in full, the others unconstrained, ``--other-factors`` and the
+per-process run only. cgroup
 v1 (``cpu.cfs_quota_us``) or v2 (``cpu.max``), whichever is writable; with neither, the quota runs are left out and
 only CPU is reported.
 
@@ -55,6 +59,7 @@ quota (``--no-credit``: not).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import signal
@@ -74,11 +79,11 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(101 + os.getpid() % 100))
 from _machine import describe, write_results  # noqa: E402
 
 from jethexa_dynamics import cli_args  # noqa: E402
-from jethexa_dynamics.nodes.graph_spec import COMPOSED_DEFAULT, ROBOT_NODES  # noqa: E402
+from jethexa_dynamics.nodes.graph_spec import COMPOSED_DEFAULT, ROBOT_NODES, launch_layout  # noqa: E402
 
 EMULATOR_NODES = ("robot_emulator",)
-LAYOUTS = ("composed", "separate")   # composed:=true / false
-LAUNCHED = "composed" if COMPOSED_DEFAULT == "true" else "separate"   # the launch files' default
+LAYOUTS = {"split": "split", "composed": "true", "separate": "false"}   # name here -> launch argument composed:=
+LAUNCHED = next(k for k, v in LAYOUTS.items() if v == COMPOSED_DEFAULT)   # the launch files' default
 NANO_CORES = 4
 NANO_RANGE = (4.0, 6.0)     # Jetson Nano (Cortex-A57 at 1.43 GHz) assumed 4-6x slower per core than this machine
 NANO_F = 5.0                # the central estimate
@@ -405,6 +410,39 @@ class Groups:
                 g.close()
 
 
+SLICE_FILE = "/proc/sys/kernel/sched_cfs_bandwidth_slice_us"
+
+
+@contextlib.contextmanager
+def cfs_slice(us):
+    """The kernel's CFS bandwidth slice set to ``us`` µs for the quota runs, restored after; yields a note. A CPU
+    draws its quota from the group's pool in slices (5000 µs by default): with 4.5 ms of quota per 10 ms period,
+    the first of two robot processes to run takes the whole period's quota and the other waits for the next one,
+    which no Nano does (its cores run the processes side by side, each slower). 1000 µs shares the quota at a 1 ms
+    grain. ``us`` 0, or not writable: left as it is."""
+    try:
+        with open(SLICE_FILE) as f:
+            old = int(f.read())
+    except (OSError, ValueError):
+        yield "CFS bandwidth slice: %s not readable, left as it is" % SLICE_FILE
+        return
+    if not us or us == old:
+        yield "CFS bandwidth slice %d µs (the machine's)" % old
+        return
+    try:
+        with open(SLICE_FILE, "w") as f:
+            f.write(str(int(us)))
+    except OSError as exc:
+        yield "CFS bandwidth slice %d µs (the machine's; %d not writable: %s)" % (old, us, exc.strerror)
+        return
+    try:
+        yield ("CFS bandwidth slice %d µs during the runs (the machine's %d µs restored after): a CPU draws the "
+               "group's quota in slices of this size, so two processes share it at that grain" % (us, old))
+    finally:
+        with open(SLICE_FILE, "w") as f:
+            f.write(str(old))
+
+
 # ---------------------------------------------------------------------------------------------- recorder
 def _stamp(h):
     return h.stamp.sec + 1e-9 * h.stamp.nanosec
@@ -604,15 +642,15 @@ def walk_speed(truth, t_from, t_to):
 
 # ---------------------------------------------------------------------------------------------- processes
 def launch_processes(layout, port_link):
-    """The processes ``sim.launch.py`` starts with ``composed:=true`` (``layout`` 'composed') or ``false``
-    ('separate'): ``graph_spec.processes``, the launch file's own source."""
+    """The processes ``sim.launch.py`` starts with ``composed:=<LAYOUTS[layout]>``: ``graph_spec.processes``, the
+    launch file's own source."""
     from jethexa_dynamics.nodes.graph_spec import processes
 
-    return processes("sim", {"port_link": port_link, "composed": "true" if layout == "composed" else "false"})
+    return processes("sim", {"port_link": port_link, "composed": LAYOUTS[layout]})
 
 
 def process_name(process):
-    return process.name or process.executable
+    return process.label
 
 
 def node_names(process):
@@ -658,7 +696,7 @@ def _on_term(signum, frame):
 
 
 def run_case(label, layout, quota, opts, workdir, cgroup, credit, per_process=False):
-    """One run of the whole graph in ``layout`` ('composed' or 'separate'); ``quota`` = cores of the robot's group
+    """One run of the whole graph in ``layout`` (a key of ``LAYOUTS``); ``quota`` = cores of the robot's group
     (None: unconstrained), or of each robot process with ``per_process``. Returns a dict of everything measured."""
     from jethexa_dynamics.model import format_morphology
     from jethexa_dynamics.nodes.graph import Graph, wait_for
@@ -666,7 +704,7 @@ def run_case(label, layout, quota, opts, workdir, cgroup, credit, per_process=Fa
 
     run = "%s %s" % (layout, label)
     print("== %s: %s" % (run, "unconstrained" if quota is None else "robot's %s inside %.3f core%s%s" % (
-        "process" if layout == "composed" else "node processes", quota, " each" if per_process else "",
+        "process" if layout == "composed" else "processes", quota, " each" if per_process else "",
         " (+ %.3f credit for the emulated MPU6050)" % credit if credit else "")), flush=True)
     res = {"label": label, "layout": layout, "run": run, "quota": quota, "per_process": per_process,
            "credit": credit if quota is not None else 0.0, "load_start": load_text()}
@@ -856,7 +894,7 @@ def delivery_in(res, ab):
 
 def imu_split(res, ab):
     """(imu CPU-s/s, emulated part, the imu's robot part) of a run. imu = its process (separate) or its stages
-    (composed: the delivery of its topic is then in the process's rest, not in the imu's figure); emulated = the
+    (in a process of several nodes: the delivery of its topic is then in the process's rest); emulated = the
     motion callback + the register model (measured in the run) + the delivery of emulator/imu_motion
     (``delivery_in``: from the A/B ``ab``); robot part = imu minus the emulated part it contains."""
     st = res["stages"].get("imu", {})
@@ -1069,10 +1107,11 @@ def _met(ok):
 
 
 def side_by_side(runs, ab):
-    """The composed vs separate table: a column per run of either layout whose label both layouts ran."""
-    labels = [r["label"] for r in runs if r["layout"] == "composed"]
-    pairs = [r for lab in labels if any(s["label"] == lab for s in runs if s["layout"] == "separate")
-             for r in runs if r["label"] == lab]
+    """The layouts side by side: a column per run whose label more than one layout ran (launched layout first)."""
+    order = sorted(LAYOUTS, key=lambda lay: lay != LAUNCHED)
+    labels = list(dict.fromkeys(r["label"] for r in runs))
+    pairs = [r for lab in labels if len({s["layout"] for s in runs if s["label"] == lab}) > 1
+             for r in sorted((r for r in runs if r["label"] == lab), key=lambda r: order.index(r["layout"]))]
     if not pairs:
         return []
     rows = [("robot's processes", lambda r: "%d (%s)" % (len(r["robot_procs"]), ", ".join(r["robot_procs"]))),
@@ -1096,18 +1135,18 @@ def side_by_side(runs, ab):
              ("start-up [s]", lambda r: "%.1f" % r["startup_s"]),
              ("robot waited for a CPU [s/s]", lambda r: "%.2f" % robot_total(r, "threads", "wait")),
              ("robot's threads scheduled in [1/s]", lambda r: "%.0f" % robot_total(r, "threads", "wakes"))]
-    md = ["## Composed vs a process per node (%s as launched)" % LAUNCHED, "",
+    md = ["## The layouts side by side (%s as launched)" % LAUNCHED, "",
           "| | " + " | ".join(r["run"] for r in pairs) + " |", "|---|" + "---|" * len(pairs)]
     md += ["| %s | %s |" % (name, " | ".join(fn(r) for r in pairs)) for name, fn in rows]
     return md + [""]
 
 
 def report(opts, info, cgroup_note, runs, ab, argv_text):
-    layouts = [lay for lay in LAYOUTS if any(r["layout"] == lay for r in runs)]
+    layouts = [lay for lay in sorted(LAYOUTS, key=lambda lay: lay != LAUNCHED) if any(r["layout"] == lay for r in runs)]
     primary = layouts[0]
     by_label = {r["label"]: r for r in runs if r["layout"] == primary}
     lo, hi = NANO_RANGE
-    md = ["# Jetson Nano budget: the robot's nodes in one process and a process per node (as launched), "
+    md = ["# Jetson Nano budget: the robot's nodes in two processes (as launched), in one and a process each, "
           "unconstrained and inside a CPU quota (`benchmarks/bench_nano_budget.py`)", "",
           "`benchmarks/bench_nano_budget.py %s`" % argv_text, ""] + info + [
           "- CPU quota: " + cgroup_note,
@@ -1121,17 +1160,18 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
           "quota of 4/F core here stands for the whole Nano at slowdown F, 2/F for a half-busy Nano; Nano figures "
           "= CPU-s/s here × F (cores of the Nano)" % (lo, hi, NANO_F), "",
           "The sim.launch.py graph started as the launch file starts it (`graph_spec.processes`, "
-          "`graph.start_process`): **composed** (`composed:=true`) = the `robot` executable hosting "
-          "servo_driver, imu, gait_controller, predictor and damage_monitor in one process, robot_emulator in its "
-          "own; **separate** (`composed:=false`, the default) = a process per node. Default parameters "
+          "`graph.start_process`): **split** (`composed:=split`, the default) = the `robot` executable twice: "
+          "robot_control hosting servo_driver, imu and gait_controller, robot_model hosting predictor and "
+          "damage_monitor; **composed** (`composed:=true`) = one `robot` process hosting all five; **separate** "
+          "(`composed:=false`) = a process per node; robot_emulator in its own in each. Default parameters "
           "(predictor 100 Hz, no slip second opinion, gait 50 Hz tripod, IMU 100 Hz, identifier on); this process "
           "drives cmd_vel at %.2f m/s and subscribes to the measured topics (one more reader on each; outside the "
           "quota, not counted). "
           "Window: %g s, starting after the graph is up (first predicted pose) and %g s of walking; silent break "
           "`%s` (robot_emulator's `breaks`) at %g s into the window. CPU: /proc utime+stime per process over the "
           "window; per node, the nodes' own accounting (the `cpu_s <stage>` totals on /diagnostics, thread CPU time "
-          "of every callback and worker stage, summed per node over the window: in the composed process the only "
-          "per-node figure); the rest of a process (process total − its nodes' stages) is the executor, rclpy, the "
+          "of every callback and worker stage, summed per node over the window: in a process of several nodes the "
+          "only per-node figure); the rest of a process (process total − its nodes' stages) is the executor, rclpy, the "
           "interpreter and DDS, and /proc per-thread stats give the DDS/rmw threads' part of it (Fast DDS names its "
           "threads `dds.*`; Python's threads keep the process's name). Quota runs: the robot's process(es) in one "
           "CPU cgroup with the quota from their start (robot_emulator and this process outside it); per-process "
@@ -1184,7 +1224,7 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
                 "%s %s" % (r["run"], r["break"]["final"]) for r in runs if "break" in r) + "."]
     free = by_label.get("unconstrained", runs[0])
     md += ["", "## CPU by node (CPU-s/s over the window)", "",
-           "Per node: the sum of its stages on /diagnostics (composed and separate alike); separate runs also give "
+           "Per node: the sum of its stages on /diagnostics (every layout alike); separate runs also give "
            "its process's /proc figure (stages / process).", "",
            "| node | " + " | ".join(r["run"] for r in runs) + " | Nano cores at 5× (4-6×), %s |" % free["run"],
            "|---|" + "---|" * len(runs) + "---|"]
@@ -1208,14 +1248,15 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
            "robot_emulator process, outside the robot's group and not counted; servo_driver talks to them over a "
            "pty as it talks to the UART on the robot, so all of servo_driver's CPU counts.",
            "- MPU6050: in the sim graph the imu node (`source: emulator`) runs the register model "
-           "(`hardware.mpu6050_emulator`) in the robot's process (the composed one, or its own), fed by "
+           "(`hardware.mpu6050_emulator`) in the robot's process that hosts it (robot_control, robot or its own), "
+           "fed by "
            "`emulator/imu_motion` from robot_emulator at 100 Hz. Measured apart: the register model's CPU (`emulated "
            "MPU6050`, counted inside the node's `sample` tick by `_imu_split.py`, which starts the process that hosts "
            "the imu node -- `robot` or `imu` -- with the same arguments as the launch file), the motion callback "
            "(`emulator/imu_motion`: validation + `set_state`), and the delivery of that topic (DDS threads + rclpy "
            "executor), from an A/B of the imu node alone in its own process: fed by the topic vs its robot code "
-           "path (`source: i2c`) on the same register model fed in-process; the same delivery is assumed inside the "
-           "composed process. Separating the model into its own process would need it behind a bus of its own (the "
+           "path (`source: i2c`) on the same register model fed in-process; the same delivery is assumed inside a "
+           "process of several nodes. Separating the model into its own process would need it behind a bus of its own (the "
            "node's code unchanged); not done here.", ""]
     if ab:
         t, loc = ab["topic"], ab["local"]
@@ -1231,7 +1272,7 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
     else:
         md += ["(The A/B of the imu node alone was not run: the delivery of `emulator/imu_motion` is not taken off.)",
                ""]
-    md += ["CPU-s/s of the imu in each run (separate: its process; composed: its stages, the delivery of its topic "
+    md += ["CPU-s/s of the imu in each run (separate: its process; otherwise its stages, the delivery of its topic "
            "being in the process's rest):", "",
            "| run | imu | motion callback | register model | delivery (A/B, scaled) | emulated, total | imu's "
            "robot part | its `sample` tick without the register model | motion messages handled [1/s] |",
@@ -1260,7 +1301,7 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
         for p in r["robot_procs"] + list(EMULATOR_NODES):
             m = r["mem"][p]
             md.append("| %s | %s%s | %.0f | %.0f | %.0f |" % (
-                r["run"], p, " (%s)" % ", ".join(r["processes"][p]) if p == "robot" else
+                r["run"], p, " (%s)" % ", ".join(r["processes"][p]) if len(r["processes"][p]) > 1 else
                 " (not counted)" if p in EMULATOR_NODES else "", m["rss"], m["pss"], m["hwm"]))
         md.append("| %s | **robot, %s** | **%.0f** | **%.0f** | %.0f |" % (
             r["run"], _robot_text(r), robot_total(r, "mem", "rss"), robot_total(r, "mem", "pss"),
@@ -1277,7 +1318,7 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
            "a predictor cycle, an identifier window -- ends 4-6x sooner than on an A57; the per-process runs cap "
            "each process at one A57 core, native threads (DDS, numba without the GIL) included, which a real "
            "Nano would run on its other cores: they are the pessimistic side); "
-           "per-node CPU in the composed process beyond the nodes' own stages (the executor and DDS work of the five "
+           "per-node CPU in a process of several nodes beyond the nodes' own stages (the executor and DDS work of its "
            "nodes is one shared rest); the Nano's memory bandwidth, caches and thermal throttling (a quota slows "
            "every instruction alike); numba's start-up compile on the Nano (bench_startup); DDS between 4 real "
            "cores vs 2 shared ones; the GPU. The machine is shared: figures move between runs (see the load).", ""]
@@ -1307,21 +1348,23 @@ def _break_spec(text):
     return text
 
 
-def _bool(text):
-    value = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(text.strip().lower())
-    if value is None:
-        raise argparse.ArgumentTypeError("%r is not true or false" % text)
-    return value
+def _layout(text):
+    """--composed split|true|false (the launch argument's values) -> a key of LAYOUTS."""
+    if str(text).strip().lower() not in ("split", "true", "1", "yes", "false", "0", "no"):
+        raise argparse.ArgumentTypeError("%r is not split, true or false" % text)
+    value = launch_layout(text)
+    return next(k for k, v in LAYOUTS.items() if v == value)
 
 
 def parse_args(argv):
     num = cli_args.number
     ap = cli_args.ArgumentParser(prog="bench_nano_budget.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--smoke", action="store_true", help="short: --seconds 8 --break-at 4 --warmup 2 --factors 5 "
-                    "--half-factor 0 --separate-factors '' --imu-seconds 1 --name-timeout 8 (unless given); nothing "
+                    "--half-factor 0 --other-factors '' --imu-seconds 1 --name-timeout 8 (unless given); nothing "
                     "written unless --out")
-    ap.add_argument("--composed", type=_bool, help="true: only the robot's nodes in one process (composed:=true); "
-                    "false: only a process per node (composed:=false, as launched); default: both, side by side")
+    ap.add_argument("--composed", type=_layout, help="only this layout (the launch argument's value): split (as "
+                    "launched: two processes), true (one process) or false (a process per node); default: all three, "
+                    "side by side")
     ap.add_argument("--separate", action="store_true", help="the same as --composed false")
     ap.add_argument("--seconds", type=num(0.0, 3600.0, lo_open=True, unit="s"), help="window per run (default 30)")
     ap.add_argument("--break-at", type=num(0.0, 3600.0, unit="s"),
@@ -1331,12 +1374,15 @@ def parse_args(argv):
     ap.add_argument("--factors", type=_factors, help="Nano per-core slowdowns of the quota runs, quota 4/F core "
                     "(default 4,5,6; '' = none)")
     ap.add_argument("--core-factor", type=num(0.0, 20.0), help="per-process runs: each robot process inside 1/F core, "
-                    "one A57 core at slowdown F for its GIL-bound Python (default 5, both layouts; smoke 0; 0 = none)")
+                    "one A57 core at slowdown F for its GIL-bound Python (default 5, every layout; smoke 0; 0 = none)")
     ap.add_argument("--half-factor", type=num(0.0, 20.0), help="half-busy Nano run: quota 2/F core (default 5; 0 = "
                     "none)")
-    ap.add_argument("--separate-factors", type=_factors, help="with both layouts: the separate layout's quota runs "
-                    "(default 5; smoke ''); --factors and --half-factor are then the composed layout's. With one "
-                    "layout, it runs --factors and --half-factor")
+    ap.add_argument("--other-factors", type=_factors, help="with several layouts: the quota runs of those after the "
+                    "first (default 5; smoke ''); --factors and --half-factor are then the first's (the launched "
+                    "one). With one layout, it runs --factors and --half-factor")
+    ap.add_argument("--slice-us", type=num(0, 100000, integer=True), default=1000,
+                    help="kernel CFS bandwidth slice during the runs, µs (default 1000: the quota shared between the "
+                    "robot's processes at a 1 ms grain, not 5 ms; 0 = the machine's)")
     ap.add_argument("--cgroup", choices=("auto", "v1", "v2", "none"), default="auto", help="CPU controller "
                     "(default auto: v1 cpu.cfs_quota_us, else v2 cpu.max)")
     ap.add_argument("--shares", type=num(0.0, 262144.0, integer=True), default=102400,
@@ -1360,13 +1406,13 @@ def parse_args(argv):
                     "nano_budget.md; with --smoke nothing is written unless given)")
     args = ap.parse_args(argv)
     if args.separate:
-        if args.composed:
-            ap.error("argument --separate: not with --composed true")
-        args.composed = False
+        if args.composed not in (None, "separate"):
+            ap.error("argument --separate: not with --composed %s" % LAYOUTS[args.composed])
+        args.composed = "separate"
     smoke = {"seconds": 8.0, "break_at": 4.0, "warmup": 2.0, "factors": [5.0], "half_factor": 0.0, "imu_seconds": 1.0,
-             "name_timeout": 8.0, "separate_factors": [], "repeat": 1, "core_factor": 0.0}
+             "name_timeout": 8.0, "other_factors": [], "repeat": 1, "core_factor": 0.0}
     full = {"seconds": 30.0, "break_at": 15.0, "warmup": 6.0, "factors": [4.0, 5.0, 6.0], "half_factor": 5.0,
-            "imu_seconds": 12.0, "name_timeout": 30.0, "separate_factors": [5.0], "repeat": 3, "core_factor": 5.0}
+            "imu_seconds": 12.0, "name_timeout": 30.0, "other_factors": [5.0], "repeat": 3, "core_factor": 5.0}
     for k, v in (smoke if args.smoke else full).items():
         if getattr(args, k) is None:
             setattr(args, k, v)
@@ -1383,7 +1429,7 @@ def per_process_label(factor):
 def plan_runs(opts, quotas):
     """[(label, layout, quota cores or None, per process)] in order: each layout's unconstrained run first (its
     emulated MPU6050 cost is the credit of its quota runs). ``quotas`` False: no cgroup, unconstrained runs only."""
-    layouts = list(LAYOUTS) if opts.composed is None else ["composed" if opts.composed else "separate"]
+    layouts = sorted(LAYOUTS, key=lambda lay: lay != LAUNCHED) if opts.composed is None else [opts.composed]
     plan = []
     for layout in layouts:
         full = layout == layouts[0]
@@ -1393,7 +1439,7 @@ def plan_runs(opts, quotas):
         if not quotas:
             continue
         plan += [("%gx" % f, layout, NANO_CORES / f, False)
-                 for f in (opts.factors if full else opts.separate_factors)]
+                 for f in (opts.factors if full else opts.other_factors)]
         if full and opts.half_factor:
             plan.append(("half-Nano %gx" % opts.half_factor, layout, NANO_CORES / 2.0 / opts.half_factor, False))
         if opts.core_factor:
@@ -1444,11 +1490,13 @@ def main(argv=None):
         runs = []
         ab = imu_ab(opts.imu_seconds, workdir, (kind, mount), opts.shares) if opts.imu_seconds > 0 else None
         credit = 0.0
-        for label, layout, quota, per_process in plan_runs(opts, bool(kind)):
-            res = run_case(label, layout, quota, opts, workdir, (kind, mount), credit, per_process)
-            runs.append(res)
-            if quota is None and not opts.no_credit:
-                credit = imu_split(res, ab)[1]
+        with cfs_slice(opts.slice_us if kind else 0) as slice_note:
+            info.append("- " + slice_note)
+            for label, layout, quota, per_process in plan_runs(opts, bool(kind)):
+                res = run_case(label, layout, quota, opts, workdir, (kind, mount), credit, per_process)
+                runs.append(res)
+                if quota is None and not opts.no_credit:
+                    credit = imu_split(res, ab)[1]
         info.append("- %s at the end" % load_text())
         return finish(opts, report(opts, info, note, runs, ab, " ".join(argv) or "(defaults)"), "nano_budget",
                       workdir)

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Start-up time of the sim.launch.py graph as separate node processes: cold vs warm numba cache.
 
-Run: ``source scripts/ros_env.sh && .venv/bin/python benchmarks/bench_startup.py [--composed] [--out
-benchmarks/results/startup.md]`` (a few minutes: the cold case compiles every kernel).
+Run: ``source scripts/ros_env.sh && .venv/bin/python benchmarks/bench_startup.py [--composed split|true|false]
+[--out benchmarks/results/startup.md]`` (a few minutes: the cold case compiles every kernel).
 
 The processes are those ``ros2 launch jethexa_dynamics sim.launch.py composed:=false`` starts (a process per
-node, as in the earlier figures; ``--composed``: the launch default, the robot's nodes in one process), from
+node, as in the earlier figures; ``--composed split``: the launch default, two processes), from
 ``graph_spec.processes`` and started by ``graph.start_process`` (``python -m jethexa_dynamics.nodes.entry <node>
 --ros-args -r __node:=... --params-file ...`` with the graph's parameters). Measured: seconds from starting the processes to the first
 ``predicted/pose`` received by a subscriber in this process, while it drives ``cmd_vel`` like a teleop.
@@ -38,10 +38,10 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(101 + os.getpid() % 100))
 NANO_SCALING = (4, 6)  # Jetson Nano (Cortex-A57) is assumed 4-6x slower per core than this machine
 
 
-def start_graph(cache_dir, workdir, timeout, composed=False):
+def start_graph(cache_dir, workdir, timeout, composed="false"):
     """Seconds from starting the processes of sim.launch.py (``graph_spec.processes``, started by
-    ``graph.start_process`` as ``ros2 launch`` starts them; ``composed``: the launch default, the robot's nodes in
-    one process) to the first predicted/pose and to the graph being up (first predicted/pose and first mocap/pose
+    ``graph.start_process`` as ``ros2 launch`` starts them; ``composed``: the launch argument) to the first
+    predicted/pose and to the graph being up (first predicted/pose and first mocap/pose
     from the emulated world); the logs; the exit codes."""
     from geometry_msgs.msg import PoseStamped
 
@@ -65,8 +65,8 @@ def start_graph(cache_dir, workdir, timeout, composed=False):
                              % os.environ["ROS_DOMAIN_ID"])
         t0 = time.monotonic()
         for p in processes("sim", {"port_link": "/tmp/jethexa_bench_bus_%d" % os.getpid(),
-                                   "composed": "true" if composed else "false"}):
-            name = p.name or p.executable
+                                   "composed": composed}):
+            name = p.label
             procs[name], logs[name] = start_process(p, workdir, env=env)
         ok = wait_for(lambda: w.count("predicted/pose") > 0 and w.count("mocap/pose") > 0, timeout)
         with w.lock:  # predictor up; whole graph up (the emulated world publishes too)
@@ -96,7 +96,9 @@ def run_warmup(cache_dir):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", help="write the markdown results here")
-    ap.add_argument("--composed", action="store_true", help="the robot's nodes in one process (composed:=true)")
+    ap.add_argument("--composed", choices=("split", "true", "false"), default="false",
+                    help="launch argument composed: split (the default of the launch files: two processes), true "
+                         "(one process), false (a process per node; default here, as in the earlier figures)")
     ap.add_argument("--timeout", type=float, default=900.0, help="give up on a start after this long (s)")
     args = ap.parse_args(argv)
     base = tempfile.mkdtemp(prefix="jethexa_bench_startup_")
@@ -131,8 +133,10 @@ def main(argv=None):
     lo, hi = NANO_SCALING
     md = ["# Start-up: launch to the first predicted pose (`benchmarks/bench_startup.py`)", "",
           "Start-up of the sim.launch.py graph as %s (`benchmarks/bench_startup.py%s`):" % (
-              "the launch default, composed:=true (the robot's nodes in one process)" if args.composed else
-              "separate processes (composed:=false)", " --composed" if args.composed else ""),
+              {"split": "the launch default, composed:=split (the robot's nodes in two processes)",
+               "true": "composed:=true (the robot's nodes in one process)",
+               "false": "separate processes (composed:=false)"}[args.composed],
+              "" if args.composed == "false" else " --composed " + args.composed),
           "seconds from starting the node processes to the first `predicted/pose` (predictor up) and to the",
           "graph being up (also the first `mocap/pose` of the emulated world), cold vs warm numba cache, in one "
           "run. The cold nodes compile one at a time through the cache's lock file.", ""] + describe("rclpy") + [

@@ -1,6 +1,7 @@
 """`ros2 launch jethexa_dynamics bringup.launch.py [arg:=value ...]`: the node graph on the real JetHexa
-(servo_driver on the bus + imu on the MPU6050 + gait_controller + predictor + damage_monitor), by default a
-process per node (each Python on a core of its own; ``composed:=true``: all five in the ``robot`` executable).
+(servo_driver on the bus + imu on the MPU6050 + gait_controller + predictor + damage_monitor), by default in
+two processes, robot_control (servo_driver, imu, gait_controller) and robot_model (predictor, damage_monitor)
+(``composed:=true``: all five in one ``robot`` process; ``composed:=false``: a process per node).
 
 The graph (nodes, parameter files, arguments) is defined once in ``jethexa_dynamics.nodes.graph_spec``;
 `ros2 launch jethexa_dynamics bringup.launch.py --show-args` lists the arguments. A robot_state_publisher for

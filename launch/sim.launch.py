@@ -1,7 +1,7 @@
 """`ros2 launch jethexa_dynamics sim.launch.py [arg:=value ...]`: the node graph on the emulated JetHexa
 (robot_emulator + servo_driver on its pty + imu on the MPU6050 model + gait_controller + predictor +
-damage_monitor); the robot's five nodes in a process each by default (``composed:=true``: all five in one), the
-emulator in its own.
+damage_monitor); the robot's five nodes in two processes by default, robot_control and robot_model
+(``composed:=true``: all five in one; ``composed:=false``: a process each), the emulator in its own.
 
 The graph (nodes, parameter files, arguments) is defined once in ``jethexa_dynamics.nodes.graph_spec``;
 `ros2 launch jethexa_dynamics sim.launch.py --show-args` lists the arguments. A robot_state_publisher for

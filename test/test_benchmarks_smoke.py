@@ -73,18 +73,19 @@ def _refuses(script, argv, option):
 @pytest.mark.ros
 def test_bench_nano_budget_smoke_writes_every_table(tmp_path):
     text = _smoke_results("bench_nano_budget.py", tmp_path)
-    # one table of targets per layout, the launched layout's (a process per node) first
-    assert text.index("## Targets (issue 21; separate runs, as launched)") < text.index(
-        "## Targets (issue 21; composed runs)")
-    for heading in ("## Targets (issue 21; separate runs, as launched)", "## Targets (issue 21; composed runs)"):
+    # one table of targets per layout, the launched layout's (two processes) first
+    headings = ["## Targets (issue 21; split runs, as launched)", "## Targets (issue 21; composed runs)",
+                "## Targets (issue 21; separate runs)"]
+    assert [text.index(h) for h in headings] == sorted(text.index(h) for h in headings)
+    for heading in headings:
         targets = _table(text, heading)
         assert targets[0] == ["target", "measured", "status"]
         assert any(row[0].startswith("robot's nodes together <= 0.4 CPU-s/s") for row in targets[1:])
         assert any(row[0].startswith("memory: the robot's process(es) together <= 500 MB RSS") for row in targets[1:])
         assert all(row[2] in ("met", "**not met**") for row in targets[1:])
-    pair = _table(text, "## Composed vs a process per node (separate as launched)")
-    assert pair[0][1:] == ["composed unconstrained", "separate unconstrained"]
-    assert pair[1] == ["robot's processes", "1 (robot)",
+    pair = _table(text, "## The layouts side by side (split as launched)")
+    assert pair[0][1:] == ["split unconstrained", "composed unconstrained", "separate unconstrained"]
+    assert pair[1] == ["robot's processes", "2 (robot_control, robot_model)", "1 (robot)",
                        "5 (servo_driver, imu, gait_controller, predictor, damage_monitor)"]
     runs = _table(text, "## Runs")
     head = runs[0]
@@ -96,8 +97,8 @@ def test_bench_nano_budget_smoke_writes_every_table(tmp_path):
     assert all(len(row) == len(head) for row in runs[1:])
     quota = "cgroup v1" in text.split("- CPU quota: ", 1)[1].splitlines()[0] or \
         "cgroup v2" in text.split("- CPU quota: ", 1)[1].splitlines()[0]
-    assert labels == (["composed unconstrained", "composed 5x", "separate unconstrained"] if quota else
-                      ["composed unconstrained", "separate unconstrained"])
+    assert labels == (["split unconstrained", "split 5x", "composed unconstrained", "separate unconstrained"] if quota
+                      else ["split unconstrained", "composed unconstrained", "separate unconstrained"])
     for row in runs[1:]:
         cpu = float(row[head.index("robot CPU-s/s (its processes)")])
         assert 0.0 < cpu < 2.5                                        # two cores at most
@@ -105,17 +106,17 @@ def test_bench_nano_budget_smoke_writes_every_table(tmp_path):
     by_node = _table(text, "## CPU by node")
     assert [row[0] for row in by_node[1:6]] == ["servo_driver", "imu", "gait_controller", "predictor",
                                                 "damage_monitor"]
-    for row in by_node[1:6]:      # composed: the node's stages; separate: stages / its process
+    for row in by_node[1:6]:      # the node's stages; separate: stages / its process
         assert float(row[1]) > 0.0 and all(float(x) > 0.0 for x in row[len(labels)].split(" / "))
     assert by_node[6][0].startswith("rest of the robot's process(es)")
     split = _table(text, "## Emulated hardware")
     assert split[0][:4] == ["run", "imu", "motion callback", "register model"]
     assert [row[0] for row in split[1:]] == labels
-    assert all(float(row[3]) > 0.0 for row in split[1:])   # the register model counted apart, composed too
+    assert all(float(row[3]) > 0.0 for row in split[1:])   # the register model counted apart in every layout
     memory = _table(text, "## Memory")
     assert memory[0] == ["run", "process", "RSS [MB]", "PSS [MB]", "peak RSS (VmHWM) [MB]"]
     totals = [row[1] for row in memory[1:] if row[1].startswith("**robot")]
-    assert totals == ["**robot, 1 process**", "**robot, 5 processes**"]
+    assert totals == ["**robot, 2 processes**", "**robot, 1 process**", "**robot, 5 processes**"]
 
 
 @pytest.mark.parametrize("argv, option", [(["--seconds", "0"], "--seconds"), (["--factors", "4,x"], "--factors"),
@@ -123,8 +124,11 @@ def test_bench_nano_budget_smoke_writes_every_table(tmp_path):
                                           (["--break-spec", "XX:1"], "--break-spec"),
                                           (["--composed", "maybe"], "--composed"),
                                           (["--separate", "--composed", "true"], "--separate"),
-                                          (["--separate-factors", "0"], "--separate-factors"),
+                                          (["--other-factors", "0"], "--other-factors"),
+                                          (["--composed", "false", "--separate", "--composed", "split"],
+                                           "--separate"),
                                           (["--core-factor", "-1"], "--core-factor"),
+                                          (["--slice-us", "-1"], "--slice-us"),
                                           (["--repeat", "0"], "--repeat")])
 def test_bench_nano_budget_refuses_bad_arguments_before_any_work(argv, option):
     _refuses("bench_nano_budget.py", argv, option)
@@ -165,6 +169,6 @@ def test_bench_false_damage_parses_the_demo_output():
 
 @pytest.mark.parametrize("argv, option", [(["--runs", "0"], "--runs"), (["--minutes", "0"], "--minutes"),
                                           (["--hogs", "x"], "--hogs"), (["--factor", "0.5"], "--factor"),
-                                          (["--cgroup", "v3"], "--cgroup")])
+                                          (["--cgroup", "v3"], "--cgroup"), (["--slice-us", "x"], "--slice-us")])
 def test_bench_false_damage_refuses_bad_arguments_before_any_work(argv, option):
     _refuses("bench_false_damage.py", argv, option)

@@ -72,7 +72,7 @@ def test_arguments_reach_the_parameters_and_bad_arguments_are_rejected():
     # a typo names the argument instead of silently reading as false (or as a Python parse error)
     with pytest.raises(ValueError, match=r"launch argument publish_slip:='maybe': must be true or false"):
         graph_spec.node_parameters("bringup", {"publish_slip": "maybe"})
-    with pytest.raises(ValueError, match=r"launch argument composed:='ture': must be true or false"):
+    with pytest.raises(ValueError, match=r"launch argument composed:='ture': must be split, true or false"):
         graph_spec.processes("bringup", {"composed": "ture"})
     with pytest.raises(ValueError, match=r"launch argument predictor_rate:='fast': must be a number"):
         graph_spec.node_parameters("bringup", {"predictor_rate": "fast"})
@@ -128,7 +128,8 @@ def test_user_docs_describe_every_parameter_and_launch_argument():
             assert "`%s`" % arg.name in text, arg.name
 
 
-@pytest.mark.parametrize("graph, composed", [("bringup", "true"), ("bringup", "false"), ("sim", "true")])
+@pytest.mark.parametrize("graph, composed", [("bringup", "true"), ("bringup", "false"), ("sim", "true"),
+                                             ("bringup", "split"), ("sim", "split")])
 def test_launch_description_starts_the_processes_with_the_resolved_parameters(monkeypatch, graph, composed):
     """The launch file as ``ros2 launch`` evaluates it (against a stand-in of the launch API): every argument
     declared with its default; once the arguments have values, one Node action per process of
@@ -147,8 +148,15 @@ def test_launch_description_starts_the_processes_with_the_resolved_parameters(mo
     expected = graph_spec.processes(graph, values)
     assert [(n.kwargs["executable"], n.kwargs["name"], n.kwargs["arguments"]) for n in nodes] == [
         (p.executable, p.name, list(p.arguments)) for p in expected]
-    if composed == "true":
-        assert nodes[0 if graph == "bringup" else 1].kwargs["arguments"] == list(graph_spec.ROBOT_NODES)
+    # the model's nodes at a lower CPU priority than the control path wherever they have a process of their own
+    assert [n.kwargs["prefix"] for n in nodes] == ["nice -n 5" if not {"servo_driver", "imu", "gait_controller"} &
+                                                   {e.name for e, _ in p.nodes} and {"predictor", "damage_monitor"} &
+                                                   {e.name for e, _ in p.nodes} else None for p in expected]
+    hosted = [a for n in nodes for a in (n.kwargs["arguments"] or [n.kwargs["name"]])]
+    assert sorted(hosted) == sorted(e.name for e, _ in graph_spec.node_parameters(graph, values))  # each node once
+    if composed != "false":
+        groups = [n.kwargs["arguments"] for n in nodes if n.kwargs["executable"] == "robot"]
+        assert groups == [list(m) for _, m in graph_spec.LAYOUTS[composed]]
     resolved = dict((e.name, p) for e, p in graph_spec.node_parameters(graph, values))
     for n in nodes:
         (path,) = n.kwargs["parameters"]

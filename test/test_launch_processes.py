@@ -1,7 +1,7 @@
 """The sim.launch.py graph as the processes ``ros2 launch`` starts (``graph_spec.processes``): the console
 scripts with the parameter file the launch file writes from the graph spec (``--ros-args --params-file``, so
-rcl itself parses it), the robot's five nodes in one process each (the default) or composed in one ``robot``
-process. Walks, then Ctrl-C: every process exits 0 and the servo driver unloads the servos."""
+rcl itself parses it), the robot's five nodes in each layout of ``graph_spec.LAYOUTS``: two processes (the
+default), one, or a process each. Walks, then Ctrl-C: every process exits 0 and the servo driver unloads the servos."""
 import os
 import shutil
 import subprocess
@@ -26,11 +26,13 @@ def command_line(process, directory):
     exe = shutil.which(process.executable, path=os.path.dirname(sys.executable))
     if exe is None:
         pytest.skip("console script %s not installed (pip install -e .)" % process.executable)
-    return [exe, *process.arguments, "--ros-args"] + (["-r", "__node:=" + process.name] if process.name else []) \
+    nice = ["nice", "-n", str(process.nice)] if process.nice else []      # launch's prefix
+    return nice + [exe, *process.arguments, "--ros-args"] + (["-r", "__node:=" + process.name] if process.name else
+                                                             []) \
         + ["--params-file", graph_spec.write_parameters(process, str(directory))]
 
 
-@pytest.mark.parametrize("composed", ["true", "false"])
+@pytest.mark.parametrize("composed", ["split", "true", "false"])
 def test_sim_graph_as_processes_walks_and_shuts_down_cleanly(tmp_path, composed):
     args = {"port_link": "/tmp/jethexa_proc_bus_%d" % os.getpid(), "composed": composed}
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -40,9 +42,9 @@ def test_sim_graph_as_processes_walks_and_shuts_down_cleanly(tmp_path, composed)
     g = Graph()
     try:
         launched = graph_spec.processes("sim", args)
-        assert len(launched) == (2 if composed == "true" else 6)
+        assert len(launched) == {"true": 2, "split": 3, "false": 6}[composed]
         for process in launched:
-            name = process.name or process.executable
+            name = process.label
             logs[name] = open(tmp_path / (name + ".log"), "w+")
             procs[name] = subprocess.Popen(command_line(process, tmp_path), env=env, cwd=ROOT,
                                            stdout=logs[name], stderr=subprocess.STDOUT)
@@ -56,9 +58,13 @@ def test_sim_graph_as_processes_walks_and_shuts_down_cleanly(tmp_path, composed)
         x0 = w.last("mocap/pose").pose.position.x
         assert wait_for(lambda: w.last("mocap/pose").pose.position.x - x0 > 0.04, 20.0)
         assert all(p.poll() is None for p in procs.values()), {n: p.returncode for n, p in procs.items()}
+        # the model's nodes run below the control path's priority, as the launch file's ``nice -n`` prefix sets it
+        assert {n: os.getpriority(os.PRIO_PROCESS, procs[n].pid) - os.getpriority(os.PRIO_PROCESS, 0)
+                for n in procs} == {p.label: p.nice for p in launched}
     finally:
         g.close()
         codes, text = stop_processes(procs, logs)
     assert codes == {n: 0 for n in procs}, (codes, {n: t[-1500:] for n, t in text.items()})
-    assert "servos unloaded (torque off)" in text["servo_driver" if composed == "false" else "robot"]
+    assert "servos unloaded (torque off)" in text[{"true": "robot", "split": "robot_control",
+                                                   "false": "servo_driver"}[composed]]
     assert "Traceback" not in "".join(text.values()), {n: t[-2000:] for n, t in text.items() if "Traceback" in t}

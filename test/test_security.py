@@ -22,8 +22,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def parse(graph, path=None):
-    """{enclave path: (profile node, {(kind, name)})} of a policy file's one-node enclaves (the composed robot
-    process's enclave under ``parse.robot[path]`` = {node: rules}), checking it against sros2's policy.xsd
+    """{enclave path: (profile node, {(kind, name)})} of a policy file's one-node enclaves (the enclaves of
+    processes of several robot nodes under ``parse.robot[path]`` = {node: rules}), checking it against sros2's policy.xsd
     (format 0.2.0) on the way: element names, nesting, required attributes, rule values, no empty lists."""
     tree = ET.parse(path or security.policy_file(graph))
     root = tree.getroot()
@@ -55,7 +55,7 @@ def parse(graph, path=None):
         if len(found) == 1:
             (node, rules), = found.items()
             out[enc.get("path")] = (node, rules)
-        else:                                              # the composed robot process: its nodes' profiles
+        else:                                              # a process of several robot nodes: their profiles
             parse.robot[enc.get("path")] = found
     return out
 
@@ -96,8 +96,10 @@ def test_every_node_has_its_enclave_with_exactly_its_endpoints(graph):
     assert set(policy) == {enclave(n) for n in launched + [security.OPERATOR]}
     for node, eps in graph_spec.graph_endpoints(graph).items():
         assert policy[enclave(node)] == (node, {(e.kind, e.name) for e in eps}), node
-    # the composed robot process (composed:=true): one enclave with exactly the robot nodes' profiles
-    assert parse.robot == {enclave("robot"): {n: policy[enclave(n)][1] for n in graph_spec.ROBOT_NODES}}
+    # each process of several robot nodes (graph_spec.LAYOUTS): one enclave with exactly its nodes' profiles
+    assert parse.robot == {enclave(label): {n: policy[enclave(n)][1] for n in members}
+                           for layout in graph_spec.LAYOUTS.values() for label, members in layout if len(members) > 1}
+    assert set(parse.robot) == {enclave("robot"), enclave("robot_control"), enclave("robot_model")}
     # the enclave of a node is where the launch file puts it: <enclave_root default>/<node name>
     arg = next(a for a in GRAPHS[graph]["arguments"] if a.name == "enclave_root")
     assert arg.default == graph_spec.ENCLAVE_ROOT and arg.targets == ()
@@ -110,9 +112,10 @@ def test_only_the_damage_monitor_may_publish_morphology_and_the_operator_what_no
         for kind, name in rules:
             if kind == "publish":
                 published.setdefault(fully_qualified(name, node), set()).add(node)
-    # the composed robot process's enclave: morphology from its damage_monitor profile only
-    (robot,) = parse.robot.values()
-    assert [n for n, rules in robot.items() if ("publish", "morphology") in rules] == ["damage_monitor"]
+    # the enclaves of processes of several robot nodes: morphology from a damage_monitor profile only
+    for path, profiles in parse.robot.items():
+        assert [n for n, rules in profiles.items() if ("publish", "morphology") in rules] == (
+            ["damage_monitor"] if "damage_monitor" in profiles else []), path
     assert published["/morphology"] == {"damage_monitor"}
     assert published["/cmd_vel"] == {security.OPERATOR}
     assert published["/joint_commands"] == {"gait_controller"}
@@ -130,11 +133,12 @@ def test_conditional_endpoints_hang_on_read_only_parameters():
     assert conds and all(node_params.ALL[exe][param].read_only for exe, param in conds)
 
 
-@pytest.mark.parametrize("composed", ["true", "false"])
+@pytest.mark.parametrize("composed", ["split", "true", "false"])
 def test_launch_description_gives_every_process_its_enclave(monkeypatch, composed):
     """launch_description with stand-ins for launch / launch_ros (not installable here): every process, the
-    robot_state_publisher included, gets ``--enclave <enclave_root>/<name>`` -- the composed robot process
-    ``<enclave_root>/robot`` -- and every enclave the launch uses is in the policy."""
+    robot_state_publisher included, gets ``--enclave <enclave_root>/<name>`` -- a process of several robot nodes
+    ``<enclave_root>/<its group>`` (robot_control, robot_model; robot) -- and every enclave the launch uses is in
+    the policy."""
     import launch_stub
 
     launch_stub.install(monkeypatch)
@@ -143,10 +147,12 @@ def test_launch_description_gives_every_process_its_enclave(monkeypatch, compose
             values = {"composed": composed, "enclave_root": root}
             _, actions = launch_stub.evaluate(graph_spec.launch_description(graph), values)
             nodes = [a for a in actions if type(a).__name__ == "Node"]
-            names = [n.kwargs["name"] or n.kwargs["executable"] for n in nodes]
-            expected = [p.name or p.executable for p in graph_spec.processes(graph, values)]
-            assert names == expected + ["robot_state_publisher"]
-            assert ("robot" in names) == (composed == "true")
+            launched = graph_spec.processes(graph, values)
+            assert [n.kwargs["name"] or n.kwargs["executable"] for n in nodes] == [
+                p.name or p.executable for p in launched] + ["robot_state_publisher"]
+            names = [p.label for p in launched] + ["robot_state_publisher"]
+            assert [m for _, m in graph_spec.LAYOUTS[composed]] == [p.arguments or (p.name,) for p in launched
+                                                                    if p.name != "robot_emulator"]
             for n, name in zip(nodes, names):
                 flag, value = n.kwargs["ros_arguments"]
                 assert flag == "--enclave"

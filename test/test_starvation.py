@@ -30,12 +30,12 @@ def _x(w):
     return w.last("mocap/pose").pose.position.x
 
 
-@pytest.mark.parametrize("composed", ["false", "true"])
+@pytest.mark.parametrize("composed", ["false", "split", "true"])
 def test_paused_nodes_and_cpu_hogs_change_no_morphology(tmp_path, composed):
     args = {"port_link": "/tmp/jethexa_starve_%d_%s" % (os.getpid(), composed), "composed": composed}
     g = Graph()
     try:
-        procs = {(p.name or p.executable): g.start_process(p, str(tmp_path))
+        procs = {p.label: g.start_process(p, str(tmp_path))
                  for p in graph_spec.processes("sim", args)}
         w = g.add(Watcher)
         w.watch(UInt8MultiArray, "morphology", LATCHED_QOS)
@@ -53,8 +53,12 @@ def test_paused_nodes_and_cpu_hogs_change_no_morphology(tmp_path, composed):
         if os.geteuid() == 0:     # the hardware's stand-in runs at a higher priority where that is allowed
             assert os.getpriority(os.PRIO_PROCESS, procs["robot_emulator"].pid) == os.getpriority(
                 os.PRIO_PROCESS, 0) - 10
+        base = os.getpriority(os.PRIO_PROCESS, 0)
+        for p in graph_spec.processes("sim", args):     # the model's nodes below the control path (NICE)
+            if p.label != "robot_emulator":
+                assert os.getpriority(os.PRIO_PROCESS, procs[p.label].pid) == base + p.nice, p.label
         paused = [n for n in procs if n != "robot_emulator"]
-        assert len(paused) == (1 if composed == "true" else 5)
+        assert len(paused) == len(graph_spec.LAYOUTS[composed])
         for name in paused:
             print("%.3f pause %s" % (time.time(), name))
             os.kill(procs[name].pid, signal.SIGSTOP)

@@ -475,7 +475,7 @@ def run(factory: Callable[..., Node], args=None, executor_cls=None, kernels_of: 
 
 def run_nodes(factories: Sequence[Callable[..., Node]], args=None, executor_cls=None,
               kernels_of: Sequence[str] = ()) -> int:
-    """:func:`run` for several nodes in one process, on one executor (the composed ``robot`` executable): the
+    """:func:`run` for several nodes in one process, on one executor (the ``robot`` executable): the
     kernels of every node in ``kernels_of`` first, the nodes built in order, closed in reverse order."""
     stop: List[int] = []
     handlers = _install_stop_handlers(stop)

@@ -17,7 +17,7 @@ What this one does instead:
 * it keeps one ``_rclpy.WaitSet`` and refills it at each wait (``clear_entities`` + one ``add_*`` per entity,
   C calls);
 * after a wait it runs every ready callback directly, in the order the nodes were added and, in a node,
-  timers, then subscriptions, services, clients (the composed ``robot`` adds servo_driver, imu and
+  timers, then subscriptions, services, clients (a ``robot`` process adds servo_driver, imu and
   gait_controller before the predictor and damage_monitor: on a starved CPU the gait's timer runs first);
   one message per ready subscription per wait, as rclpy takes them. When a callback creates or destroys an
   entity, the rest of that wait's ready list is left for the next wait (a destroyed subscription never gets

@@ -6,6 +6,7 @@ global state; ``Watcher`` is a node that records what arrives on chosen topics.
 """
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections import defaultdict, deque
@@ -44,7 +45,7 @@ class Graph:
         """Start a process of ``graph_spec.processes`` beside this graph (:func:`start_process`); ``close()``
         stops it (SIGINT) after closing the graph's own nodes, its exit code and log then in ``exit_codes`` and
         ``logs``. Returns its Popen."""
-        name = process.name or process.executable
+        name = process.label
         self.processes[name] = start_process(process, workdir)
         return self.processes[name][0]
 
@@ -219,6 +220,16 @@ def _hardware_priority() -> None:
         pass
 
 
+def _lower_priority(nice: int) -> None:
+    """In the child of a robot process: its niceness (``graph_spec.NICE``; ``ros2 launch`` runs it under ``nice
+    -n``), and it dies with its parent."""
+    import os
+
+    _die_with_parent()
+    if nice:
+        os.nice(nice)
+
+
 def start_process(process, workdir: str, env: Optional[Dict[str, str]] = None,
                   launcher: Optional[List[str]] = None):
     """Start one process of ``graph_spec.processes`` as ``ros2 launch`` would: ``python -m
@@ -232,7 +243,7 @@ def start_process(process, workdir: str, env: Optional[Dict[str, str]] = None,
 
     from jethexa_dynamics.nodes.graph_spec import write_parameters
 
-    name = process.name or process.executable
+    name = process.label
     log = open(os.path.join(workdir, name + ".log"), "w+")
     cmd = (launcher or [sys.executable, "-m", "jethexa_dynamics.nodes.entry"]) + [
         process.executable, *process.arguments, "--ros-args"] + (
@@ -240,15 +251,17 @@ def start_process(process, workdir: str, env: Optional[Dict[str, str]] = None,
         "--params-file", write_parameters(process, workdir)]
     proc = subprocess.Popen(cmd, env=dict(os.environ if env is None else env, PYTHONUNBUFFERED="1"),
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            preexec_fn=_hardware_priority if process.executable in HARDWARE else _die_with_parent)
+                            preexec_fn=_hardware_priority if process.executable in HARDWARE else
+                            functools.partial(_lower_priority, process.nice))
     return proc, log
 
 
 def stop_processes(procs: Dict[str, Any], logs: Dict[str, Any],
-                   first: Tuple[str, ...] = ("robot", "gait_controller", "servo_driver"),
+                   first: Tuple[str, ...] = ("robot", "robot_control", "gait_controller", "servo_driver"),
                    timeout: float = 20.0) -> Tuple[Dict[str, Any], Dict[str, str]]:
     """SIGINT to node processes one by one (``first`` first: the commands stop and the servos are unloaded before
-    the emulated bus closes; ``robot`` is the composed process of the robot's nodes), each
+    the emulated bus closes; ``robot`` and ``robot_control`` are processes of several robot nodes,
+    ``graph_spec.LAYOUTS``), each
     waited for up to ``timeout`` s (then killed: "killed"); their log files (opened ``w+``) read back.
     Returns (exit code per node, log text per node)."""
     import signal

@@ -40,10 +40,25 @@ class NodeEntry:
 BUS_LINK = "/tmp/jethexa_emulated_bus"
 #: the nodes that run on the robot's computer (``robot_emulator`` stands in for the hardware)
 ROBOT_NODES = ("servo_driver", "imu", "gait_controller", "predictor", "damage_monitor")
-#: the robot's nodes run a process each by default: a process's Python (serialised by its GIL) runs on one core,
-#: and the five composed need about two Jetson Nano cores -- on one A57 core the composed process lost half its
-#: gait and prediction rates (benchmarks/results/nano_budget.md, the per-process runs)
-COMPOSED_DEFAULT = "false"
+#: How the robot's nodes are split into processes (launch argument ``composed``): {value: ((process, nodes), ...)}.
+#: A process's Python (serialised by its GIL) runs on one core; each numba process maps LLVM (~130 MB of RSS).
+#: ``split`` (default): the control path (bus, IMU, gait: kept on time by a process of its own, away from the
+#: model's bursts) and the model (predictor and identifier: one copy of the compiled kernels) -- two processes,
+#: each well inside one Jetson Nano core, the memory of the one-process layout plus one interpreter;
+#: ``true``: the five in one process (least CPU and memory in all, but on one A57 core it lost half its gait and
+#: prediction rates); ``false``: a process per node (three numba processes: 812 MB of RSS).
+#: Measured side by side: benchmarks/results/nano_budget.md.
+LAYOUTS: Dict[str, Tuple[Tuple[str, Tuple[str, ...]], ...]] = {
+    "split": (("robot_control", ("servo_driver", "imu", "gait_controller")),
+              ("robot_model", ("predictor", "damage_monitor"))),
+    "true": (("robot", ROBOT_NODES),),
+    "false": tuple((n, (n,)) for n in ROBOT_NODES),
+}
+COMPOSED_DEFAULT = "split"
+#: CPU niceness of the nodes that may degrade on purpose (the launch files start their process with ``nice -n``):
+#: on a CPU short of time the control path (bus, IMU, gait) keeps its rate and the model's nodes lower theirs
+#: (``nodes/degrade.py``). A process's niceness is its nodes' lowest: the control path's 0 where it hosts one.
+NICE = {"predictor": 5, "damage_monitor": 5}
 
 _COMMON_ARGS = [
     Argument("predictor", "boltzmann_hamel", "dynamics model of the predictor (boltzmann_hamel, slip, newton_euler)",
@@ -59,13 +74,13 @@ _COMMON_ARGS = [
              (("gait_controller", "cmd_vel_timeout"),)),
     Argument("recovery", "false", "damage recovery: re-planned statically stable gait + heading hold (true/false)",
              (("gait_controller", "recovery"),)),
-    Argument("composed", COMPOSED_DEFAULT, "true: the robot's five nodes in one process (executable robot: one "
-             "interpreter, one DDS participant, a quarter of the memory, a fifth less CPU in all, but its Python "
-             "runs on one core: one Jetson Nano core cannot keep the rates); false (default): a process per node, "
-             "each on a core of its own", ()),
+    Argument("composed", COMPOSED_DEFAULT, "how the robot's five nodes share processes: split (default): two, "
+             "robot_control (servo_driver, imu, gait_controller) and robot_model (predictor, damage_monitor), each "
+             "inside one Jetson Nano core, 460 MB of RSS; true: all five in one process robot (least CPU and "
+             "memory, but one Nano core cannot keep its rates); false: a process per node (812 MB of RSS)", ()),
     Argument("enclave_root", ENCLAVE_ROOT, "SROS2 enclave root: each process runs with --enclave <enclave_root>/<name> "
-             "(the robot's composed process: <enclave_root>/robot; inert unless ROS_SECURITY_ENABLE=true; "
-             "policy/<graph>.policy.xml, docs/security.md)", ()),
+             "(a process of several robot nodes: <enclave_root>/<process>, e.g. /jethexa/robot_model; inert unless "
+             "ROS_SECURITY_ENABLE=true; policy/<graph>.policy.xml, docs/security.md)", ()),
 ]
 
 GRAPHS: Dict[str, Dict[str, Any]] = {
@@ -298,27 +313,44 @@ def node_parameters(graph: str, arguments: Optional[Dict[str, str]] = None) -> L
 class Process:
     """One process of a launched graph: ``executable`` (a console script of the package) with ``arguments``
     before ``--ros-args``, named ``name`` (None: its nodes keep their own names), hosting ``nodes`` =
-    ((entry, resolved parameters), ...)."""
+    ((entry, resolved parameters), ...); ``group``: its name in :data:`LAYOUTS` when it hosts several."""
 
     executable: str
     name: Optional[str]
     arguments: Tuple[str, ...]
     nodes: Tuple[Tuple[NodeEntry, Dict[str, Any]], ...]
+    group: Optional[str] = None       # the process's name in :data:`LAYOUTS` (a process of several nodes)
+
+    @property
+    def nice(self) -> int:
+        """The process's CPU niceness: its nodes' lowest in :data:`NICE` (0 for a node not in it)."""
+        return min(NICE.get(e.name, 0) for e, _ in self.nodes)
+
+    @property
+    def label(self) -> str:
+        """What names the process: its log and parameter files, its SROS2 enclave."""
+        return self.group or self.name or self.executable
 
 
 def processes(graph: str, arguments: Optional[Dict[str, str]] = None) -> List[Process]:
-    """The processes ``<graph>.launch.py`` starts for the launch ``arguments``: a process per node (default), or
-    with ``composed:=true`` the robot's nodes (``ROBOT_NODES``) in one ``robot`` process and every other node (the
-    emulator) in its own. Parameters as :func:`node_parameters` resolves them (the demo's, too)."""
-    composed = launch_bool("composed", dict(arguments or {}).get("composed", COMPOSED_DEFAULT))
+    """The processes ``<graph>.launch.py`` starts for the launch ``arguments``: the robot's nodes
+    (``ROBOT_NODES``) as launch argument ``composed`` splits them (:data:`LAYOUTS`; a process of several nodes is
+    the ``robot`` executable, named for its group), every other node (the emulator) in its own. Parameters as
+    :func:`node_parameters` resolves them (the demo's, too)."""
+    layout = LAYOUTS[launch_layout(dict(arguments or {}).get("composed", COMPOSED_DEFAULT))]
     resolved = node_parameters(graph, arguments)
-    robot = tuple((e, p) for e, p in resolved if composed and e.name in ROBOT_NODES)
+    by_name = {e.name: (e, p) for e, p in resolved}
+    groups = {n: (label, tuple(m for m in nodes if m in by_name)) for label, nodes in layout for n in nodes}
     out: List[Process] = []
     for e, p in resolved:
-        if not robot or e.name not in ROBOT_NODES:
+        if e.name not in groups:
             out.append(Process(e.executable, e.name, (), ((e, p),)))
-        elif e.name == robot[0][0].name:          # the robot process where its first node stood
-            out.append(Process("robot", None, tuple(n.name for n, _ in robot), robot))
+            continue
+        label, members = groups[e.name]
+        if len(members) == 1:
+            out.append(Process(e.executable, e.name, (), ((e, p),)))
+        elif e.name == members[0]:                # the group's process where its first node stood
+            out.append(Process("robot", None, members, tuple(by_name[m] for m in members), label))
     return out
 
 
@@ -326,7 +358,7 @@ def write_parameters(process: Process, directory: str) -> str:
     """The process's parameter file (one ``<node>: ros__parameters:`` section per node) in ``directory``."""
     import yaml
 
-    path = os.path.join(directory, "%s.params.yaml" % (process.name or process.executable))
+    path = os.path.join(directory, "%s.params.yaml" % process.label)
     with open(path, "w", encoding="utf-8") as f:
         yaml.safe_dump({e.name: {"ros__parameters": dict(p)} for e, p in process.nodes}, f)
     return path
@@ -342,6 +374,17 @@ def launch_bool(argument: str, text: str) -> bool:
         return _BOOL_TEXT[str(text).strip().lower()]
     except KeyError:
         raise ValueError("launch argument %s:=%r: must be true or false" % (argument, text)) from None
+
+
+def launch_layout(text: str) -> str:
+    """Launch argument ``composed``: ``split``, or true/false (also 1/0, yes/no, on/off) -> a key of
+    :data:`LAYOUTS`; anything else is a ValueError naming the argument and its values."""
+    if str(text).strip().lower() == "split":
+        return "split"
+    try:
+        return "true" if _BOOL_TEXT[str(text).strip().lower()] else "false"
+    except KeyError:
+        raise ValueError("launch argument composed:=%r: must be split, true or false" % (text,)) from None
 
 
 def config_file(node: str, share_dir: Optional[str] = None) -> str:
@@ -369,7 +412,8 @@ def launch_description(graph: str):
         directory = tempfile.mkdtemp(prefix="jethexa_%s_launch_" % graph)
         return [Node(package=PACKAGE, executable=p.executable, name=p.name, arguments=list(p.arguments),
                      parameters=[write_parameters(p, directory)], output="screen", emulate_tty=True,
-                     ros_arguments=["--enclave", enclave(p.name or p.executable, args["enclave_root"])])
+                     ros_arguments=["--enclave", enclave(p.label, args["enclave_root"])],
+                     prefix="nice -n %d" % p.nice if p.nice else None)
                 for p in processes(graph, args)]
 
     actions.append(OpaqueFunction(function=nodes))

@@ -1,13 +1,14 @@
-"""robot: the robot's nodes in one process, on one executor (``bringup.launch.py`` with ``composed:=true``).
+"""robot: several of the robot's nodes in one process, on one executor (the launch files' processes of several
+nodes, ``graph_spec.LAYOUTS``: by default ``robot servo_driver imu gait_controller`` and ``robot predictor
+damage_monitor``; with ``composed:=true`` all five).
 
 ``robot [NODE ...] --ros-args --params-file FILE`` hosts the named nodes of ``graph_spec.ROBOT_NODES``
 (default: all five: servo_driver, imu, gait_controller, predictor, damage_monitor) with their own names; the
 parameter file has one ``<node>: ros__parameters:`` section per node (``ros2 launch`` writes it from the
 graph spec, so the values are those of the separate processes). One interpreter, one DDS participant and one
-copy of the compiled kernels instead of five: measured on the sim graph, a quarter of the RSS (a third of the
-PSS) and a fifth less CPU (BENCHMARKS.md, ``benchmarks/bench_nano_budget.py``), on ``nodes.executor.LeanExecutor``
-in the order servo_driver, imu, gait_controller, predictor, damage_monitor (the order its ready callbacks run
-in after each wait). Messages between the nodes still go through DDS
+copy of the compiled kernels for the nodes it hosts (BENCHMARKS.md, ``benchmarks/bench_nano_budget.py``: the
+layouts side by side), on ``nodes.executor.LeanExecutor`` in the order servo_driver, imu, gait_controller,
+predictor, damage_monitor (the order its ready callbacks run in after each wait). Messages between the nodes still go through DDS
 (rclpy has no intra-process transport), so every topic, parameter and service is exactly what the separate
 processes offer: ``ros2 param set /predictor rate 50`` works the same.
 

@@ -7,10 +7,11 @@ parameter services, ``/parameter_events``, ``/rosout`` and ``/diagnostics``. One
 ``/jethexa/operator``, is for the people's tools on the robot (teleop, ``ros2 param``, ``ros2 service``,
 ``ros2 topic echo``): it may publish the graph's inputs that no node of the graph publishes (``cmd_vel``; on the
 robot also ``mocap/pose``), call every service of the graph's nodes (their parameters among them) and subscribe
-to every topic they publish -- never publish ``morphology``: only the damage_monitor's enclave may. With the
-robot's nodes composed in one process (``composed:=true``, the default) that process has one enclave,
-``/jethexa/robot``, holding the five nodes' profiles: DDS security grants a participant, so there the robot
-process as a whole may publish ``morphology`` (what keeps other processes out); the node-level authority check
+to every topic they publish -- never publish ``morphology``: only the damage_monitor's enclave may. A process
+that hosts several of the robot's nodes (launch argument ``composed``, ``graph_spec.LAYOUTS``: ``robot_control``
+and ``robot_model`` by default, ``robot`` with all five) has one enclave, ``/jethexa/<process>``, holding its
+nodes' profiles: DDS security grants a participant, so there the process as a whole may do what any of its nodes
+may (``robot_model`` publishes ``morphology``; what keeps other processes out); the node-level authority check
 (``nodes.authority``) still tells its nodes apart.
 
 ``python -m jethexa_dynamics.nodes.security`` writes the files (``--check``: exit 1 if a written one differs);
@@ -76,17 +77,16 @@ def profiles(graph: str) -> Dict[str, Tuple[Endpoint, ...]]:
     return out
 
 
-#: the enclave of the composed robot process (``composed:=true``, the launch files' default)
-ROBOT = "robot"
-
-
 def enclaves(graph: str) -> Dict[str, Tuple[str, ...]]:
     """{enclave name: the node profiles in it}: one enclave per node (each in a process of its own,
-    ``composed:=false``), one for the composed ``robot`` process with the profiles of the robot's nodes (an
-    enclave is a process's: DDS security grants per participant), and the operator's."""
+    ``composed:=false``), one per process of several robot nodes in any layout (``graph_spec.LAYOUTS``) with
+    their profiles (an enclave is a process's: DDS security grants per participant), and the operator's."""
     nodes = list(profiles(graph))
     out = {n: (n,) for n in nodes if n != OPERATOR}
-    out[ROBOT] = tuple(n for n in graph_spec.ROBOT_NODES if n in nodes)
+    for layout in graph_spec.LAYOUTS.values():
+        for process, members in layout:
+            if len(members) > 1:
+                out[process] = tuple(n for n in members if n in nodes)
     out[OPERATOR] = (OPERATOR,)
     return out
 
@@ -110,8 +110,9 @@ def policy_xml(graph: str, root: str = ENCLAVE_ROOT) -> str:
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
              "<!-- SROS2 policy of %s.launch.py (package jethexa_dynamics): one enclave per node, each allowed exactly"
              % graph,
-             "     the topics and services the node creates, and the enclave 'robot' of the composed robot process",
-             "     (composed:=true) with the profiles of its nodes. Generated from jethexa_dynamics/nodes/graph_spec.py by",
+             "     the topics and services the node creates, and an enclave per process of several robot nodes",
+             "     (launch argument composed) with the profiles of its nodes. Generated from",
+             "     jethexa_dynamics/nodes/graph_spec.py by",
              "     `python -m jethexa_dynamics.nodes.security`; do not edit (test/test_security_policy.py checks it).",
              "     Keystore, enclaves and ROS_SECURITY_ENABLE: docs/security.md. -->",
              '<policy version="0.2.0">', "  <enclaves>"]
