@@ -44,7 +44,8 @@ ROBOT_NODES = ("servo_driver", "imu", "gait_controller", "predictor", "damage_mo
 #: A process's Python (serialised by its GIL) runs on one core; each numba process maps LLVM (~130 MB of RSS).
 #: ``split`` (default): the control path (bus, IMU, gait: kept on time by a process of its own, away from the
 #: model's bursts) and the model (predictor and identifier: one copy of the compiled kernels) -- two processes,
-#: each well inside one Jetson Nano core, the memory of the one-process layout plus one interpreter;
+#: the memory of the one-process layout plus one interpreter; the model's is at the edge of one Jetson Nano core
+#: (capped at one A57 core, its predictor halves its rate on purpose);
 #: ``true``: the five in one process (least CPU and memory in all, but on one A57 core it lost half its gait and
 #: prediction rates); ``false``: a process per node (three numba processes: 812 MB of RSS).
 #: Measured side by side: benchmarks/results/nano_budget.md.
@@ -75,9 +76,10 @@ _COMMON_ARGS = [
     Argument("recovery", "false", "damage recovery: re-planned statically stable gait + heading hold (true/false)",
              (("gait_controller", "recovery"),)),
     Argument("composed", COMPOSED_DEFAULT, "how the robot's five nodes share processes: split (default): two, "
-             "robot_control (servo_driver, imu, gait_controller) and robot_model (predictor, damage_monitor), each "
-             "inside one Jetson Nano core, 460 MB of RSS; true: all five in one process robot (least CPU and "
-             "memory, but one Nano core cannot keep its rates); false: a process per node (812 MB of RSS)", ()),
+             "robot_control (servo_driver, imu, gait_controller) and robot_model (predictor, damage_monitor), 460 MB "
+             "of RSS (on one Nano core the model's predictor may lower its rate); true: all five in one process robot (least CPU and "
+             "memory, but one Nano core cannot keep its rates); false: a process per node (every rate on a Nano, 812 MB "
+             "of RSS)", ()),
     Argument("enclave_root", ENCLAVE_ROOT, "SROS2 enclave root: each process runs with --enclave <enclave_root>/<name> "
              "(a process of several robot nodes: <enclave_root>/<process>, e.g. /jethexa/robot_model; inert unless "
              "ROS_SECURITY_ENABLE=true; policy/<graph>.policy.xml, docs/security.md)", ()),
