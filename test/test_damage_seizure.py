@@ -101,6 +101,24 @@ def test_a_starved_reader_or_publisher_proves_nothing(healthy, latency, every):
     assert tr.late_messages > 0
 
 
+@pytest.mark.parametrize("every", [10, 12, 14])
+def test_sparse_readings_of_a_healthy_walk_prove_nothing(healthy, every):
+    """A driver retrying a lost leg's silent servos reads the others only every 0.2-0.3 s; a swing then falls
+    between two readings, and the span of the goals against the span of the readings called a healthy femur
+    seized (the demo, after LM:0 RM:0; here the ripple gait's femur_joint_RM at 11.9 s with readings 0.24 s apart
+    and the old 0.3 s ``max_interval``). The plant is healthy: no read phase may seize anything."""
+    for phase in range(every):
+        k, streams = 0, []
+        for s in healthy:
+            if s[1] == "joints":
+                k += 1
+                if k <= phase:
+                    continue
+            streams.append(s)
+        tr = SeizureTracker(JOINTS)
+        assert replay(tr, streams, every=every) == [], (every, phase)
+
+
 def test_a_silent_joint_is_no_seizure(healthy):
     """A servo that does not answer is left out of joint_states (the driver publishes what it read): that is
     the detector's lost servo, never a seizure."""
