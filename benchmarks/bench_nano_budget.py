@@ -1349,10 +1349,12 @@ def _break_spec(text):
 
 
 def _layout(text):
-    """--composed split|true|false (the launch argument's values) -> a key of LAYOUTS."""
-    if str(text).strip().lower() not in ("split", "true", "1", "yes", "false", "0", "no"):
-        raise argparse.ArgumentTypeError("%r is not split, true or false" % text)
-    value = launch_layout(text)
+    """--composed split|true|false (the launch argument's values, read as the launch files read them) -> a key of
+    LAYOUTS."""
+    try:
+        value = launch_layout(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not split, true or false" % text) from None
     return next(k for k, v in LAYOUTS.items() if v == value)
 
 

@@ -192,6 +192,10 @@ def add_launch_graph(graph: Graph, name: str, arguments: Optional[Dict[str, str]
 
 #: executables that stand in for hardware (started at a higher priority where allowed)
 HARDWARE = ("robot_emulator",)
+#: niceness of an emulated-hardware process where allowed (root): the emulator stands in for servos and an IMU,
+#: which the robot's computer never starves; without it a loaded machine made the emulated servos answer late
+#: enough to read as silent. Unprivileged: nothing changes
+HARDWARE_NICE = -10
 
 
 def _die_with_parent() -> None:
@@ -207,27 +211,18 @@ def _die_with_parent() -> None:
         pass
 
 
-def _hardware_priority() -> None:
-    """In the child of an emulated-hardware process: a higher CPU priority where allowed (root). The emulator
-    stands in for servos and an IMU, which the robot's computer never starves; without it a loaded machine made
-    the emulated servos answer late enough to read as silent. Unprivileged: nothing changes."""
-    import os
-
-    _die_with_parent()
-    try:
-        os.nice(-10)
-    except OSError:
-        pass
-
-
-def _lower_priority(nice: int) -> None:
-    """In the child of a robot process: its niceness (``graph_spec.NICE``; ``ros2 launch`` runs it under ``nice
-    -n``), and it dies with its parent."""
+def _child_setup(nice: int) -> None:
+    """In a started child: it dies with its parent, and its niceness moves by ``nice`` where allowed (a robot
+    process's ``graph_spec.NICE``, which ``ros2 launch`` sets with ``nice -n``; ``HARDWARE_NICE``: a higher priority
+    needs root, so unprivileged nothing changes)."""
     import os
 
     _die_with_parent()
     if nice:
-        os.nice(nice)
+        try:
+            os.nice(nice)
+        except OSError:
+            pass
 
 
 def start_process(process, workdir: str, env: Optional[Dict[str, str]] = None,
@@ -251,8 +246,8 @@ def start_process(process, workdir: str, env: Optional[Dict[str, str]] = None,
         "--params-file", write_parameters(process, workdir)]
     proc = subprocess.Popen(cmd, env=dict(os.environ if env is None else env, PYTHONUNBUFFERED="1"),
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            preexec_fn=_hardware_priority if process.executable in HARDWARE else
-                            functools.partial(_lower_priority, process.nice))
+                            preexec_fn=functools.partial(_child_setup, HARDWARE_NICE if process.executable in HARDWARE
+                                                         else process.nice))
     return proc, log
 
 

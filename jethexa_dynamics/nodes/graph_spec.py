@@ -76,10 +76,10 @@ _COMMON_ARGS = [
     Argument("recovery", "false", "damage recovery: re-planned statically stable gait + heading hold (true/false)",
              (("gait_controller", "recovery"),)),
     Argument("composed", COMPOSED_DEFAULT, "how the robot's five nodes share processes: split (default): two, "
-             "robot_control (servo_driver, imu, gait_controller) and robot_model (predictor, damage_monitor), 460 MB "
-             "of RSS (on one Nano core the model's predictor may lower its rate); true: all five in one process robot (least CPU and "
-             "memory, but one Nano core cannot keep its rates); false: a process per node (every rate on a Nano, 812 MB "
-             "of RSS)", ()),
+             "robot_control (servo_driver, imu, gait_controller) and robot_model (predictor, damage_monitor), "
+             "460 MB of RSS (on one Nano core the model's predictor may lower its rate); true: all five in one "
+             "process robot (least CPU and memory, but one Nano core cannot keep its rates); false: a process per "
+             "node (every rate on a Nano, 812 MB of RSS)", ()),
     Argument("enclave_root", ENCLAVE_ROOT, "SROS2 enclave root: each process runs with --enclave <enclave_root>/<name> "
              "(a process of several robot nodes: <enclave_root>/<process>, e.g. /jethexa/robot_model; inert unless "
              "ROS_SECURITY_ENABLE=true; policy/<graph>.policy.xml, docs/security.md)", ()),
@@ -345,10 +345,7 @@ def processes(graph: str, arguments: Optional[Dict[str, str]] = None) -> List[Pr
     groups = {n: (label, tuple(m for m in nodes if m in by_name)) for label, nodes in layout for n in nodes}
     out: List[Process] = []
     for e, p in resolved:
-        if e.name not in groups:
-            out.append(Process(e.executable, e.name, (), ((e, p),)))
-            continue
-        label, members = groups[e.name]
+        label, members = groups.get(e.name, (e.name, (e.name,)))     # a node of no group: a process of its own
         if len(members) == 1:
             out.append(Process(e.executable, e.name, (), ((e, p),)))
         elif e.name == members[0]:                # the group's process where its first node stood
