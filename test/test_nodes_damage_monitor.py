@@ -353,7 +353,12 @@ def test_unexplained_motion_is_said_on_the_evidence_and_diagnostics_with_the_mor
     assert wait_for(lambda: w.count("morphology/evidence") >= 1, 10.0)
     idf = mon.identifier
     idf.unexplained, idf.residual_rms = True, math.radians(7.5)
+    published = []
+    send = mon.publish_diagnostics
+    mon.publish_diagnostics = lambda statuses: (published.extend(statuses), send(statuses))
     mon._check_identifier(idf, True, "imu/data")          # what the worker does after each sample
+    # the status says it at once, not at the next check_rate tick (1 Hz by default)
+    assert published and "motion unexplained" in published[-1].message
 
     def last_evidence():
         return evidence_from_values({kv.key: kv.value for kv in w.last("morphology/evidence").values}, LEGS)

@@ -199,8 +199,9 @@ DAMAGE_MONITOR = ParamSet("damage_monitor", [
     P("seizure_max_motion", "double", 0.035, "measured motion within seizure_window at most, for a seized joint "
       "(below seizure_min_travel)", lo=0.0, hi=1.0, unit="rad"),
     P("latch", "bool", True, "detected faults stay until the reset service is called"),
-    P("check_rate", "double", 10.0, "rate of the staleness check (detection also runs on every /diagnostics "
-      "message)", lo=0.5, hi=100.0, unit="Hz"),
+    P("check_rate", "double", 1.0, "rate of the node's status on /diagnostics, and of the check for missing servo "
+      "diagnostics (a morphology, fault, seizure or 'unexplained' change is published at once; detection runs on "
+      "every message)", lo=0.5, hi=100.0, unit="Hz"),
     P("servo_diagnostics_timeout", "double", 2.0, "warn when no servo diagnostics arrived for this long; "
       "joint_states evidence (a joint left out) is judged only this long after start",
       lo=0.1, hi=600.0, unit="s"),
