@@ -40,7 +40,9 @@ Runs per layout: unconstrained (up to the machine's 2 cores), then the robot's p
 outside) in one CPU cgroup whose quota stands for the Nano's 4 cores at a per-core slowdown F: 4/F of one core
 here (``--factors``; 5x -> 0.8 core, ``cpu.cfs_quota_us`` 8000 per 10000), and the half-busy Nano, 2/F core
 (``--half-factor``); then every robot process in a cgroup of its own with 1/F core (``--core-factor``, every
-layout): one A57 core, all a process's GIL-bound Python can use however many cores the Nano has. With several
+layout): one A57 core, all a process's GIL-bound Python can use however many cores the Nano has, plus what the
+process's native threads (DDS/rmw: they hold no interpreter lock and run on the Nano's other cores) took in the
+layout's unconstrained run (``--no-credit``: not). With several
 layouts, the launched one runs first and in full, the others unconstrained, ``--other-factors`` and the
 per-process run only. cgroup
 v1 (``cpu.cfs_quota_us``) or v2 (``cpu.max``), whichever is writable; with neither, the quota runs are left out and
@@ -354,11 +356,13 @@ class Groups:
     ``per_process``: the quota is each robot process's own, one group per process (``add`` makes it): one Nano
     core for the process's GIL-bound Python, where the group quota stands for the Nano's cores together.
     ``credit`` (cores) is added to the quota of the group that holds the emulated MPU6050 (the robot's group, or
-    per process the imu's)."""
+    per process the imu's); per process, ``native`` ({process name: cores}) too: the CPU its native threads took
+    unconstrained, which a Nano runs on its other cores (they never wait for the interpreter lock)."""
 
-    def __init__(self, cgroup, quota, shares, per_process=False, credit=0.0):
+    def __init__(self, cgroup, quota, shares, per_process=False, credit=0.0, native=None):
         kind, mount = cgroup
         self.cgroup, self.shares, self.per_process, self.credit = cgroup, shares, per_process, credit
+        self.native = dict(native or {})
         self.quota = quota
         if quota is not None and not per_process:
             quota = quota + credit
@@ -382,11 +386,12 @@ class Groups:
             return None
         return int(round((self.quota + (0.0 if self.per_process else self.credit)) * PERIOD_US))
 
-    def add(self, robot, pid, imu=False):
+    def add(self, robot, pid, imu=False, name=""):
         """Move ``pid`` into the robot's group (``robot`` true; per process: a group of its own, ``imu``: it hosts
-        the emulated MPU6050) or the world's."""
+        the emulated MPU6050, ``name``: its key in ``native``) or the world's."""
         if robot and self.per_process and self.robot is not None:
-            g = CpuGroup(*self.cgroup, "robot_%d" % pid, self.quota + (self.credit if imu else 0.0), self.shares)
+            g = CpuGroup(*self.cgroup, "robot_%d" % pid, self.quota + (self.credit if imu else 0.0)
+                         + self.native.get(name, 0.0), self.shares)
             self.own.append(g)
             g.add(pid)
             return
@@ -695,19 +700,23 @@ def _on_term(signum, frame):
     raise Interrupted("signal %d" % signum)
 
 
-def run_case(label, layout, quota, opts, workdir, cgroup, credit, per_process=False):
+def run_case(label, layout, quota, opts, workdir, cgroup, credit, per_process=False, native=None):
     """One run of the whole graph in ``layout`` (a key of ``LAYOUTS``); ``quota`` = cores of the robot's group
-    (None: unconstrained), or of each robot process with ``per_process``. Returns a dict of everything measured."""
+    (None: unconstrained), or of each robot process with ``per_process`` (plus ``native``, {process: cores}, its
+    native threads' credit). Returns a dict of everything measured."""
     from jethexa_dynamics.model import format_morphology
     from jethexa_dynamics.nodes.graph import Graph, wait_for
     from rclpy.parameter import Parameter
 
     run = "%s %s" % (layout, label)
-    print("== %s: %s" % (run, "unconstrained" if quota is None else "robot's %s inside %.3f core%s%s" % (
+    native = dict(native or {}) if per_process and quota is not None else {}
+    print("== %s: %s" % (run, "unconstrained" if quota is None else "robot's %s inside %.3f core%s%s%s" % (
         "process" if layout == "composed" else "processes", quota, " each" if per_process else "",
-        " (+ %.3f credit for the emulated MPU6050)" % credit if credit else "")), flush=True)
+        " (+ %.3f credit for the emulated MPU6050)" % credit if credit else "",
+        " (+ native threads: %s)" % ", ".join("%s %.3f" % kv for kv in sorted(native.items())) if native else ""
+    )), flush=True)
     res = {"label": label, "layout": layout, "run": run, "quota": quota, "per_process": per_process,
-           "credit": credit if quota is not None else 0.0, "load_start": load_text()}
+           "credit": credit if quota is not None else 0.0, "native_credit": native, "load_start": load_text()}
     g = Graph()
     procs, logs, groups = {}, {}, None
     try:
@@ -715,7 +724,7 @@ def run_case(label, layout, quota, opts, workdir, cgroup, credit, per_process=Fa
         g.start()
         time.sleep(1.0)
         check_domain_free(rec)
-        groups = Groups(cgroup, quota, opts.shares, per_process, credit)
+        groups = Groups(cgroup, quota, opts.shares, per_process, credit, native)
         if quota is not None:
             res["quota_us"] = groups.quota_us
         t_launch = time.monotonic()
@@ -727,7 +736,7 @@ def run_case(label, layout, quota, opts, workdir, cgroup, credit, per_process=Fa
         for p in plan:
             name = process_name(p)
             procs[name], logs[name] = start(p, run_dir)
-            groups.add(is_robot(p), procs[name].pid, "imu" in node_names(p))   # at once: start-up runs inside too
+            groups.add(is_robot(p), procs[name].pid, "imu" in node_names(p), name)   # at once: start-up inside too
 
         def up():
             return all(rec.count(t) for t in rec.arrivals) and rec.morphology
@@ -1016,7 +1025,10 @@ def _quota_text(res):
     q = "%.3f core" % res["quota"]
     if res["credit"]:
         q += " + %.3f" % res["credit"]
-    return q + " (%d µs / %d)%s" % (res["quota_us"], PERIOD_US, " per process" if res.get("per_process") else "")
+    if res.get("native_credit"):
+        q += " + native threads' (%s)" % ", ".join("%s %.3f" % kv for kv in sorted(res["native_credit"].items()))
+    return q + " (%d µs / %d%s)%s" % (res["quota_us"], PERIOD_US, " before the credits" if res.get("per_process") and (
+        res["credit"] or res.get("native_credit")) else "", " per process" if res.get("per_process") else "")
 
 
 def _break_text(res):
@@ -1093,7 +1105,8 @@ def targets(by_label, opts, ab):
         ok = (r["predicted/pose"] >= TARGETS["pose_hz"] and r["joint_commands"] >= TARGETS["cmd_hz"]
               and (b is None or (b["legs_right"] and b["delay_s"] <= limit)) and not one["false_damage"])
         rows.append(("each robot process inside one A57 core (%.2f core each at %gx: a process's GIL-bound Python "
-                     "runs on one core): predicted/pose >= %.0f Hz, joint_commands >= %.0f Hz, the break named "
+                     "runs on one core; its native threads' unconstrained CPU added, as they run on the other "
+                     "cores): predicted/pose >= %.0f Hz, joint_commands >= %.0f Hz, the break named "
                      "within %d cycles, no false damage" % (one["quota"], opts.core_factor, TARGETS["pose_hz"],
                                                             TARGETS["cmd_hz"], TARGETS["break_cycles"]),
                      "predicted/pose %.1f Hz, joint_commands %.1f Hz, break %s, false damage %s (%s)" % (
@@ -1292,6 +1305,12 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
         "so that the robot's own code gets the Nano's share" % ", ".join(credits)
         if any(r["credit"] for r in runs) else
         "no credit for the emulated MPU6050: it runs inside the robot's process and so spends the group's quota") + "."]
+    natives = ["%s: %s" % (r["run"], ", ".join("%s %.3f" % kv for kv in sorted(r["native_credit"].items())))
+               for r in runs if r.get("native_credit")]
+    if natives:
+        md += ["", "Per-process runs: each process's quota also has its native threads' CPU (DDS/rmw: no "
+               "interpreter lock, the Nano's other cores) measured in the layout's unconstrained run (core): %s."
+               % "; ".join(natives)]
     md += ["", "## Memory (unconstrained runs: the larger of mid-window and end of the window)", "",
            "| run | process | RSS [MB] | PSS [MB] | peak RSS (VmHWM) [MB] |", "|---|---|---|---|---|"]
     for lay in layouts:
@@ -1316,8 +1335,8 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
            "Not covered: the Nano's single-thread speed inside the group quota runs (the group quota caps the "
            "robot's total, but between throttles a thread runs at this machine's speed, so one long computation -- "
            "a predictor cycle, an identifier window -- ends 4-6x sooner than on an A57; the per-process runs cap "
-           "each process at one A57 core, native threads (DDS, numba without the GIL) included, which a real "
-           "Nano would run on its other cores: they are the pessimistic side); "
+           "each process at one A57 core plus its native threads' unconstrained CPU, numba without the GIL "
+           "included in the cap, which a real Nano would run on its other cores: the pessimistic side); "
            "per-node CPU in a process of several nodes beyond the nodes' own stages (the executor and DDS work of its "
            "nodes is one shared rest); the Nano's memory bandwidth, caches and thermal throttling (a quota slows "
            "every instruction alike); numba's start-up compile on the Nano (bench_startup); DDS between 4 real "
@@ -1392,7 +1411,7 @@ def parse_args(argv):
                     "weighs 1024) so that other load on a shared machine does not starve a run below its quota "
                     "(default 102400: a hundred processes; 0 = no weight, as the machine comes)")
     ap.add_argument("--no-credit", action="store_true", help="do not add the emulated MPU6050's measured cost to "
-                    "the quota")
+                    "the quota, nor (per process) the native threads' CPU")
     ap.add_argument("--imu-seconds", type=num(0.0, 600.0, unit="s"), help="A/B of the imu node alone, seconds per "
                     "side (default 12; 0 = skip)")
     ap.add_argument("--name-timeout", type=num(0.0, 600.0, lo_open=True, unit="s"),
@@ -1422,6 +1441,12 @@ def parse_args(argv):
         ap.error("argument --break-at: %g s is not inside the %g s window (allowed: [0, --seconds))"
                  % (args.break_at, args.seconds))
     return args
+
+
+def native_credit(res):
+    """{robot process: CPU-s/s of its native threads} in an unconstrained run: DDS/rmw threads hold no interpreter
+    lock, so on the Nano they run on other cores than the process's Python (the per-process runs add it)."""
+    return {n: res["threads"][n]["native"] for n in res["robot_procs"]}
 
 
 def per_process_label(factor):
@@ -1491,14 +1516,15 @@ def main(argv=None):
     def work():
         runs = []
         ab = imu_ab(opts.imu_seconds, workdir, (kind, mount), opts.shares) if opts.imu_seconds > 0 else None
-        credit = 0.0
+        credit, native = 0.0, {}
         with cfs_slice(opts.slice_us if kind else 0) as slice_note:
             info.append("- " + slice_note)
             for label, layout, quota, per_process in plan_runs(opts, bool(kind)):
-                res = run_case(label, layout, quota, opts, workdir, (kind, mount), credit, per_process)
+                res = run_case(label, layout, quota, opts, workdir, (kind, mount), credit, per_process, native)
                 runs.append(res)
                 if quota is None and not opts.no_credit:
                     credit = imu_split(res, ab)[1]
+                    native = native_credit(res)
         info.append("- %s at the end" % load_text())
         return finish(opts, report(opts, info, note, runs, ab, " ".join(argv) or "(defaults)"), "nano_budget",
                       workdir)

@@ -167,6 +167,40 @@ def test_bench_false_damage_parses_the_demo_output():
     assert parse_demo("  predictor slip: 50 poses/s (configured 50 Hz)\n  clean run\n")["changes"] == 0
 
 
+def test_bench_nano_budget_per_process_quota_adds_the_native_threads_measured_unconstrained(monkeypatch):
+    """A per-process run caps each robot process at one A57 core for its GIL-bound Python; its native (DDS/rmw)
+    threads' CPU from the unconstrained run is added (the Nano runs them on its other cores), the emulated
+    MPU6050's credit only to the process that hosts it."""
+    pytest.importorskip("rclpy")
+    sys.path.insert(0, BENCH)
+    try:
+        import bench_nano_budget as bench
+    finally:
+        sys.path.remove(BENCH)
+    made = {}
+
+    class Group:                       # stands for a cgroup: records the quota it was made with
+        def __init__(self, kind, mount, name, cores=None, shares=None):
+            made[name], self.cores = cores, cores
+
+        def add(self, pid):
+            pass
+
+    monkeypatch.setattr(bench, "CpuGroup", Group)
+    unconstrained = {"robot_procs": ["robot_control", "robot_model"], "threads": {
+        "robot_control": {"main": 0.09, "python": 0.01, "native": 0.011},
+        "robot_model": {"main": 0.15, "python": 0.02, "native": 0.016},
+        "robot_emulator": {"main": 0.08, "python": 0.0, "native": 0.005}}}
+    native = bench.native_credit(unconstrained)
+    assert native == {"robot_control": 0.011, "robot_model": 0.016}        # the robot's processes only
+    groups = bench.Groups(("v1", "/nowhere"), 0.2, None, per_process=True, credit=0.03, native=native)
+    groups.add(True, 11, imu=True, name="robot_control")
+    groups.add(True, 12, imu=False, name="robot_model")
+    assert made["robot_11"] == pytest.approx(0.2 + 0.03 + 0.011) and made["robot_12"] == pytest.approx(0.216)
+    whole = bench.Groups(("v1", "/nowhere"), 0.8, None, credit=0.03, native=native)   # a group quota: no native
+    assert made["robot"] == pytest.approx(0.83) and whole.quota_us == 8300
+
+
 @pytest.mark.parametrize("argv, option", [(["--runs", "0"], "--runs"), (["--minutes", "0"], "--minutes"),
                                           (["--hogs", "x"], "--hogs"), (["--factor", "0.5"], "--factor"),
                                           (["--cgroup", "v3"], "--cgroup"), (["--slice-us", "x"], "--slice-us")])
