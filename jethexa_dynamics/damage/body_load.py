@@ -146,6 +146,7 @@ class BodyLoadEstimator:
         self._integral = np.zeros(self.nj)
         self._q = np.full(self.nj, np.nan)  # each joint's latest reading [rad] and its error then (set-point - q)
         self._e = np.full(self.nj, np.nan)
+        self._s_held = np.full(self.nj, np.nan)   # each joint's latest set-point from the driver [rad]
         self._stance_z = np.full(self.n_legs, np.nan)
         nj = self.nj                         # per joint k (leg i, column c), over the reads of k:
         self._A = np.zeros((nj, 3))          # sum w (R J_i^-T)[:, c]                (force per unit torque)
@@ -190,18 +191,32 @@ class BodyLoadEstimator:
         self._R = quat2mat(q / n)
         return True
 
-    def on_joints(self, t, q) -> bool:
+    def on_joints(self, t, q, setpoints=None) -> bool:
         """Measured joint angles [rad] at ``t`` (NaN: not read this time): one force-plate sample, once every
-        joint has been read."""
+        joint has been read. ``setpoints`` [rad] (optional, NaN where unknown): each read servo's set-point at
+        the instant of its own reading, as the servo driver knows it (``joint_states/setpoint``); where given,
+        the error is taken against it instead of the set-point rebuilt from the commands at ``t`` (which stays
+        the swing phase's commanded foot)."""
         t, err = check_stamp(t, self._t_joint, "joints")
         if t is None:
             return self._reject()
         qm, err = check_joints(q, self.nj)
         if qm is None:
             return self._reject()
+        sp = None
+        if setpoints is not None:
+            sp = np.asarray(setpoints, dtype=float).reshape(-1)
+            if sp.shape != (self.nj,) or np.isinf(sp).any():
+                return self._reject()
         dt = t - self._t_joint
         self._t_joint = t
         s = self.moves.at(t)
+        if sp is not None:
+            self._s_held = np.where(np.isnan(sp), self._s_held, sp)
+            s = np.where(np.isnan(s), self._s_held, s)     # the commanded foot: the commands', else the driver's
+            se = np.where(np.isnan(sp), s, sp)             # the error: against the set-point at the reading
+        else:
+            se = s
         # the real bus reads a few servos per message (3 of 18 at 50 Hz): NaN = not read this time. Each joint
         # keeps its latest reading and error (held until its next read); the sample uses those
         fresh = ~np.isnan(qm)
@@ -212,7 +227,7 @@ class BodyLoadEstimator:
             self._integral *= math.exp(-dt / self.leak)
             self._integral += np.nan_to_num(self._e) * dt
         self._q[fresh] = qm[fresh]
-        self._e[fresh] = s[fresh] - qm[fresh]
+        self._e[fresh] = se[fresh] - qm[fresh]
         if self._R is None or not self.healthy or np.isnan(self._e).any() or not math.isfinite(dt) \
                 or dt > self.max_gap:
             return True
@@ -288,6 +303,39 @@ class BodyLoadEstimator:
         if mass > 0:
             com[:2] = h / mass
         return BodyEstimate(float(mass), com, float(self.seconds))
+
+
+class ReadingPairs:
+    """The servo driver's ``joint_states`` and ``joint_states/setpoint`` messages paired by their header stamp
+    (the driver gives a message and its set-points the same stamp; they arrive in either order). ``add`` one of
+    them; once its twin is there it returns ``(t, q, s)``: joint vectors in ``joint_names`` order, NaN for a
+    joint the message did not carry (``q``: not read; ``s``: never moved), ``t`` the time given with the
+    ``joint_states`` message. The last ``keep`` unpaired messages of each kind wait; older ones are dropped
+    (counted in ``unpaired``)."""
+
+    def __init__(self, joint_names: Sequence[str], keep: int = 8):
+        self.index = {n: i for i, n in enumerate(joint_names)}
+        self.nj, self.keep = len(self.index), int(keep)
+        self._waiting = ({}, {})       # per kind (0: readings, 1: set-points): stamp -> (t, vector)
+        self.pairs = self.unpaired = 0
+
+    def add(self, setpoints: bool, stamp, t: float, names: Sequence[str], values: Sequence[float]):
+        """A ``joint_states`` (``setpoints`` False) or ``joint_states/setpoint`` message: ``stamp`` any hashable
+        key of its header stamp, ``t`` [s] its time (used from the readings'), ``names`` and ``values`` its
+        joints (known names only) and positions."""
+        vec = np.full(self.nj, np.nan)
+        vec[[self.index[n] for n in names]] = values
+        mine, other = self._waiting[int(bool(setpoints))], self._waiting[1 - int(bool(setpoints))]
+        twin = other.pop(stamp, None)
+        if twin is None:
+            mine[stamp] = (float(t), vec)
+            while len(mine) > self.keep:
+                mine.pop(next(iter(mine)))
+                self.unpaired += 1
+            return None
+        self.pairs += 1
+        (tq, q), s = ((twin[0], twin[1]), vec) if setpoints else ((float(t), vec), twin[1])
+        return tq, q, s
 
 
 #: what a body estimate may be beside the URDF's (mass ratio, CoM shift [m]); beyond, the data did not carry the

@@ -176,19 +176,34 @@ class BusEmulator:
                 s.start = s.target = v
                 s.t0, s.duration = t, 0.0
 
-    def set_measured_positions(self, positions: Mapping[Key, float]) -> None:
-        """Physics-driven joint angles [rad] that position reads report from now on (until cleared)."""
+    def set_measured_positions(self, positions: Mapping[Key, float], rates: Optional[Mapping[Key, float]] = None,
+                               t: Optional[float] = None) -> None:
+        """Physics-driven joint angles [rad] that position reads report from now on (until cleared). With
+        ``rates`` [rad/s] and their emulator time ``t`` [s], a read at another time reports the angle carried
+        forward at its rate to the read's time (``servo_model.MAX_EXTRAPOLATION_S`` at most): a world updated
+        at 100 Hz then answers with its position at the read, not at its last update."""
         with self._lock:
+            t_abs = None if t is None or rates is None else self._abs(t)
             for key, q in positions.items():
                 s = self._servo(key)
                 spec = self.table.lookup(s.joint if s.joint else s.servo_id)
                 real = spec.direction * (spec.offset + float(q))
                 s.measured = spec.center + real * spec.ticks_per_rad
+                s.measured_t = t_abs
+                s.measured_rate = 0.0 if t_abs is None else spec.direction * float(rates[key]) * spec.ticks_per_rad
+
+    def breakpoints(self, t_from: float, t_to: float) -> Tuple[float, ...]:
+        """Emulator times in (``t_from``, ``t_to``) [s] where some servo's commanded trajectory bends (a move
+        starts or ends), sorted: between two of them every commanded trajectory is linear."""
+        with self._lock:
+            a, b = self._abs(t_from), self._abs(t_to)
+            cuts = {t for s in self._servos.values() for t in (s.t0, s.t0 + s.duration) if a < t < b}
+            return tuple(sorted(t - self._t_start for t in cuts))
 
     def clear_measured_positions(self) -> None:
         with self._lock:
             for s in self._servos.values():
-                s.measured = None
+                s.measured = s.measured_t = None
 
     def torque_enabled(self, key: Key) -> bool:
         """True if the servo's motor is loaded (requested and not cut by its protection)."""

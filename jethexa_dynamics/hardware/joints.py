@@ -26,6 +26,7 @@ from .errors import (BusClosedError, EmergencyStopActive, HardwareError, Paramet
                      UnsupportedCommand, measured_faults)
 from .protocol import MAX_MOVE_TIME_S
 from .servo_table import ServoSpec, ServoTable
+from .setpoints import ServoSetpoints
 
 __all__ = ["JointReadings", "ServoHealth", "JointServoBus"]
 
@@ -42,7 +43,8 @@ class JointReadings:
     torque on), limits ((temp_max [deg C], vin_min [mV], vin_max [mV]) read from the servo), faults (a
     :class:`ServoFault` for a voltage/temperature read outside that servo's limits), errors (the typed
     exception of each failed read), ``stamp`` (time_fn at the start), ``elapsed`` [s] spent on the bus,
-    ``reads`` attempted. Only joints read in this poll appear.
+    ``reads`` attempted, ``read_times`` (time_fn at the middle of each position read: request sent, reply in).
+    Only joints read in this poll appear.
     """
 
     stamp: float
@@ -53,6 +55,7 @@ class JointReadings:
     limits: Dict[str, Tuple[float, float, float]] = field(default_factory=dict)
     faults: Dict[str, ServoFault] = field(default_factory=dict)
     errors: Dict[str, HardwareError] = field(default_factory=dict)
+    read_times: Dict[str, float] = field(default_factory=dict)
     elapsed: float = 0.0
     reads: int = 0
 
@@ -119,6 +122,8 @@ class JointServoBus:
         self.last_command: Dict[str, float] = {}
         self.last_command_duration = 0.0
         self.last_command_time: Optional[float] = None
+        #: each servo's set-point over time from the moves sent (goals as sent: whole ticks, whole ms)
+        self.setpoints = ServoSetpoints(self.joint_names)
 
     # -- properties -------------------------------------------------------------------------------------
     @property
@@ -165,16 +170,24 @@ class JointServoBus:
             raise ParameterError("duration_s", duration_s, 0.0, MAX_MOVE_TIME_S)
         items = self._resolve(positions)
         targets = [(spec.servo_id, spec.to_ticks(q)) for spec, q in items]  # raises before any byte is sent
-        self.bus.move(targets, int(round(d * 1000.0)))
+        ms = int(round(d * 1000.0))
+        self.bus.move(targets, ms)
         now = self.time_fn()
         for spec, q in items:
             self.last_command[spec.joint] = float(q)
         self.last_command_duration, self.last_command_time = d, now
+        self.setpoints.move(now, {spec.joint: spec.to_rad(ticks) for (spec, _), (_, ticks) in zip(items, targets)},
+                            ms / 1000.0)
+
+    def setpoints_at(self, readings: JointReadings) -> Dict[str, float]:
+        """Each position read of ``readings``: the servo's set-point at its read time [rad] (NaN: never moved)."""
+        return self.setpoints.at_times(readings.read_times)
 
     def stop(self) -> None:
         """Stop all servos where they are (torque stays on)."""
         self._check_usable()
         self.bus.stop([BROADCAST_ID])
+        self.setpoints.stop(self.time_fn())
 
     def load_all(self) -> None:
         """Torque on for every servo of the table."""
@@ -216,6 +229,7 @@ class JointServoBus:
         errors: List[HardwareError] = []
         if self._closed:
             return errors
+        self.setpoints.stop(self.time_fn())
         for step in (lambda: self.bus.stop([BROADCAST_ID]), self.unload_all):
             try:
                 step()
@@ -256,7 +270,9 @@ class JointServoBus:
         t0 = time.monotonic()
         try:
             if kind == "position":
+                ta = self.time_fn()
                 out.positions[spec.joint] = spec.to_rad(self.bus.read_position(spec.servo_id, self.read_timeout))
+                out.read_times[spec.joint] = 0.5 * (ta + self.time_fn())
             elif kind == "voltage":
                 h.vin_mv = float(self.bus.read_voltage(spec.servo_id, self.read_timeout))
                 out.voltages[spec.joint] = h.vin_mv / 1000.0

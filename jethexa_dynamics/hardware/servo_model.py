@@ -23,6 +23,7 @@ __all__ = ["EmulatedServo"]
 
 OVERTEMP_MARGIN_C = 5      # an ``overtemp`` servo reads at least this far above its TEMP_MAX_LIMIT [deg C]
 OVERVOLT_MARGIN_MV = 500   # an ``overvolt`` servo reads at least this far above its VIN maximum [mV]
+MAX_EXTRAPOLATION_S = 0.03  # a simulation-driven position is carried forward at its rate this long at most [s]
 
 
 @dataclass
@@ -53,6 +54,8 @@ class EmulatedServo:
     temp_c: int = 35
     stuck_at: Optional[float] = None  # locked rotor: horn position [ticks]
     measured: Optional[float] = None
+    measured_rate: float = 0.0      # [ticks/s] of ``measured``, carried forward from ``measured_t`` (None: held)
+    measured_t: Optional[float] = None
     faults: Dict[str, FaultSpec] = field(default_factory=dict)
 
     def logical(self, t: float) -> float:
@@ -64,11 +67,16 @@ class EmulatedServo:
         return self.start + (self.target - self.start) * (t - self.t0) / self.duration
 
     def physical(self, t: float) -> float:
-        """Where the horn is [ticks]: locked (stall) if so, else the simulation's angle if set, else the
-        commanded trajectory + offset."""
+        """Where the horn is [ticks]: locked (stall) if so, else the simulation's angle if set (carried forward
+        at its rate to ``t`` when given with its time, at most ``MAX_EXTRAPOLATION_S``), else the commanded
+        trajectory + offset."""
         if self.stuck_at is not None:
             return self.stuck_at
-        return self.measured if self.measured is not None else self.logical(t) + self.offset
+        if self.measured is None:
+            return self.logical(t) + self.offset
+        if self.measured_t is None:
+            return self.measured
+        return self.measured + self.measured_rate * min(max(t - self.measured_t, 0.0), MAX_EXTRAPOLATION_S)
 
     @property
     def loaded(self) -> bool:

@@ -14,6 +14,13 @@ fused: per leg the fewer intact links; the servo evidence re-centres the identif
 (servo or model). Manual override: the ``morphology`` parameter (one entry per leg, -1 = automatic), e.g.
 ``ros2 param set /damage_monitor morphology "[3,3,3,3,0,0]"``. Service ``~/reset`` (std_srvs/Trigger)
 clears latched faults. Detection rules: ``jethexa_dynamics.damage.detection.DamageDetector``.
+
+Body estimate (``body_estimate``, off by default): the body's mass and CoM from the servos' load
+(``damage.body_load.BodyLoadEstimator``) on each reading of ``joint_states`` paired by stamp with the servo
+driver's ``joint_states/setpoint`` (each servo's set-point at its own reading), ``joint_commands`` (the swing
+phase) and ``imu/data`` (the attitude), while the morphology is healthy; on ``body/inertia``
+(geometry_msgs/InertiaStamped, frame base_link: m and com; the inertia tensor is not estimated, zero) and on
+``/diagnostics`` (``body_mass``, ``body_com``), at ``check_rate``. Its CPU is the ``body`` stage.
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import InertiaStamped
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import MultiArrayDimension, UInt8MultiArray
 from std_srvs.srv import Trigger
@@ -220,6 +228,15 @@ class DamageMonitor(ThinNode):
         self.unexplained = False       # said on morphology/evidence: no hypothesis explains the motion
         self.q_meas = np.full(len(self.joint_names), np.nan)
         self._make_identifier()
+        self.body = self.body_pairs = None
+        self.body_pub = None
+        if self.p["body_estimate"]:
+            from jethexa_dynamics.damage.body_load import BodyLoadEstimator, ReadingPairs
+
+            self.body = BodyLoadEstimator(jethexa(), window=self.p["body_window"])
+            self.body_pairs = ReadingPairs(self.joint_names)
+            self.body_pub = self.create_publisher(InertiaStamped, "body/inertia", RELIABLE_QOS)
+            self.sub(JointState, "joint_states/setpoint", self._on_setpoints, SENSOR_QOS, wake=False)
         # one wake-up per joint_states sample (50 Hz): the other streams are polled, taken at that wake-up (or the
         # check's) before it, and the identifier's worker puts their samples in time order (a window closes a
         # few ms later than with a wake-up per 100 Hz IMU sample; the node wakes half as often)
@@ -339,6 +356,8 @@ class DamageMonitor(ThinNode):
         # at arrival: a command drained late (polled) or by a starved monitor still asked the joint when it came
         self.seizure.on_command(self.now_sec() - self.arrival_age(), [self.joint_names[i] for i in idx], pos,
                                 t_from_start)
+        if self.body is not None:
+            self._body("on_command", self.arrival_time(), pos, self.arrival_time() + t_from_start, idx)
         if self.worker is None:
             return
         # commands at arrival: the servo driver acts on them when they arrive (the predictor does the same)
@@ -346,14 +365,53 @@ class DamageMonitor(ThinNode):
         self._feed("joint_commands", "on_command", t, pos, t + t_from_start, idx)
 
     def _on_imu(self, msg: Imu) -> None:
-        if self.worker is None:
+        if self.worker is None and self.body is None:
             return
         self._stamp("imu/data", msg.header)
         o = msg.orientation
         x, y, z, w = messages.imu_orientation((o.x, o.y, o.z, o.w), msg.orientation_covariance)
         gyro = messages.finite_vector("imu/data.angular_velocity", (
             msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z))
+        if self.body is not None:
+            self._body("on_imu", self.stamp_time(msg.header.stamp), (w, x, y, z))
         self._feed("imu/data", "on_imu", self.stamp_time(msg.header.stamp), (w, x, y, z), gyro)
+
+    # ------------------------------------------------------------------ body estimate
+    def _body(self, method: str, *args) -> None:
+        """One input of the body estimator, its CPU time booked as stage ``body`` (also inside its topic's)."""
+        c0 = time.thread_time()
+        getattr(self.body, method)(*args)
+        self.cpu.add("body", time.thread_time() - c0)
+
+    def _on_setpoints(self, msg: JointState) -> None:
+        self._stamp("joint_states/setpoint", msg.header)
+        idx, pos, _ = messages.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names,
+                                           prefix="joint_states/setpoint", lower=self.lower, upper=self.upper)
+        self._pair(True, msg.header.stamp, self.stamp_time(msg.header.stamp), idx, pos)
+
+    def _pair(self, setpoints: bool, stamp, t: float, idx, pos) -> None:
+        c0 = time.thread_time()
+        pair = self.body_pairs.add(setpoints, (stamp.sec, stamp.nanosec), t, [self.joint_names[i] for i in idx],
+                                   pos)
+        if pair is not None:
+            self.body.on_joints(*pair)
+        self.cpu.add("body", time.thread_time() - c0)
+
+    def _body_values(self) -> list:
+        body = self.body
+        est = body.estimate()
+        values = [("body_seconds", "%.1f" % body.seconds), ("body_healthy", body.healthy),
+                  ("body_pairs", self.body_pairs.pairs), ("body_unpaired", self.body_pairs.unpaired),
+                  ("body_rejected", body.rejected)]
+        if est is None:
+            return values + [("body_mass", "nan"), ("body_com", "nan")]
+        msg = InertiaStamped()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = "base_link"
+        msg.inertia.m = float(est.mass)
+        msg.inertia.com.x, msg.inertia.com.y, msg.inertia.com.z = map(float, est.com)
+        self.body_pub.publish(msg)
+        return values + [("body_mass", "%.4f" % est.mass), ("body_com", "%.4f,%.4f,%.4f" % tuple(est.com))]
 
     # ------------------------------------------------------------------ parameters and decisions
     def apply_params(self, changed: Dict[str, Any]) -> None:
@@ -393,6 +451,8 @@ class DamageMonitor(ThinNode):
             return
         old = self.current
         self.current = new
+        if self.body is not None:
+            self.body.on_morphology(new)
         # what the verdict rests on, per leg, just before the morphology (the gait acts only on strong evidence)
         self.evidence = self._leg_evidence(new, override)
         self.evidence_pub.publish(evidence_msg(new, self.evidence, self.leg_names, self.unexplained,
@@ -456,6 +516,8 @@ class DamageMonitor(ThinNode):
         self.presence.observe(now, list(msg.name), None if st.sec == 0 and st.nanosec == 0 else stamp_to_sec(st))
         if self._presence_judged(now):
             self._apply(now, self.detector.update_presence(now, self.presence))
+        if self.body is not None:
+            self._pair(False, st, self.stamp_time(st), idx, pos)
         self.seizure.on_joint_states(now, now if st.sec == 0 and st.nanosec == 0 else stamp_to_sec(st),
                                      [self.joint_names[i] for i in idx], pos)
         if self.seizure.changed:
@@ -577,6 +639,8 @@ class DamageMonitor(ThinNode):
                 level = 1
         if self.detector.faults and level == 0:
             level = 1
+        if self.body is not None:
+            values += self._body_values()
         self.publish_diagnostics([self.node_status(message, level, values)])
 
     def close(self) -> None:

@@ -181,6 +181,7 @@ _RECOVERY = When("recovery", (True,))
 ENDPOINTS: Dict[str, Tuple[Endpoint, ...]] = {
     "servo_driver": (
         Endpoint("publish", "joint_states", _JS),
+        Endpoint("publish", "joint_states/setpoint", _JS),
         Endpoint("subscribe", "joint_commands", _TRAJ),
         Endpoint("reply", "~/emergency_stop", "std_srvs/srv/Trigger"),
         Endpoint("reply", "~/set_torque", "std_srvs/srv/SetBool"),
@@ -214,6 +215,8 @@ ENDPOINTS: Dict[str, Tuple[Endpoint, ...]] = {
     "damage_monitor": (
         Endpoint("publish", "morphology", _MORPH),
         Endpoint("publish", "morphology/evidence", _EVIDENCE),
+        Endpoint("publish", "body/inertia", "geometry_msgs/msg/InertiaStamped", When("body_estimate", (True,))),
+        Endpoint("subscribe", "joint_states/setpoint", _JS, When("body_estimate", (True,))),
         Endpoint("subscribe", "/diagnostics", "diagnostic_msgs/msg/DiagnosticArray"),
         Endpoint("subscribe", "joint_states", _JS),
         Endpoint("subscribe", "joint_commands", _TRAJ),

@@ -229,6 +229,11 @@ DAMAGE_MONITOR = ParamSet("damage_monitor", [
       "n-th window (rounded down to a power of 2)", lo=2, hi=64),
     P("identify_recover", "double", 10.0, "identifier: on time (windows closing within a quarter of "
       "identify_max_lag) this long before a degraded step is undone", lo=1.0, hi=600.0, unit="s"),
+    P("body_estimate", "bool", False, "estimate the body's mass and CoM from the servos' load (joint_states with "
+      "the driver's joint_states/setpoint, imu/data) on a healthy morphology: body/inertia and /diagnostics",
+      read_only=True),
+    P("body_window", "double", 30.0, "body estimate: forgetting time constant", lo=1.0, hi=600.0, unit="s",
+      read_only=True),
 ])
 
 ROBOT_EMULATOR = ParamSet("robot_emulator", [
@@ -257,6 +262,11 @@ ROBOT_EMULATOR = ParamSet("robot_emulator", [
       "heavier than its URDF, a payload; the nodes' models are not told)", lo=0.5, hi=2.0, read_only=True),
     P("body_com_shift", "double_array", [0.0, 0.0, 0.0], "the world's robot body: its CoM moved by this from the "
       "URDF's (x, y, z in base_link)", lo=-0.05, hi=0.05, length=3, unit="m", read_only=True),
+    P("servo_timing", "string", "tick", "how the world follows the servos: 'tick' (each world update drives the "
+      "engine toward the servos' commanded positions one update ahead; reads give the last update's angles) or "
+      "'exact' (the engine follows the commanded trajectories as they were, cut where a move starts or ends; "
+      "reads give the angle carried forward at its rate to the read's time)", choices=("tick", "exact"),
+      read_only=True),
 ])
 
 ALL = {p.node_name: p for p in (SERVO_DRIVER, IMU, GAIT_CONTROLLER, PREDICTOR, DAMAGE_MONITOR, ROBOT_EMULATOR)}

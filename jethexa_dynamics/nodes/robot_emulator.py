@@ -168,19 +168,42 @@ class RobotEmulator(ThinNode):
                 return
             t_bus = self.bus.now()
             idx = [i for i, j in enumerate(self.joint_names) if j not in self.silenced]
-            goal = [self.seized.get(self.joint_names[i]) for i in idx]
-            goal = [self.bus.commanded_position(self.joint_names[i], t_bus + dt) if g is None else g
-                    for i, g in zip(idx, goal)]
+            exact = self.p["servo_timing"] == "exact"
             try:
-                e.set_joint_targets(goal, move_time=dt, joints=idx)
-                e.advance(target)
+                if exact:
+                    self._follow_exactly(idx, target, t_bus - target)
+                else:
+                    goal = [self.seized.get(self.joint_names[i]) for i in idx]
+                    goal = [self.bus.commanded_position(self.joint_names[i], t_bus + dt) if g is None else g
+                            for i, g in zip(idx, goal)]
+                    e.set_joint_targets(goal, move_time=dt, joints=idx)
+                    e.advance(target)
             except self._SimulationError as exc:
                 self.sim_failures += 1
                 self.get_logger().error("world: %s; robot reset to standing" % exc)
                 e.reset_standing()
                 return
             q = e.joint_angles
-            self.bus.set_measured_positions({self.joint_names[i]: float(q[i]) for i in idx})
+            if exact:    # reads carry the angles forward to their own time (the engine's time on the bus clock)
+                qd, names = e.joint_rates, self.joint_names
+                self.bus.set_measured_positions({names[i]: float(q[i]) for i in idx},
+                                                {names[i]: float(qd[i]) for i in idx}, e.time + t_bus - target)
+            else:
+                self.bus.set_measured_positions({self.joint_names[i]: float(q[i]) for i in idx})
+
+    def _follow_exactly(self, idx, target: float, c: float) -> None:
+        """Advance the engine to ``target`` with the servos' commanded trajectories as they were: cut where a move
+        starts or ends (``BusEmulator.breakpoints``), linear between (the engine's own move, on its 1 ms steps);
+        ``c`` = bus time - engine time."""
+        e, names = self.engine, self.joint_names
+        cuts = list(self.bus.breakpoints(e.time + c, target + c)) + [target + c]
+        for k, b in enumerate(cuts):
+            if b - c - e.time < 0.5 * e.dt and k < len(cuts) - 1:
+                continue
+            goal = [self.seized.get(names[i]) for i in idx]
+            goal = [self.bus.commanded_position(names[i], b) if g is None else g for i, g in zip(idx, goal)]
+            e.set_joint_targets(goal, move_time=max(0.0, b - c - e.time), joints=idx)
+            e.advance(b - c)
 
     def _stamp(self, msg, frame: str) -> None:
         msg.header.stamp = self.get_clock().now().to_msg()

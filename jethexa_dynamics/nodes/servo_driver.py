@@ -5,6 +5,12 @@
 * ``joint_states`` (sensor_msgs/JointState) at ``publish_rate``: measured positions only, of the joints the
   read scheduler read in that cycle (Hiwonder's bus cannot read 18 positions at 50 Hz), stamped with the
   time of the reads; a cycle without a position read publishes nothing.
+* ``joint_states/setpoint`` (sensor_msgs/JointState) with each ``joint_states`` message, published just before
+  it: the same header stamp and names (less joints never moved), position = each servo's set-point at the
+  instant it was read (``hardware.setpoints``: the moves sent, replayed) -- with the reading, the servo's
+  tracking error, i.e. its load (``damage.body_load``). A JointState because it is joint positions by name like
+  its twin (one message type to validate and record); a topic of its own, not ``effort`` or ``velocity`` of
+  ``joint_states``, which mean torques and rates to every consumer of that topic.
 * All bus I/O runs in one thread of the node (a read of a silent servo blocks for its reply timeout);
   the subscription only validates and hands the command over.
 * ``/diagnostics``: one status per servo (reply statistics, voltage and temperature against the servo's own
@@ -54,6 +60,7 @@ class ServoDriver(ThinNode):
         self.commanded: Dict[str, float] = {}
         self.commands_applied = 0
         self.state_pub = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
+        self.setpoint_pub = self.create_publisher(JointState, "joint_states/setpoint", SENSOR_QOS)
         self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS)
         self.create_service(Trigger, "~/emergency_stop", self._on_estop)
         self.create_service(SetBool, "~/set_torque", self._on_set_torque)
@@ -214,7 +221,15 @@ class ServoDriver(ThinNode):
         msg.header.stamp = stamp.to_msg()
         msg.name = names
         msg.position = [float(readings.positions[j]) for j in names]
+        setpoints = self.joints.setpoints_at(readings)
+        moved = [j for j in names if setpoints.get(j) == setpoints.get(j)]   # NaN: never moved
         if self.context.ok():  # not while rclpy shuts down (Ctrl-C) and close() is on its way
+            if moved:   # first: a subscriber pairing the two by stamp mostly has the set-points when q arrives
+                sp = JointState()
+                sp.header.stamp = msg.header.stamp
+                sp.name = moved
+                sp.position = [float(setpoints[j]) for j in moved]
+                self.setpoint_pub.publish(sp)
             self.state_pub.publish(msg)
 
     def _confirm_silence(self) -> None:
