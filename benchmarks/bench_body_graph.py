@@ -1,0 +1,231 @@
+"""The body estimate in the running sim graph: its nodes as processes (``sim.launch.py`` with ``composed:=false``,
+DDS on loopback), the world's body heavier and its CoM moved (``robot_emulator`` ``body_mass_scale``,
+``body_com_shift``), damage_monitor's ``body_estimate`` on, cmd_vel 0.05 m/s for ``--walk`` s.
+
+Prints, every 5 s of walking, damage_monitor's estimate (``body_mass``, ``body_com`` on /diagnostics) against the
+world's body, the CPU of its ``body`` stage and of the servo_driver and damage_monitor processes (/proc); then the
+same streams as recorded here replayed offline into the estimator: with the driver's set-points at each reading
+(what the node does), and from the commands alone timed at their receipt here (what a node without
+``joint_states/setpoint`` can do), with the receipt moved by a few ms. ``--timing`` is the emulator's
+``servo_timing``. ``--json FILE`` writes everything.
+
+    python benchmarks/bench_body_graph.py --timing exact --walk 40
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections import defaultdict, deque
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(pid):
+    """utime + stime of ``pid`` [s] (every thread), NaN if gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / CLK
+
+
+def monitor_values(w):
+    for _, arr in reversed(w.since("/diagnostics", 0.0)):
+        for st in arr.status:
+            if st.name.startswith("damage_monitor") and any(kv.key == "body_mass" for kv in st.values):
+                return {kv.key: kv.value for kv in st.values}
+    return None
+
+
+def stamp(st):
+    return st.sec + 1e-9 * st.nanosec
+
+
+def replay(streams, names, variant, shift=0.0, clock_offset=0.0):
+    """The recorded messages into a fresh estimator: ``variant`` 'setpoints' (pairs of joint_states and
+    joint_states/setpoint by stamp, as damage_monitor) or 'commands' (the commands at their receipt here +
+    ``shift`` s, joint_states alone; ``clock_offset`` = ROS time - this process's monotonic clock).
+    Returns [(t since the walk began, mass, com x, com y)] once a second."""
+    from jethexa_dynamics.damage.body_load import BodyLoadEstimator, ReadingPairs
+
+    est, pairs = BodyLoadEstimator(), ReadingPairs(names)
+    idx = {n: i for i, n in enumerate(names)}
+    out, t_next = [], None
+    for t, kind, msg, t_walk in streams:
+        if kind == "joint_commands":
+            p = msg.points[-1]
+            q = np.array(p.positions, dtype=float)
+            mt = p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
+            tc = t + clock_offset + shift
+            est.on_command(tc, q, tc + mt, [idx[n] for n in msg.joint_names])
+        elif kind == "imu/data":
+            o = msg.orientation
+            est.on_imu(stamp(msg.header.stamp), (o.w, o.x, o.y, o.z))
+        elif kind == "joint_states":
+            if variant == "setpoints":
+                pair = pairs.add(False, stamp(msg.header.stamp), stamp(msg.header.stamp), list(msg.name),
+                                 list(msg.position))
+                if pair is not None:
+                    est.on_joints(*pair)
+            else:
+                q = np.full(len(names), np.nan)
+                q[[idx[n] for n in msg.name]] = msg.position
+                est.on_joints(stamp(msg.header.stamp), q)
+        elif kind == "joint_states/setpoint" and variant == "setpoints":
+            pair = pairs.add(True, stamp(msg.header.stamp), stamp(msg.header.stamp), list(msg.name),
+                             list(msg.position))
+            if pair is not None:
+                est.on_joints(*pair)
+        if t_walk is not None and (t_next is None or t - t_walk >= t_next):
+            t_next = (t_next or 0.0) + 1.0
+            e = est.estimate()
+            if e is not None:
+                out.append((t - t_walk, e.mass, float(e.com[0]), float(e.com[1])))
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--timing", choices=("tick", "exact"), default="exact")
+    ap.add_argument("--walk", type=float, default=40.0)
+    ap.add_argument("--mass-scale", type=float, default=1.25)
+    ap.add_argument("--com-shift", type=float, default=0.01)
+    ap.add_argument("--timeout", type=float, default=240.0)
+    ap.add_argument("--json", default="")
+    args = ap.parse_args(argv)
+
+    from diagnostic_msgs.msg import DiagnosticArray
+    from geometry_msgs.msg import PoseStamped, Twist
+    from sensor_msgs.msg import Imu, JointState
+    from trajectory_msgs.msg import JointTrajectory
+
+    from jethexa_dynamics.model import LeggedRobot
+    from jethexa_dynamics.nodes._common import RELIABLE_QOS, SENSOR_QOS
+    from jethexa_dynamics.nodes.graph import Graph, Watcher, start_process, stop_processes, wait_for
+    from jethexa_dynamics.nodes.graph_spec import processes
+    from jethexa_dynamics.sim.streams import scaled_body_robot
+
+    robot = LeggedRobot.jethexa()
+    names = list(robot.joint_names)
+    world = scaled_body_robot(args.mass_scale, (args.com_shift, 0.0, 0.0)).description
+    truth_m, truth_c = float(world.body_mass), np.asarray(world.body_com, float)[:2]
+    print("world body: %.4f kg, CoM (%.4f, %.4f) m; URDF %.4f kg; emulator servo_timing %s" % (
+        truth_m, truth_c[0], truth_c[1], robot.description.body_mass, args.timing), flush=True)
+
+    plan = processes("sim", {"port_link": "/tmp/jethexa_body_bus_%d" % os.getpid(), "composed": "false"})
+    for p in plan:
+        for entry, params in p.nodes:
+            if entry.name == "robot_emulator":
+                params.update(body_mass_scale=args.mass_scale, body_com_shift=[args.com_shift, 0.0, 0.0],
+                              servo_timing=args.timing)
+            if entry.name == "damage_monitor":
+                params.update(body_estimate=True)
+    g = Graph()
+    w = g.add(Watcher)
+    w.msgs = defaultdict(lambda: deque(maxlen=200000))
+    w.watch(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
+    w.watch(PoseStamped, "mocap/pose", SENSOR_QOS)
+    for ty, topic in ((JointState, "joint_states"), (JointState, "joint_states/setpoint"), (Imu, "imu/data")):
+        w.watch(ty, topic, SENSOR_QOS)
+    w.watch(JointTrajectory, "joint_commands", RELIABLE_QOS)
+    walk = {"vx": 0.0}
+    pub = w.create_publisher(Twist, "cmd_vel", 10)
+
+    def drive():
+        tw = Twist()
+        tw.linear.x = walk["vx"]
+        pub.publish(tw)
+    w.create_timer(0.1, drive)
+    procs, logs, res = {}, {}, {"args": vars(args), "truth": {"mass": truth_m, "com": list(truth_c)}}
+    workdir = tempfile.mkdtemp(prefix="bench_body_")
+    env_path = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = env_path
+    try:
+        g.start()
+        t_launch = time.monotonic()
+        for p in plan:
+            name = p.name or p.executable
+            procs[name], logs[name] = start_process(p, workdir)
+        up = wait_for(lambda: w.count("mocap/pose") > 10 and w.count("joint_states/setpoint") > 50
+                      and monitor_values(w) is not None, args.timeout, poll=0.2)
+        if not up:
+            raise RuntimeError("graph not up after %.0f s; logs in %s" % (time.monotonic() - t_launch, workdir))
+        print("graph up after %.1f s (logs in %s)" % (time.monotonic() - t_launch, workdir), flush=True)
+        pids = {n: procs[n].pid for n in ("servo_driver", "damage_monitor", "robot_emulator")}
+        time.sleep(2.0)
+        cpu0 = {n: proc_cpu(pid) for n, pid in pids.items()}
+        v0 = monitor_values(w)
+        t_walk = time.monotonic()
+        walk["vx"] = 0.05
+        rows = []
+        print("%6s %9s %8s %8s %8s %8s %10s %10s %10s" % ("t [s]", "mass", "err %", "com x", "com y", "used s",
+                                                          "body ms/s", "driver %", "monitor %"))
+        while time.monotonic() - t_walk < args.walk:
+            time.sleep(5.0 - (time.monotonic() - t_walk) % 5.0)
+            t = time.monotonic() - t_walk
+            v = monitor_values(w) or {}
+            cpu = {n: proc_cpu(pid) for n, pid in pids.items()}
+            body_cpu = float(v.get("cpu_s body", "nan")) - float(v0.get("cpu_s body", "nan"))
+            mass = float(v.get("body_mass", "nan"))
+            com = [float(x) for x in v.get("body_com", "nan,nan,nan").split(",")] if v.get("body_com") != "nan" \
+                else [float("nan")] * 3
+            row = {"t": t, "mass": mass, "com": com[:2], "seconds": float(v.get("body_seconds", "nan")),
+                   "pairs": int(v.get("body_pairs", 0)), "unpaired": int(v.get("body_unpaired", 0)),
+                   "body_cpu_ms_per_s": 1e3 * body_cpu / t,
+                   "proc_cpu_pct": {n: 100.0 * (cpu[n] - cpu0[n]) / t for n in pids}}
+            rows.append(row)
+            print("%6.1f %9.4f %8.1f %8.4f %8.4f %8.1f %10.2f %10.1f %10.1f" % (
+                t, mass, 100.0 * (mass - truth_m) / truth_m, com[0], com[1], row["seconds"],
+                row["body_cpu_ms_per_s"], row["proc_cpu_pct"]["servo_driver"],
+                row["proc_cpu_pct"]["damage_monitor"]), flush=True)
+        res["node"] = rows
+        res["monitor_last"] = monitor_values(w)
+        emu_diag = None
+        for _, arr in reversed(w.since("/diagnostics", 0.0)):
+            for st in arr.status:
+                if st.name.startswith("robot_emulator"):
+                    emu_diag = {kv.key: kv.value for kv in st.values}
+                    break
+            if emu_diag:
+                break
+        res["emulator"] = emu_diag
+    finally:
+        g.close()
+        codes, _ = stop_processes(procs, logs)
+        res["exit_codes"] = codes
+    # offline replays of what was recorded here
+    streams = []
+    for topic in ("joint_states", "joint_states/setpoint", "imu/data", "joint_commands"):
+        for t, m in w.since(topic, 0.0):
+            streams.append((t, topic, m, t_walk))
+    streams.sort(key=lambda s: s[0])
+    js = [m for _, m in w.since("joint_states", 0.0)]
+    res["names_per_message"] = float(np.mean([len(m.name) for m in js])) if js else 0.0
+    res["replay"] = {}
+    for label, variant, shift in (("setpoints", "setpoints", 0.0), ("commands", "commands", 0.0),
+                                  ("commands+2ms", "commands", 0.002), ("commands-2ms", "commands", -0.002)):
+        out = replay(streams, names, variant, shift, time.time() - time.monotonic())
+        res["replay"][label] = out
+        at = {k: next(((m, cx, cy) for tt, m, cx, cy in out if tt >= k), None) for k in (10, 20, 30, 40)}
+        print("replay %-13s " % label + "  ".join(
+            "%ds: %s" % (k, "-" if v is None else "%.3f kg (%+.0f %%) com %.1f,%.1f mm" % (
+                v[0], 100 * (v[0] - truth_m) / truth_m, 1e3 * v[1], 1e3 * v[2])) for k, v in at.items()), flush=True)
+    print("emulator: %s" % {k: (res.get("emulator") or {}).get(k) for k in ("real_time_factor", "lag_events")})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
