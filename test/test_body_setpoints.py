@@ -161,3 +161,61 @@ def test_set_points_at_the_readings_give_the_body_despite_late_commands_and_part
     bad = _feed(BodyLoadEstimator(), streams, command_delay=0.005, with_setpoints=False)
     assert abs(good.mass - truth) <= 0.10 * truth and np.linalg.norm(good.com[:2] - [0.01, 0.0]) <= 0.005, good
     assert abs(bad.mass - truth) > 0.10 * truth or np.linalg.norm(bad.com[:2] - [0.01, 0.0]) > 0.005, bad
+
+
+def test_the_exact_world_follows_the_servos_commanded_trajectories_as_they_were():
+    """``follow_commanded``: moves land on the emulated servos between two world updates (mid-move too); after
+    every stretch the engine ran, its set-points are the servos' commanded trajectories at that time (the
+    oracle: ``BusEmulator.commanded_position``), not one update ahead."""
+    from jethexa_dynamics.hardware.emulator import follow_commanded
+    from jethexa_dynamics.model import LeggedRobot
+    from jethexa_dynamics.sim.engine import Engine
+
+    eng = Engine(LeggedRobot.jethexa(), gait=None, record_every=0)
+    eng.step(0)
+    names = list(eng.robot.joint_names)
+    clock = Clock()
+    em = BusEmulator(load_servo_table(), time_fn=clock)
+    em.set_positions(dict(zip(names, map(float, eng.joint_angles))))
+    offset = em.now() - eng.time
+    seen = []
+
+    class Spy:
+        """The engine, its set-points noted after every advance."""
+        time = property(lambda self: eng.time)
+        dt = eng.dt
+
+        def setpoints(self):
+            return eng.setpoints()
+
+        def set_joint_targets(self, *a, **kw):
+            eng.set_joint_targets(*a, **kw)
+
+        def advance(self, t):
+            eng.advance(t)
+            seen.append((eng.time, eng.setpoints()))
+
+    rng = np.random.default_rng(2)
+    table = load_servo_table()
+    q0 = eng.joint_angles
+    checked = 0
+    for k in range(40):
+        target = eng.time + 0.01
+        t_move = eng.time
+        if rng.random() < 0.7:          # a group move arrives mid-update, on the engine's 1 ms grid
+            t_move = eng.time + 0.001 * int(rng.integers(1, 10))
+            ms = int(rng.choice([0, 20, 30, 50]))
+            for i in rng.choice(len(names), size=6, replace=False):
+                spec = table.by_joint(names[i])
+                em.servo(names[i]).move(spec.to_ticks(float(q0[i] + rng.uniform(-0.1, 0.1))), ms,
+                                        em._abs(t_move + offset))
+        clock.t = em._abs(target + offset)
+        del seen[:]
+        follow_commanded(em, Spy(), dict(enumerate(names)), target, offset)
+        # the servos keep their last move only: the oracle holds from the last move's start on
+        for t, s in seen:
+            if t >= t_move - 1e-9:
+                want = [em.commanded_position(n, t + offset - 1e-9) for n in names]
+                np.testing.assert_allclose(s, want, atol=1e-9, err_msg="update %d at %.4f s" % (k, t))
+                checked += 1
+    assert checked >= 40

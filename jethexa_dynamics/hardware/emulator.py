@@ -21,6 +21,8 @@ import time
 from collections import deque
 from typing import Callable, Dict, Mapping, Optional, Tuple
 
+import numpy as np
+
 from . import protocol as P
 from . import rrc as R
 from .errors import ParameterError
@@ -31,7 +33,7 @@ from .servo_faults import FaultSpec, Key, ReplyFaults, parse_faults
 from .servo_model import EmulatedServo
 from .servo_table import ServoTable, load_servo_table
 
-__all__ = ["BusEmulator"]
+__all__ = ["BusEmulator", "follow_commanded"]
 
 log = logging.getLogger(__name__)
 
@@ -289,3 +291,27 @@ class BusEmulator:
                 out.extend(self._packets.handle(ev))
             # bad checksums: a real servo ignores the frame
         return out
+
+
+def follow_commanded(bus: BusEmulator, engine, joints: Mapping[int, str], target: float, offset: float,
+                     fixed: Optional[Mapping[int, float]] = None) -> None:
+    """Advance a simulation ``engine`` (``sim.engine.Engine``: ``time``, ``dt``, ``setpoints``,
+    ``set_joint_targets``, ``advance``) to ``target`` [s, its time] with its servos' set-points the emulated servos' commanded
+    trajectories as they were over that span: cut where a move starts or ends (:meth:`BusEmulator.breakpoints`),
+    linear between (the engine's own move, on its steps). ``joints`` {engine joint index: joint name};
+    ``offset`` = emulator time - engine time; ``fixed`` {engine joint index: rad} held there instead (seized)."""
+    idx = list(joints)
+    fixed = fixed or {}
+
+    def at(t):
+        return [fixed[i] if i in fixed else bus.commanded_position(joints[i], t) for i in idx]
+    cuts = list(bus.breakpoints(engine.time + offset, target + offset)) + [target + offset]
+    for k, b in enumerate(cuts):
+        if b - offset - engine.time < 0.5 * engine.dt and k < len(cuts) - 1:
+            continue
+        now = np.asarray(at(engine.time + offset))       # a move of no duration steps the set-point: at once
+        if np.abs(now - engine.setpoints()[idx]).max(initial=0.0) > 1e-12:
+            engine.set_joint_targets(now, move_time=0.0, joints=idx)
+        # towards the value just before the cut (the move that starts there is the next stretch's)
+        engine.set_joint_targets(at(b - 1e-9), move_time=max(0.0, b - offset - engine.time), joints=idx)
+        engine.advance(b - offset)

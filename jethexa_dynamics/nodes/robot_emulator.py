@@ -27,7 +27,7 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import Imu
 
-from jethexa_dynamics.hardware.emulator import BusEmulator
+from jethexa_dynamics.hardware.emulator import BusEmulator, follow_commanded
 from jethexa_dynamics.model.se3 import rot_to_quat
 from jethexa_dynamics.nodes import params as node_params
 from jethexa_dynamics.damage.detection import joint_leg_link
@@ -171,7 +171,9 @@ class RobotEmulator(ThinNode):
             exact = self.p["servo_timing"] == "exact"
             try:
                 if exact:
-                    self._follow_exactly(idx, target, t_bus - target)
+                    names = self.joint_names
+                    follow_commanded(self.bus, e, {i: names[i] for i in idx}, target, t_bus - target,
+                                     {i: self.seized[names[i]] for i in idx if names[i] in self.seized})
                 else:
                     goal = [self.seized.get(self.joint_names[i]) for i in idx]
                     goal = [self.bus.commanded_position(self.joint_names[i], t_bus + dt) if g is None else g
@@ -190,20 +192,6 @@ class RobotEmulator(ThinNode):
                                                 {names[i]: float(qd[i]) for i in idx}, e.time + t_bus - target)
             else:
                 self.bus.set_measured_positions({self.joint_names[i]: float(q[i]) for i in idx})
-
-    def _follow_exactly(self, idx, target: float, c: float) -> None:
-        """Advance the engine to ``target`` with the servos' commanded trajectories as they were: cut where a move
-        starts or ends (``BusEmulator.breakpoints``), linear between (the engine's own move, on its 1 ms steps);
-        ``c`` = bus time - engine time."""
-        e, names = self.engine, self.joint_names
-        cuts = list(self.bus.breakpoints(e.time + c, target + c)) + [target + c]
-        for k, b in enumerate(cuts):
-            if b - c - e.time < 0.5 * e.dt and k < len(cuts) - 1:
-                continue
-            goal = [self.seized.get(names[i]) for i in idx]
-            goal = [self.bus.commanded_position(names[i], b) if g is None else g for i, g in zip(idx, goal)]
-            e.set_joint_targets(goal, move_time=max(0.0, b - c - e.time), joints=idx)
-            e.advance(b - c)
 
     def _stamp(self, msg, frame: str) -> None:
         msg.header.stamp = self.get_clock().now().to_msg()
