@@ -137,9 +137,11 @@ def _streams_with_partial_reads(cfg, per_message=3):
 
 
 def _feed(est, streams, command_delay=0.0, with_setpoints=True):
-    for t, kind, p in streams:
+    """The streams in time order, the commands ``command_delay`` s late."""
+    late = sorted(((t + command_delay if kind == "cmd" else t), n, kind, p) for n, (t, kind, p) in enumerate(streams))
+    for t, _, kind, p in late:
         if kind == "cmd":
-            est.on_command(t + command_delay, p[0], t + command_delay + p[1], joints=p[2])
+            est.on_command(t, p[0], t + p[1], joints=p[2])
         elif kind == "joints":
             est.on_joints(t, p[0], p[1] if with_setpoints else None)
         else:
