@@ -98,6 +98,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--timing", choices=("tick", "exact"), default="exact")
     ap.add_argument("--walk", type=float, default=40.0)
+    ap.add_argument("--world-rate", type=float, default=0.0, help="robot_emulator rate [Hz] (0: its config's)")
     ap.add_argument("--mass-scale", type=float, default=1.25)
     ap.add_argument("--com-shift", type=float, default=0.01)
     ap.add_argument("--timeout", type=float, default=240.0)
@@ -128,6 +129,8 @@ def main(argv=None):
             if entry.name == "robot_emulator":
                 params.update(body_mass_scale=args.mass_scale, body_com_shift=[args.com_shift, 0.0, 0.0],
                               servo_timing=args.timing)
+                if args.world_rate:
+                    params.update(rate=args.world_rate)
             if entry.name == "damage_monitor":
                 params.update(body_estimate=True)
     g = Graph()

@@ -37,6 +37,14 @@ with its CoM 1 cm forward; a 150 g payload put on mid-run is followed to within 
 (``TIMING_NOTE``): what a bag of the running graph does not give (``partial_reads``). Cost: 14 ms of CPU
 per second of data here (1.4 % of a core; 6-8 % of a Nano core at 4-6x; ``benchmarks/bench_identify.py``).
 
+In the running graph the servo driver gives each reading's set-point (``joint_states/setpoint``: the moves it
+sent, replayed at the read's time; ``on_joints(..., setpoints)``, paired by ``ReadingPairs``). Measured there
+(``benchmarks/bench_body_graph.py``, processes on 2 shared cores, body 1.6875 kg / CoM +10 mm, 30 s of walking,
+``body_window`` 30 s): emulator ``servo_timing`` exact at 500 Hz 1.93 kg (+14 %), CoM (9.8, -2.1) mm, +12 % at
+45 s; at its default 100 Hz +24-43 % (its reads carried forward up to 10 ms at the joint rate: the emulator's own
+pairs give +23 % there, +7 % at 500 Hz); ``tick`` (the old world, one update ahead) -6..+3 % but CoM 13-28 mm.
+From the commands alone (receipt-timed) the CoM is off by 10-30 mm. Not yet within 10 %: see the prototype's notes.
+
 Example::
 
     est = BodyLoadEstimator()
