@@ -19,10 +19,16 @@ ground's force on foot i. Over a window the body's momentum change averages to z
 
 so the body mass m_b = M - (the legs' links, the URDF's) and its CoM c_b (x, y; the height is not observable on
 level ground and stays the model's). ``I`` is rebuilt from the streams since the estimator started, so it
-misses the servo's integral from before; that constant, and any per-joint torque offset, is removed per joint
-by the swing phase: a leg whose commanded foot is more than ``swing_height`` above its stance level carries
-nothing, so there ``N - tau`` must be zero on average. All sums are linear in the samples and kept with
-exponential forgetting (time constant ``window`` s): the estimate follows a payload added mid-run.
+misses the servo's integral from before, and it drifts from the servo's as the load moves (standing to walking:
+the servo's integral takes up a new load over kp/ki = 5 s) and as it leaks; that torque, and any per-joint torque
+offset, varies slowly and is measured per joint in each swing of its leg: a leg whose commanded foot is more than
+``swing_height`` above its stance level carries nothing, so there ``N - tau`` is that torque. A sample is used
+once the swing after it is over, less the torque interpolated between the swings before and after it; samples
+not between two swings ``bracket`` s apart (standing) are not used: with one offset per joint over the whole
+window, taken while walking, the samples of the standing before a walk read the servo integral's change as load
+(+15 % mass after 15 s standing and 30 s walking, ``test/test_body_setpoints.py``). All sums are linear in the
+samples and kept with exponential forgetting (time constant ``window`` s): the estimate follows a payload added
+mid-run.
 
 What it needs and assumes (the choice where the papers are silent, written down): the servo law's gains
 (``gains``: the emulated servo's; a real servo's stiffness is calibrated once against the URDF's mass); a
@@ -55,6 +61,7 @@ Example::
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -113,12 +120,14 @@ class BodyLoadEstimator:
     (kd unused: the rates average out); ``window`` [s] the forgetting time constant; ``swing_height`` [m] a
     commanded foot this far above its stance level is in the air; ``max_gap`` [s] a longer silence of the
     joints restarts the rebuilt integral; ``leak`` [s] the rebuilt integral forgets with this time constant (the
-    joint noise integrated would otherwise walk away; what is slower than ``leak`` the swing phase removes).
+    joint noise integrated would otherwise walk away; what is slower than ``leak`` the swing phase removes);
+    ``bracket`` [s] a sample is used once its leg's swings before and after it are found this close together.
     Joint vectors in ``robot.joint_names`` order, like ``DamageIdentifier``.
     """
 
     def __init__(self, robot: Optional[LeggedRobot] = None, gains: Sequence[float] = PAPER_GAINS,
-                 window: float = 30.0, swing_height: float = 0.004, max_gap: float = 0.2, leak: float = 3.0):
+                 window: float = 30.0, swing_height: float = 0.004, max_gap: float = 0.2, leak: float = 3.0,
+                 bracket: float = 3.0):
         if not (math.isfinite(window) and 1.0 <= window <= 600.0):
             raise ValueError("window=%r outside the allowed range [1, 600] s" % (window,))
         if not (math.isfinite(swing_height) and 0.0 < swing_height <= 0.05):
@@ -132,6 +141,9 @@ class BodyLoadEstimator:
         if not (math.isfinite(leak) and leak > 0):
             raise ValueError("leak=%r must be a time > 0 s" % (leak,))
         self.leak = float(leak)
+        if not (math.isfinite(bracket) and 0.5 <= bracket <= 30.0):
+            raise ValueError("bracket=%r outside the allowed range [0.5, 30] s" % (bracket,))
+        self.bracket = float(bracket)
         self.joint_names = list(self.robot.joint_names)
         self.nj = len(self.joint_names)
         self.n_legs = self.nj // 3
@@ -157,21 +169,29 @@ class BodyLoadEstimator:
         self._s_held = np.full(self.nj, np.nan)   # each joint's latest set-point from the driver [rad]
         self._stance_z = np.full(self.n_legs, np.nan)
         nj = self.nj                         # per joint k (leg i, column c), over the reads of k:
-        self._A = np.zeros((nj, 3))          # sum w (R J_i^-T)[:, c]                (force per unit torque)
         self._b = np.zeros((nj, 3))          # sum w (R J_i^-T)[:, c] (N - tau)_k    (its share of the force)
-        self._C = np.zeros((nj, 3))          # sum w ([R p_i]x R J_i^-T)[:, c]       (moment per unit torque)
         self._d = np.zeros((nj, 3))          # sum w ([R p_i]x R J_i^-T)[:, c] (N - tau)_k
         self._jw = np.zeros(nj)              # sum w over the reads of k
-        self._swing = np.zeros(self.nj)      # sum over swing samples w (N - tau)
-        self._swing_w = np.zeros(self.nj)
         self._links = np.zeros(3)            # sum w R (sum_l m_l c_l)      (the legs' mass moment)
         self._w = 0.0
+        self._t_sums = -math.inf             # the time the sums are forgotten to
+        self._clear_swings()
         self.seconds = 0.0
+
+    def _clear_swings(self) -> None:
+        """Forget the swings and the samples waiting for one (the unseen torque may have jumped)."""
+        self._in_swing = np.zeros(self.n_legs, dtype=bool)
+        self._swing_acc = np.zeros((self.nj, 3))   # per joint, the open swing: sum (N - tau), sum t, count
+        self._last_swing = [None] * self.nj        # per joint: (mean time [s], mean N - tau [N m]) of its last swing
+        self._pending = [deque() for _ in range(self.nj)]   # per joint: (t, (R J^-T)[:, c], moment col, N - tau)
+        self._links_pending = deque()              # (t, R sum_l m_l c_l) not yet added
 
     # ------------------------------------------------------------------ inputs
     def on_morphology(self, links_per_leg: Sequence[int]) -> None:
         """Samples are used only while every leg has all its links (the force balance assumes the URDF's legs)."""
         self.healthy = tuple(int(n) for n in links_per_leg) == self._all_links
+        if not self.healthy:
+            self._clear_swings()
 
     def on_command(self, t, q, t_target, joints=None) -> bool:
         """A joint command received at ``t`` [s]: ``joints`` (indices, default all) to ``q`` [rad] at ``t_target``."""
@@ -230,6 +250,7 @@ class BodyLoadEstimator:
         fresh = ~np.isnan(qm)
         if not math.isfinite(dt) or dt > self.max_gap:
             self._integral[:] = 0.0           # a gap: the servo's integral ran on unseen; rebuilt from here
+            self._clear_swings()              # and the baseline the swings measured jumps with it
             self._q[:] = self._e[:] = np.nan
         else:
             self._integral *= math.exp(-dt / self.leak)
@@ -239,7 +260,7 @@ class BodyLoadEstimator:
         if self._R is None or not self.healthy or np.isnan(self._e).any() or not math.isfinite(dt) \
                 or dt > self.max_gap:
             return True
-        self._add(dt, self._q, s, self.kp * self._e + self.ki * self._integral, fresh)
+        self._add(t, dt, self._q, s, self.kp * self._e + self.ki * self._integral, fresh)
         return True
 
     def _reject(self) -> bool:
@@ -250,11 +271,11 @@ class BodyLoadEstimator:
     # The sums are kept per joint: f_i = R J_i^-T r_i = sum_c (R J_i^-T)[:, c] r_c (r = N - tau), so each joint's
     # share is sampled when that joint was read and averaged over its own reads; their sum is the window's mean
     # force (linearity), with no joint's error held across the gait's phases while other joints are read.
-    def _add(self, dt: float, q: np.ndarray, s: np.ndarray, tau: np.ndarray, fresh: np.ndarray) -> None:
-        lam = math.exp(-dt / self.window)
-        for arr in (self._A, self._b, self._C, self._d, self._jw, self._swing, self._swing_w, self._links):
-            arr *= lam
-        self._w = self._w * lam + 1.0
+    # What the rebuilt integral misses (the servo's integral from before, its slow drift as the load moves from
+    # standing to walking, the leak) is a slowly varying torque per joint: measured in each swing of the leg (it
+    # carries nothing there) and interpolated between the swings before and after. A sample waits until the
+    # swing after it is over; one not between two swings less than ``bracket`` s apart (standing) is not used.
+    def _add(self, t: float, dt: float, q: np.ndarray, s: np.ndarray, tau: np.ndarray, fresh: np.ndarray) -> None:
         self.seconds += dt
         R = self._R
         g_sb = np.eye(4)
@@ -270,6 +291,10 @@ class BodyLoadEstimator:
             # the stance level: the lowest commanded foot, rising 5 mm/s when not refreshed (a new body height)
             self._stance_z[i] = z if not math.isfinite(low) else min(z, low + 0.005 * dt)
             swing = z > self._stance_z[i] + self.swing_height
+            if self._in_swing[i] and not swing:
+                for k in range(3 * i, 3 * i + 3):
+                    self._close_swing(k, t)
+            self._in_swing[i] = swing
             cols = [c for c in range(3) if fresh[3 * i + c]]
             if not cols:
                 continue
@@ -282,27 +307,67 @@ class BodyLoadEstimator:
             cross = _skew(R @ p) @ RJ
             for c in cols:
                 k = 3 * i + c
-                r = resid[k]
-                self._A[k] += RJ[:, c]
-                self._b[k] += RJ[:, c] * r
-                self._C[k] += cross[:, c]
-                self._d[k] += cross[:, c] * r
-                self._jw[k] += 1.0
+                pend = self._pending[k]
+                pend.append((t, RJ[:, c].copy(), cross[:, c].copy(), resid[k]))
+                while pend and t - pend[0][0] > self.bracket:         # no swing for too long: standing
+                    pend.popleft()
                 if swing:
-                    self._swing[k] += r
-                    self._swing_w[k] += 1.0
+                    acc = self._swing_acc[k]
+                    acc[0] += resid[k]
+                    acc[1] += t
+                    acc[2] += 1.0
         m_total = self.body_mass_model + self.legs_mass
         c = center_of_mass(self.robot, q)
-        self._links += R @ (m_total * c - self.body_mass_model * self.body_com_model)
+        self._links_pending.append((t, R @ (m_total * c - self.body_mass_model * self.body_com_model)))
+        while self._links_pending and t - self._links_pending[0][0] > self.bracket:
+            self._links_pending.popleft()
+
+    def _close_swing(self, k: int, t: float) -> None:
+        """Joint ``k``'s leg has touched down at ``t``: the swing's mean residual (at its mean time) is the
+        baseline there; the samples since the last swing get the baseline interpolated between the two."""
+        r_sum, t_sum, n = self._swing_acc[k]
+        self._swing_acc[k][:] = 0.0
+        if n == 0:
+            return
+        now = (t_sum / n, r_sum / n)
+        last, self._last_swing[k] = self._last_swing[k], now
+        pend, self._pending[k] = self._pending[k], deque()
+        bracketed = last is not None and now[0] - last[0] <= self.bracket
+        if k == 0:      # the legs' mass moment over the same stretch of time (leg 0's swings mark it)
+            self._forget(t)
+            for ts, h in self._links_pending if bracketed else ():
+                w = math.exp(-(t - ts) / self.window)
+                self._links += w * h
+                self._w += w
+            self._links_pending = deque()
+        if not bracketed:
+            return
+        self._forget(t)
+        (t0, r0), (t1, r1) = last, now
+        for ts, rj, cr, r in pend:
+            w = math.exp(-(t - ts) / self.window)                    # forgotten as if added at its own time
+            base = r0 + (r1 - r0) * min(max((ts - t0) / (t1 - t0), 0.0), 1.0) if t1 > t0 else r1
+            self._b[k] += w * rj * (r - base)
+            self._d[k] += w * cr * (r - base)
+            self._jw[k] += w
+
+    def _forget(self, t: float) -> None:
+        """Decay the sums to time ``t`` (forgetting with time constant ``window``)."""
+        if math.isfinite(self._t_sums):
+            lam = math.exp(-max(t - self._t_sums, 0.0) / self.window)
+            for arr in (self._b, self._d, self._jw, self._links):
+                arr *= lam
+            self._w *= lam
+        self._t_sums = t
 
     def estimate(self, min_seconds: float = 5.0) -> Optional[BodyEstimate]:
-        """The body's mass and CoM now, or None before ``min_seconds`` of usable samples (or no swing yet)."""
-        if self.seconds < min_seconds or not (self._swing_w > 0).all():
+        """The body's mass and CoM now, or None before ``min_seconds`` of usable samples (or before every joint
+        has samples between two swings)."""
+        if self.seconds < min_seconds or not (self._jw > 0).all() or self._w <= 0:
             return None
-        off = self._swing / self._swing_w                        # per joint: N - tau that carries nothing
         w = self._jw[:, None]
-        force = ((self._b - self._A * off[:, None]) / w).sum(axis=0)
-        moment = ((self._d - self._C * off[:, None]) / w).sum(axis=0)
+        force = (self._b / w).sum(axis=0)
+        moment = (self._d / w).sum(axis=0)
         links = self._links / self._w
         mass = force[2] / G - self.legs_mass
         # moment = g (R h_total) x z: its x is g h_y, its y is -g h_x (world axes, the body near level)
