@@ -66,6 +66,10 @@ class BusEmulator:
         self._frames = ServoFrameDispatcher(self._servos, time_fn, self._replies)
         self._packets = RrcPacketDispatcher(self._frames)
         self._pty = PtyTransport(self._on_bytes, name="jethexa-bus-emulator")
+        #: called with no argument before each batch of received bytes is executed, outside the emulator's lock:
+        #: a simulation brings its world up to now there, so a read gives the angle at its own time and a move
+        #: starts from the world as it was when the move arrived (None: the simulation's own timer only)
+        self.before_bytes: Optional[Callable[[], None]] = None
         #: received valid frames/packets: (time, servo_id or None, command, payload); bounded
         self.rx_log: deque = deque(maxlen=20000)
         for f in self._pending_faults:
@@ -275,7 +279,10 @@ class BusEmulator:
 
     # -- serving (the pty thread) -----------------------------------------------------------------------
     def _on_bytes(self, data: bytes) -> Replies:
-        """What the client wrote: due faults armed, then every complete frame/packet executed (under the lock)."""
+        """What the client wrote: the simulation brought up to now (``before_bytes``), due faults armed, then every
+        complete frame/packet executed (under the lock)."""
+        if self.before_bytes is not None:
+            self.before_bytes()
         with self._lock:
             self._arm_faults()
             return self._handle_bytes(data)

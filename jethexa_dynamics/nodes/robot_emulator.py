@@ -84,6 +84,11 @@ class RobotEmulator(ThinNode):
         # instead of three: the rclpy executor's per-callback cost dominates here)
         self.rate_timer("rate", self._on_tick, "world")
         self._diag_timer = self.timer(1.0, self._on_diag, "diagnostics")
+        if self.p["servo_timing"] == "exact":
+            # each bus transaction brings the world up to its time: a read gives the angle at the read to 1 ms
+            # (carried forward from the last world update at 100 Hz the readings lag or lead by up to 10 ms,
+            # and the body estimate reads that lag as load)
+            self.bus.before_bytes = self._on_world
         self.get_logger().info("emulated servo bus on %s (linked at %s)" % (self.port, self.p["port_link"]))
 
     # ------------------------------------------------------------------ set-up
