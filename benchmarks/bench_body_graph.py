@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import sys
 import tempfile
 import time
@@ -94,6 +95,24 @@ def replay(streams, names, variant, shift=0.0, clock_offset=0.0):
     return out
 
 
+def plain_streams(streams):
+    """The recorded messages as plain tuples (t here, topic, stamp [s], payload): joint_states and its set-points
+    (names, positions), imu/data (w, x, y, z), joint_commands (names, last point's positions, its time [s])."""
+    out = []
+    for t, topic, msg, _ in streams:
+        if topic == "joint_commands":
+            p = msg.points[-1]
+            payload = (list(msg.joint_names), list(p.positions),
+                       p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec)
+        elif topic == "imu/data":
+            o = msg.orientation
+            payload = (o.w, o.x, o.y, o.z)
+        else:
+            payload = (list(msg.name), list(msg.position))
+        out.append((t, topic, stamp(msg.header.stamp), payload))
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--timing", choices=("tick", "exact"), default="exact")
@@ -103,6 +122,8 @@ def main(argv=None):
     ap.add_argument("--com-shift", type=float, default=0.01)
     ap.add_argument("--timeout", type=float, default=240.0)
     ap.add_argument("--json", default="")
+    ap.add_argument("--save-streams", default="", help="pickle the recorded streams here (plain tuples, see "
+                    "plain_streams) for offline replays")
     args = ap.parse_args(argv)
 
     from diagnostic_msgs.msg import DiagnosticArray
@@ -212,6 +233,9 @@ def main(argv=None):
         for t, m in w.since(topic, 0.0):
             streams.append((t, topic, m, t_walk))
     streams.sort(key=lambda s: s[0])
+    if args.save_streams:
+        with open(args.save_streams, "wb") as f:
+            pickle.dump({"t_walk": t_walk, "truth": res["truth"], "streams": plain_streams(streams)}, f)
     js = [m for _, m in w.since("joint_states", 0.0)]
     res["names_per_message"] = float(np.mean([len(m.name) for m in js])) if js else 0.0
     res["replay"] = {}
