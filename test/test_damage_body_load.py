@@ -158,3 +158,25 @@ def test_no_sample_is_used_while_the_morphology_is_not_the_healthy_one():
     est.on_morphology([3] * 6)
     feed(est, [s for s in streams if s[0] > 4.0])
     assert est.seconds > 3.0
+
+
+def test_the_imus_heading_does_not_turn_the_com():
+    """The CoM is in base_link's axes whatever heading the IMU reports (a 6-axis IMU's yaw drifts, the robot
+    turns): the same walk with the IMU's orientation turned by a yaw of 0.5 rad growing at 0.05 rad/s gives the
+    plant's CoM (+1 cm forward) as the level IMU does."""
+    from transforms3d.quaternions import axangle2quat, qmult
+
+    from jethexa_dynamics.sim.streams import feed
+
+    cfg = WalkConfig(duration=31.0, segments=WALK, mass_scale=1.25, body_com_offset=(0.01, 0.0, 0.0), seed=1)
+    streams, _ = walk_streams(cfg)
+    turned = [(t, kind, (qmult(axangle2quat((0, 0, 1), 0.5 + 0.05 * t), p[0]),) + tuple(p[1:]))
+              if kind == "imu" else (t, kind, p) for t, kind, p in streams]
+    ests = []
+    for s in (streams, turned):
+        est = BodyLoadEstimator()
+        feed(est, s)
+        ests.append(est.estimate())
+    for e in ests:
+        assert abs(e.mass - 1.25 * BODY) <= 0.10 * 1.25 * BODY and np.linalg.norm(e.com[:2] - [0.01, 0.0]) <= 0.005, e
+    assert np.allclose(ests[0].com, ests[1].com, atol=1e-4) and ests[0].mass == pytest.approx(ests[1].mass, rel=1e-3)

@@ -207,7 +207,8 @@ class BodyLoadEstimator:
         return True
 
     def on_imu(self, t, quat, gyro=None, accel=None) -> bool:
-        """Orientation (w, x, y, z) world<-base_link at ``t``: the attitude the next joint samples use."""
+        """Orientation (w, x, y, z) world<-base_link at ``t``: the attitude (roll and pitch; its heading is not
+        used) the next joint samples use."""
         t, err = check_stamp(t, self._t_imu, "imu")
         if t is None:
             return self._reject()
@@ -216,7 +217,15 @@ class BodyLoadEstimator:
         if not n > MIN_QUAT_NORM:
             return self._reject()
         self._t_imu = t
-        self._R = quat2mat(q / n)
+        R = quat2mat(q / n)
+        # the heading is the IMU's own (a 6-axis IMU's drifts; the robot turns): the sums are kept in the level
+        # frame that turns with the body, so the CoM comes out in base_link's axes (R = Ry Rx, yaw removed)
+        c, s = R[0, 0], R[1, 0]
+        h = math.hypot(c, s)
+        if h > 1e-9:
+            c, s = c / h, s / h
+            R = np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]]) @ R
+        self._R = R
         return True
 
     def on_joints(self, t, q, setpoints=None) -> bool:
