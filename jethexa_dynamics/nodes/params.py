@@ -54,6 +54,11 @@ SERVO_DRIVER = ParamSet("servo_driver", [
     P("reads_per_cycle", "int", 3, "servo reads (position, then voltage/temperature/load in turn) per "
       "publish cycle, round-robin over the servos; each read costs ~6 ms of bus time on the real robot",
       lo=0, hi=18),
+    P("read_dither", "double", 0.0, "each cycle's reads start at a random delay after the cycle's start, uniform "
+      "in [0, read_dither x the publish period): reads not locked in phase with the gait controller's commands "
+      "at the same rate. The body estimate (damage_monitor body_estimate) needs it: locked, it sees one phase of "
+      "every 20 ms move and foot impact and its CoM is off by up to 9 mm. 0: reads at the cycle's start",
+      lo=0.0, hi=1.0, read_only=True),
     P("reply_timeout", "double", 0.012, "wait for a servo reply before counting a miss", lo=0.001, hi=0.5,
       unit="s", read_only=True),
     P("confirm_timeout", "double", 0.1, "a servo that missed a read while others answered is read once more with "

@@ -4,7 +4,8 @@
   ``time_from_start``); joint limits are enforced by the joint layer before a byte is sent.
 * ``joint_states`` (sensor_msgs/JointState) at ``publish_rate``: measured positions only, of the joints the
   read scheduler read in that cycle (Hiwonder's bus cannot read 18 positions at 50 Hz), stamped with the
-  time of the reads; a cycle without a position read publishes nothing.
+  time of the reads; a cycle without a position read publishes nothing. With ``read_dither`` the reads of each
+  cycle start at a random delay in the cycle (not in phase with the commands, which come at the same rate).
 * ``joint_states/setpoint`` (sensor_msgs/JointState) with each ``joint_states`` message, published just before
   it: the same header stamp and names (less joints never moved), position = each servo's set-point at the
   instant it was read (``hardware.setpoints``: the moves sent, replayed) -- with the reading, the servo's
@@ -22,6 +23,7 @@
 """
 from __future__ import annotations
 
+import random
 import threading
 import time
 from typing import Any, Dict, Optional
@@ -70,6 +72,7 @@ class ServoDriver(ThinNode):
         self._pending = None
         self._pending_lock = threading.Lock()
         self._wake, self._stop = threading.Event(), threading.Event()
+        self._rng = random.Random()      # the reads' dither (read_dither): no sequence to reproduce
         with self.lock:
             self._try_open()
         self._thread = threading.Thread(target=self._bus_loop, name="servo-bus", daemon=True)
@@ -163,22 +166,24 @@ class ServoDriver(ThinNode):
         """Owns the bus: sends commands as they arrive, runs the read scheduler and publishes joint_states
         at publish_rate. Blocking serial I/O stays off the executor (a silent servo costs a reply timeout
         per read), so the node's other callbacks, and other nodes sharing the executor, are not held up."""
-        next_tick = time.monotonic()
+        next_tick = time.monotonic()      # the cycle's start; its reads at read_at (read_dither later at most)
+        read_at = next_tick
         while not self._stop.is_set():
-            self._wake.wait(max(0.0, next_tick - time.monotonic()))
+            self._wake.wait(max(0.0, read_at - time.monotonic()))
             self._wake.clear()
             if self._stop.is_set():
                 break
             try:
                 with self.lock:
                     if not self._try_open():
-                        next_tick = time.monotonic() + 0.1
+                        next_tick = read_at = time.monotonic() + 0.1
                         continue
                     self._send_pending()
                     now = time.monotonic()
-                    if now >= next_tick:
+                    if now >= read_at:
                         period = 1.0 / self.p["publish_rate"]
                         next_tick = max(next_tick + period, now)
+                        read_at = next_tick + self._rng.uniform(0.0, self.p["read_dither"] * period)
                         self._read_and_publish()
                         self._confirm_silence()
             except Exception as exc:  # noqa: BLE001 - the bus thread must survive anything
