@@ -118,7 +118,7 @@ def main(argv=None):
     ap.add_argument("--timing", choices=("tick", "exact"), default="exact")
     ap.add_argument("--walk", type=float, default=40.0)
     ap.add_argument("--world-rate", type=float, default=0.0, help="robot_emulator rate [Hz] (0: its config's)")
-    ap.add_argument("--read-dither", type=float, default=1.0, help="servo_driver read_dither")
+    ap.add_argument("--read-dither", type=int, default=1, choices=(0, 1), help="servo_driver read_dither")
     ap.add_argument("--mass-scale", type=float, default=1.25)
     ap.add_argument("--com-shift", type=float, default=0.01)
     ap.add_argument("--timeout", type=float, default=240.0)
@@ -156,7 +156,7 @@ def main(argv=None):
             if entry.name == "damage_monitor":
                 params.update(body_estimate=True)
             if entry.name == "servo_driver":
-                params.update(read_dither=args.read_dither)
+                params.update(read_dither=bool(args.read_dither))
     g = Graph()
     w = g.add(Watcher)
     w.msgs = defaultdict(lambda: deque(maxlen=200000))

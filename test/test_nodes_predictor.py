@@ -453,3 +453,54 @@ def test_a_body_mass_it_cannot_use_at_start_up_is_refused_and_the_urdf_body_kept
         assert good.body_source == "parameters" and body.body_mass == 1.5 and list(body.body_com) == [0.005, 0, 0]
     finally:
         g.close()
+
+
+def test_body_estimates_set_the_models_body_in_place_and_a_bad_one_is_refused():
+    """``body_estimate``: each body/inertia sets the models' body (mass, CoM) in place: the model is the same
+    object (its state kept), its kernels use the new body (as ``with_body`` builds it); a mass
+    outside [0.1, 20] kg or a stale stamp is refused with one line naming the field, the body kept."""
+    from builtin_interfaces.msg import Time
+    from geometry_msgs.msg import InertiaStamped
+
+    from jethexa_dynamics.model import LeggedRobot, kernels
+    from jethexa_dynamics.nodes._common import RELIABLE_QOS
+
+    def inertia(m, com, stamp=None):
+        msg = InertiaStamped()
+        msg.header.stamp = stamp or node.get_clock().now().to_msg()
+        msg.header.frame_id = "base_link"
+        msg.inertia.m = m
+        msg.inertia.com.x, msg.inertia.com.y, msg.inertia.com.z = com
+        return msg
+
+    g = Graph()
+    try:
+        node = g.add(PredictorNode, {"body_estimate": True, "rate": 50.0})
+        w = g.add(Watcher)
+        pub = w.create_publisher(InertiaStamped, "body/inertia", RELIABLE_QOS)
+        imu = w.create_publisher(Imu, "imu/data", SENSOR_QOS)
+        g.start()
+        assert wait_for(lambda: pub.get_subscription_count() > 0, 10.0)
+        model = node.models[node.p["predictor"]]
+        assert node.body_source == "urdf" and model.robot.kernel_data is not LeggedRobot.jethexa().kernel_data
+        pub.publish(inertia(1.69, (0.01, 0.002, 0.0)))
+        for _ in range(50):
+            imu.publish(imu_msg())            # the cycles take the polled body/inertia
+            time.sleep(0.02)
+            if node.body_estimates:
+                break
+        assert node.body_estimates == 1 and node.body_source == "estimate"
+        assert node.models[node.p["predictor"]] is model
+        want = LeggedRobot.jethexa().with_body(1.69, (0.01, 0.002, 0.0)).kernel_data
+        for k in (kernels.D_BODY_MASS, kernels.D_BODY_COM, kernels.D_BODY_IC):
+            np.testing.assert_allclose(model.robot.kernel_data[k], want[k])
+        for bad, field in ((inertia(25.0, (0.0, 0.0, 0.0)), "body_mass"),
+                           (inertia(1.5, (0.3, 0.0, 0.0)), "body_com_offset"),
+                           (inertia(1.5, (0.0, 0.0, 0.0), stamp=Time(sec=1)), "stamp")):
+            n = sum(node.rejected.values())
+            pub.publish(bad)
+            assert wait_for(lambda: (imu.publish(imu_msg()), sum(node.rejected.values()) > n)[1], 5.0, poll=0.02)
+            assert field in node.last_rejection, node.last_rejection
+        assert node.body_estimates == 1 and model.robot.kernel_data[kernels.D_BODY_MASS][0] == pytest.approx(1.69)
+    finally:
+        g.close()

@@ -61,6 +61,38 @@ def check(mass, com_offset, where: str = "") -> None:
         raise ValueError("%sbody_com_offset=%r: three lengths within +-%g m" % (where, com_offset, MAX_COM_OFFSET))
 
 
+def set_body(robot, base, mass: float, com) -> None:
+    """Give ``robot`` the main body ``mass`` [kg] with its CoM at ``com`` [m, base_link], in place, as
+    ``base.with_body(mass, com)`` builds it (the inertia about the CoM scaled from ``base``'s by the mass): an engine
+    (a predictor's) on ``robot`` takes the new body from its next step with its state kept (a body estimate that
+    moves). ``robot`` must hold kernel data of its own (a ``with_body`` copy; the bundled robot is shared);
+    ``robot.description`` keeps the body it was built with. ValueError, nothing changed, for a body outside
+    ``check``'s ranges (``com`` as an offset from ``base``'s)."""
+    from . import kernels
+
+    d = base.description
+    c = np.asarray(com, dtype=float).reshape(-1)
+    check(float(mass), tuple(float(v) for v in c - np.asarray(d.body_com, dtype=float)) if c.shape == (3,)
+          else com)
+    if mass == 0.0:
+        raise ValueError("body_mass=0.0: a mass in [%g, %g] kg (here 0 is no body)" % MASS_RANGE)
+    if robot.kernel_data is base.kernel_data:
+        raise ValueError("set_body: the robot shares its kernel data with the base (build it with with_body)")
+    data = robot.kernel_data
+    data[kernels.D_BODY_MASS][0] = mass
+    data[kernels.D_BODY_COM][...] = c.reshape(data[kernels.D_BODY_COM].shape)
+    data[kernels.D_BODY_IC][...] = (np.asarray(d.body_Ic, dtype=float) * (mass / d.body_mass)).reshape(
+        data[kernels.D_BODY_IC].shape)
+
+
+def body_of(robot) -> Tuple[float, np.ndarray]:
+    """The main body ``robot``'s kernels use now: (mass [kg], CoM [m, base_link])."""
+    from . import kernels
+
+    data = robot.kernel_data
+    return float(data[kernels.D_BODY_MASS][0]), np.asarray(data[kernels.D_BODY_COM], dtype=float).reshape(3).copy()
+
+
 def write(path, params: BodyParams, comment: Sequence[str] = ()) -> Path:
     """Write ``params`` as a ROS 2 parameters file (for every node, ``/**``); ``comment`` lines go on top."""
     path = Path(path)

@@ -68,6 +68,9 @@ _COMMON_ARGS = [
     Argument("predictor_rate", "100.0", "predictor rate [Hz]", (("predictor", "rate"),)),
     Argument("publish_slip", "false", "also run the slip model (second opinion) and publish slip/pose, slip/odom "
              "(true/false; a third of the predictor's CPU)", (("predictor", "publish_slip"),)),
+    Argument("body_estimate", "false", "estimate the body's mass and CoM online (damage_monitor, from the servos' "
+             "load; the servo driver's reads dithered for it) and give it to the predictor's models (true/false)",
+             (("damage_monitor", "body_estimate"), ("predictor", "body_estimate"), ("servo_driver", "read_dither"))),
     Argument("control_rate", "50.0", "gait controller rate [Hz] (the 115200-baud bus carries 50 Hz)",
              (("gait_controller", "control_rate"),)),
     Argument("gait", "tripod", "gait of the healthy robot (tripod, ripple, wave)", (("gait_controller", "gait"),)),
@@ -211,6 +214,7 @@ ENDPOINTS: Dict[str, Tuple[Endpoint, ...]] = {
         Endpoint("subscribe", "imu/data", _IMU),
         Endpoint("subscribe", "mocap/pose", _POSE),
         Endpoint("subscribe", "morphology", _MORPH),
+        Endpoint("subscribe", "body/inertia", "geometry_msgs/msg/InertiaStamped", When("body_estimate", (True,))),
     ),
     "damage_monitor": (
         Endpoint("publish", "morphology", _MORPH),

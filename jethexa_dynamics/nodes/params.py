@@ -54,11 +54,10 @@ SERVO_DRIVER = ParamSet("servo_driver", [
     P("reads_per_cycle", "int", 3, "servo reads (position, then voltage/temperature/load in turn) per "
       "publish cycle, round-robin over the servos; each read costs ~6 ms of bus time on the real robot",
       lo=0, hi=18),
-    P("read_dither", "double", 0.0, "each cycle's reads start at a random delay after the cycle's start, uniform "
-      "in [0, read_dither x the publish period): reads not locked in phase with the gait controller's commands "
-      "at the same rate. The body estimate (damage_monitor body_estimate) needs it: locked, it sees one phase of "
-      "every 20 ms move and foot impact and its CoM is off by up to 9 mm. 0: reads at the cycle's start",
-      lo=0.0, hi=1.0, read_only=True),
+    P("read_dither", "bool", False, "each cycle's reads start at a random time within the publish period "
+      "(uniform): reads not locked in phase with the gait controller's commands at the same rate. The body "
+      "estimate (damage_monitor body_estimate) needs it: locked, it sees one phase of every 20 ms move and foot "
+      "impact and its CoM is off by up to 9 mm. false: reads at the cycle's start", read_only=True),
     P("reply_timeout", "double", 0.012, "wait for a servo reply before counting a miss", lo=0.001, hi=0.5,
       unit="s", read_only=True),
     P("confirm_timeout", "double", 0.1, "a servo that missed a read while others answered is read once more with "
@@ -163,6 +162,9 @@ PREDICTOR = ParamSet("predictor", [
       "jethexa-calibrate's parameters file sets it", lo=0.0, hi=20.0, unit="kg"),
     P("body_com_offset", "double_array", [0.0, 0.0, 0.0], "the model's body CoM offset from the URDF's (x, y, z "
       "in base_link); jethexa-calibrate's parameters file sets it", lo=-0.1, hi=0.1, length=3, unit="m"),
+    P("body_estimate", "bool", False, "take the models' body from damage_monitor's estimate (body/inertia: its "
+      "body_estimate): each estimate sets the body's mass and CoM in place, the models' state kept; until the "
+      "first, body_mass and body_com_offset", read_only=True),
     P("stats_window", "int", 2000, "cycles kept for the p50/p99 cycle-time figures", lo=10, hi=100000),
     P("stamp_tolerance", "double", 2.0, "a stamped input (joint_commands, joint_states, imu/data, mocap/pose) "
       "more than this far from the node's clock is rejected (all-zero stamps pass as 'not stamped'); raise it "

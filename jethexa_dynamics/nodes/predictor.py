@@ -33,7 +33,7 @@ import time
 from typing import Any, Dict
 
 import numpy as np
-from geometry_msgs.msg import PoseStamped
+from geometry_msgs.msg import InertiaStamped, PoseStamped
 from nav_msgs.msg import Odometry
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import Imu, JointState
@@ -41,7 +41,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension, UInt8MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from jethexa_dynamics.model import format_morphology
-from jethexa_dynamics.model.body_params import BodyParams
+from jethexa_dynamics.model.body_params import BodyParams, body_of, set_body
 from jethexa_dynamics.nodes import messages as validate, params as node_params
 from jethexa_dynamics.nodes.authority import subscribe_morphology
 from jethexa_dynamics.nodes.degrade import RateGovernor
@@ -81,7 +81,9 @@ class PredictorNode(ThinNode):
         self.last_prediction = None    # (t, position, quaternion) of the newest cycle's main model
         self.models: Dict[str, Predictor] = {}
         self.model_error = ""
-        self.body_source = "urdf"        # the models' body: urdf or parameters (body_mass, body_com_offset)
+        self.body_source = "urdf"        # the models' body: urdf, parameters (body_mass, body_com_offset), estimate
+        self.body_estimates = 0          # body/inertia messages taken (body_estimate)
+        self._own_body = None            # with body_estimate: the models' robot, its body set in place
         try:
             BodyParams(self.p["body_mass"], tuple(self.p["body_com_offset"]))
         except ValueError as exc:  # a bad body from the start-up parameters: the URDF's, said once
@@ -124,6 +126,8 @@ class PredictorNode(ThinNode):
         self.create_subscription(Imu, "imu/data", self._on_imu_arrival, SENSOR_QOS)
         self.sub(PoseStamped, "mocap/pose", self._on_mocap, SENSOR_QOS, wake=False)
         self.morphology_sub = subscribe_morphology(self, self._on_morphology, LATCHED_QOS)  # authority only
+        if self.p["body_estimate"]:
+            self.sub(InertiaStamped, "body/inertia", self._on_body, RELIABLE_QOS, wake=False)
         self.rate_timer("rate", self._on_cycle_timer, "predict")
         self._watchdog = self._new_watchdog()
         self.rate_timer("diagnostics_rate", self._on_diag, "diagnostics")
@@ -150,6 +154,13 @@ class PredictorNode(ThinNode):
         robot weighed) on the URDF, or the URDF's body (None: the registry's packaged robot). ValueError naming
         the parameter (``body_mass`` in (0, 0.1) kg: the spec's range cannot say "0 or at least 0.1")."""
         params = BodyParams(self.p["body_mass"], tuple(self.p["body_com_offset"]))
+        if self.p["body_estimate"]:   # a robot of the node's own, its body set in place by each estimate
+            if self._own_body is None:
+                base = jethexa()
+                d = base.description
+                self._own_body = params.robot(base) if not params.is_urdf else base.with_body(d.body_mass, d.body_com)
+            return self._own_body, "estimate" if self.body_estimates else (
+                "urdf" if params.is_urdf else "parameters")
         return (None, "urdf") if params.is_urdf else (params.robot(jethexa()), "parameters")
 
     def apply_params(self, changed: Dict[str, Any]) -> None:
@@ -236,6 +247,19 @@ class PredictorNode(ThinNode):
         quat = np.array([w, x, y, z])
         self.measured.on_mocap(t, pos)
         self._each("on_ground_truth", t, pos, quat)
+
+    def _on_body(self, msg: InertiaStamped) -> None:
+        """damage_monitor's body estimate (m [kg], com [m, base_link]): the models' body from now on, in place (the
+        models keep their state; the slip model keeps the weight it was built with)."""
+        self._stamp("body/inertia", msg.header)
+        com = validate.finite_vector("body/inertia.inertia.com", (msg.inertia.com.x, msg.inertia.com.y,
+                                                                   msg.inertia.com.z))
+        try:
+            set_body(self._own_body, jethexa(), float(msg.inertia.m), com)
+        except ValueError as exc:
+            raise validate.InvalidMessage("body/inertia: %s" % exc) from None
+        self.body_estimates += 1
+        self.body_source = "estimate"
 
     def _on_morphology(self, msg: UInt8MultiArray) -> None:
         label = msg.layout.dim[0].label if msg.layout.dim else ""
@@ -408,8 +432,10 @@ class PredictorNode(ThinNode):
             st = stats.summary()
             values += [("%s_%s" % (stage, k), st[k]) for k in ("p50_ms", "p99_ms", "mean_ms")]
         body = getattr(model, "robot", None)
-        values += [("body", self.body_source),
-                   ("body_mass", "%.4f" % body.description.body_mass if body is not None else "-"),
+        mass, com = body_of(body) if body is not None else (float("nan"), np.full(3, np.nan))
+        values += [("body", self.body_source), ("body_estimates", self.body_estimates),
+                   ("body_mass", "%.4f" % mass if body is not None else "-"),
+                   ("body_com", ",".join("%.4f" % v for v in com) if body is not None else "-"),
                    ("morphology", format_morphology(self.morphology, self.leg_names)),
                    ("anchors", len(getattr(model, "anchors", []))),
                    ("mocap", "fresh" if self.measured.mocap_fresh(self.t()) else "none"),

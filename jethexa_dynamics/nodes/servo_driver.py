@@ -183,7 +183,7 @@ class ServoDriver(ThinNode):
                     if now >= read_at:
                         period = 1.0 / self.p["publish_rate"]
                         next_tick = max(next_tick + period, now)
-                        read_at = next_tick + self._rng.uniform(0.0, self.p["read_dither"] * period)
+                        read_at = next_tick + (self._rng.uniform(0.0, period) if self.p["read_dither"] else 0.0)
                         self._read_and_publish()
                         self._confirm_silence()
             except Exception as exc:  # noqa: BLE001 - the bus thread must survive anything
