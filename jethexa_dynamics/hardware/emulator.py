@@ -63,13 +63,15 @@ class BusEmulator:
         self._t_start = time_fn()
         self._pending_faults = parse_faults(faults)
         self._parser = P.FrameParser() if transport == "uart" else R.PacketParser()
-        self._frames = ServoFrameDispatcher(self._servos, time_fn, self._replies)
+        self._arrival: Optional[float] = None   # while a batch of bytes is executed with before_bytes: its arrival
+        self._frames = ServoFrameDispatcher(self._servos, self._frame_time, self._replies)
         self._packets = RrcPacketDispatcher(self._frames)
         self._pty = PtyTransport(self._on_bytes, name="jethexa-bus-emulator")
-        #: called with no argument before each batch of received bytes is executed, outside the emulator's lock:
-        #: a simulation brings its world up to now there, so a read gives the angle at its own time and a move
-        #: starts from the world as it was when the move arrived (None: the simulation's own timer only)
-        self.before_bytes: Optional[Callable[[], None]] = None
+        #: called with the arrival time of each batch of received bytes [s, ``time_fn``'s] before it is executed,
+        #: outside the emulator's lock: a simulation brings its world up to that time there. The batch's frames
+        #: are then executed at that time (not after the world's step): a read gives the angle at its arrival, a
+        #: move starts there (None: the simulation's own timer only; frames at their execution time)
+        self.before_bytes: Optional[Callable[[float], None]] = None
         #: received valid frames/packets: (time, servo_id or None, command, payload); bounded
         self.rx_log: deque = deque(maxlen=20000)
         for f in self._pending_faults:
@@ -92,9 +94,9 @@ class BusEmulator:
     def __exit__(self, *exc):
         self.stop()
 
-    def now(self) -> float:
-        """Emulator time [s] since construction."""
-        return self.time_fn() - self._t_start
+    def now(self, t: Optional[float] = None) -> float:
+        """Emulator time [s] since construction: now, or of ``t`` (a ``time_fn`` value)."""
+        return (self.time_fn() if t is None else t) - self._t_start
 
     @property
     def port(self) -> Optional[str]:
@@ -281,11 +283,23 @@ class BusEmulator:
     def _on_bytes(self, data: bytes) -> Replies:
         """What the client wrote: the simulation brought up to now (``before_bytes``), due faults armed, then every
         complete frame/packet executed (under the lock)."""
-        if self.before_bytes is not None:
-            self.before_bytes()
+        if self.before_bytes is None:
+            with self._lock:
+                self._arm_faults()
+                return self._handle_bytes(data)
+        t = self.time_fn()
+        self.before_bytes(t)
         with self._lock:
-            self._arm_faults()
-            return self._handle_bytes(data)
+            self._arrival = t
+            try:
+                self._arm_faults()
+                return self._handle_bytes(data)
+            finally:
+                self._arrival = None
+
+    def _frame_time(self) -> float:
+        """The time frames are executed at: the batch's arrival with ``before_bytes``, else now."""
+        return self.time_fn() if self._arrival is None else self._arrival
 
     def _handle_bytes(self, data: bytes) -> Replies:
         out: Replies = []

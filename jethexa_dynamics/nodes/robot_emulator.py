@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
@@ -85,9 +85,9 @@ class RobotEmulator(ThinNode):
         self.rate_timer("rate", self._on_tick, "world")
         self._diag_timer = self.timer(1.0, self._on_diag, "diagnostics")
         if self.p["servo_timing"] == "exact":
-            # each bus transaction brings the world up to its time: a read gives the angle at the read to 1 ms
-            # (carried forward from the last world update at 100 Hz the readings lag or lead by up to 10 ms,
-            # and the body estimate reads that lag as load)
+            # each bus transaction brings the world up to its arrival and is executed there: a read gives the
+            # angle at the read to 1 ms (carried forward from the last world update at 100 Hz the readings lag or
+            # lead by up to 10 ms, and the body estimate reads that lag as load)
             self.bus.before_bytes = self._on_world
         self.get_logger().info("emulated servo bus on %s (linked at %s)" % (self.port, self.p["port_link"]))
 
@@ -148,8 +148,9 @@ class RobotEmulator(ThinNode):
                 format_morphology(links, self.leg_names), ", ".join(lost) or "none"))
 
     # ------------------------------------------------------------------ world
-    def sim_target_time(self) -> float:
-        return time.monotonic() - self._t0 - self._wall_offset
+    def sim_target_time(self, now: Optional[float] = None) -> float:
+        """The world's time [s] for monotonic time ``now`` (default now)."""
+        return (time.monotonic() if now is None else now) - self._t0 - self._wall_offset
 
     def _on_tick(self) -> None:
         self._on_world()
@@ -160,10 +161,12 @@ class RobotEmulator(ThinNode):
         if self._ticks % max(1, int(round(rate / self.p["mocap_rate"]))) == 0:
             self._on_mocap()
 
-    def _on_world(self) -> None:
+    def _on_world(self, now: Optional[float] = None) -> None:
+        """The world up to monotonic time ``now`` (default now: the timer's), the reads' angles set for it."""
         with self.lock:
             e = self.engine
-            target = self.sim_target_time()
+            now = time.monotonic() if now is None else now
+            target = self.sim_target_time(now)
             if target - e.time > MAX_CATCH_UP:
                 self._wall_offset += target - e.time - MAX_CATCH_UP
                 self.lag_events += 1
@@ -171,7 +174,7 @@ class RobotEmulator(ThinNode):
             dt = target - e.time
             if dt < e.dt:
                 return
-            t_bus = self.bus.now()
+            t_bus = self.bus.now(now)
             idx = [i for i, j in enumerate(self.joint_names) if j not in self.silenced]
             exact = self.p["servo_timing"] == "exact"
             try:
