@@ -72,7 +72,7 @@ class BusEmulator:
         #: are then executed at that time (not after the world's step): a read gives the angle at its arrival, a
         #: move starts there (None: the simulation's own timer only; frames at their execution time)
         self.before_bytes: Optional[Callable[[float], None]] = None
-        #: received valid frames/packets: (time, servo_id or None, command, payload); bounded
+        #: received valid frames/packets: (emulator time of their arrival, servo_id or None, command, payload); bounded
         self.rx_log: deque = deque(maxlen=20000)
         for f in self._pending_faults:
             self._servo(f.servo)  # fail early on an unknown servo
@@ -305,10 +305,10 @@ class BusEmulator:
         out: Replies = []
         for ev in self._parser.feed(data):
             if isinstance(ev, P.Frame):
-                self.rx_log.append((self.now(), ev.servo_id, ev.cmd, ev.params))
+                self.rx_log.append((self._frame_time() - self._t_start, ev.servo_id, ev.cmd, ev.params))
                 out.extend(self._frames.handle(ev))
             elif isinstance(ev, R.Packet):
-                self.rx_log.append((self.now(), None, ev.func, ev.data))
+                self.rx_log.append((self._frame_time() - self._t_start, None, ev.func, ev.data))
                 out.extend(self._packets.handle(ev))
             # bad checksums: a real servo ignores the frame
         return out
