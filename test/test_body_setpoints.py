@@ -244,7 +244,8 @@ def _pipeline(phase_of, duration=30.5, settle=3.0):
     joint layer and the pty to the emulated servos, the emulator's exact world (``follow_commanded``, brought up
     to each transaction's arrival by ``before_bytes``) on a plant with its body +25 % and CoM +1 cm, 3 reads per
     cycle at ``phase_of(rng)`` ms into it with each read's set-point (``setpoints_at``), the commands (the swing
-    phase's commanded feet) and the IMU's attitude at 100 Hz: into ``BodyLoadEstimator``, as damage_monitor feeds it. Returns its estimate and the plant's body mass."""
+    phase's commanded feet) and the IMU's attitude at 100 Hz: into ``BodyLoadEstimator``, as damage_monitor feeds
+    it. Returns its estimate and the plant's body mass."""
     import threading
 
     from jethexa_dynamics.hardware.emulator import follow_commanded

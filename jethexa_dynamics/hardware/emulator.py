@@ -319,7 +319,8 @@ def follow_commanded(bus: BusEmulator, engine, joints: Mapping[int, str], target
     """Advance a simulation ``engine`` (``sim.engine.Engine``: ``time``, ``dt``, ``setpoints``,
     ``set_joint_targets``, ``advance``) to ``target`` [s, its time] with its servos' set-points the emulated
     servos' commanded trajectories as they were over that span: cut where a move starts or ends
-    (:meth:`BusEmulator.breakpoints`), linear between (the engine's own move, on its steps). ``joints`` {engine joint index: joint name};
+    (:meth:`BusEmulator.breakpoints`), linear between (the engine's own move, on its steps).
+    ``joints`` {engine joint index: joint name};
     ``offset`` = emulator time - engine time; ``fixed`` {engine joint index: rad} held there instead (seized)."""
     idx = list(joints)
     fixed = fixed or {}
