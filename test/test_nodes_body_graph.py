@@ -1,0 +1,83 @@
+"""Issue 23 point 2 in the running graph: the sim graph's processes as launched (``body_estimate:=true``, DDS on
+loopback), the world's body 25 % heavier with its CoM 1 cm forward (``robot_emulator`` ``body_mass_scale``,
+``body_com_shift``, ``servo_timing`` exact). After 30 s of walking (the world's time) damage_monitor's estimate is
+within 10 % and 5 mm of the world's body, and the predictor's models run on it."""
+import math
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy")
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import PoseStamped  # noqa: E402
+
+from jethexa_dynamics.nodes import graph_spec  # noqa: E402
+from jethexa_dynamics.nodes._common import RELIABLE_QOS, SENSOR_QOS  # noqa: E402
+from jethexa_dynamics.nodes.graph import Graph, Watcher, wait_for  # noqa: E402
+from jethexa_dynamics.sim.streams import scaled_body_robot  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+SCALE, SHIFT = 1.25, (0.01, 0.0, 0.0)
+
+
+def _status(w, prefix):
+    """The newest /diagnostics values {key: value} of the node whose status name starts with ``prefix``."""
+    for _, arr in reversed(w.since("/diagnostics", 0.0)):
+        for st in arr.status:
+            if st.name.startswith(prefix):
+                return {kv.key: kv.value for kv in st.values}
+    return {}
+
+
+def _float(values, key):
+    try:
+        return float(values.get(key, "nan"))
+    except ValueError:
+        return float("nan")
+
+
+def test_the_body_estimate_in_the_running_graph_settles_and_the_predictor_uses_it(tmp_path):
+    args = {"port_link": "/tmp/jethexa_body_graph_%d" % os.getpid(), "body_estimate": "true"}
+    plan = graph_spec.processes("sim", args)
+    for p in plan:
+        for entry, params in p.nodes:
+            if entry.name == "robot_emulator":
+                params.update(body_mass_scale=SCALE, body_com_shift=list(SHIFT), servo_timing="exact")
+    world = scaled_body_robot(SCALE, SHIFT).description
+    g = Graph()
+    try:
+        procs = {p.label: g.start_process(p, str(tmp_path)) for p in plan}
+        w = g.add(Watcher)
+        w.watch(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
+        w.watch(PoseStamped, "mocap/pose", SENSOR_QOS)
+        g.start()
+
+        def logs():
+            return {n: open(tmp_path / (n + ".log")).read()[-1500:] for n in procs}
+
+        def sim_time():
+            return _float(_status(w, "robot_emulator"), "sim_time")
+        assert wait_for(lambda: w.count("mocap/pose") > 10 and "body_mass" in _status(w, "damage_monitor")
+                        and math.isfinite(sim_time()), 180.0), logs()
+        t0 = sim_time()
+        w.drive(0.05)
+        assert wait_for(lambda: sim_time() >= t0 + 31.0, 120.0), (sim_time(), t0, logs())   # the world's time
+        mon = _status(w, "damage_monitor")
+        mass = _float(mon, "body_mass")
+        com = np.array([float(v) for v in mon["body_com"].split(",")])
+        x = w.last("mocap/pose").pose.position.x
+        print("after %.1f s of walking: body %.4f kg, CoM (%.1f, %.1f) mm; world %.4f kg, (%.1f, %.1f) mm; cpu_s body %s"
+              % (sim_time() - t0, mass, 1e3 * com[0], 1e3 * com[1], world.body_mass, 1e3 * world.body_com[0],
+                 1e3 * world.body_com[1], mon.get("cpu_s body")))
+        assert x > 0.5, x                                                  # it walked (0.05 m/s)
+        assert abs(mass - world.body_mass) <= 0.10 * world.body_mass, (mon, world.body_mass)
+        assert np.linalg.norm(com[:2] - np.asarray(world.body_com)[:2]) <= 0.005, (mon, world.body_com)
+        assert mon["body_healthy"].lower() == "true" and int(mon["body_pairs"]) > 1000
+        # the predictor's models run on the estimate (it moves between two messages: within 2 %)
+        assert wait_for(lambda: _status(w, "predictor").get("body") == "estimate", 10.0), _status(w, "predictor")
+        pred = _status(w, "predictor")
+        assert int(pred["body_estimates"]) > 10 and abs(_float(pred, "body_mass") - mass) <= 0.02 * mass, pred
+    finally:
+        g.close()
