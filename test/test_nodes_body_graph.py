@@ -1,6 +1,6 @@
-"""Issue 23 point 2 in the running graph: the sim graph's processes as launched (``body_estimate:=true``, DDS on
-loopback), the world's body 25 % heavier with its CoM 1 cm forward (``robot_emulator`` ``body_mass_scale``,
-``body_com_shift``, ``servo_timing`` exact). After 30 s of walking (the world's time) damage_monitor's estimate is
+"""Issue 23 point 2 in the running graph: the sim graph's processes as launched (``body_estimate:=true
+servo_timing:=exact``, DDS on loopback), the world's body 25 % heavier with its CoM 1 cm forward (``robot_emulator``
+``body_mass_scale``, ``body_com_shift``). After 30 s of walking (the world's time) damage_monitor's estimate is
 within 10 % and 5 mm of the world's body, and the predictor's models run on it."""
 import math
 import os
@@ -39,12 +39,12 @@ def _float(values, key):
 
 
 def test_the_body_estimate_in_the_running_graph_settles_and_the_predictor_uses_it(tmp_path):
-    args = {"port_link": "/tmp/jethexa_body_graph_%d" % os.getpid(), "body_estimate": "true"}
+    args = {"port_link": "/tmp/jethexa_body_graph_%d" % os.getpid(), "body_estimate": "true", "servo_timing": "exact"}
     plan = graph_spec.processes("sim", args)
     for p in plan:
         for entry, params in p.nodes:
             if entry.name == "robot_emulator":
-                params.update(body_mass_scale=SCALE, body_com_shift=list(SHIFT), servo_timing="exact")
+                params.update(body_mass_scale=SCALE, body_com_shift=list(SHIFT))
     world = scaled_body_robot(SCALE, SHIFT).description
     g = Graph()
     try:
@@ -68,8 +68,8 @@ def test_the_body_estimate_in_the_running_graph_settles_and_the_predictor_uses_i
         mass = _float(mon, "body_mass")
         com = np.array([float(v) for v in mon["body_com"].split(",")])
         x = w.last("mocap/pose").pose.position.x
-        print("after %.1f s of walking: body %.4f kg, CoM (%.1f, %.1f) mm; world %.4f kg, (%.1f, %.1f) mm; cpu_s body %s"
-              % (sim_time() - t0, mass, 1e3 * com[0], 1e3 * com[1], world.body_mass, 1e3 * world.body_com[0],
+        print("after %.1f s of walking: body %.4f kg, CoM (%.1f, %.1f) mm; world %.4f kg, (%.1f, %.1f) mm; "
+              "cpu_s body %s" % (sim_time() - t0, mass, 1e3 * com[0], 1e3 * com[1], world.body_mass, 1e3 * world.body_com[0],
                  1e3 * world.body_com[1], mon.get("cpu_s body")))
         assert x > 0.5, x                                                  # it walked (0.05 m/s)
         assert abs(mass - world.body_mass) <= 0.10 * world.body_mass, (mon, world.body_mass)

@@ -124,6 +124,9 @@ GRAPHS: Dict[str, Dict[str, Any]] = {
                      (("robot_emulator", "record"),)),
             Argument("record_storage", "mcap", "storage of the recording: mcap or sqlite3",
                      (("robot_emulator", "record_storage"),)),
+            Argument("servo_timing", "tick", "how the emulated world follows the servos: tick or exact (the "
+                     "commanded trajectories as they were, reads at their own time: what body_estimate needs)",
+                     (("robot_emulator", "servo_timing"),)),
         ] + _COMMON_ARGS,
     },
 }

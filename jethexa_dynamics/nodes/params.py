@@ -272,7 +272,8 @@ ROBOT_EMULATOR = ParamSet("robot_emulator", [
     P("servo_timing", "string", "tick", "how the world follows the servos: 'tick' (each world update drives the "
       "engine toward the servos' commanded positions one update ahead; reads give the last update's angles) or "
       "'exact' (the engine follows the commanded trajectories as they were, cut where a move starts or ends; "
-      "reads give the angle carried forward at its rate to the read's time)", choices=("tick", "exact"),
+      "each bus transaction brings the world up to its arrival and is executed there: reads give the angle at "
+      "their own time; body_estimate needs it)", choices=("tick", "exact"),
       read_only=True),
 ])
 
