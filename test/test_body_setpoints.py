@@ -314,3 +314,23 @@ def test_the_graphs_data_path_gives_the_body_with_reads_dithered_not_locked_to_t
     assert abs(dithered.mass - truth) <= 0.10 * truth, dithered
     assert np.linalg.norm(dithered.com[:2] - [0.01, 0.0]) <= 0.005, dithered
     assert abs(locked.mass - truth) > 0.10 * truth or np.linalg.norm(locked.com[:2] - [0.01, 0.0]) > 0.005, locked
+
+
+def test_a_read_whose_instant_is_uncertain_gets_no_set_point_and_is_not_used(rig):
+    """A position read whose round trip exceeds its wire time by more than 1 ms (the OS or the servo held it up)
+    gets no set-point from the driver; the estimator, given set-points, does not use a reading without one."""
+    from jethexa_dynamics.hardware.joints import JointReadings
+
+    clock, em, joints, table = rig
+    a, b = table[0].joint, table[1].joint
+    joints.command({a: 0.1, b: 0.1}, 0.0)
+    wire = joints.bus.read_time("position")
+    r = JointReadings(stamp=clock.t, positions={a: 0.1, b: 0.1}, read_times={a: clock.t, b: clock.t},
+                      read_spans={a: wire + 0.0009, b: wire + 0.0011})
+    assert set(joints.setpoints_at(r)) == {a}
+    est = BodyLoadEstimator()
+    q, s = np.zeros(18), np.zeros(18)
+    s[1] = np.nan
+    est.on_imu(0.0, (1.0, 0.0, 0.0, 0.0))
+    est.on_joints(0.0, q, s)
+    assert np.isnan(est._e[1]) and not np.isnan(est._e[0])

@@ -231,9 +231,9 @@ class BodyLoadEstimator:
     def on_joints(self, t, q, setpoints=None) -> bool:
         """Measured joint angles [rad] at ``t`` (NaN: not read this time): one force-plate sample, once every
         joint has been read. ``setpoints`` [rad] (optional, NaN where unknown): each read servo's set-point at
-        the instant of its own reading, as the servo driver knows it (``joint_states/setpoint``); where given,
+        the instant of its own reading, as the servo driver knows it (``joint_states/setpoint``); with them,
         the error is taken against it instead of the set-point rebuilt from the commands at ``t`` (which stays
-        the swing phase's commanded foot)."""
+        the swing phase's commanded foot), and a reading without one is not used."""
         t, err = check_stamp(t, self._t_joint, "joints")
         if t is None:
             return self._reject()
@@ -248,15 +248,16 @@ class BodyLoadEstimator:
         dt = t - self._t_joint
         self._t_joint = t
         s = self.moves.at(t)
-        if sp is not None:
-            self._s_held = np.where(np.isnan(sp), self._s_held, sp)
-            s = np.where(np.isnan(s), self._s_held, s)     # the commanded foot: the commands', else the driver's
-            se = np.where(np.isnan(sp), s, sp)             # the error: against the set-point at the reading
-        else:
-            se = s
         # the real bus reads a few servos per message (3 of 18 at 50 Hz): NaN = not read this time. Each joint
         # keeps its latest reading and error (held until its next read); the sample uses those
         fresh = ~np.isnan(qm)
+        if sp is not None:
+            self._s_held = np.where(np.isnan(sp), self._s_held, sp)
+            s = np.where(np.isnan(s), self._s_held, s)     # the commanded foot: the commands', else the driver's
+            se = sp                                        # the error: against the set-point at the reading
+            fresh &= ~np.isnan(sp)                         # none (its time uncertain, never moved): not used
+        else:
+            se = s
         if not math.isfinite(dt) or dt > self.max_gap:
             self._integral[:] = 0.0           # a gap: the servo's integral ran on unseen; rebuilt from here
             self._clear_swings()              # and the baseline the swings measured jumps with it

@@ -31,6 +31,9 @@ from .setpoints import ServoSetpoints
 __all__ = ["JointReadings", "ServoHealth", "JointServoBus"]
 
 log = logging.getLogger(__name__)
+#: s: a position read whose round trip exceeds its wire time by more than this has no set-point (``setpoints_at``):
+#: its instant is uncertain by half the excess, and a set-point 1 ms off moves the body estimate's mass by ~4 %
+READ_TIME_SLACK_S = 0.001
 Positions = Union[Mapping[str, float], Sequence[float]]
 
 
@@ -43,8 +46,9 @@ class JointReadings:
     torque on), limits ((temp_max [deg C], vin_min [mV], vin_max [mV]) read from the servo), faults (a
     :class:`ServoFault` for a voltage/temperature read outside that servo's limits), errors (the typed
     exception of each failed read), ``stamp`` (time_fn at the start), ``elapsed`` [s] spent on the bus,
-    ``reads`` attempted, ``read_times`` (time_fn at the middle of each position read: request sent, reply in).
-    Only joints read in this poll appear.
+    ``reads`` attempted, ``read_times`` (time_fn at the middle of each position read: request sent, reply in),
+    ``read_spans`` [s] (each position read's round trip: its time is known to half of it). Only joints read in
+    this poll appear.
     """
 
     stamp: float
@@ -56,6 +60,7 @@ class JointReadings:
     faults: Dict[str, ServoFault] = field(default_factory=dict)
     errors: Dict[str, HardwareError] = field(default_factory=dict)
     read_times: Dict[str, float] = field(default_factory=dict)
+    read_spans: Dict[str, float] = field(default_factory=dict)
     elapsed: float = 0.0
     reads: int = 0
 
@@ -179,9 +184,13 @@ class JointServoBus:
         self.setpoints.move(now, {spec.joint: spec.to_rad(ticks) for (spec, _), (_, ticks) in zip(items, targets)},
                             ms / 1000.0)
 
-    def setpoints_at(self, readings: JointReadings) -> Dict[str, float]:
-        """Each position read of ``readings``: the servo's set-point at its read time [rad] (NaN: never moved)."""
-        return self.setpoints.at_times(readings.read_times)
+    def setpoints_at(self, readings: JointReadings, max_slack: float = READ_TIME_SLACK_S) -> Dict[str, float]:
+        """Each position read of ``readings`` whose time is known well enough: the servo's set-point at its read
+        time [rad] (NaN: never moved). A read whose round trip took more than its wire time plus ``max_slack``
+        [s] (the OS or the servo held it up: its instant is uncertain by half of that) gets none."""
+        limit = self.bus.read_time("position") + max_slack
+        return self.setpoints.at_times({j: t for j, t in readings.read_times.items()
+                                        if readings.read_spans.get(j, 0.0) <= limit})
 
     def stop(self) -> None:
         """Stop all servos where they are (torque stays on)."""
@@ -272,7 +281,9 @@ class JointServoBus:
             if kind == "position":
                 ta = self.time_fn()
                 out.positions[spec.joint] = spec.to_rad(self.bus.read_position(spec.servo_id, self.read_timeout))
-                out.read_times[spec.joint] = 0.5 * (ta + self.time_fn())
+                tb = self.time_fn()
+                out.read_times[spec.joint] = 0.5 * (ta + tb)
+                out.read_spans[spec.joint] = tb - ta
             elif kind == "voltage":
                 h.vin_mv = float(self.bus.read_voltage(spec.servo_id, self.read_timeout))
                 out.voltages[spec.joint] = h.vin_mv / 1000.0

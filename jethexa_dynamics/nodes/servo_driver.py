@@ -7,7 +7,8 @@
   time of the reads; a cycle without a position read publishes nothing. With ``read_dither`` the reads of each
   cycle start at a random delay in the cycle (not in phase with the commands, which come at the same rate).
 * ``joint_states/setpoint`` (sensor_msgs/JointState) with each ``joint_states`` message, published just before
-  it: the same header stamp and names (less joints never moved), position = each servo's set-point at the
+  it: the same header stamp and names (less joints never moved and reads whose instant is uncertain: a round trip
+  1 ms over its wire time, ``JointServoBus.setpoints_at``), position = each servo's set-point at the
   instant it was read (``hardware.setpoints``: the moves sent, replayed) -- with the reading, the servo's
   tracking error, i.e. its load (``damage.body_load``). A JointState because it is joint positions by name like
   its twin (one message type to validate and record); a topic of its own, not ``effort`` or ``velocity`` of
@@ -23,6 +24,7 @@
 """
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -227,7 +229,8 @@ class ServoDriver(ThinNode):
         msg.name = names
         msg.position = [float(readings.positions[j]) for j in names]
         setpoints = self.joints.setpoints_at(readings)
-        moved = [j for j in names if setpoints.get(j) == setpoints.get(j)]   # NaN: never moved
+        # NaN: never moved; absent: the read's time is uncertain (JointServoBus.setpoints_at)
+        moved = [j for j in names if setpoints.get(j, math.nan) == setpoints.get(j, math.nan)]
         if self.context.ok():  # not while rclpy shuts down (Ctrl-C) and close() is on its way
             if moved:   # first: a subscriber pairing the two by stamp mostly has the set-points when q arrives
                 sp = JointState()
