@@ -44,12 +44,22 @@ with its CoM 1 cm forward; a 150 g payload put on mid-run is followed to within 
 per second of data here (1.4 % of a core; 6-8 % of a Nano core at 4-6x; ``benchmarks/bench_identify.py``).
 
 In the running graph the servo driver gives each reading's set-point (``joint_states/setpoint``: the moves it
-sent, replayed at the read's time; ``on_joints(..., setpoints)``, paired by ``ReadingPairs``). Measured there
-(``benchmarks/bench_body_graph.py``, processes on 2 shared cores, body 1.6875 kg / CoM +10 mm, 30 s of walking,
-``body_window`` 30 s): emulator ``servo_timing`` exact at 500 Hz 1.93 kg (+14 %), CoM (9.8, -2.1) mm, +12 % at
-45 s; at its default 100 Hz +24-43 % (its reads carried forward up to 10 ms at the joint rate: the emulator's own
-pairs give +23 % there, +7 % at 500 Hz); ``tick`` (the old world, one update ahead) -6..+3 % but CoM 13-28 mm.
-From the commands alone (receipt-timed) the CoM is off by 10-30 mm. Not yet within 10 %: see the prototype's notes.
+sent, replayed at the read's time; none for a read whose round trip was held up; ``on_joints(..., setpoints)``,
+paired by ``ReadingPairs``). The estimate is as good as that timing: a set-point 1 ms ahead of its reading moves
+the mass by +4 % and the CoM by -4 mm. What biased it there, found on the graph's data path replayed on a
+simulated clock (``test/test_body_setpoints.py``, ``_pipeline``) and measured on the graph: (1) the samples of
+the standing before the walk, the servo integral's change read as load (fixed by the swings' baseline above);
+(2) the emulated world's reads carried forward from its last 100 Hz update (a lag or lead of up to 10 ms: -15 %
+on the engine; fixed in the emulator: each bus transaction brings the world up to its arrival and runs there);
+(3) the frames run after that world step instead of at their arrival (the moves late: +5..9 %); (4) reads locked
+in phase with the 50 Hz commands: each read sees the same instant of every move and foot impact (+16 % read where
+the commands are written, CoM 2-14 mm depending on the phase; servo_driver ``read_dither``). Measured with all
+four fixed (``benchmarks/bench_body_graph.py`` and ``test/test_nodes_body_graph.py``: processes on 2 shared
+cores, 100 Hz world, body 1.6875 kg / CoM +10 mm, 30-31 s of walking, ``body_window`` 30 s): mass -5.6..+5.9 %
+over 13 runs, CoM 1.2-8.2 mm from the world's (within 5 mm in 8 of 13). The CoM scatters by the reads' sampling
+of the gait's dynamic torques (the quasi-static balance's residue: +-2 mm between read-phase sequences on the
+deterministic data path, which is also 2.5 mm forward) and the graph's timing jitter. CPU: the ``body`` stage
+26-30 ms per second of walking here (2.6-3 % of a core; 13-15 % of a Nano core at 5x), not measured on one.
 
 Example::
 
@@ -429,7 +439,8 @@ PLAUSIBLE = ((0.5, 2.0), 0.05)
 #: the commands shifted by 1 ms against the readings move the mass by ~6 %, by 5 ms ~35 %)
 TIMING_NOTE = ("the estimate needs each servo's set-point at its reading to about a millisecond (the commands' "
                "and the readings' times; a 1 ms shift moves the mass by ~6 %): a recording whose commands were "
-               "timed at another node than the servo driver, or a world updated at 100 Hz, is not timed that well")
+               "timed at another node than the servo driver, or an emulated world answering from its last update "
+               "(servo_timing tick), is not timed that well")
 
 
 def partial_reads(carried: np.ndarray) -> str:
