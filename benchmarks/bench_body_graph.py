@@ -7,9 +7,14 @@ world's body, the CPU of its ``body`` stage and of the servo_driver and damage_m
 same streams as recorded here replayed offline into the estimator: with the driver's set-points at each reading
 (what the node does), and from the commands alone timed at their receipt here (what a node without
 ``joint_states/setpoint`` can do), with the receipt moved by a few ms. ``--timing`` is the emulator's
-``servo_timing``. ``--json FILE`` writes everything.
+``servo_timing``, ``--read-dither`` servo_driver's ``read_dither`` (on: what ``body_estimate:=true`` launches).
+``--json FILE`` writes everything, ``--save-streams FILE`` the recorded streams for offline replays.
 
     python benchmarks/bench_body_graph.py --timing exact --walk 40
+
+Measured 15:24 UTC 2026-11-27 (2 shared cores, 100 Hz world, body 1.6875 kg / CoM +10 mm): at 30 s of walking
+1.7036 kg (+1.0 %), CoM (12.2, 4.6) mm, 35 s (11.2, 2.5) mm; body stage 26.7 ms of CPU per second, servo_driver
+7.4 % and damage_monitor 11.4 % of a core.
 """
 from __future__ import annotations
 
