@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 #: s: a position read whose round trip exceeds its wire time by more than this has no set-point (``setpoints_at``):
 #: its instant is uncertain by half the excess, and a set-point 1 ms off moves the body estimate's mass by ~4 %
 READ_TIME_SLACK_S = 0.001
+#: periods: the step of the servo driver's read dither (``read_dither``), the golden ratio's fractional part: each
+#: cycle's read delay lands as far from the earlier ones as it can, the cycle's phases covered evenly
+READ_DITHER_STEP = (math.sqrt(5.0) - 1.0) / 2.0
 Positions = Union[Mapping[str, float], Sequence[float]]
 
 

@@ -54,8 +54,9 @@ SERVO_DRIVER = ParamSet("servo_driver", [
     P("reads_per_cycle", "int", 3, "servo reads (position, then voltage/temperature/load in turn) per "
       "publish cycle, round-robin over the servos; each read costs ~6 ms of bus time on the real robot",
       lo=0, hi=18),
-    P("read_dither", "bool", False, "each cycle's reads start at a random time within the publish period "
-      "(uniform): reads not locked in phase with the gait controller's commands at the same rate. The body "
+    P("read_dither", "bool", False, "each cycle's reads start later in the publish period by the golden-ratio "
+      "sequence (from a random start): reads spread evenly over the phase of the gait controller's commands at "
+      "the same rate instead of locked to one. The body "
       "estimate (damage_monitor body_estimate) needs it: locked, it sees one phase of every 20 ms move and foot "
       "impact and its CoM is off by up to 9 mm. false: reads at the cycle's start", read_only=True),
     P("reply_timeout", "double", 0.012, "wait for a servo reply before counting a miss", lo=0.001, hi=0.5,

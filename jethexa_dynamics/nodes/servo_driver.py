@@ -36,7 +36,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from jethexa_dynamics.hardware.bus import open_bus
 from jethexa_dynamics.hardware.errors import HardwareError, ServoError, ServoTimeout
-from jethexa_dynamics.hardware.joints import JointServoBus
+from jethexa_dynamics.hardware.joints import READ_DITHER_STEP, JointServoBus
 from jethexa_dynamics.hardware.servo_table import load_servo_table
 from jethexa_dynamics.nodes import messages as validate, params as node_params
 from jethexa_dynamics.damage.detection import ServoStatusTracker, encode_servo_status, read_deadline
@@ -44,6 +44,7 @@ from jethexa_dynamics.nodes._common import RELIABLE_QOS, SENSOR_QOS, ThinNode, r
 
 
 OPEN_LOG_PERIOD = 30.0  # s between 'waiting for the servo bus' lines
+
 
 
 class ServoDriver(ThinNode):
@@ -74,7 +75,7 @@ class ServoDriver(ThinNode):
         self._pending = None
         self._pending_lock = threading.Lock()
         self._wake, self._stop = threading.Event(), threading.Event()
-        self._rng = random.Random()      # the reads' dither (read_dither): no sequence to reproduce
+        self._dither = random.random()   # the reads' dither (read_dither): where its sequence starts, in cycles
         with self.lock:
             self._try_open()
         self._thread = threading.Thread(target=self._bus_loop, name="servo-bus", daemon=True)
@@ -185,12 +186,19 @@ class ServoDriver(ThinNode):
                     if now >= read_at:
                         period = 1.0 / self.p["publish_rate"]
                         next_tick = max(next_tick + period, now)
-                        read_at = next_tick + (self._rng.uniform(0.0, period) if self.p["read_dither"] else 0.0)
+                        read_at = next_tick + (self._next_dither() * period if self.p["read_dither"] else 0.0)
                         self._read_and_publish()
                         self._confirm_silence()
             except Exception as exc:  # noqa: BLE001 - the bus thread must survive anything
                 self.errors += 1
                 self.reject("bus thread", "%s: %s" % (type(exc).__name__, exc))
+
+    def _next_dither(self) -> float:
+        """The next cycle's read delay, in periods: the golden-ratio sequence (each delay as far from the earlier
+        ones as it can be), so a few cycles' reads cover the cycle's phases evenly, as random delays would only
+        on average (the body estimate's CoM scatters half as much)."""
+        self._dither = (self._dither + READ_DITHER_STEP) % 1.0
+        return self._dither
 
     def _send_pending(self) -> None:
         with self._pending_lock:
