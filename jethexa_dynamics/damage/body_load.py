@@ -280,7 +280,11 @@ class BodyLoadEstimator:
         if self._R is None or not self.healthy or np.isnan(self._e).any() or not math.isfinite(dt) \
                 or dt > self.max_gap:
             return True
-        self._add(t, dt, self._q, s, self.kp * self._e + self.ki * self._integral, fresh)
+        # a joint not read now is where its commanded set-point is now less its last tracking error (slow: the
+        # load), not where it was read up to 0.1 s ago (the leg's Jacobian and weight at the others' reads)
+        cmd = self.moves.at(t)
+        q = np.where(fresh | np.isnan(cmd), self._q, cmd - self._e)
+        self._add(t, dt, q, s, self.kp * self._e + self.ki * self._integral, fresh)
         return True
 
     def _reject(self) -> bool:
