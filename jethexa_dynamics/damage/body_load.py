@@ -53,13 +53,13 @@ the standing before the walk, the servo integral's change read as load (fixed by
 on the engine; fixed in the emulator: each bus transaction brings the world up to its arrival and runs there);
 (3) the frames run after that world step instead of at their arrival (the moves late: +5..9 %); (4) reads locked
 in phase with the 50 Hz commands: each read sees the same instant of every move and foot impact (+16 % read where
-the commands are written, CoM 2-14 mm depending on the phase; servo_driver ``read_dither``). Measured with all
-four fixed (``benchmarks/bench_body_graph.py`` and ``test/test_nodes_body_graph.py``: processes on 2 shared
-cores, 100 Hz world, body 1.6875 kg / CoM +10 mm, 30-31 s of walking, ``body_window`` 30 s): mass -5.6..+5.9 %
-over 13 runs, CoM 1.2-8.2 mm from the world's (within 5 mm in 8 of 13). The CoM scatters by the reads' sampling
-of the gait's dynamic torques (the quasi-static balance's residue: +-2 mm between read-phase sequences on the
-deterministic data path, which is also 2.5 mm forward) and the graph's timing jitter. CPU: the ``body`` stage
-26-30 ms per second of walking here (2.6-3 % of a core; 13-15 % of a Nano core at 5x), not measured on one.
+the commands are written, CoM 2-14 mm depending on the phase; servo_driver ``read_dither``: delays by the
+golden-ratio sequence, the phases covered evenly). Measured with all four fixed (``test/test_nodes_body_graph.py``:
+the processes as launched on 2 shared cores, 100 Hz world, body 1.6875 kg / CoM +10 mm, 31-32 s of walking,
+``body_window`` 30 s), 8 runs: mass -4.1..+4.6 %, CoM x 6.1-11.0 mm, y -10.2..+3.2 mm: within 5 mm in 6 of 8.
+On the deterministic data path (5 dither starts) within 3.1 mm and -0.6..-3.1 %; the graph's lateral scatter
+(two runs 8-10 mm to the right) is its own, its cause not found (timing jitter? the heading hold?). CPU: the ``body``
+stage 23-30 ms per second of walking here (2.3-3 % of a core; 12-15 % of a Nano core at 5x), not measured on one.
 
 Example::
 
