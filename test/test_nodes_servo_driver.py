@@ -88,6 +88,18 @@ def test_commands_reach_the_servos_and_joint_states_carry_measurements_only(rig)
         assert 1 <= len(js.name) <= 4 and js.header.stamp.sec > 0
         seen.update(zip(js.name, js.position))
     assert np.allclose([seen[j] for j in JOINTS], target, atol=0.01)
+    # joint_states/setpoint only for a reader (the body estimate's): none so far; then each read servo's
+    # set-point at its read, stamped as its joint_states twin (the move has ended: the target, in whole ticks)
+    assert drv.setpoints_sent == 0
+    w.watch(JointState, "joint_states/setpoint", SENSOR_QOS)
+    assert wait_for(lambda: w.count("joint_states/setpoint") >= 5, 10.0)
+    stamps = {(m.header.stamp.sec, m.header.stamp.nanosec) for _, m in w.since("joint_states", t0)}
+    for _, sp in w.since("joint_states/setpoint", t0)[-3:]:
+        assert (sp.header.stamp.sec, sp.header.stamp.nanosec) in stamps or wait_for(
+            lambda: (sp.header.stamp.sec, sp.header.stamp.nanosec) in {
+                (m.header.stamp.sec, m.header.stamp.nanosec) for _, m in w.since("joint_states", t0)}, 2.0)
+        want = dict(zip(JOINTS, target))
+        assert np.allclose(sp.position, [want[j] for j in sp.name], atol=0.005)
     # per-servo diagnostics: 18 statuses with voltage/temperature read by the scheduler
     assert wait_for(lambda: len(servo_statuses(w)) == 18, 5.0)
     assert wait_for(lambda: all(kv.value != "nan" for s in servo_statuses(w) for kv in s.values

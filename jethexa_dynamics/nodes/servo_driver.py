@@ -5,12 +5,14 @@
 * ``joint_states`` (sensor_msgs/JointState) at ``publish_rate``: measured positions only, of the joints the
   read scheduler read in that cycle (Hiwonder's bus cannot read 18 positions at 50 Hz), stamped with the
   time of the reads; a cycle without a position read publishes nothing. With ``read_dither`` the reads of each
-  cycle start at a random delay in the cycle (not in phase with the commands, which come at the same rate).
-* ``joint_states/setpoint`` (sensor_msgs/JointState) with each ``joint_states`` message, published just before
-  it: the same header stamp and names (less joints never moved and reads whose instant is uncertain: a round trip
-  1 ms over its wire time, ``JointServoBus.setpoints_at``), position = each servo's set-point at the
-  instant it was read (``hardware.setpoints``: the moves sent, replayed) -- with the reading, the servo's
-  tracking error, i.e. its load (``damage.body_load``). A JointState because it is joint positions by name like
+  cycle start at a delay in the cycle that walks a golden-ratio sequence from a random start (not in phase with
+  the commands, which come at the same rate).
+* ``joint_states/setpoint`` (sensor_msgs/JointState) with each ``joint_states`` message while the topic has a
+  subscriber (damage_monitor with ``body_estimate``), published just before it: the same header stamp and names
+  (less joints never moved and reads whose instant is uncertain: a round trip 1 ms over its wire time,
+  ``JointServoBus.setpoints_at``), position = each servo's set-point at the instant it was read
+  (``hardware.setpoints``: the moves sent, replayed) -- with the reading, the servo's tracking error, i.e. its
+  load (``damage.body_load``). A JointState because it is joint positions by name like
   its twin (one message type to validate and record); a topic of its own, not ``effort`` or ``velocity`` of
   ``joint_states``, which mean torques and rates to every consumer of that topic.
 * All bus I/O runs in one thread of the node (a read of a silent servo blocks for its reply timeout);
@@ -46,7 +48,6 @@ from jethexa_dynamics.nodes._common import RELIABLE_QOS, SENSOR_QOS, ThinNode, r
 OPEN_LOG_PERIOD = 30.0  # s between 'waiting for the servo bus' lines
 
 
-
 class ServoDriver(ThinNode):
     def __init__(self, **kwargs):
         super().__init__(node_params.SERVO_DRIVER, **kwargs)
@@ -66,6 +67,7 @@ class ServoDriver(ThinNode):
         self.commands_applied = 0
         self.state_pub = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
         self.setpoint_pub = self.create_publisher(JointState, "joint_states/setpoint", SENSOR_QOS)
+        self.setpoints_sent = 0        # joint_states/setpoint messages published
         self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS)
         self.create_service(Trigger, "~/emergency_stop", self._on_estop)
         self.create_service(SetBool, "~/set_torque", self._on_set_torque)
@@ -236,9 +238,12 @@ class ServoDriver(ThinNode):
         msg.header.stamp = stamp.to_msg()
         msg.name = names
         msg.position = [float(readings.positions[j]) for j in names]
-        setpoints = self.joints.setpoints_at(readings)
-        # NaN: never moved; absent: the read's time is uncertain (JointServoBus.setpoints_at)
-        moved = [j for j in names if setpoints.get(j, math.nan) == setpoints.get(j, math.nan)]
+        moved = []
+        # the set-points only for a reader (the body estimate): a JointState publish costs the robot ~0.1-0.2 ms
+        if self.setpoint_pub.get_subscription_count() > 0:
+            setpoints = self.joints.setpoints_at(readings)
+            # NaN: never moved; absent: the read's time is uncertain (JointServoBus.setpoints_at)
+            moved = [j for j in names if setpoints.get(j, math.nan) == setpoints.get(j, math.nan)]
         if self.context.ok():  # not while rclpy shuts down (Ctrl-C) and close() is on its way
             if moved:   # first: a subscriber pairing the two by stamp mostly has the set-points when q arrives
                 sp = JointState()
@@ -246,6 +251,7 @@ class ServoDriver(ThinNode):
                 sp.name = moved
                 sp.position = [float(setpoints[j]) for j in moved]
                 self.setpoint_pub.publish(sp)
+                self.setpoints_sent += 1
             self.state_pub.publish(msg)
 
     def _confirm_silence(self) -> None:
