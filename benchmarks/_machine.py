@@ -1,4 +1,5 @@
-"""Date, machine and versions of a benchmark run: the header lines every ``bench_*.py`` writes to its results.
+"""Date, machine and versions of a benchmark run: the header lines every ``bench_*.py`` writes to its results;
+and a process's CPU time (``proc_cpu``), which the node-graph benchmarks read.
 
     from _machine import describe           # benchmarks/ is on sys.path when a bench script runs
     lines += describe("mujoco", "pinocchio")  # extra packages by import or distribution name
@@ -61,3 +62,16 @@ def write_results(text, path):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         f.write(text)
+
+
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(pid):
+    """utime + stime + cutime + cstime of ``pid`` [s] (every thread; waited-for children), NaN if gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLK

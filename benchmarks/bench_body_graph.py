@@ -32,17 +32,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
-CLK = os.sysconf("SC_CLK_TCK")
-
-
-def proc_cpu(pid):
-    """utime + stime of ``pid`` [s] (every thread), NaN if gone."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / CLK
+from _machine import proc_cpu  # noqa: E402
 
 
 def monitor_values(w):

@@ -78,7 +78,7 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_LOCALHOST_ONLY", "1")
 os.environ.setdefault("ROS_DOMAIN_ID", str(101 + os.getpid() % 100))
 
-from _machine import describe, write_results  # noqa: E402
+from _machine import CLK, describe, proc_cpu, write_results  # noqa: E402
 
 from jethexa_dynamics import cli_args  # noqa: E402
 from jethexa_dynamics.nodes.graph_spec import COMPOSED_DEFAULT, ROBOT_NODES, launch_layout  # noqa: E402
@@ -97,19 +97,9 @@ MOTION = "emulator/imu_motion"
 REGISTERS = "emulated MPU6050"          # inside the imu node's ``sample`` stage (not added to the node's sum)
 IMU_EMULATED_STAGES = (MOTION, REGISTERS)
 THREAD_KINDS = ("main", "python", "native")
-CLK = os.sysconf("SC_CLK_TCK")
 
 
 # ---------------------------------------------------------------------------------------------- /proc
-def proc_cpu(pid):
-    """utime + stime + cutime + cstime of ``pid`` [s] (every thread; waited-for children), NaN if gone."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    return sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLK
-
 
 def wake_cost(seconds: float = 2.0) -> float:
     """CPU [s] one sleep/wake-up costs this thread in a bare 100 Hz ``time.sleep`` loop (schedstat's run time):
