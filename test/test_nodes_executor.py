@@ -267,6 +267,48 @@ def test_wake_from_another_thread_returns_the_wait(ctx, ex):
     assert ex.rebuilds >= 2          # woken means: look at the nodes' entities again
 
 
+def test_a_nodes_polled_messages_are_taken_at_its_own_wake_ups_not_at_another_nodes(ctx, ex):
+    """In a process of several nodes, another node's wake-ups (here messages on its subscription) leave a node's
+    polled messages waiting: they are taken at a wake-up of their own node (its timer), or when no node's entity
+    is ready (a timed-out wait: an idle process)."""
+    from jethexa_dynamics.nodes.executor import POLLED
+
+    busy, quiet = Node("lean_busy", context=ctx), Node("lean_quiet", context=ctx)
+    pub_node = Node("lean_busy_pub", context=ctx)
+    events = []
+    sub = quiet.create_subscription(Int32, "lean_quiet_in", lambda m: events.append(("msg", m.data)), ALL)
+    setattr(sub, POLLED, True)
+    own = quiet.create_timer(0.05, lambda: events.append(("own tick", None)))
+    own.cancel()
+    busy.create_subscription(Int32, "lean_busy_in", lambda m: events.append(("busy", m.data)), ALL)
+    pub = pub_node.create_publisher(Int32, "lean_quiet_in", ALL)
+    poke = pub_node.create_publisher(Int32, "lean_busy_in", ALL)
+    ex.add_node(busy)
+    ex.add_node(quiet)
+    wait_matched(pub)
+    wait_matched(poke)
+    for _ in range(20):                   # the wake-ups of the set-up (add_node's guard condition, QoS events)
+        ex.spin_once(timeout_sec=0.0)
+    for i in range(3):
+        pub.publish(Int32(data=i))
+    time.sleep(0.2)                       # delivered by now
+    for i in range(5):                    # five wake-ups of the other node, one message each
+        poke.publish(Int32(data=i))
+        assert spin_until(ex, lambda: ("busy", i) in events)
+    assert not any(e[0] == "msg" for e in events)          # none of them took the polled messages
+    own.reset()
+    assert spin_until(ex, lambda: ("own tick", None) in events)
+    tick = events.index(("own tick", None))
+    assert [e for e in events[:tick] if e[0] == "msg"] == [("msg", i) for i in range(3)]   # before its callback
+    ex.remove_node(busy)
+    own.cancel()
+    pub.publish(Int32(data=3))
+    time.sleep(0.2)
+    for _ in range(3):                    # nothing ready (the wait times out): every node's polled messages
+        ex.spin_once(timeout_sec=0.0)
+    assert events[-1] == ("msg", 3)
+
+
 def test_a_polled_subscription_never_wakes_the_executor_and_is_taken_whole_before_the_ready_callbacks(ctx, ex):
     """A polled subscription is outside the wait set: its messages wait until something else wakes the executor
     (here a timer), then all of them are taken, in order, before that wake-up's timer callback."""

@@ -43,7 +43,8 @@ INPUT_ERRORS = (InputError, ParameterError)
 SENSOR_QOS = qos_profile_sensor_data
 #: a sensor stream that a node takes at its other stream's wake-ups (``sub(..., wake=False)``) and whose every
 #: sample counts: best effort like SENSOR_QOS, keep last 50 (0.5 s at 100 Hz), so that the samples between two
-#: wake-ups of a starved node, or of one whose pacing stream paused (only its 10 Hz check wakes it), all wait
+#: wake-ups of a starved node all wait (one whose pacing stream paused wakes only at its timers: the samples of
+#: the last 0.5 s wait; damage_monitor's identifier sees a data gap there anyway, its joints paused too)
 POLLED_SENSOR_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT,
                                durability=DurabilityPolicy.VOLATILE)
 #: commands and computed outputs: reliable, keep last 10
