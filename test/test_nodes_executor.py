@@ -53,6 +53,19 @@ def wait_matched(pub, n=1, limit=400):
     raise AssertionError("no subscriber matched")
 
 
+def polled_node(ctx, name, topic, events):
+    """A node with one polled subscription on ``topic`` (("msg", data) into ``events``) and a cancelled 50 ms timer
+    (("tick", None)); returns (node, subscription, timer)."""
+    from jethexa_dynamics.nodes.executor import POLLED
+
+    node = Node(name, context=ctx)
+    sub = node.create_subscription(Int32, topic, lambda m: events.append(("msg", m.data)), ALL)
+    setattr(sub, POLLED, True)
+    timer = node.create_timer(0.05, lambda: events.append(("tick", None)))
+    timer.cancel()
+    return node, sub, timer
+
+
 def test_every_message_in_order_on_the_lean_path(ctx, ex):
     sub_node = Node("lean_sub", context=ctx)
     pub_node = Node("lean_pub", context=ctx)
@@ -271,15 +284,10 @@ def test_a_nodes_polled_messages_are_taken_at_its_own_wake_ups_not_at_another_no
     """In a process of several nodes, another node's wake-ups (here messages on its subscription) leave a node's
     polled messages waiting: they are taken at a wake-up of their own node (its timer), or when no node's entity
     is ready (a timed-out wait: an idle process)."""
-    from jethexa_dynamics.nodes.executor import POLLED
-
-    busy, quiet = Node("lean_busy", context=ctx), Node("lean_quiet", context=ctx)
+    busy = Node("lean_busy", context=ctx)
     pub_node = Node("lean_busy_pub", context=ctx)
     events = []
-    sub = quiet.create_subscription(Int32, "lean_quiet_in", lambda m: events.append(("msg", m.data)), ALL)
-    setattr(sub, POLLED, True)
-    own = quiet.create_timer(0.05, lambda: events.append(("own tick", None)))
-    own.cancel()
+    quiet, _, own = polled_node(ctx, "lean_quiet", "lean_quiet_in", events)
     busy.create_subscription(Int32, "lean_busy_in", lambda m: events.append(("busy", m.data)), ALL)
     pub = pub_node.create_publisher(Int32, "lean_quiet_in", ALL)
     poke = pub_node.create_publisher(Int32, "lean_busy_in", ALL)
@@ -297,8 +305,8 @@ def test_a_nodes_polled_messages_are_taken_at_its_own_wake_ups_not_at_another_no
         assert spin_until(ex, lambda: ("busy", i) in events)
     assert not any(e[0] == "msg" for e in events)          # none of them took the polled messages
     own.reset()
-    assert spin_until(ex, lambda: ("own tick", None) in events)
-    tick = events.index(("own tick", None))
+    assert spin_until(ex, lambda: ("tick", None) in events)
+    tick = events.index(("tick", None))
     assert [e for e in events[:tick] if e[0] == "msg"] == [("msg", i) for i in range(3)]   # before its callback
     ex.remove_node(busy)
     own.cancel()
@@ -312,15 +320,9 @@ def test_a_nodes_polled_messages_are_taken_at_its_own_wake_ups_not_at_another_no
 def test_a_polled_subscription_never_wakes_the_executor_and_is_taken_whole_before_the_ready_callbacks(ctx, ex):
     """A polled subscription is outside the wait set: its messages wait until something else wakes the executor
     (here a timer), then all of them are taken, in order, before that wake-up's timer callback."""
-    from jethexa_dynamics.nodes.executor import POLLED
-
-    node = Node("lean_polled", context=ctx)
     pub_node = Node("lean_polled_pub", context=ctx)
     events = []
-    sub = node.create_subscription(Int32, "lean_polled", lambda m: events.append(("msg", m.data)), ALL)
-    setattr(sub, POLLED, True)
-    timer = node.create_timer(0.05, lambda: events.append(("tick", None)))
-    timer.cancel()
+    node, sub, timer = polled_node(ctx, "lean_polled", "lean_polled", events)
     pub = pub_node.create_publisher(Int32, "lean_polled", ALL)
     ex.add_node(node)
     wait_matched(pub)
