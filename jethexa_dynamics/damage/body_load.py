@@ -80,6 +80,7 @@ from transforms3d.quaternions import quat2mat
 
 from jethexa_dynamics.control.ik import LegGeometry, leg_fk, leg_fk_vel
 from jethexa_dynamics.control.pid import PAPER_GAINS
+from jethexa_dynamics.hardware.setpoints import ServoMoves
 from jethexa_dynamics.model import LeggedRobot
 from jethexa_dynamics.model.com import center_of_mass
 
@@ -96,31 +97,6 @@ class BodyEstimate:
     mass: float
     com: np.ndarray
     seconds: float
-
-
-class ServoMoves:
-    """The servos' set-points from the command stream: each command moves its joints linearly from their
-    current set-point to the target over its move time (the Hiwonder move, ``Engine.set_joint_targets``)."""
-
-    def __init__(self, n_joints: int):
-        self.start = np.full(n_joints, np.nan)
-        self.goal = np.full(n_joints, np.nan)
-        self.t0 = np.zeros(n_joints)
-        self.duration = np.zeros(n_joints)
-
-    def at(self, t: float) -> np.ndarray:
-        """Set-points [rad] at ``t`` (NaN for a joint never commanded)."""
-        s = np.ones_like(self.t0)
-        moving = self.duration > 0
-        s[moving] = np.clip((t - self.t0[moving]) / self.duration[moving], 0.0, 1.0)
-        return self.start + s * (self.goal - self.start)
-
-    def command(self, t: float, idx: np.ndarray, q: np.ndarray, move_time: float) -> None:
-        now = self.at(t)[idx]
-        self.start[idx] = np.where(np.isnan(now), q, now)
-        self.goal[idx] = q
-        self.t0[idx] = t
-        self.duration[idx] = move_time
 
 
 class BodyLoadEstimator:
@@ -257,7 +233,7 @@ class BodyLoadEstimator:
                 return self._reject()
         dt = t - self._t_joint
         self._t_joint = t
-        s = self.moves.at(t)
+        cmd = s = self.moves.at(t)
         # the real bus reads a few servos per message (3 of 18 at 50 Hz): NaN = not read this time. Each joint
         # keeps its latest reading and error (held until its next read); the sample uses those
         fresh = ~np.isnan(qm)
@@ -282,7 +258,6 @@ class BodyLoadEstimator:
             return True
         # a joint not read now is where its commanded set-point is now less its last tracking error (slow: the
         # load), not where it was read up to 0.1 s ago (the leg's Jacobian and weight at the others' reads)
-        cmd = self.moves.at(t)
         q = np.where(fresh | np.isnan(cmd), self._q, cmd - self._e)
         self._add(t, dt, q, s, self.kp * self._e + self.ki * self._integral, fresh)
         return True

@@ -12,47 +12,72 @@ Times are the caller's clock (the joint layer's ``time_fn``); a move is taken to
 """
 from __future__ import annotations
 
-import math
-from typing import Dict, Iterable, Mapping, Sequence, Tuple
+from typing import Dict, Iterable, Mapping, Sequence
 
-__all__ = ["ServoSetpoints"]
+import numpy as np
+
+__all__ = ["ServoMoves", "ServoSetpoints"]
+
+
+class ServoMoves:
+    """The set-points [rad] of ``n_joints`` servos (by index) over time from the moves sent: each move takes its
+    joints linearly from their set-point then to the goal over its move time; a joint never moved has NaN, and
+    its first move starts at its goal. ``damage.body_load`` rebuilds the set-points from the command stream with
+    it, :class:`ServoSetpoints` from the moves the driver sent."""
+
+    def __init__(self, n_joints: int):
+        self.start = np.full(n_joints, np.nan)
+        self.goal = np.full(n_joints, np.nan)
+        self.t0 = np.zeros(n_joints)
+        self.duration = np.zeros(n_joints)
+
+    def at(self, t) -> np.ndarray:
+        """Set-points [rad] at ``t`` [s]: one time for every joint, or an array of one per joint (NaN for a joint
+        never commanded)."""
+        t = np.broadcast_to(np.asarray(t, dtype=float), self.t0.shape)
+        s = np.ones_like(self.t0)
+        moving = self.duration > 0
+        s[moving] = np.clip((t[moving] - self.t0[moving]) / self.duration[moving], 0.0, 1.0)
+        return self.start + s * (self.goal - self.start)
+
+    def command(self, t: float, idx: np.ndarray, q: np.ndarray, move_time: float) -> None:
+        """A move sent at ``t`` [s]: joints ``idx`` to ``q`` [rad] in ``move_time`` [s]."""
+        now = self.at(t)[idx]
+        self.start[idx] = np.where(np.isnan(now), q, now)
+        self.goal[idx] = q
+        self.t0[idx] = t
+        self.duration[idx] = move_time
 
 
 class ServoSetpoints:
-    """Set-points [rad] of ``joints`` over time from the moves sent (see the module's docstring)."""
+    """Set-points [rad] of the servos named ``joints`` over time from the moves sent (see the module's docstring):
+    :class:`ServoMoves` by joint name, with a stop."""
 
     def __init__(self, joints: Sequence[str]):
         self.joints = tuple(joints)
-        # per joint: (start [rad], goal [rad], t0 [s], duration [s]); absent = never moved
-        self._moves: Dict[str, Tuple[float, float, float, float]] = {}
+        self._index = {j: i for i, j in enumerate(self.joints)}
+        self._moves = ServoMoves(len(self.joints))
 
     def at(self, joint: str, t: float) -> float:
         """The set-point of ``joint`` at ``t`` [rad] (NaN if it was never moved)."""
-        m = self._moves.get(joint)
-        if m is None:
-            return math.nan
-        start, goal, t0, duration = m
-        if duration <= 0.0 or t >= t0 + duration:
-            return goal
-        if t <= t0:
-            return start
-        return start + (goal - start) * (t - t0) / duration
+        return float(self._moves.at(t)[self._index[joint]])
 
     def at_times(self, times: Mapping[str, float]) -> Dict[str, float]:
         """``{joint: set-point at its own time}`` for ``{joint: t}`` (e.g. each servo's read time)."""
-        return {j: self.at(j, t) for j, t in times.items()}
+        t = np.zeros(len(self.joints))
+        for j, tj in times.items():
+            t[self._index[j]] = tj
+        s = self._moves.at(t)
+        return {j: float(s[self._index[j]]) for j in times}
 
     def move(self, t: float, goals: Mapping[str, float], duration: float) -> None:
         """Moves sent at ``t``: each joint of ``goals`` from its set-point now to its goal [rad] in ``duration`` s."""
-        d = float(duration)
-        for joint, goal in goals.items():
-            now = self.at(joint, t)
-            g = float(goal)
-            self._moves[joint] = (g if math.isnan(now) else now, g, float(t), d)
+        idx = np.array([self._index[j] for j in goals], dtype=int)
+        self._moves.command(float(t), idx, np.array([float(g) for g in goals.values()]), float(duration))
 
     def stop(self, t: float, joints: Iterable[str] = None) -> None:
         """A stop at ``t``: the joints (default all moved ones) hold their set-point of now."""
-        for joint in list(self._moves if joints is None else joints):
-            now = self.at(joint, t)
-            if not math.isnan(now):
-                self._moves[joint] = (now, now, float(t), 0.0)
+        now = self._moves.at(t)
+        idx = np.arange(len(self.joints)) if joints is None else np.array([self._index[j] for j in joints], dtype=int)
+        idx = idx[~np.isnan(now[idx])]
+        self._moves.command(float(t), idx, now[idx], 0.0)
