@@ -69,6 +69,7 @@ def set_body(robot, base, mass: float, com) -> None:
     ``robot.description`` keeps the body it was built with. ValueError, nothing changed, for a body outside
     ``check``'s ranges (``com`` as an offset from ``base``'s)."""
     from . import kernels
+    from .robot import scaled_body_inertia
 
     d = base.description
     c = np.asarray(com, dtype=float).reshape(-1)
@@ -81,8 +82,7 @@ def set_body(robot, base, mass: float, com) -> None:
     data = robot.kernel_data
     data[kernels.D_BODY_MASS][0] = mass
     data[kernels.D_BODY_COM][...] = c.reshape(data[kernels.D_BODY_COM].shape)
-    data[kernels.D_BODY_IC][...] = (np.asarray(d.body_Ic, dtype=float) * (mass / d.body_mass)).reshape(
-        data[kernels.D_BODY_IC].shape)
+    data[kernels.D_BODY_IC][...] = scaled_body_inertia(d, mass).reshape(data[kernels.D_BODY_IC].shape)
 
 
 def body_of(robot) -> Tuple[float, np.ndarray]:

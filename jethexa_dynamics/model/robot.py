@@ -64,6 +64,12 @@ def _out_array(out, shape):
     return out
 
 
+def scaled_body_inertia(desc, mass: float) -> np.ndarray:
+    """The main body's inertia about its CoM (base_link axes) for a body of ``mass`` [kg] instead of ``desc``'s:
+    scaled with the mass (a uniformly heavier body: the choice where nothing else is known)."""
+    return np.asarray(desc.body_Ic, dtype=float) * (mass / desc.body_mass)
+
+
 class LeggedRobot:
     """Floating-base legged robot: one main body with serial revolute legs (paper Sec. III-B)."""
 
@@ -248,8 +254,7 @@ class LeggedRobot:
         c = np.array(d.body_com, dtype=float) if com is None else _vec(com, 3, "body com")
         if np.abs(c).max() > 0.2:
             raise ValueError("body com=%r: each coordinate within +-0.2 m of base_link" % (c.tolist(),))
-        desc = dataclasses.replace(d, body_mass=mass, body_com=c,
-                                   body_Ic=np.asarray(d.body_Ic) * (mass / d.body_mass))
+        desc = dataclasses.replace(d, body_mass=mass, body_com=c, body_Ic=scaled_body_inertia(d, mass))
         r = LeggedRobot._from_description(desc, full.urdf_path)
         r._urdf_model = full._urdf_model
         r.set_gravity(full.gravity)

@@ -397,7 +397,8 @@ class DamageMonitor(ThinNode):
             self.body.on_joints(*pair)
         self.cpu.add("body", time.thread_time() - c0)
 
-    def _body_values(self) -> list:
+    def _publish_body(self) -> list:
+        """The estimate on body/inertia (once there is one); returns the status's body values."""
         body = self.body
         est = body.estimate()
         values = [("body_seconds", "%.1f" % body.seconds), ("body_healthy", body.healthy),
@@ -640,7 +641,7 @@ class DamageMonitor(ThinNode):
         if self.detector.faults and level == 0:
             level = 1
         if self.body is not None:
-            values += self._body_values()
+            values += self._publish_body()
         self.publish_diagnostics([self.node_status(message, level, values)])
 
     def close(self) -> None:
