@@ -34,10 +34,10 @@ class ServoMoves:
     def at(self, t) -> np.ndarray:
         """Set-points [rad] at ``t`` [s]: one time for every joint, or an array of one per joint (NaN for a joint
         never commanded)."""
-        t = np.broadcast_to(np.asarray(t, dtype=float), self.t0.shape)
         s = np.ones_like(self.t0)
         moving = self.duration > 0
-        s[moving] = np.clip((t[moving] - self.t0[moving]) / self.duration[moving], 0.0, 1.0)
+        t = np.asarray(t, dtype=float)[moving] if np.ndim(t) else t
+        s[moving] = np.clip((t - self.t0[moving]) / self.duration[moving], 0.0, 1.0)
         return self.start + s * (self.goal - self.start)
 
     def command(self, t: float, idx: np.ndarray, q: np.ndarray, move_time: float) -> None:
@@ -73,7 +73,7 @@ class ServoSetpoints:
     def move(self, t: float, goals: Mapping[str, float], duration: float) -> None:
         """Moves sent at ``t``: each joint of ``goals`` from its set-point now to its goal [rad] in ``duration`` s."""
         idx = np.array([self._index[j] for j in goals], dtype=int)
-        self._moves.command(float(t), idx, np.array([float(g) for g in goals.values()]), float(duration))
+        self._moves.command(float(t), idx, np.fromiter(goals.values(), float, len(idx)), float(duration))
 
     def stop(self, t: float, joints: Iterable[str] = None) -> None:
         """A stop at ``t``: the joints (default all moved ones) hold their set-point of now."""
