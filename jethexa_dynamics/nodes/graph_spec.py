@@ -45,7 +45,7 @@ ROBOT_NODES = ("servo_driver", "imu", "gait_controller", "predictor", "damage_mo
 #: ``split`` (default): the control path (bus, IMU, gait: kept on time by a process of its own, away from the
 #: model's bursts) and the model (predictor and identifier: one copy of the compiled kernels) -- two processes,
 #: the memory of the one-process layout plus one interpreter; the model's is at the edge of one Jetson Nano core
-#: (capped at one A57 core, its predictor halves its rate on purpose);
+#: (capped at one A57 core, its predictor lowers its rate on purpose);
 #: ``true``: the five in one process (least CPU and memory in all, but on one A57 core it lost half its gait and
 #: prediction rates); ``false``: a process per node (three numba processes: 812 MB of RSS).
 #: Measured side by side: benchmarks/results/nano_budget.md.

@@ -243,7 +243,7 @@ class ServoDriver(ThinNode):
         if self.setpoint_pub.get_subscription_count() > 0:
             setpoints = self.joints.setpoints_at(readings)
             # NaN: never moved; absent: the read's time is uncertain (JointServoBus.setpoints_at)
-            moved = [j for j in names if setpoints.get(j, math.nan) == setpoints.get(j, math.nan)]
+            moved = [j for j in names if not math.isnan(setpoints.get(j, math.nan))]
         if self.context.ok():  # not while rclpy shuts down (Ctrl-C) and close() is on its way
             if moved:   # first: a subscriber pairing the two by stamp mostly has the set-points when q arrives
                 sp = JointState()
