@@ -133,6 +133,35 @@ def test_bad_parameters_and_diagnostics_are_rejected_and_node_keeps_serving(grap
     assert mon.p["no_reply_timeout"] == 0.4 and graph.spin_error is None
 
 
+def test_garbage_set_points_are_rejected_each_and_the_body_estimate_keeps_pairing(graph):
+    """body_estimate's input joint_states/setpoint: unknown or repeated names, a NaN, a wrong length, a stamp far
+    from the clock are each rejected (counted, one log line per topic); nothing is paired from them, and a
+    valid set-point still pairs with its joint_states twin."""
+    mon = graph.add(DamageMonitor, {"body_estimate": True})
+    w = graph.add(Watcher)
+    sp_pub = w.create_publisher(JointState, "joint_states/setpoint", 10)
+    js_pub = w.create_publisher(JointState, "joint_states", 10)
+    graph.start()
+    assert wait_for(lambda: sp_pub.get_subscription_count() >= 1 and js_pub.get_subscription_count() >= 1, 10.0)
+    now = mon.get_clock().now().to_msg()
+
+    def msg(names, positions, stamp=now):
+        m = JointState(name=names, position=positions)
+        m.header.stamp = stamp
+        return m
+    far = type(now)(sec=now.sec + 3600, nanosec=0)
+    garbage = [msg(["coxa_joint_XX"], [0.1]), msg([JOINTS[0], JOINTS[0]], [0.1, 0.1]),
+               msg([JOINTS[0]], [float("nan")]), msg([JOINTS[0], JOINTS[1]], [0.1]), msg([JOINTS[0]], [0.1], far)]
+    for m in garbage:
+        sp_pub.publish(m)
+    assert wait_for(lambda: mon.rejected.get("joint_states/setpoint", 0) >= len(garbage), 5.0), mon.rejected
+    assert mon.body_pairs.pairs == 0
+    sp_pub.publish(msg([JOINTS[0]], [0.1]))
+    js_pub.publish(msg([JOINTS[0]], [0.1]))
+    assert wait_for(lambda: mon.body_pairs.pairs >= 1, 5.0)
+    assert mon.rejected.get("joint_states/setpoint", 0) == len(garbage) and graph.spin_error is None
+
+
 def test_bad_start_up_parameter_falls_back_to_default(graph):
     mon = graph.add(DamageMonitor, {"no_reply_timeout": -5.0, "morphology": [3, 3], "latch": "yes"})
     assert mon.p["no_reply_timeout"] == 0.4 and mon.get_parameter("no_reply_timeout").value == 0.4
