@@ -162,8 +162,27 @@ def test_launch_description_starts_the_processes_with_the_resolved_parameters(mo
         (path,) = n.kwargs["parameters"]
         sections = yaml.safe_load(open(path))
         for name, section in sections.items():
-            assert section["ros__parameters"] == resolved[name]
+            expected_values = dict(resolved[name])
+            if name == "damage_monitor" and composed != "false":     # beside the predictor: its IMU wakes both
+                expected_values["wake_on"] = "imu/data"
+            assert section["ros__parameters"] == expected_values
     assert resolved["predictor"]["rate"] == 80.0
+    assert resolved["damage_monitor"]["wake_on"] == "joint_states"
+
+
+def test_the_damage_monitor_wakes_on_the_predictors_imu_samples_only_where_they_share_a_process():
+    """composed:=split and true host the monitor beside the predictor, which wakes on each IMU sample: the
+    monitor wakes on the same samples (its joint_states polled); alone, or beside a predictor on its timer, it
+    wakes on joint_states (its IMU polled)."""
+    from jethexa_dynamics.nodes.graph_spec import _shared_rhythm
+
+    for composed, wake in (("split", "imu/data"), ("true", "imu/data"), ("false", "joint_states")):
+        for graph in ("sim", "bringup"):
+            params = {e.name: p for proc in graph_spec.processes(graph, {"composed": composed}) for e, p in proc.nodes}
+            assert params["damage_monitor"]["wake_on"] == wake, (graph, composed)
+    by_name = {e.name: (e, p) for e, p in graph_spec.node_parameters("sim")}
+    by_name["predictor"] = (by_name["predictor"][0], dict(by_name["predictor"][1], pace_on_imu=False))
+    assert _shared_rhythm(by_name, "damage_monitor", ("predictor", "damage_monitor"))[1]["wake_on"] == "joint_states"
 
 
 def test_robot_executable_names_a_bad_node_in_one_line_and_exits_2(capsys):

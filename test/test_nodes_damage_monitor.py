@@ -162,6 +162,22 @@ def test_garbage_set_points_are_rejected_each_and_the_body_estimate_keeps_pairin
     assert mon.rejected.get("joint_states/setpoint", 0) == len(garbage) and graph.spin_error is None
 
 
+def test_wake_on_chooses_the_input_that_wakes_the_monitor_and_polls_the_other(graph):
+    """``wake_on``: joint_states (default) wakes the node and its IMU is polled (taken at those wake-ups), or the
+    reverse with imu/data (beside the predictor); a value outside the two falls back to the default."""
+    from jethexa_dynamics.nodes.executor import POLLED
+
+    def polled(mon):
+        return {s.topic_name.lstrip("/"): bool(getattr(s, POLLED, False)) for s in mon.subscriptions
+                if s.topic_name.lstrip("/") in ("imu/data", "joint_states")}
+
+    assert polled(graph.add(DamageMonitor)) == {"imu/data": True, "joint_states": False}
+    assert polled(graph.add(DamageMonitor, {"wake_on": "imu/data"})) == {"imu/data": False, "joint_states": True}
+    mon = graph.add(DamageMonitor, {"wake_on": "joint_commands"})
+    assert mon.p["wake_on"] == "joint_states" and mon.rejected.get("parameter wake_on") == 1
+    assert "imu/data" in mon.last_rejection
+
+
 def test_bad_start_up_parameter_falls_back_to_default(graph):
     mon = graph.add(DamageMonitor, {"no_reply_timeout": -5.0, "morphology": [3, 3], "latch": "yes"})
     assert mon.p["no_reply_timeout"] == 0.4 and mon.get_parameter("no_reply_timeout").value == 0.4

@@ -359,8 +359,19 @@ def processes(graph: str, arguments: Optional[Dict[str, str]] = None) -> List[Pr
         if len(members) == 1:
             out.append(Process(e.executable, e.name, (), ((e, p),)))
         elif e.name == members[0]:                # the group's process where its first node stood
-            out.append(Process("robot", None, members, tuple(by_name[m] for m in members), label))
+            out.append(Process("robot", None, members, tuple(_shared_rhythm(by_name, m, members) for m in members),
+                               label))
     return out
+
+
+def _shared_rhythm(by_name: Dict[str, Tuple[NodeEntry, Dict[str, Any]]], name: str, members: Tuple[str, ...]):
+    """(entry, parameters) of node ``name`` in a process of ``members``: the damage monitor beside a predictor
+    paced by the IMU wakes on the same IMU samples (``wake_on: imu/data``: one wake-up of the process serves
+    both nodes, instead of one per IMU sample and one per joint sample)."""
+    entry, params = by_name[name]
+    if name == "damage_monitor" and "predictor" in members and by_name["predictor"][1].get("pace_on_imu"):
+        params = dict(params, wake_on="imu/data")
+    return entry, params
 
 
 def write_parameters(process: Process, directory: str) -> str:

@@ -210,6 +210,10 @@ DAMAGE_MONITOR = ParamSet("damage_monitor", [
     P("check_rate", "double", 1.0, "rate of the node's status on /diagnostics, and of the check for missing servo "
       "diagnostics (a morphology, fault, seizure or 'unexplained' change is published at once; detection runs on "
       "every message)", lo=0.5, hi=100.0, unit="Hz"),
+    P("wake_on", "string", "joint_states", "the input whose samples wake the node; the others are taken at those "
+      "wake-ups (polled). joint_states (50 Hz): half the wake-ups of imu/data for a node alone in its process; "
+      "imu/data where the predictor shares the process and wakes on it (the launch files set it so): one wake-up "
+      "then serves both nodes", choices=("joint_states", "imu/data"), read_only=True),
     P("servo_diagnostics_timeout", "double", 2.0, "warn when no servo diagnostics arrived for this long; "
       "joint_states evidence (a joint left out) is judged only this long after start",
       lo=0.1, hi=600.0, unit="s"),
