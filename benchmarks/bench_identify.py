@@ -11,7 +11,14 @@
 3. The 18 single-leg silent breaks (LEG:2, LEG:1, LEG:0 at t = 3 s, tripod walk, closed loop: the identified
    morphology re-phases the gait), delay and identified morphology -> the confusion table of the README.
 
+``--probe`` instead: the 18 breaks with the active probe in the loop (``damage.active_probe``, issue 23 point 1):
+plant body +10 % mass and its CoM 5 mm forward, a gyro bias on every axis, the identifier's and the probe's models
+unaware; per break the leg named, the probe's probabilities, the final count and the delay break -> final, the
+static margins (the model's planned and watched, the plant's own as the oracle) and the scoring's CPU; ``--seeds
+N`` repeats the 18 with N noise seeds (the table shows the first) -> ``results/identify_probe.md``.
+
     .venv/bin/python benchmarks/bench_identify.py [--repeat 3] [--out benchmarks/results/identify.md]
+    .venv/bin/python benchmarks/bench_identify.py --probe [--seeds 5] [--out benchmarks/results/identify_probe.md]
 """
 from __future__ import annotations
 
@@ -26,6 +33,7 @@ import numpy as np
 
 from _machine import describe
 from bench_replay import _best
+from jethexa_dynamics.damage.active_probe import ProbeConfig as ActiveProbeConfig
 from jethexa_dynamics.damage.identification import DamageIdentifier
 from jethexa_dynamics.sim.streams import Segment, WalkConfig, feed, feed_predictor, walk_streams
 
@@ -107,11 +115,127 @@ def confusion():
     return rows
 
 
+#: the probe runs' plant: body mass x1.1, CoM 5 mm forward (base_link), gyro bias [rad/s] on every axis
+PROBE_PLANT = dict(mass_scale=1.1, body_com_offset=(0.005, 0.0, 0.0), gyro_bias=(0.01, -0.01, 0.02))
+BREAK_AT, PROBE_RUN = 3.0, 9.0      # s: the break, then walking/probing this long after it (final count read then)
+
+
+def probe_break(leg, links, seed, enabled=True):
+    """One break LEG:links at ``BREAK_AT`` with the active probe in the loop: the identifier's events, the probe's
+    results and the plant's own static margin [m] of its CoM over the other five feet while the probe runs."""
+    from jethexa_dynamics.control.support import support_margin
+    from jethexa_dynamics.damage.active_probe import ActiveProbe
+
+    idf = DamageIdentifier()
+    probe = ActiveProbe(idf, enabled=enabled)
+    plant_margin = []
+
+    def oracle(t, eng):
+        if probe.active and probe._run["phase"] == "probe":
+            feet, _ = eng.foot_states()
+            others = [k for k in range(6) if k != probe._run["leg"]]
+            plant_margin.append(support_margin(feet[others, :2], eng.center_of_mass()[:2]))
+
+    walk_streams(WalkConfig(duration=BREAK_AT + PROBE_RUN, breaks=[(BREAK_AT, "%s:%d" % (leg, links))], seed=seed,
+                            **PROBE_PLANT), identifier=idf, probe=probe, on_tick=oracle)
+    return idf, probe, (min(plant_margin) if plant_margin else float("nan"))
+
+
+def probe_table(seeds):
+    """The 18 breaks with the probe, ``seeds`` noise seeds each: (rows of the first seed, summary lines)."""
+    rows, runs = [], []
+    for k in range(seeds):
+        for leg in LEGS:
+            for links in (2, 1, 0):
+                idf, probe, plant_m = probe_break(leg, links, seed=100 * k + links)
+                i = LEGS.index(leg)
+                final = idf.morphology
+                exact = final[i] == links and all(m == 3 for j, m in enumerate(final) if j != i)
+                on_leg = [e for e in idf.events if e["morphology"][i] != 3]
+                model = next((e for e in idf.events if e["source"] == "model"), None)
+                last = idf.events[-1]["t"] if idf.events else None
+                res = probe.results[0] if probe.results else {}
+                if "t_end" in res:          # a count the probe confirmed is final at its verdict, not before
+                    last = max(last, res["t_end"])
+                runs.append(dict(leg=leg, links=links, seed=k, exact=exact, final=idf.describe(final),
+                                 named=None if model is None else idf.describe(model["morphology"]),
+                                 t_named=None if model is None else model["t"] - BREAK_AT,
+                                 t_final=None if last is None else last - BREAK_AT, res=res,
+                                 plant_margin=plant_m, changes=len(on_leg)))
+        if k == 0:
+            rows = list(runs)
+    return rows, runs
+
+
+def probe_lines(seeds):
+    rows, runs = probe_table(seeds)
+    lines = ["## The 18 breaks with the active probe in the loop (t = %g s; plant body +10 %% mass, CoM +5 mm x, "
+             "gyro bias %s rad/s; models unaware)" % (BREAK_AT, PROBE_PLANT["gyro_bias"]), "",
+             "Named = the identifier's model event (its alternatives: the counts walking could not rule out). The "
+             "probe: stand %.1f s, then %.1f s of probe (`ProbeSpec` defaults), scored over the leg's counts 0, 1, 2. "
+             "Delay = break -> the final count: the probe's verdict, or the last morphology event if later (read %g s "
+             "after the break). Margins [m]: "
+             "the model's planned minimum over the probe and the minimum it watched during it (IMU attitude), the "
+             "plant's own (the oracle: its CoM over its five feet). CPU: the scoring (three models) here."
+             % (ActiveProbeConfig().settle, ActiveProbeConfig().spec.duration, PROBE_RUN), "",
+             "| true | named (alternatives) | p(0) / p(1) / p(2) | final | delay [s] | margin planned / watched / "
+             "plant | CPU [ms] |", "|---|---|---|---|---:|---|---:|"]
+    for r in rows:
+        res = r["res"]
+        p = res.get("probabilities")
+        alt = ", ".join("%d %.2f" % (c, s) for c, s in res.get("alternatives", []))
+        lines.append("| %s:%d | %s (%s) | %s | %s%s | %s | %s | %s |" % (
+            r["leg"], r["links"], r["named"] or "not found", alt or "-",
+            " / ".join("%.3g" % p[c] for c in sorted(p)) if p else res.get("reason", "no probe"),
+            r["final"], "" if r["exact"] else " (wrong)", "-" if r["t_final"] is None else "%.2f" % r["t_final"],
+            "%.3f / %.3f / %.3f" % (res["margin_planned"], res["margin_min"], r["plant_margin"])
+            if "margin_min" in res else "-", "%.0f" % (1e3 * res["cpu_score_s"]) if "cpu_score_s" in res else "-"))
+    probed = [r for r in runs if r["res"].get("probed")]
+    truth_p = [r["res"]["probabilities"][r["links"]] for r in probed]
+    delays = [r["t_final"] for r in rows if r["t_final"] is not None]
+    cpu = [r["res"]["cpu_score_s"] for r in probed]
+    plan = [r["res"]["cpu_plan_s"] for r in probed]
+    exact = sum(r["exact"] for r in rows)
+    lines += ["", "- exact link count at the end, no other leg touched: %d/18; break -> final %.2f-%.2f s (median "
+              "%.2f s); within 6 s: %d/18" % (exact, min(delays), max(delays), float(np.median(delays)),
+                                              sum(1 for r in rows if r["exact"] and r["t_final"] <= 6.0)),
+              "- probed: %d/18 (the others: the count walking named had no alternative left)"
+              % sum(1 for r in rows if r["res"].get("probed")),
+              "- static margin during the probe: model planned >= %.3f m, watched >= %.3f m, plant >= %.3f m"
+              % (min(r["res"]["margin_planned"] for r in probed), min(r["res"]["margin_min"] for r in probed),
+                 min(r["plant_margin"] for r in probed)),
+              "- CPU per probe, this machine: scoring (3 models, each 2 s standing + 2 s probe at 1 ms) median %.0f ms "
+              "(max %.0f), the margin plan %.0f ms; a Jetson Nano core at x5: ~%.2f s, once per ambiguous break"
+              % (1e3 * np.median(cpu), 1e3 * max(cpu), 1e3 * np.median(plan), 5 * (np.median(cpu) + np.median(plan)))]
+    if len(runs) > len(rows):
+        ex = sum(r["exact"] for r in runs)
+        lines += ["- over %d noise seeds (%d runs): exact %d/%d; within 6 s %d/%d; the true count's probability "
+                  ">= 1 - %.1e in every probe (%d probes)" % (
+                      len(runs) // 18, len(runs), ex, len(runs),
+                      sum(1 for r in runs if r["exact"] and r["t_final"] <= 6.0), len(runs), 1.0 - min(truth_p),
+                      len(probed))]
+    return lines + [""]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "identify.md"))
+    ap.add_argument("--probe", action="store_true", help="the 18 breaks with the active probe in the loop")
+    ap.add_argument("--seeds", type=int, default=1, help="--probe: noise seeds per break (>= 1)")
+    ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
+    if a.seeds < 1:
+        ap.error("--seeds must be >= 1, got %d" % a.seeds)
+    if a.probe:
+        out = a.out or str(Path(__file__).parent / "results" / "identify_probe.md")
+        lines = ["# The active probe for the link count (`benchmarks/bench_identify.py --probe`)", ""]
+        lines += describe("transforms3d") + ["- load average at the start: %.1f" % os.getloadavg()[0], ""]
+        text = "\n".join(lines + probe_lines(a.seeds))
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text)
+        print(text)
+        return
+    a.out = a.out or str(Path(__file__).parent / "results" / "identify.md")
     lines = ["# Damage identification (`benchmarks/bench_identify.py`)", ""] + describe("transforms3d")
     lines += ["- load average at the start: %.1f (2 shared cores: figures vary by ~2x)" % os.getloadavg()[0],
               "- Jetson Nano assumed %g-%gx slower per core than this machine" % NANO, ""]

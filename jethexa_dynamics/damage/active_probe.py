@@ -137,6 +137,13 @@ class ActiveProbe:
     healthy model (default the identifier's); ``body`` a body estimate with ``mass`` [kg] and ``com`` [m,
     base_link] (``damage.body_load.BodyEstimate``) or None; ``config`` a :class:`ProbeConfig`, ``overrides``
     its fields as keywords; ``stance`` the healthy stance's joint angles [rad] (default the walking gait's).
+
+    ``results``: one dict per ambiguous model event: ``t_named`` [s], ``leg``, ``named`` (the identifier's count),
+    ``alternatives`` [(count, share)], ``probed``, ``reason`` (the verdict, or why there was no probe: off, probed
+    before, refused), and once planned ``t_start`` [s], ``margin_planned`` [m], ``cpu_plan_s``; once scored
+    ``t_end`` [s], ``probabilities`` {count: p}, ``count`` (None when no count reaches ``decide``), ``samples``
+    (IMU samples scored), ``margin_min`` [m] (the model's margin watched at the IMU's attitude) and
+    ``cpu_score_s`` (process CPU of the three models).
     """
 
     def __init__(self, identifier, robot: Optional[LeggedRobot] = None, body=None,
@@ -235,9 +242,10 @@ class ActiveProbe:
         probe = LinkProbe(self.robot, self.robot.leg_names[leg], spec=cfg.spec, gyro_noise=cfg.gyro_noise,
                           settle=cfg.model_settle, stance=q)
         morphology = list(self.identifier.morphology)
+        c0 = time.process_time()
         margin = probe_margin(self.robot, self.geometry, q, leg, morphology, self._R, probe, counts)
         result = run["result"]
-        result.update(t_start=t, margin_planned=margin)
+        result.update(t_start=t, margin_planned=margin, cpu_plan_s=time.process_time() - c0)
         if not margin > cfg.min_margin:
             result["reason"] = ("refused: the stance's static margin over the probe is %.3f m, not above "
                                 "min_margin %.3f m" % (margin, cfg.min_margin))
@@ -245,7 +253,7 @@ class ActiveProbe:
             return False
         n = int(round(cfg.spec.duration / cfg.spec.imu_period))
         run.update(phase="probe", t0=t, q=q, probe=probe, counts=counts, morphology=morphology,
-                   gyro=np.full((n, 3), np.nan), margin_min=margin)
+                   gyro=np.full((n, 3), np.nan), margin_min=math.inf)
         return True
 
     def _watch(self, run: dict, tau: float) -> None:
@@ -261,7 +269,7 @@ class ActiveProbe:
         leg, result = run["leg"], run["result"]
         c0 = time.process_time()
         p = run["probe"].likelihoods(run["gyro"], counts=run["counts"])
-        result.update(cpu_s=time.process_time() - c0, t_end=t, probed=True, probabilities=p,
+        result.update(cpu_score_s=time.process_time() - c0, t_end=t, probed=True, probabilities=p,
                       samples=int(np.isfinite(run["gyro"]).all(axis=1).sum()), margin_min=run["margin_min"])
         best = max(p, key=p.get)
         if p[best] >= cfg.decide:
