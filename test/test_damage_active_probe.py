@@ -69,8 +69,9 @@ def test_without_the_probe_the_walk_alone_names_another_count():
 
 def test_a_stance_whose_com_is_outside_the_five_feet_refuses_the_probe():
     """A model body whose CoM is 20 cm forward and 15 cm left (a payload estimate out on the front left corner)
-    puts the robot's CoM outside the five feet left after an LF break: the planner's margin is negative (as an engine standing in that stance finds it), the probe is
-    refused with the reason, the walk goes on and the identifier's count stands."""
+    puts the robot's CoM outside the five feet left after an LF break: the planner's margin is negative (as an
+    engine standing in that stance finds it), the probe is refused with the reason, the walk goes on and the
+    identifier's count stands."""
     body = SimpleNamespace(mass=LeggedRobot.jethexa().description.body_mass, com=(0.2, 0.15, 0.0))
     idf, probe, plant = _walk("LF:1", body=body)
     (res,) = probe.results
@@ -119,6 +120,9 @@ def test_bad_probe_settings_are_refused_in_one_line_naming_the_field_and_range(k
     assert "\n" not in msg and msg.startswith(field + "=") and msg.endswith("outside the allowed range " + allowed)
     with pytest.raises(ValueError, match="^%s=" % field):
         ActiveProbe(DamageIdentifier(), **kw)
+
+
+def test_a_non_boolean_switch_and_a_verdict_out_of_range_are_refused_naming_the_field():
     with pytest.raises(ValueError, match="^enabled="):
         ProbeConfig(enabled="yes")
     with pytest.raises(ValueError, match="^leg=7"):

@@ -1,6 +1,7 @@
 """Issue 23 point 1: the active probe of a leg whose link count walking left ambiguous (``damage.probe``), on the
 engine plant with a body the models do not know (+10 % mass, CoM 5 mm forward), the IMU's gyro noise added. The
-oracle: the plant's own break."""
+oracle: the plant's own break. The probe is ``ProbeSpec``'s default (2 s); the loop around it:
+``test/test_damage_active_probe.py``."""
 import numpy as np
 import pytest
 
@@ -45,3 +46,19 @@ def test_the_probe_stays_within_the_joint_rates_and_bad_input_names_the_field():
         ProbeSpec(duration=0.0)
     with pytest.raises(ValueError, match="gyro: no samples"):
         probe.likelihoods(np.empty((0, 3)), counts=(1,))
+
+
+def test_a_constant_gyro_bias_changes_no_probability_and_a_changed_signal_does():
+    """The score fits a constant bias per axis: a bias of 0.02 rad/s on every axis leaves the probabilities as
+    they were (a plain Gaussian score would be thrown by it: 0.02 rad/s is 4 sigma per sample); the signal of the
+    other count does change them."""
+    probe = LinkProbe(LeggedRobot.jethexa(), "RM")
+    rng = np.random.default_rng(5)
+    g = probe.predicted(1) + rng.normal(0.0, probe.gyro_noise, probe.predicted(1).shape)
+    p = probe.likelihoods(g)
+    q = probe.likelihoods(g + np.array([0.02, -0.02, 0.02]))
+    assert max(p, key=p.get) == 1 and all(abs(p[c] - q[c]) < 1e-9 for c in p)
+    g[::7] = np.nan                                         # samples that never came are skipped
+    assert max(probe.likelihoods(g), key=probe.likelihoods(g).get) == 1
+    r = probe.likelihoods(probe.predicted(0) + rng.normal(0.0, probe.gyro_noise, g.shape))
+    assert max(r, key=r.get) == 0

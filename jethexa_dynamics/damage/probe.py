@@ -163,8 +163,8 @@ class LinkProbe:
 
     def likelihoods(self, gyro: np.ndarray, counts: Sequence[int] = (0, 1, 2)) -> Dict[int, float]:
         """{link count: probability} of the measured gyro series (n, 3) [rad/s; rows of NaN skipped] under each
-        count's prediction, equal priors, independent Gaussian noise of ``gyro_noise`` per sample and axis, and a constant bias per
-        axis fitted (so a gyro bias changes nothing)."""
+        count's prediction, equal priors, independent Gaussian noise of ``gyro_noise`` per sample and axis, and a
+        constant bias per axis fitted (so a gyro bias changes nothing)."""
         gyro = np.asarray(gyro, dtype=float)
         log = {}
         for c in counts:
