@@ -15,10 +15,11 @@
 plant body +10 % mass and its CoM 5 mm forward, a gyro bias on every axis, the identifier's and the probe's models
 unaware; per break the leg named, the probe's probabilities, the final count and the delay break -> final, the
 static margins (the model's planned and watched, the plant's own as the oracle) and the scoring's CPU; ``--seeds
-N`` repeats the 18 with N noise seeds (the table shows the first) -> ``results/identify_probe.md``.
+N`` repeats the 18 with N noise seeds (the table shows the first) -> ``results/identify_probe.md``. ``--probe
+--plant mujoco``: the probe alone (no walk, no identifier) on MuJoCo standing broken -> ``identify_probe_mujoco.md``.
 
     .venv/bin/python benchmarks/bench_identify.py [--repeat 3] [--out benchmarks/results/identify.md]
-    .venv/bin/python benchmarks/bench_identify.py --probe [--seeds 5] [--out benchmarks/results/identify_probe.md]
+    .venv/bin/python benchmarks/bench_identify.py --probe [--seeds 5] [--plant engine|mujoco] [--out ...]
 """
 from __future__ import annotations
 
@@ -217,20 +218,83 @@ def probe_lines(seeds):
     return lines + [""]
 
 
+def probe_mujoco_lines(seeds):
+    """The probe alone on the MuJoCo plant (``sim.mjcf.MujocoServoPlant``): each leg standing broken to 0, 1, 2
+    links, the same body error and gyro bias, ``seeds`` noise seeds; the engine's models score it."""
+    from jethexa_dynamics.damage.active_probe import ActiveProbe, verdict
+    from jethexa_dynamics.damage.probe import LinkProbe
+    from jethexa_dynamics.model import LeggedRobot
+    from jethexa_dynamics.sim.mjcf import MujocoServoPlant
+    from jethexa_dynamics.sim.recovery import mujoco_margin
+
+    robot = LeggedRobot.jethexa()
+    stance = ActiveProbe(DamageIdentifier()).stance
+    cfg = ActiveProbeConfig()
+    bias = np.asarray(PROBE_PLANT["gyro_bias"])
+    lines = ["## The probe alone on the MuJoCo plant (`sim/mjcf.py`; plant body +10 %% mass, CoM +5 mm x, gyro "
+             "bias %s rad/s; the engine's models)" % (PROBE_PLANT["gyro_bias"],), "",
+             "Not the loop: MuJoCo stands broken from the start (its tree is built without the lost links; the "
+             "identifier does not walk it), in the walking gait's stance, and runs the same probe; scored by the "
+             "engine's models from that stance. chi^2 = the noise-free MuJoCo series against each count's "
+             "prediction (bias fitted; 0 = the model is the plant); %d noise seeds: named right / ambiguous "
+             "(p < %.2g, both probabilities reported) / named wrong. Margin: MuJoCo's own CoM over its feet on the "
+             "floor, the minimum during the probe." % (seeds, cfg.decide), "",
+             "| true | chi^2 to 0 / 1 / 2 | p(0) / p(1) / p(2), first seed | right / ambiguous / wrong | margin [m] |",
+             "|---|---|---|---|---:|"]
+    tally = np.zeros(3, dtype=int)
+    for leg in LEGS:
+        i = LEGS.index(leg)
+        probe = LinkProbe(robot, leg, stance=stance, gyro_noise=cfg.gyro_noise, settle=cfg.model_settle)
+        for links in (2, 1, 0):
+            lpl = [links if j == i else 3 for j in range(6)]
+            margins = []
+
+            def plant():
+                return MujocoServoPlant(robot, lpl, body_scale=PROBE_PLANT["mass_scale"],
+                                        body_com_offset=PROBE_PLANT["body_com_offset"], stance=stance)
+            clean = probe.run(plant(), on_sample=lambda k, e: margins.append(mujoco_margin(e.mj)) if k % 10 == 0
+                              else None)
+            chi = []
+            for c in (0, 1, 2):
+                r = clean - probe.predicted(c)
+                chi.append(float(np.sum(((r - r.mean(axis=0)) / cfg.gyro_noise) ** 2)))
+            counts, first = np.zeros(3, dtype=int), None
+            for k in range(seeds):
+                rng = np.random.default_rng(1000 * k + 10 * i + links)
+                g = clean + bias + rng.normal(0.0, cfg.gyro_noise, clean.shape)
+                p = probe.likelihoods(g)
+                first = first or p
+                best, _ = verdict(leg, p, cfg.decide)
+                counts[0 if best == links else (1 if best is None else 2)] += 1
+            tally += counts
+            lines.append("| %s:%d | %s | %s | %d / %d / %d | %.3f |" % (
+                leg, links, " / ".join("%.0f" % x for x in chi), " / ".join("%.3g" % first[c] for c in (0, 1, 2)),
+                counts[0], counts[1], counts[2], min(margins)))
+    n = 18 * seeds
+    lines += ["", "- named right %d/%d, ambiguous (both probabilities reported) %d/%d, named wrong %d/%d"
+              % (tally[0], n, tally[1], n, tally[2], n), ""]
+    return lines
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--probe", action="store_true", help="the 18 breaks with the active probe in the loop")
     ap.add_argument("--seeds", type=int, default=1, help="--probe: noise seeds per break (>= 1)")
+    ap.add_argument("--plant", choices=("engine", "mujoco"), default="engine",
+                    help="--probe: the engine in the closed loop (default), or the probe alone on MuJoCo")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     if a.seeds < 1:
         ap.error("--seeds must be >= 1, got %d" % a.seeds)
     if a.probe:
-        out = a.out or str(Path(__file__).parent / "results" / "identify_probe.md")
-        lines = ["# The active probe for the link count (`benchmarks/bench_identify.py --probe`)", ""]
-        lines += describe("transforms3d") + ["- load average at the start: %.1f" % os.getloadavg()[0], ""]
-        text = "\n".join(lines + probe_lines(a.seeds))
+        mj = a.plant == "mujoco"
+        out = a.out or str(Path(__file__).parent / "results" / ("identify_probe%s.md" % ("_mujoco" if mj else "")))
+        lines = ["# The active probe for the link count (`benchmarks/bench_identify.py --probe%s`)"
+                 % (" --plant mujoco" if mj else ""), ""]
+        lines += describe(*(("transforms3d", "mujoco") if mj else ("transforms3d",))) + [
+            "- load average at the start: %.1f" % os.getloadavg()[0], ""]
+        text = "\n".join(lines + (probe_mujoco_lines(a.seeds) if mj else probe_lines(a.seeds)))
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text)
         print(text)

@@ -54,7 +54,7 @@ from jethexa_dynamics.model.com import center_of_mass
 
 from .probe import LinkProbe, ProbeSpec
 
-__all__ = ["ActiveProbe", "ProbeConfig", "probe_margin"]
+__all__ = ["ActiveProbe", "ProbeConfig", "probe_margin", "verdict"]
 
 #: probe-time samples [per probe] at which the planner checks the margin
 MARGIN_SAMPLES = 41
@@ -271,12 +271,19 @@ class ActiveProbe:
         p = run["probe"].likelihoods(run["gyro"], counts=run["counts"])
         result.update(cpu_score_s=time.process_time() - c0, t_end=t, probed=True, probabilities=p,
                       samples=int(np.isfinite(run["gyro"]).all(axis=1).sum()), margin_min=run["margin_min"])
-        best = max(p, key=p.get)
-        if p[best] >= cfg.decide:
-            result.update(count=best, reason="probe: %s:%d p=%.3f" % (result["leg"], best, p[best]))
+        best, reason = verdict(result["leg"], p, cfg.decide)
+        result.update(count=best, reason=reason)
+        if best is not None:
             others = [(c, v) for c, v in sorted(p.items(), key=lambda kv: -kv[1])
                       if c != best and v >= 1 - cfg.decide]
             self.identifier.on_probe(t, leg, int(best), p[best], others)
-        else:
-            result.update(count=None, reason="ambiguous: " + ", ".join(
-                "%s:%d p=%.2f" % (result["leg"], c, v) for c, v in sorted(p.items(), key=lambda kv: -kv[1])))
+
+
+def verdict(leg: str, probabilities: dict, decide: float) -> Tuple[Optional[int], str]:
+    """(count, reason): the most probable link count of ``leg`` if its probability is at least ``decide``, else
+    None and every count's probability ("ambiguous: LM:1 p=0.55, LM:0 p=0.45"): no guess."""
+    best = max(probabilities, key=probabilities.get)
+    if probabilities[best] >= decide:
+        return int(best), "probe: %s:%d p=%.3f" % (leg, best, probabilities[best])
+    return None, "ambiguous: " + ", ".join("%s:%d p=%.2f" % (leg, c, v) for c, v in
+                                           sorted(probabilities.items(), key=lambda kv: -kv[1]))

@@ -121,10 +121,12 @@ class LinkProbe:
         """The leg's joint targets [rad] at probe time ``t``: its stance angles plus the offsets."""
         return np.asarray(q_stance, dtype=float) + self.offsets(t)
 
-    def run(self, engine, noise: Optional[Tuple[np.random.Generator, float]] = None) -> np.ndarray:
-        """Run the probe on ``engine`` (standing, the break applied and settled; servo-target mode): commands every
-        ``command_period``, the gyro [rad/s, body axes] every ``imu_period``; returns (n, 3). ``noise``: (rng,
-        sigma) added to each sample (a test's stand-in for the IMU)."""
+    def run(self, engine, noise: Optional[Tuple[np.random.Generator, float]] = None, on_sample=None) -> np.ndarray:
+        """Run the probe on ``engine`` (standing, the break applied and settled; servo-target mode; or anything
+        with its ``setpoints``, ``set_joint_targets``, ``step``, ``imu`` and ``dt``, e.g. ``sim.mjcf``'s
+        ``MujocoServoPlant``): commands every ``command_period``, the gyro [rad/s, body axes] every
+        ``imu_period``; returns (n, 3). ``noise``: (rng, sigma) added to each sample (a test's stand-in for the
+        IMU); ``on_sample(k, engine)`` after each sample (an oracle's look at the plant)."""
         s = self.spec
         q0 = engine.setpoints()[self.joints].copy()
         every = max(1, int(round(s.command_period / s.imu_period)))
@@ -138,6 +140,8 @@ class LinkProbe:
             engine.step(steps)
             gyro, _ = engine.imu()
             out[k] = gyro if noise is None else gyro + noise[0].normal(0.0, noise[1], 3)
+            if on_sample is not None:
+                on_sample(k, engine)
         return out
 
     def standing_engine(self, robot: Optional[LeggedRobot] = None, links: int = 3):
