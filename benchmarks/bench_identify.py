@@ -16,7 +16,9 @@ plant body +10 % mass and its CoM 5 mm forward, a gyro bias on every axis, the i
 unaware; per break the leg named, the probe's probabilities, the final count and the delay break -> final, the
 static margins (the model's planned and watched, the plant's own as the oracle) and the scoring's CPU; ``--seeds
 N`` repeats the 18 with N noise seeds (the table shows the first) -> ``results/identify_probe.md``. ``--probe
---plant mujoco``: the probe alone (no walk, no identifier) on MuJoCo standing broken -> ``identify_probe_mujoco.md``.
+--plant mujoco``: the same loop on MuJoCo (``sim.mjcf.MujocoServoPlant``), again with every named leg probed
+(``always``), and the probe alone on MuJoCo standing broken (the models' misfit there) ->
+``identify_probe_mujoco.md``.
 
     .venv/bin/python benchmarks/bench_identify.py [--repeat 3] [--out benchmarks/results/identify.md]
     .venv/bin/python benchmarks/bench_identify.py --probe [--seeds 5] [--plant engine|mujoco] [--out ...]
@@ -121,34 +123,47 @@ PROBE_PLANT = dict(mass_scale=1.1, body_com_offset=(0.005, 0.0, 0.0), gyro_bias=
 BREAK_AT, PROBE_RUN = 3.0, 9.0      # s: the break, then walking/probing this long after it (final count read then)
 
 
-def probe_break(leg, links, seed, enabled=True):
-    """One break LEG:links at ``BREAK_AT`` with the active probe in the loop: the identifier's events, the probe's
-    results and the plant's own static margin [m] of its CoM over the other five feet while the probe runs."""
+def probe_break(leg, links, seed, enabled=True, plant="engine", always=False):
+    """One break LEG:links at ``BREAK_AT`` with the active probe in the loop (``plant`` engine or mujoco): the
+    identifier's events, the probe's results and the plant's own static margin [m] of its CoM over its other five
+    feet while the probe runs."""
     from jethexa_dynamics.control.support import support_margin
     from jethexa_dynamics.damage.active_probe import ActiveProbe
 
     idf = DamageIdentifier()
-    probe = ActiveProbe(idf, enabled=enabled)
+    probe = ActiveProbe(idf, enabled=enabled, always=always)
     plant_margin = []
+    cfg = dict(PROBE_PLANT)
+    mj = None
+    if plant == "mujoco":
+        from jethexa_dynamics.model import LeggedRobot
+        from jethexa_dynamics.sim.mjcf import MujocoServoPlant
+        from jethexa_dynamics.sim.recovery import mujoco_margin
+        mj = MujocoServoPlant(LeggedRobot.jethexa(), body_scale=cfg.pop("mass_scale"),
+                              body_com_offset=cfg.pop("body_com_offset"), settle=0.0)
 
     def oracle(t, eng):
         if probe.active and probe._run["phase"] == "probe":
+            if mj is not None:
+                plant_margin.append(mujoco_margin(eng.mj))      # the feet on its floor: the lost one is not there
+                return
             feet, _ = eng.foot_states()
             others = [k for k in range(6) if k != probe._run["leg"]]
             plant_margin.append(support_margin(feet[others, :2], eng.center_of_mass()[:2]))
 
     walk_streams(WalkConfig(duration=BREAK_AT + PROBE_RUN, breaks=[(BREAK_AT, "%s:%d" % (leg, links))], seed=seed,
-                            **PROBE_PLANT), identifier=idf, probe=probe, on_tick=oracle)
+                            **cfg), identifier=idf, probe=probe, on_tick=oracle, plant=mj)
     return idf, probe, (min(plant_margin) if plant_margin else float("nan"))
 
 
-def probe_table(seeds):
-    """The 18 breaks with the probe, ``seeds`` noise seeds each: (rows of the first seed, summary lines)."""
+def probe_table(seeds, plant="engine", always=False):
+    """The 18 breaks with the probe, ``seeds`` noise seeds each: (rows of the first seed, all runs)."""
     rows, runs = [], []
     for k in range(seeds):
         for leg in LEGS:
             for links in (2, 1, 0):
-                idf, probe, plant_m = probe_break(leg, links, seed=100 * k + links)
+                idf, probe, plant_m = probe_break(leg, links, seed=100 * k + links, plant=plant,
+                                                     always=always)
                 i = LEGS.index(leg)
                 final = idf.morphology
                 exact = final[i] == links and all(m == 3 for j, m in enumerate(final) if j != i)
@@ -168,10 +183,17 @@ def probe_table(seeds):
     return rows, runs
 
 
-def probe_lines(seeds):
-    rows, runs = probe_table(seeds)
-    lines = ["## The 18 breaks with the active probe in the loop (t = %g s; plant body +10 %% mass, CoM +5 mm x, "
-             "gyro bias %s rad/s; models unaware)" % (BREAK_AT, PROBE_PLANT["gyro_bias"]), "",
+def _prob(p):
+    """A probability near 1 as 1 - its complement (0.99998 is "1 - 2.0e-05"), else to 2 digits."""
+    return "1 - %.1e" % (1.0 - p) if p > 0.99 else "%.2g" % p
+
+
+def probe_lines(seeds, plant="engine", always=False):
+    rows, runs = probe_table(seeds, plant, always)
+    lines = ["## The 18 breaks with the active probe in the loop on the %s%s (t = %g s; plant body +10 %% mass, "
+             "CoM +5 mm x, gyro bias %s rad/s; models unaware)" % (
+                 "engine" if plant == "engine" else "MuJoCo plant (`sim/mjcf.py`)",
+                 ", every named leg probed (`always`)" if always else "", BREAK_AT, PROBE_PLANT["gyro_bias"]), "",
              "Named = the identifier's model event (its alternatives: the counts walking could not rule out). The "
              "probe: stand %.1f s, then %.1f s of probe (`ProbeSpec` defaults), scored over the leg's counts 0, 1, 2. "
              "Delay = break -> the final count: the probe's verdict, or the last morphology event if later (read %g s "
@@ -188,10 +210,13 @@ def probe_lines(seeds):
         lines.append("| %s:%d | %s (%s) | %s | %s%s | %s | %s | %s |" % (
             r["leg"], r["links"], r["named"] or "not found", alt or "-",
             " / ".join("%.3g" % p[c] for c in sorted(p)) if p else res.get("reason", "no probe"),
-            r["final"], "" if r["exact"] else " (wrong)", "-" if r["t_final"] is None else "%.2f" % r["t_final"],
+            r["final"], ("" if r["exact"] else " (wrong)") + (" (no count named)" if res.get("probed") and
+                                                             res.get("count") is None else ""),
+            "-" if r["t_final"] is None else "%.2f" % r["t_final"],
             "%.3f / %.3f / %.3f" % (res["margin_planned"], res["margin_min"], r["plant_margin"])
             if "margin_min" in res else "-", "%.0f" % (1e3 * res["cpu_score_s"]) if "cpu_score_s" in res else "-"))
     probed = [r for r in runs if r["res"].get("probed")]
+    unsure = [r for r in runs if r["res"].get("probed") and r["res"].get("count") is None]
     truth_p = [r["res"]["probabilities"][r["links"]] for r in probed]
     delays = [r["t_final"] for r in rows if r["t_final"] is not None]
     cpu = [r["res"]["cpu_score_s"] for r in probed]
@@ -200,6 +225,13 @@ def probe_lines(seeds):
     lines += ["", "- exact link count at the end, no other leg touched: %d/18; break -> final %.2f-%.2f s (median "
               "%.2f s); within 6 s: %d/18" % (exact, min(delays), max(delays), float(np.median(delays)),
                                               sum(1 for r in rows if r["exact"] and r["t_final"] <= 6.0)),
+              "- verdicts below p = %.2g (no count named, every probability reported): %d/18; of them the count "
+              "taken (the walk's was ruled out) is the true one in %d" % (
+                  ActiveProbeConfig().decide, sum(1 for r in rows if r["res"].get("probed") and
+                                                  r["res"].get("count") is None),
+                  sum(1 for r in rows if r["res"].get("probed") and r["res"].get("count") is None and r["exact"])),
+              "- confident and wrong (p >= %.2g on another count than the plant's): %d/18" % (
+                  ActiveProbeConfig().decide, sum(1 for r in rows if r["res"].get("count") not in (None, r["links"]))),
               "- probed: %d/18 (the others: the count walking named had no alternative left)"
               % sum(1 for r in rows if r["res"].get("probed")),
               "- static margin during the probe: model planned >= %.3f m, watched >= %.3f m, plant >= %.3f m"
@@ -210,11 +242,13 @@ def probe_lines(seeds):
               % (1e3 * np.median(cpu), 1e3 * max(cpu), 1e3 * np.median(plan), 5 * (np.median(cpu) + np.median(plan)))]
     if len(runs) > len(rows):
         ex = sum(r["exact"] for r in runs)
-        lines += ["- over %d noise seeds (%d runs): exact %d/%d; within 6 s %d/%d; the true count's probability "
-                  ">= 1 - %.1e in every probe (%d probes)" % (
+        lines += ["- over %d noise seeds (%d runs): exact %d/%d; within 6 s %d/%d; no count named (p < %.2g) %d; "
+                  "confident and wrong %d; the true count's probability: min %s, median %s (%d probes)" % (
                       len(runs) // 18, len(runs), ex, len(runs),
-                      sum(1 for r in runs if r["exact"] and r["t_final"] <= 6.0), len(runs), 1.0 - min(truth_p),
-                      len(probed))]
+                      sum(1 for r in runs if r["exact"] and r["t_final"] <= 6.0), len(runs),
+                      ActiveProbeConfig().decide, len(unsure),
+                      sum(1 for r in runs if r["res"].get("count") not in (None, r["links"])),
+                      _prob(min(truth_p)), _prob(float(np.median(truth_p))), len(probed))]
     return lines + [""]
 
 
@@ -282,7 +316,8 @@ def main(argv=None):
     ap.add_argument("--probe", action="store_true", help="the 18 breaks with the active probe in the loop")
     ap.add_argument("--seeds", type=int, default=1, help="--probe: noise seeds per break (>= 1)")
     ap.add_argument("--plant", choices=("engine", "mujoco"), default="engine",
-                    help="--probe: the engine in the closed loop (default), or the probe alone on MuJoCo")
+                    help="--probe: the plant of the closed loop, the engine (default) or MuJoCo (then also the "
+                    "probe alone on MuJoCo standing broken)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     if a.seeds < 1:
@@ -294,7 +329,8 @@ def main(argv=None):
                  % (" --plant mujoco" if mj else ""), ""]
         lines += describe(*(("transforms3d", "mujoco") if mj else ("transforms3d",))) + [
             "- load average at the start: %.1f" % os.getloadavg()[0], ""]
-        text = "\n".join(lines + (probe_mujoco_lines(a.seeds) if mj else probe_lines(a.seeds)))
+        text = "\n".join(lines + probe_lines(a.seeds, a.plant) + (probe_lines(a.seeds, a.plant, always=True) +
+                                                                   probe_mujoco_lines(a.seeds) if mj else []))
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text)
         print(text)

@@ -129,3 +129,40 @@ def test_a_non_boolean_switch_and_a_verdict_out_of_range_are_refused_naming_the_
         DamageIdentifier().on_probe(0.0, 7, 1, 1.0)
     with pytest.raises(ValueError, match="^links=4"):
         DamageIdentifier().on_probe(0.0, 1, 4, 1.0)
+
+
+def _walk_mujoco(brk, seed, **probe_kw):
+    """``_walk`` on MuJoCo (``sim.mjcf.MujocoServoPlant``: contact unlike the models'), the same body error."""
+    pytest.importorskip("mujoco")
+    from jethexa_dynamics.sim.mjcf import MujocoServoPlant
+
+    idf = DamageIdentifier()
+    probe = ActiveProbe(idf, **probe_kw)
+    cfg = dict(PLANT)
+    plant = MujocoServoPlant(LeggedRobot.jethexa(), body_scale=cfg.pop("mass_scale"),
+                             body_com_offset=cfg.pop("body_com_offset"), settle=0.0)
+    walk_streams(WalkConfig(duration=BREAK + 6.0, breaks=[(BREAK, brk)], seed=seed, **cfg), identifier=idf,
+                 probe=probe, plant=plant)
+    return idf, probe, plant
+
+
+def test_on_mujoco_a_break_mid_walk_rebuilds_the_plant_and_the_loop_probes_it():
+    """MuJoCo walked by the same loop: the silent LM:2 break rebuilds its tree without the tibia mid-walk (the
+    feet then carry the lighter robot), the identifier names LM, and the probe takes LM:2."""
+    idf, probe, plant = _walk_mujoco("LM:2", seed=2)
+    robot = LeggedRobot.jethexa()
+    mass = robot.with_morphology([3, 2, 3, 3, 3, 3]).total_mass + 0.1 * robot.description.body_mass
+    plant.step(500)                       # standing on the last targets: the weight settles on the feet
+    assert plant.mj.normal_force_sum() == pytest.approx(mass * 9.81, rel=0.02)
+    (res,) = probe.results
+    assert res["probed"] and res["count"] == 2 and idf.morphology == (3, 2, 3, 3, 3, 3)
+
+
+def test_always_probes_a_leg_the_walk_named_without_doubt_and_corrects_it():
+    """On MuJoCo the walk names RF:2 for RF:0 and lists no alternative (sure and wrong: the models' contact is
+    not MuJoCo's): by default no probe runs; with ``always`` the probe does and takes RF:0."""
+    idf, probe, _ = _walk_mujoco("RF:0", seed=0)
+    assert probe.results == [] and idf.morphology[3] == 2
+    idf, probe, _ = _walk_mujoco("RF:0", seed=0, always=True)
+    (res,) = probe.results
+    assert res["probed"] and res["count"] == 0 and idf.morphology == (3, 3, 3, 0, 3, 3)

@@ -16,8 +16,9 @@ the walking motion could not rule out), :class:`ActiveProbe` takes the gait over
 4. score: ``LinkProbe.likelihoods`` over the leg's counts 0..n-1 (models started from the set-points held,
    one engine per count, a constant gyro bias per axis fitted); the most probable count becomes the
    identifier's (``DamageIdentifier.on_probe``) when its probability is at least ``decide``; below that the
-   result gives every count's probability and the identifier's count stays: two hypotheses the probe cannot
-   tell apart physically are reported as such, not guessed.
+   result names no count and gives every count's probability: two hypotheses the probe cannot tell apart are
+   reported as such, not guessed. The identifier's count then stays, unless the probe rules it out (p below
+   1 - ``decide``): the most probable count is taken instead, the others listed beside it in its event.
 
 ``enabled`` is on by default: a stop of about three seconds after a break is cheap next to walking on with the
 wrong count (the gait does not care, but every later prediction and identification starts from the wrong
@@ -83,6 +84,9 @@ class ProbeConfig:
     gyro_noise: float = _ranged(0.005, 1e-4, 0.1)
     #: s the models stand before and after their break, [0.1, 10]
     model_settle: float = _ranged(1.0, 0.1, 10.0)
+    #: probe every leg the model names, not only one whose event lists alternatives (a walk that is sure and
+    #: wrong, as on a plant whose contact the models do not share)
+    always: bool = False
     #: the probe's motion
     spec: ProbeSpec = field(default_factory=ProbeSpec)
 
@@ -95,8 +99,9 @@ class ProbeConfig:
             if not (isinstance(val, (int, float)) and not isinstance(val, bool) and math.isfinite(val)
                     and lo <= val <= hi):
                 raise ValueError("%s=%r outside the allowed range [%g, %g]" % (f.name, val, lo, hi))
-        if not isinstance(self.enabled, bool):
-            raise ValueError("enabled=%r: True or False" % (self.enabled,))
+        for name in ("enabled", "always"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError("%s=%r: True or False" % (name, getattr(self, name)))
         if not isinstance(self.spec, ProbeSpec):
             raise ValueError("spec=%r: a ProbeSpec" % (self.spec,))
 
@@ -141,7 +146,8 @@ class ActiveProbe:
     ``results``: one dict per ambiguous model event: ``t_named`` [s], ``leg``, ``named`` (the identifier's count),
     ``alternatives`` [(count, share)], ``probed``, ``reason`` (the verdict, or why there was no probe: off, probed
     before, refused), and once planned ``t_start`` [s], ``margin_planned`` [m], ``cpu_plan_s``; once scored
-    ``t_end`` [s], ``probabilities`` {count: p}, ``count`` (None when no count reaches ``decide``), ``samples``
+    ``t_end`` [s], ``probabilities`` {count: p}, ``count`` (None when no count reaches ``decide``), ``taken``
+    (the count handed to the identifier, None if its own stays), ``samples``
     (IMU samples scored), ``margin_min`` [m] (the model's margin watched at the IMU's attitude) and
     ``cpu_score_s`` (process CPU of the three models).
     """
@@ -161,6 +167,7 @@ class ActiveProbe:
             raise ValueError("stance: %d finite joint angles [rad] expected" % len(names))
         self.results: List[dict] = []
         self._seen = len(identifier.events)
+        self._morphology = tuple(identifier.morphology)       # as of the last event read: which leg an event changes
         self._probed = set()
         self._run: Optional[dict] = None
         self._R = np.eye(3)
@@ -214,9 +221,14 @@ class ActiveProbe:
         events = self.identifier.events
         new, self._seen = events[self._seen:], len(events)
         for ev in new:
-            if ev["source"] != "model" or not ev["alternatives"]:
+            before = self._morphology
+            self._morphology = tuple(ev["morphology"])
+            if ev["source"] != "model" or not (ev["alternatives"] or self.config.always):
                 continue
-            leg = next(i for i, (a, b) in enumerate(zip(ev["alternatives"][0][0], ev["morphology"])) if a != b)
+            changed = [i for i, (a, b) in enumerate(zip(before, ev["morphology"])) if a != b]
+            if not changed:
+                continue
+            leg = changed[0]       # a model event changes one leg
             name = self.robot.leg_names[leg]
             result = {"t_named": ev["t"], "leg": name, "named": ev["morphology"][leg], "probed": False,
                       "alternatives": [(a[leg], s) for a, s in ev["alternatives"]]}
@@ -273,10 +285,19 @@ class ActiveProbe:
                       samples=int(np.isfinite(run["gyro"]).all(axis=1).sum()), margin_min=run["margin_min"])
         best, reason = verdict(result["leg"], p, cfg.decide)
         result.update(count=best, reason=reason)
-        if best is not None:
+        take = best
+        current = self.identifier.morphology[leg]
+        if best is None and p.get(current, 0.0) < 1.0 - cfg.decide:
+            # no count is sure, but the one the walk named is ruled out: keep none the probe rejects; the most
+            # probable goes to the identifier with the others it could not rule out beside it (its event)
+            take = max(p, key=p.get)
+            result["reason"] += "; %s:%d ruled out (p=%.2g): %s:%d taken, the others listed" % (
+                result["leg"], current, p.get(current, 0.0), result["leg"], take)
+        result["taken"] = take
+        if take is not None:
             others = [(c, v) for c, v in sorted(p.items(), key=lambda kv: -kv[1])
-                      if c != best and v >= 1 - cfg.decide]
-            self.identifier.on_probe(t, leg, int(best), p[best], others)
+                      if c != take and v >= 1 - cfg.decide]
+            self.identifier.on_probe(t, leg, int(take), p[take], others)
 
 
 def verdict(leg: str, probabilities: dict, decide: float) -> Tuple[Optional[int], str]:

@@ -165,6 +165,9 @@ class MujocoServoPlant:
 
     def __init__(self, robot, links_per_leg=None, body_scale=1.0, body_com_offset=(0.0, 0.0, 0.0), stance=None,
                  settle=1.0, **mjcf):
+        from jethexa_dynamics.control.ik import LegGeometry
+        from jethexa_dynamics.model import Morphology
+
         from .engine import Engine
 
         if not (np.isfinite(body_scale) and 0.5 <= body_scale <= 2.0):
@@ -172,14 +175,13 @@ class MujocoServoPlant:
         off = np.asarray(body_com_offset, dtype=float).reshape(-1)
         if off.shape != (3,) or not np.all(np.isfinite(off)) or np.abs(off).max() > 0.05:
             raise ValueError("body_com_offset=%r: three finite lengths within +-0.05 m" % (body_com_offset,))
-        self.mj = MujocoHexapod(robot, links_per_leg=links_per_leg, **mjcf)
-        m = self.mj.model
-        root = 1                                            # body 0 is the world, 1 the free-floating base_link
-        m.body_mass[root] *= body_scale
-        m.body_inertia[root] *= body_scale
-        m.body_ipos[root] += off
-        self.mj.mujoco.mj_setConst(m, self.mj.data)
-        self.dt = float(m.opt.timestep)
+        self.robot = robot.full
+        self.geometry = LegGeometry.from_robot(self.robot)
+        self._body = (float(body_scale), off)
+        self._mjcf = dict(mjcf)
+        self.breaks = Morphology.parse(self.robot, links_per_leg if links_per_leg is not None else "healthy")
+        self.mj = self._build(self.breaks.links_per_leg)
+        self.dt = float(self.mj.model.opt.timestep)
         eng = Engine(robot, gait=None, record_every=0)
         if stance is not None:
             eng.set_joint_targets(stance, move_time=0.3)
@@ -194,9 +196,58 @@ class MujocoServoPlant:
         self.mj.set_targets(q)
         self.mj.step(int(round(settle / self.dt)))
 
+    def _build(self, links_per_leg):
+        """A MujocoHexapod of these links with the body's mass, inertia and CoM changed."""
+        mj = MujocoHexapod(self.robot, links_per_leg=list(links_per_leg), **self._mjcf)
+        m, (scale, off) = mj.model, self._body
+        root = 1                                            # body 0 is the world, 1 the free-floating base_link
+        m.body_mass[root] *= scale
+        m.body_inertia[root] *= scale
+        m.body_ipos[root] += off
+        mj.mujoco.mj_setConst(m, mj.data)
+        return mj
+
+    def set_breaks(self, breaks):
+        """Silent breaks now (``Morphology.parse`` forms): the tree is rebuilt without the lost links, the base's
+        and the remaining joints' positions and rates carried over; the lost joints' servos still answer (their
+        reported angle is their set-point: they move unloaded)."""
+        from jethexa_dynamics.model import Morphology
+
+        new = Morphology.parse(self.robot, breaks)
+        old, d0 = self.mj, self.mj.data
+        mj = self._build(new.links_per_leg)
+        d = mj.data
+        d.time = d0.time
+        d.qpos[0:7], d.qvel[0:6] = d0.qpos[0:7], d0.qvel[0:6]
+        where = dict(zip(old.joint_index.tolist(), range(len(old.joint_index))))
+        for k, j in enumerate(mj.joint_index.tolist()):
+            d.qpos[mj.qadr[k]] = d0.qpos[old.qadr[where[j]]]
+            d.qvel[mj.model.jnt_dofadr[mj.model.actuator_trnid[mj.act[k], 0]]] = \
+                d0.qvel[old.model.jnt_dofadr[old.model.actuator_trnid[old.act[where[j]], 0]]]
+        mj.set_targets(self.setpoints())
+        mj.mujoco.mj_forward(mj.model, d)
+        self.mj, self.breaks = mj, new
+
     @property
     def time(self) -> float:
         return float(self.mj.data.time)
+
+    @property
+    def joint_angles(self) -> np.ndarray:
+        """Joint angles [rad, all joints]: MuJoCo's where the joint is in the tree, the set-point where not."""
+        q = self.setpoints()
+        q[self.mj.joint_index] = self.mj.data.qpos[self.mj.qadr]
+        return q
+
+    @property
+    def R(self) -> np.ndarray:
+        """base_link's rotation world <- base_link (MuJoCo's quaternion is (w, x, y, z))."""
+        from transforms3d.quaternions import quat2mat
+        return quat2mat(self.mj.data.qpos[3:7])
+
+    @property
+    def p(self) -> np.ndarray:
+        return self.mj.data.qpos[0:3].copy()
 
     def setpoints(self) -> np.ndarray:
         """The servos' set-points [rad] now."""
@@ -220,6 +271,6 @@ class MujocoServoPlant:
             self.mj.step(1)
 
     def imu(self):
-        """(gyro [rad/s, base_link axes: MuJoCo's free-joint rate is in the body frame], accel: not modelled,
-        NaN)."""
-        return self.mj.data.qvel[3:6].copy(), np.full(3, np.nan)
+        """(gyro [rad/s, base_link axes: MuJoCo's free-joint rate is in the body frame], specific force [m/s^2,
+        base_link]: gravity's only, the body's acceleration not modelled)."""
+        return self.mj.data.qvel[3:6].copy(), self.R.T @ np.array([0.0, 0.0, 9.81])

@@ -101,7 +101,8 @@ class WalkConfig:
             ContactModel(friction="coulomb", mu=mu)      # its own check names mu and the allowed range
 
 
-def walk_streams(cfg: WalkConfig, identifier=None, truth: Optional[list] = None, probe=None, on_tick=None):
+def walk_streams(cfg: WalkConfig, identifier=None, truth: Optional[list] = None, probe=None, on_tick=None,
+                 plant=None):
     """Run the plant; returns a time-ordered list of (t, kind, payload): ``cmd`` (q, move_time, joint indices),
     ``joints`` q, ``imu`` (quat, gyro, accel); and the plant ``Engine`` at the end. ``truth``: a list that gets
     the plant's (t, position [m], R world<-base_link) at every IMU sample (the oracle of a predictor's error).
@@ -114,14 +115,20 @@ def walk_streams(cfg: WalkConfig, identifier=None, truth: Optional[list] = None,
     ``probe.command(t, setpoints)`` with the joint set-points sent so far [rad, NaN: never] returns None (the
     schedule goes on) or (joint indices, targets, move time): the gait holds its stance and these are sent too;
     ``probe.on_imu(t, quat, gyro)`` gets every IMU sample as the identifier does. ``on_tick(t, engine)`` after
-    each command tick (an oracle's look at the plant).
+    each command tick (an oracle's look at the plant). ``plant``: another plant than the engine, built by the
+    caller with the body and gravity it wants (``sim.mjcf.MujocoServoPlant``; what the loop uses of an
+    ``Engine``: ``dt``, ``time``, ``robot``, ``geometry``, ``nj``, ``set_breaks``, ``set_joint_targets``, ``step``,
+    ``joint_angles``, ``imu``, ``R``, ``p``); no payload, friction patch or ground tilt then.
     """
     custom = cfg.mass_scale != 1.0 or any(cfg.body_com_offset) or cfg.payload is not None
     robot = scaled_body_robot(cfg.mass_scale, cfg.body_com_offset) if custom else LeggedRobot.jethexa()
     level = euler2mat(cfg.ground_tilt[0], cfg.ground_tilt[1], 0.0, "sxyz")      # ground frame -> level frame
     if any(cfg.ground_tilt):
         robot = robot.with_gravity(level.T @ np.array([0.0, 0.0, -np.linalg.norm(robot.gravity)]))
-    loop = GaitLoop.build(robot, dt=1e-3, recovery=cfg.recovery, robot=LeggedRobot.jethexa() if cfg.recovery else None)
+    if plant is not None and (cfg.payload is not None or cfg.friction or any(cfg.ground_tilt)):
+        raise ValueError("plant: an engine's WalkConfig (payload, friction, ground_tilt) on another plant")
+    loop = GaitLoop.build(robot, engine=plant, dt=1e-3, recovery=cfg.recovery,
+                          robot=LeggedRobot.jethexa() if cfg.recovery else None)
     eng, walker = loop.engine, loop.walker
     rng = np.random.default_rng(cfg.seed)
     dt_c, dt_j, dt_i = 1.0 / cfg.command_rate, 1.0 / cfg.joint_rate, 1.0 / cfg.imu_rate
