@@ -2,6 +2,7 @@
 on its other five feet, probes the leg and takes the count (``damage.active_probe``). The plant is the engine
 walking through ``sim.streams.walk_streams`` with a body the models do not know (+10 % mass, CoM 5 mm forward)
 and a gyro bias; the oracles are the plant's own break and its own CoM over its own feet. Times are simulated."""
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -166,3 +167,31 @@ def test_always_probes_a_leg_the_walk_named_without_doubt_and_corrects_it():
     idf, probe, _ = _walk_mujoco("RF:0", seed=0, always=True)
     (res,) = probe.results
     assert res["probed"] and res["count"] == 0 and idf.morphology == (3, 3, 3, 0, 3, 3)
+
+
+def test_a_body_tipped_during_the_probe_aborts_it_and_gives_no_verdict():
+    """The probe driven by hand: a model event with alternatives on LM starts it; once it moves, an IMU attitude
+    tipped 70 deg about x (a push) puts the CoM outside the five feet (the margin function says so at that
+    attitude): the probe stops at that command, sends the leg back to its stance, records why, names no count."""
+    from transforms3d.euler import euler2quat, euler2mat
+
+    idf = DamageIdentifier()
+    probe = ActiveProbe(idf)
+    idf.events.append({"t": 1.0, "morphology": [3, 0, 3, 3, 3, 3], "source": "model", "probability": 1.0,
+                       "alternatives": [([3, 1, 3, 3, 3, 3], 0.3), ([3, 2, 3, 3, 3, 3], 0.3)]})
+    idf.model_morphology = (3, 0, 3, 3, 3, 3)
+    level, tipped = euler2quat(0.0, 0.0, 0.0), euler2quat(math.radians(70.0), 0.0, 0.0)
+    t, out = 1.0, []
+    while t < 2.5:
+        probe.on_imu(t, tipped if t > 2.2 else level, np.zeros(3))
+        out.append(probe.command(t, probe.stance))
+        t += 0.02
+    (res,) = probe.results
+    assert res["reason"].startswith("aborted") and "probabilities" not in res and not probe.active
+    last = max(k for k, o in enumerate(out) if o is not None)            # the abort's command, then the walk
+    assert out[last][2] == pytest.approx(0.3) and np.allclose(out[last][1], probe.stance[3:6])
+    assert 2.19 < 1.0 + 0.02 * last < 2.25 and all(o is None for o in out[last + 1:])
+    assert res["margin_planned"] > 0.1 and res["margin_min"] <= 0.01
+    assert probe_margin(probe.robot, probe.geometry, probe.stance, 1, [3, 0, 3, 3, 3, 3],
+                        euler2mat(math.radians(70.0), 0.0, 0.0), LinkProbe(leg="LM"), (0,), times=(0.0,)) < 0.0
+    assert idf.morphology == (3, 0, 3, 3, 3, 3)

@@ -12,7 +12,8 @@ the walking motion could not rule out), :class:`ActiveProbe` takes the gait over
    given). If its minimum is not above ``min_margin`` the probe is refused and the result says so; the robot
    walks on with the identifier's count;
 3. probe: the named leg's coxa and femur follow ``LinkProbe.targets`` (commands every ``command_period``),
-   the gyro samples are kept by probe time;
+   the gyro samples are kept by probe time; the margin is watched at every command with the IMU's attitude and
+   the probe aborted (the leg back to its stance, no verdict) if it falls to ``min_margin``;
 4. score: ``LinkProbe.likelihoods`` over the leg's counts 0..n-1 (models started from the set-points held,
    one engine per count, a constant gyro bias per axis fitted); the most probable count becomes the
    identifier's (``DamageIdentifier.on_probe``) when its probability is at least ``decide``; below that the
@@ -209,6 +210,13 @@ class ActiveProbe:
         held = run["q"][joints]
         if tau < s.duration - 1e-9:
             self._watch(run, tau)
+            if not run["margin_min"] > cfg.min_margin:
+                # the body tilted out of the plan (a push, a slope): stop, the leg back to its stance, walk on
+                run["result"].update(margin_min=run["margin_min"], reason=(
+                    "aborted at %.2f s of the probe: the static margin watched is %.3f m, not above min_margin "
+                    "%.3f m" % (tau, run["margin_min"], cfg.min_margin)))
+                self._run = None
+                return joints, held, STANCE_MOVE_TIME
             return joints, run["probe"].targets(held, tau + s.command_period), s.command_period
         if np.isnan(run["gyro"]).any() and tau < s.duration + LATE_SAMPLES:
             return joints, held, s.command_period
@@ -217,7 +225,8 @@ class ActiveProbe:
 
     # ---------------------------------------------------------------------------------------------- steps
     def _start(self, t: float) -> bool:
-        """A new model event with alternatives on a leg not probed yet starts a probe (or records why not)."""
+        """A new model event with alternatives (any, with ``always``) on a leg not probed yet starts a probe (or
+        records why not)."""
         events = self.identifier.events
         new, self._seen = events[self._seen:], len(events)
         for ev in new:
