@@ -150,7 +150,7 @@ class ActiveProbe:
     ``t_end`` [s], ``probabilities`` {count: p}, ``count`` (None when no count reaches ``decide``), ``taken``
     (the count handed to the identifier, None if its own stays), ``samples``
     (IMU samples scored), ``margin_min`` [m] (the model's margin watched at the IMU's attitude) and
-    ``cpu_score_s`` (process CPU of the three models).
+    ``cpu_score_s`` (process CPU of the three models); ``cpu_watch_s`` the margin watched over the probe.
     """
 
     def __init__(self, identifier, robot: Optional[LeggedRobot] = None, body=None,
@@ -279,9 +279,11 @@ class ActiveProbe:
 
     def _watch(self, run: dict, tau: float) -> None:
         """The model's margin at probe time ``tau`` [s] at the IMU's attitude now: its minimum is reported."""
+        c0 = time.process_time()
         m = probe_margin(self.robot, self.geometry, run["q"], run["leg"], run["morphology"], self._R, run["probe"],
                          run["counts"], times=(tau,))
         run["margin_min"] = min(run["margin_min"], m)
+        run["result"]["cpu_watch_s"] = run["result"].get("cpu_watch_s", 0.0) + time.process_time() - c0
 
     def _finish(self, t: float) -> None:
         """Score the counts, hand the verdict to the identifier, end the probe."""
