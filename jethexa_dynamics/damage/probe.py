@@ -19,6 +19,12 @@ The choice, measured on the project's engine (the papers are silent on it):
   390-630 (``LinkProbe.predicted`` per count, LM, RM and RF); the first probe (coxa 2 Hz +-0.45, femur 4 Hz
   +-0.23, 6 s) cut to 2 s separates 1 from 0 by only 8-9: a coin toss with noise. The stance
   stays statically stable: the whole robot's CoM is more than 5 cm inside the other five feet.
+- The 1-vs-0 evidence is all yaw, and the body's yaw reaction is set by the feet's tangential contact (the
+  engine's viscous damper ``d_t``): models with d_t 20 or 200 N s/m instead of 50 change the prediction by chi^2
+  160-400, and MuJoCo's stiff contact leaves a misfit of chi^2 25-36 (``benchmarks/results/
+  identify_probe_mujoco.md``). The models' contact must be the plant's for that verdict; 2 against fewer links
+  (the femur's reaction, roll and pitch as well) depends on it less (misfit chi^2 260-470 on MuJoCo against
+  separations of 400-840).
 - A constant gyro bias does not matter: the score fits one per axis (the residual's mean over the probe is
   taken out, the profile likelihood of a constant offset), so neither the plant's bias nor a still stretch
   before the probe is needed; what the fit takes away is only the signal's mean, which a probe that starts and
