@@ -21,8 +21,9 @@ The choice, measured on the project's engine (the papers are silent on it):
   stays statically stable: the whole robot's CoM is more than 5 cm inside the other five feet.
 - The 1-vs-0 evidence is all yaw, and the body's yaw reaction is set by the feet's tangential contact (the
   engine's viscous damper ``d_t``): models with d_t 20 or 200 N s/m instead of 50 change the prediction by chi^2
-  160-400, and MuJoCo's stiff contact leaves a misfit of chi^2 25-36 (``benchmarks/results/
-  identify_probe_mujoco.md``). The models' contact must be the plant's for that verdict; 2 against fewer links
+  160-400 (a plant at d_t 40-75 still ranks LM:1 first, at 30 not), and MuJoCo's stiff contact leaves a misfit
+  of chi^2 25-36 (``benchmarks/results/identify_probe_mujoco.md``). The models' contact must be the plant's
+  for that verdict; 2 against fewer links
   (the femur's reaction, roll and pitch as well) depends on it less (misfit chi^2 260-470 on MuJoCo against
   separations of 400-840).
 - A constant gyro bias does not matter: the score fits one per axis (the residual's mean over the probe is
