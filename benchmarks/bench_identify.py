@@ -11,7 +11,17 @@
 3. The 18 single-leg silent breaks (LEG:2, LEG:1, LEG:0 at t = 3 s, tripod walk, closed loop: the identified
    morphology re-phases the gait), delay and identified morphology -> the confusion table of the README.
 
+``--probe`` instead: the 18 breaks with the active probe in the loop (``damage.active_probe``, issue 23 point 1):
+plant body +10 % mass and its CoM 5 mm forward, a gyro bias on every axis, the identifier's and the probe's models
+unaware; per break the leg named, the probe's probabilities, the final count and the delay break -> final, the
+static margins (the model's planned and watched, the plant's own as the oracle) and the scoring's CPU; ``--seeds
+N`` repeats the 18 with N noise seeds (the table shows the first) -> ``results/identify_probe.md``. ``--probe
+--plant mujoco``: the same loop on MuJoCo (``sim.mjcf.MujocoServoPlant``), again with every named leg probed
+(``always``), and the probe alone on MuJoCo standing broken (the models' misfit there) ->
+``identify_probe_mujoco.md``.
+
     .venv/bin/python benchmarks/bench_identify.py [--repeat 3] [--out benchmarks/results/identify.md]
+    .venv/bin/python benchmarks/bench_identify.py --probe [--seeds 5] [--plant engine|mujoco] [--out ...]
 """
 from __future__ import annotations
 
@@ -26,6 +36,7 @@ import numpy as np
 
 from _machine import describe
 from bench_replay import _best
+from jethexa_dynamics.damage.active_probe import ProbeConfig as ActiveProbeConfig
 from jethexa_dynamics.damage.identification import DamageIdentifier
 from jethexa_dynamics.sim.streams import Segment, WalkConfig, feed, feed_predictor, walk_streams
 
@@ -107,11 +118,227 @@ def confusion():
     return rows
 
 
+#: the probe runs' plant: body mass x1.1, CoM 5 mm forward (base_link), gyro bias [rad/s] on every axis
+PROBE_PLANT = dict(mass_scale=1.1, body_com_offset=(0.005, 0.0, 0.0), gyro_bias=(0.01, -0.01, 0.02))
+BREAK_AT, PROBE_RUN = 3.0, 9.0      # s: the break, then walking/probing this long after it (final count read then)
+
+
+def probe_break(leg, links, seed, enabled=True, plant="engine", always=False):
+    """One break LEG:links at ``BREAK_AT`` with the active probe in the loop (``plant`` engine or mujoco): the
+    identifier's events, the probe's results and the plant's own static margin [m] of its CoM over its other five
+    feet while the probe runs."""
+    from jethexa_dynamics.control.support import support_margin
+    from jethexa_dynamics.damage.active_probe import ActiveProbe
+
+    idf = DamageIdentifier()
+    probe = ActiveProbe(idf, enabled=enabled, always=always)
+    plant_margin = []
+    cfg = dict(PROBE_PLANT)
+    mj = None
+    if plant == "mujoco":
+        from jethexa_dynamics.model import LeggedRobot
+        from jethexa_dynamics.sim.mjcf import MujocoServoPlant
+        from jethexa_dynamics.sim.recovery import mujoco_margin
+        mj = MujocoServoPlant(LeggedRobot.jethexa(), body_scale=cfg.pop("mass_scale"),
+                              body_com_offset=cfg.pop("body_com_offset"), settle=0.0)
+
+    def oracle(t, eng):
+        if probe.active and probe._run["phase"] == "probe":
+            if mj is not None:
+                plant_margin.append(mujoco_margin(eng.mj))      # the feet on its floor: the lost one is not there
+                return
+            feet, _ = eng.foot_states()
+            others = [k for k in range(6) if k != probe._run["leg"]]
+            plant_margin.append(support_margin(feet[others, :2], eng.center_of_mass()[:2]))
+
+    walk_streams(WalkConfig(duration=BREAK_AT + PROBE_RUN, breaks=[(BREAK_AT, "%s:%d" % (leg, links))], seed=seed,
+                            **cfg), identifier=idf, probe=probe, on_tick=oracle, plant=mj)
+    return idf, probe, (min(plant_margin) if plant_margin else float("nan"))
+
+
+def probe_table(seeds, plant="engine", always=False):
+    """The 18 breaks with the probe, ``seeds`` noise seeds each: (rows of the first seed, all runs)."""
+    rows, runs = [], []
+    for k in range(seeds):
+        for leg in LEGS:
+            for links in (2, 1, 0):
+                idf, probe, plant_m = probe_break(leg, links, seed=100 * k + links, plant=plant,
+                                                     always=always)
+                i = LEGS.index(leg)
+                final = idf.morphology
+                exact = final[i] == links and all(m == 3 for j, m in enumerate(final) if j != i)
+                on_leg = [e for e in idf.events if e["morphology"][i] != 3]
+                model = next((e for e in idf.events if e["source"] == "model"), None)
+                last = idf.events[-1]["t"] if idf.events else None
+                res = probe.results[0] if probe.results else {}
+                if "t_end" in res:          # a count the probe confirmed is final at its verdict, not before
+                    last = max(last, res["t_end"])
+                runs.append(dict(leg=leg, links=links, seed=k, exact=exact, final=idf.describe(final),
+                                 named=None if model is None else idf.describe(model["morphology"]),
+                                 t_named=None if model is None else model["t"] - BREAK_AT,
+                                 t_final=None if last is None else last - BREAK_AT, res=res,
+                                 plant_margin=plant_m, changes=len(on_leg)))
+        if k == 0:
+            rows = list(runs)
+    return rows, runs
+
+
+def _prob(p):
+    """A probability near 1 as 1 - its complement (0.99998 is "1 - 2.0e-05"), else to 2 digits."""
+    return "1 - %.1e" % (1.0 - p) if p > 0.99 else "%.2g" % p
+
+
+def probe_lines(seeds, plant="engine", always=False):
+    rows, runs = probe_table(seeds, plant, always)
+    lines = ["## The 18 breaks with the active probe in the loop on the %s%s (t = %g s; plant body +10 %% mass, "
+             "CoM +5 mm x, gyro bias %s rad/s; models unaware)" % (
+                 "engine" if plant == "engine" else "MuJoCo plant (`sim/mjcf.py`)",
+                 ", every named leg probed (`always`)" if always else "", BREAK_AT, PROBE_PLANT["gyro_bias"]), "",
+             "Named = the identifier's model event (its alternatives: the counts walking could not rule out). The "
+             "probe: stand %.1f s, then %.1f s of probe (`ProbeSpec` defaults), scored over the leg's counts 0, 1, 2. "
+             "Delay = break -> the final count: the probe's verdict, or the last morphology event if later (read %g s "
+             "after the break). Margins [m]: "
+             "the model's planned minimum over the probe and the minimum it watched during it (IMU attitude), the "
+             "plant's own (the oracle: its CoM over its five feet). CPU: the scoring (three models) here."
+             % (ActiveProbeConfig().settle, ActiveProbeConfig().spec.duration, PROBE_RUN), "",
+             "| true | named (alternatives) | p(0) / p(1) / p(2) | final | delay [s] | margin planned / watched / "
+             "plant | CPU [ms] |", "|---|---|---|---|---:|---|---:|"]
+    for r in rows:
+        res = r["res"]
+        p = res.get("probabilities")
+        alt = ", ".join("%d %.2f" % (c, s) for c, s in res.get("alternatives", []))
+        lines.append("| %s:%d | %s (%s) | %s | %s%s | %s | %s | %s |" % (
+            r["leg"], r["links"], r["named"] or "not found", alt or "-",
+            " / ".join("%.3g" % p[c] for c in sorted(p)) if p else res.get("reason", "no probe"),
+            r["final"], ("" if r["exact"] else " (wrong)") + (" (no count named)" if res.get("probed") and
+                                                             res.get("count") is None else ""),
+            "-" if r["t_final"] is None else "%.2f" % r["t_final"],
+            "%.3f / %.3f / %.3f" % (res["margin_planned"], res["margin_min"], r["plant_margin"])
+            if "margin_min" in res else "-", "%.0f" % (1e3 * res["cpu_score_s"]) if "cpu_score_s" in res else "-"))
+    probed = [r for r in runs if r["res"].get("probed")]
+    unsure = [r for r in runs if r["res"].get("probed") and r["res"].get("count") is None]
+    truth_p = [r["res"]["probabilities"][r["links"]] for r in probed]
+    delays = [r["t_final"] for r in rows if r["t_final"] is not None]
+    cpu = [r["res"]["cpu_score_s"] for r in probed]
+    plan = [r["res"]["cpu_plan_s"] for r in probed]
+    watch = [r["res"]["cpu_watch_s"] for r in probed]
+    exact = sum(r["exact"] for r in rows)
+    lines += ["", "- exact link count at the end, no other leg touched: %d/18; break -> final %.2f-%.2f s (median "
+              "%.2f s); within 6 s: %d/18" % (exact, min(delays), max(delays), float(np.median(delays)),
+                                              sum(1 for r in rows if r["exact"] and r["t_final"] <= 6.0)),
+              "- verdicts below p = %.2g (no count named, every probability reported): %d/18; of them the count "
+              "taken (the walk's was ruled out) is the true one in %d" % (
+                  ActiveProbeConfig().decide, sum(1 for r in rows if r["res"].get("probed") and
+                                                  r["res"].get("count") is None),
+                  sum(1 for r in rows if r["res"].get("probed") and r["res"].get("count") is None and r["exact"])),
+              "- confident and wrong (p >= %.2g on another count than the plant's): %d/18" % (
+                  ActiveProbeConfig().decide, sum(1 for r in rows if r["res"].get("count") not in (None, r["links"]))),
+              "- probed: %d/18 (the others: the count walking named had no alternative left)"
+              % sum(1 for r in rows if r["res"].get("probed")),
+              "- static margin during the probe: model planned >= %.3f m, watched >= %.3f m, plant >= %.3f m"
+              % (min(r["res"]["margin_planned"] for r in probed), min(r["res"]["margin_min"] for r in probed),
+                 min(r["plant_margin"] for r in probed)),
+              "- CPU per probe, this machine: scoring (3 models, each 2 s standing + 2 s probe at 1 ms) median %.0f ms "
+              "(max %.0f), the margin plan %.0f ms, the margin watched over the probe %.0f ms; a Jetson Nano core "
+              "at x5: ~%.2f s, once per probed break" % (
+                  1e3 * np.median(cpu), 1e3 * max(cpu), 1e3 * np.median(plan), 1e3 * np.median(watch),
+                  5 * (np.median(cpu) + np.median(plan) + np.median(watch)))]
+    if len(runs) > len(rows):
+        ex = sum(r["exact"] for r in runs)
+        lines += ["- over %d noise seeds (%d runs): exact %d/%d; within 6 s %d/%d; no count named (p < %.2g) %d; "
+                  "confident and wrong %d; the true count's probability: min %s, median %s (%d probes)" % (
+                      len(runs) // 18, len(runs), ex, len(runs),
+                      sum(1 for r in runs if r["exact"] and r["t_final"] <= 6.0), len(runs),
+                      ActiveProbeConfig().decide, len(unsure),
+                      sum(1 for r in runs if r["res"].get("count") not in (None, r["links"])),
+                      _prob(min(truth_p)), _prob(float(np.median(truth_p))), len(probed))]
+    return lines + [""]
+
+
+def probe_mujoco_lines(seeds):
+    """The probe alone on the MuJoCo plant (``sim.mjcf.MujocoServoPlant``): each leg standing broken to 0, 1, 2
+    links, the same body error and gyro bias, ``seeds`` noise seeds; the engine's models score it."""
+    from jethexa_dynamics.damage.active_probe import ActiveProbe, verdict
+    from jethexa_dynamics.damage.probe import LinkProbe
+    from jethexa_dynamics.model import LeggedRobot
+    from jethexa_dynamics.sim.mjcf import MujocoServoPlant
+    from jethexa_dynamics.sim.recovery import mujoco_margin
+
+    robot = LeggedRobot.jethexa()
+    stance = ActiveProbe(DamageIdentifier()).stance
+    cfg = ActiveProbeConfig()
+    bias = np.asarray(PROBE_PLANT["gyro_bias"])
+    lines = ["## The probe alone on the MuJoCo plant (`sim/mjcf.py`; plant body +10 %% mass, CoM +5 mm x, gyro "
+             "bias %s rad/s; the engine's models)" % (PROBE_PLANT["gyro_bias"],), "",
+             "Not the loop: MuJoCo stands broken from the start (its tree is built without the lost links; the "
+             "identifier does not walk it), in the walking gait's stance, and runs the same probe; scored by the "
+             "engine's models from that stance. chi^2 = the noise-free MuJoCo series against each count's "
+             "prediction (bias fitted; 0 = the model is the plant); %d noise seeds: named right / ambiguous "
+             "(p < %.2g, both probabilities reported) / named wrong. Margin: MuJoCo's own CoM over its feet on the "
+             "floor, the minimum during the probe." % (seeds, cfg.decide), "",
+             "| true | chi^2 to 0 / 1 / 2 | p(0) / p(1) / p(2), first seed | right / ambiguous / wrong | margin [m] |",
+             "|---|---|---|---|---:|"]
+    tally = np.zeros(3, dtype=int)
+    for leg in LEGS:
+        i = LEGS.index(leg)
+        probe = LinkProbe(robot, leg, stance=stance, gyro_noise=cfg.gyro_noise, settle=cfg.model_settle)
+        for links in (2, 1, 0):
+            lpl = [links if j == i else 3 for j in range(6)]
+            margins = []
+
+            def plant():
+                return MujocoServoPlant(robot, lpl, body_scale=PROBE_PLANT["mass_scale"],
+                                        body_com_offset=PROBE_PLANT["body_com_offset"], stance=stance)
+            clean = probe.run(plant(), on_sample=lambda k, e: margins.append(mujoco_margin(e.mj)) if k % 10 == 0
+                              else None)
+            chi = []
+            for c in (0, 1, 2):
+                r = clean - probe.predicted(c)
+                chi.append(float(np.sum(((r - r.mean(axis=0)) / cfg.gyro_noise) ** 2)))
+            counts, first = np.zeros(3, dtype=int), None
+            for k in range(seeds):
+                rng = np.random.default_rng(1000 * k + 10 * i + links)
+                g = clean + bias + rng.normal(0.0, cfg.gyro_noise, clean.shape)
+                p = probe.likelihoods(g)
+                first = first or p
+                best, _ = verdict(leg, p, cfg.decide)
+                counts[0 if best == links else (1 if best is None else 2)] += 1
+            tally += counts
+            lines.append("| %s:%d | %s | %s | %d / %d / %d | %.3f |" % (
+                leg, links, " / ".join("%.0f" % x for x in chi), " / ".join("%.3g" % first[c] for c in (0, 1, 2)),
+                counts[0], counts[1], counts[2], min(margins)))
+    n = 18 * seeds
+    lines += ["", "- named right %d/%d, ambiguous (both probabilities reported) %d/%d, named wrong %d/%d"
+              % (tally[0], n, tally[1], n, tally[2], n), ""]
+    return lines
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "identify.md"))
+    ap.add_argument("--probe", action="store_true", help="the 18 breaks with the active probe in the loop")
+    ap.add_argument("--seeds", type=int, default=1, help="--probe: noise seeds per break (>= 1)")
+    ap.add_argument("--plant", choices=("engine", "mujoco"), default="engine",
+                    help="--probe: the plant of the closed loop, the engine (default) or MuJoCo (then also the "
+                    "probe alone on MuJoCo standing broken)")
+    ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
+    if a.seeds < 1:
+        ap.error("--seeds must be >= 1, got %d" % a.seeds)
+    if a.probe:
+        mj = a.plant == "mujoco"
+        out = a.out or str(Path(__file__).parent / "results" / ("identify_probe%s.md" % ("_mujoco" if mj else "")))
+        lines = ["# The active probe for the link count (`benchmarks/bench_identify.py --probe%s`)"
+                 % (" --plant mujoco" if mj else ""), ""]
+        lines += describe(*(("transforms3d", "mujoco") if mj else ("transforms3d",))) + [
+            "- load average at the start: %.1f" % os.getloadavg()[0], ""]
+        text = "\n".join(lines + probe_lines(a.seeds, a.plant) + (probe_lines(a.seeds, a.plant, always=True) +
+                                                                   probe_mujoco_lines(a.seeds) if mj else []))
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text)
+        print(text)
+        return
+    a.out = a.out or str(Path(__file__).parent / "results" / "identify.md")
     lines = ["# Damage identification (`benchmarks/bench_identify.py`)", ""] + describe("transforms3d")
     lines += ["- load average at the start: %.1f (2 shared cores: figures vary by ~2x)" % os.getloadavg()[0],
               "- Jetson Nano assumed %g-%gx slower per core than this machine" % NANO, ""]

@@ -7,6 +7,8 @@
   :mod:`.identifier_config` (``IdentifierConfig``), its hypotheses and their scoring in :mod:`.hypotheses`, its
   sample checks and the IMU's attitude in :mod:`.identifier_inputs`; ``jethexa-identify`` (:mod:`.identify_cli`)
   replays a bag through it.
+- :mod:`.probe`, :mod:`.active_probe` -- an active probe of a leg whose link count the walk left ambiguous:
+  the robot stands on its other five feet, moves the leg and scores the counts by the body's gyro reaction.
 - :mod:`.evidence` -- what a morphology change rests on (servo, model, override; stall, joint_states) and when
   the gait may stop supporting on a leg.
 

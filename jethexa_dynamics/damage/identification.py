@@ -307,6 +307,25 @@ class DamageIdentifier:
             self._event(float(t) if self._t_origin is None else max(float(t), self._t_origin), "servo", 1.0)
         return True
 
+    def on_probe(self, t, leg: int, links: int, prob: float, alternatives=()) -> bool:
+        """An active probe's verdict (``damage.active_probe``): leg index ``leg`` has ``links`` links, with
+        probability ``prob``; ``alternatives`` [(count, probability)] the other counts it could not rule out.
+        The model's count of that leg becomes ``links`` (up or down: the probe outranks the walking evidence it
+        was run to settle), the bank is re-centred there and an event of source ``probe`` is recorded. Returns
+        False (nothing changed) if the count is already the model's."""
+        if not (isinstance(leg, (int, np.integer)) and 0 <= leg < len(self.leg_names)):
+            raise ValueError("leg=%r: an index in [0, %d)" % (leg, len(self.leg_names)))
+        if not (isinstance(links, (int, np.integer)) and 0 <= links <= self.max_links[leg]):
+            raise ValueError("links=%r: a count in [0, %d]" % (links, self.max_links[leg]))
+        if self.model_morphology[leg] == links:
+            return False
+        keep = self.hyps[0].engine.snapshot()
+        self.model_morphology = tuple(int(links) if j == leg else m for j, m in enumerate(self.model_morphology))
+        self._recentre(self.morphology, keep)
+        alt = [(tuple(int(k) if j == leg else m for j, m in enumerate(self.morphology)), p) for k, p in alternatives]
+        self._event(float(t), "probe", prob, alt)
+        return True
+
     # ---------------------------------------------------------------------------------------------- windows
     def _event(self, t, source, prob, alternatives=()):
         """A morphology change: ``prob`` the evidence's probability; ``alternatives`` [(links per leg, share of

@@ -11,15 +11,30 @@ The choice, measured on the project's engine (the papers are silent on it):
   are 0.002-0.02 deg, under the IMU's 0.1 deg noise, and a body 10 % heavier than the model tilts every
   hypothesis by 0.005 deg, enough to pick the wrong count.
 - The body's angular rate does, for a fast probe. The reaction torque of a swinging stump shows in the gyro
-  (x, y and yaw): a 6 s probe with the coxa at 2 Hz (+-0.45 rad) and the femur at 4 Hz (+-0.23 rad; 5.8 rad/s at
-  its peak, under the URDF's 6 rad/s) separates LM:2 from fewer links with a wide margin and LM:1 from LM:0 on
-  the coxa's yaw signal (``test/test_damage_probe.py``). The stance stays statically stable: the whole robot's
-  CoM is more than 10 cm inside the other five feet.
+  (x, y and yaw). The coxa's 20 g is the hard part (LM:1 against LM:0): its reaction torque grows with the
+  acceleration, amplitude x (2 pi f)^2, and the rate limit bounds amplitude x 2 pi f, so a fast small swing
+  beats a slow wide one. The default, 2 s with the coxa at 5 Hz (+-0.18 rad, 5.9 rad/s at its peak, under the
+  URDF's 6 rad/s) and the femur at 3 Hz (+-0.28 rad, 5.7 rad/s), separates 1 from 0 links by a noise-free
+  chi^2 of 46-53 (gyro noise 0.005 rad/s per sample; expected log-likelihood ratio half that), 2 from 1 by
+  390-630 (``LinkProbe.predicted`` per count, LM, RM and RF); the first probe (coxa 2 Hz +-0.45, femur 4 Hz
+  +-0.23, 6 s) cut to 2 s separates 1 from 0 by only 8-9: a coin toss with noise. The stance
+  stays statically stable: the whole robot's CoM is more than 5 cm inside the other five feet.
+- The 1-vs-0 evidence is all yaw, and the body's yaw reaction is set by the feet's tangential contact (the
+  engine's viscous damper ``d_t``): models with d_t 20 or 200 N s/m instead of 50 change the prediction by chi^2
+  160-400 (a plant at d_t 40-75 still ranks LM:1 first, at 30 not), and MuJoCo's stiff contact leaves a misfit
+  of chi^2 25-36 (``benchmarks/results/identify_probe_mujoco.md``). The models' contact must be the plant's
+  for that verdict; 2 against fewer links
+  (the femur's reaction, roll and pitch as well) depends on it less (misfit chi^2 260-470 on MuJoCo against
+  separations of 400-840).
+- A constant gyro bias does not matter: the score fits one per axis (the residual's mean over the probe is
+  taken out, the profile likelihood of a constant offset), so neither the plant's bias nor a still stretch
+  before the probe is needed; what the fit takes away is only the signal's mean, which a probe that starts and
+  ends at rest barely has.
 
 ``LinkProbe`` gives the probe's joint targets and scores a measured gyro series against the model's prediction
 for each link count (a Gaussian likelihood, the gyro's noise per sample). The models start from the stance the
-robot stands in, with the hypothesis' break. Not here yet: the gait controller's probe mode (stop, stand on the
-other five, run the probe, walk on) and the identifier acting on the result.
+robot stands in (``stance``: the joint set-points it holds), with the hypothesis' break. The closed loop that
+stops, stands on the other five feet, runs it and acts on the result: :mod:`.active_probe`.
 
 Example::
 
@@ -35,6 +50,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from jethexa_dynamics.control.walking import STANCE_MOVE_TIME
 from jethexa_dynamics.model import LeggedRobot
 
 
@@ -43,11 +59,11 @@ class ProbeSpec:
     """The probe: ``duration`` [s]; the coxa at ``coxa_hz`` [Hz] with amplitude ``coxa_amp`` [rad], the femur at
     ``femur_hz`` with ``femur_amp``; both windowed by sin^2 over the duration (they start and end at rest); joint
     commands every ``command_period`` [s] (the gait's 50 Hz), the IMU every ``imu_period`` [s]."""
-    duration: float = 6.0
-    coxa_hz: float = 2.0
-    coxa_amp: float = 0.45
-    femur_hz: float = 4.0
-    femur_amp: float = 0.23
+    duration: float = 2.0
+    coxa_hz: float = 5.0
+    coxa_amp: float = 0.18
+    femur_hz: float = 3.0
+    femur_amp: float = 0.28
     command_period: float = 0.02
     imu_period: float = 0.01
 
@@ -69,18 +85,28 @@ class LinkProbe:
     """The probe of leg ``leg`` of ``robot`` (healthy model; the hypotheses are its breaks ``LEG:n``): targets,
     the model's predicted gyro per link count, and the likelihoods of a measured gyro series.
 
-    ``gyro_noise`` [rad/s] the IMU's noise per sample (the likelihood's sigma); ``spec`` the probe. Raises
-    ValueError naming the field for an unknown leg or a probe faster than the URDF's joint rate limits."""
+    ``gyro_noise`` [rad/s] the IMU's noise per sample (the likelihood's sigma); ``spec`` the probe; ``settle``
+    [s] the models stand this long before and after their break; ``stance`` the joint set-points [rad, all
+    joints in ``robot.joint_names`` order] the robot holds when the probe starts (default: the engine's standing
+    pose). Raises ValueError naming the field for an unknown leg or a probe faster than the URDF's joint rate
+    limits."""
 
     def __init__(self, robot: Optional[LeggedRobot] = None, leg: str = "LM", spec: ProbeSpec = ProbeSpec(),
-                 gyro_noise: float = 0.005, settle: float = 1.0):
+                 gyro_noise: float = 0.005, settle: float = 1.0, stance: Optional[Sequence[float]] = None):
         self.robot = robot if robot is not None else LeggedRobot.jethexa()
         names = list(self.robot.leg_names)
         if leg not in names:
             raise ValueError("leg=%r: one of %s" % (leg, ", ".join(names)))
         if not (math.isfinite(gyro_noise) and gyro_noise > 0):
             raise ValueError("gyro_noise=%r must be a rate > 0 rad/s" % (gyro_noise,))
+        if not (math.isfinite(settle) and 0.1 <= settle <= 10.0):
+            raise ValueError("settle=%r outside the allowed range [0.1, 10] s" % (settle,))
         self.leg, self.spec, self.gyro_noise, self.settle = leg, spec, float(gyro_noise), float(settle)
+        self.stance = None
+        if stance is not None:
+            self.stance = np.asarray(stance, dtype=float).reshape(-1)
+            if self.stance.shape != (len(self.robot.joint_names),) or not np.all(np.isfinite(self.stance)):
+                raise ValueError("stance: %d finite joint angles [rad] expected" % len(self.robot.joint_names))
         self.leg_index = names.index(leg)
         self.joints = np.arange(3 * self.leg_index, 3 * self.leg_index + 3)
         limits = np.asarray(self.robot.joint_velocity, dtype=float)[self.joints[:2]]
@@ -102,10 +128,12 @@ class LinkProbe:
         """The leg's joint targets [rad] at probe time ``t``: its stance angles plus the offsets."""
         return np.asarray(q_stance, dtype=float) + self.offsets(t)
 
-    def run(self, engine, noise: Optional[Tuple[np.random.Generator, float]] = None) -> np.ndarray:
-        """Run the probe on ``engine`` (standing, the break applied and settled; servo-target mode): commands every
-        ``command_period``, the gyro [rad/s, body axes] every ``imu_period``; returns (n, 3). ``noise``: (rng,
-        sigma) added to each sample (a test's stand-in for the IMU)."""
+    def run(self, engine, noise: Optional[Tuple[np.random.Generator, float]] = None, on_sample=None) -> np.ndarray:
+        """Run the probe on ``engine`` (standing, the break applied and settled; servo-target mode; or anything
+        with its ``setpoints``, ``set_joint_targets``, ``step``, ``imu`` and ``dt``, e.g. ``sim.mjcf``'s
+        ``MujocoServoPlant``): commands every ``command_period``, the gyro [rad/s, body axes] every
+        ``imu_period``; returns (n, 3). ``noise``: (rng, sigma) added to each sample (a test's stand-in for the
+        IMU); ``on_sample(k, engine)`` after each sample (an oracle's look at the plant)."""
         s = self.spec
         q0 = engine.setpoints()[self.joints].copy()
         every = max(1, int(round(s.command_period / s.imu_period)))
@@ -119,14 +147,19 @@ class LinkProbe:
             engine.step(steps)
             gyro, _ = engine.imu()
             out[k] = gyro if noise is None else gyro + noise[0].normal(0.0, noise[1], 3)
+            if on_sample is not None:
+                on_sample(k, engine)
         return out
 
     def standing_engine(self, robot: Optional[LeggedRobot] = None, links: int = 3):
-        """An engine of ``robot`` (default the model) standing in its stance, leg broken to ``links`` links and
-        settled for ``settle`` s: where the probe starts."""
+        """An engine of ``robot`` (default the model) standing in its stance (``stance`` if given, reached from
+        the engine's standing pose in ``STANCE_MOVE_TIME``), leg broken to ``links`` links and settled for
+        ``settle`` s: where the probe starts."""
         from jethexa_dynamics.sim.engine import Engine
 
         eng = Engine(robot if robot is not None else self.robot, gait=None, record_every=0)
+        if self.stance is not None:
+            eng.set_joint_targets(self.stance, move_time=STANCE_MOVE_TIME)
         eng.step(int(round(self.settle / eng.dt)))
         if links < 3:
             eng.set_breaks("%s:%d" % (self.leg, links))
@@ -140,16 +173,20 @@ class LinkProbe:
         return self._predicted[links]
 
     def likelihoods(self, gyro: np.ndarray, counts: Sequence[int] = (0, 1, 2)) -> Dict[int, float]:
-        """{link count: probability} of the measured gyro series (n, 3) [rad/s] under each count's prediction,
-        equal priors, independent Gaussian noise of ``gyro_noise`` per sample and axis."""
+        """{link count: probability} of the measured gyro series (n, 3) [rad/s; rows of NaN skipped] under each
+        count's prediction, equal priors, independent Gaussian noise of ``gyro_noise`` per sample and axis, and a
+        constant bias per axis fitted (so a gyro bias changes nothing)."""
         gyro = np.asarray(gyro, dtype=float)
         log = {}
         for c in counts:
             pred = self.predicted(int(c))
             n = min(len(pred), len(gyro))
-            if n == 0:
+            ok = np.all(np.isfinite(gyro[:n]), axis=1)       # rows of NaN: samples that never came
+            if not ok.any():
                 raise ValueError("gyro: no samples to score")
-            log[int(c)] = -0.5 * float(np.sum(((gyro[:n] - pred[:n]) / self.gyro_noise) ** 2))
+            r = gyro[:n][ok] - pred[:n][ok]
+            r = r - r.mean(axis=0)          # the constant gyro bias per axis, fitted (profile likelihood)
+            log[int(c)] = -0.5 * float(np.sum((r / self.gyro_noise) ** 2))
         top = max(log.values())
         w = {c: math.exp(v - top) for c, v in log.items()}
         total = sum(w.values())

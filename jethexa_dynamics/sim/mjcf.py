@@ -148,3 +148,129 @@ class MujocoHexapod:
                 self.mujoco.mj_contactForce(self.model, self.data, i, f6)
                 tot += f6[0]
         return tot
+
+
+class MujocoServoPlant:
+    """A ``MujocoHexapod`` driven as the engine's servo-target mode is: each joint moves its set-point linearly
+    from where it is to a goal over a move time (a Hiwonder bus servo), the position actuators follow the
+    set-point every MuJoCo step. The subset of ``Engine`` an active probe and its tests use: ``dt``, ``time``,
+    ``setpoints``, ``set_joint_targets``, ``step``, ``imu``.
+
+    ``robot`` the healthy ``LeggedRobot``; ``links_per_leg`` the links present (a silent break: the links are not
+    in the tree, the servos of the ones left still answer); ``body_scale`` and ``body_com_offset`` [m, base_link]
+    change the main body's mass (its inertia scaled with it) and CoM after the build, so the plant is not the
+    model; ``stance`` the joint set-points [rad, ``robot.joint_names`` order] it stands in (default the engine's
+    standing pose), reached on the engine and settled ``settle`` s in MuJoCo; ``mjcf`` keywords of
+    ``build_mjcf``."""
+
+    def __init__(self, robot, links_per_leg=None, body_scale=1.0, body_com_offset=(0.0, 0.0, 0.0), stance=None,
+                 settle=1.0, **mjcf):
+        from jethexa_dynamics.control.ik import LegGeometry
+        from jethexa_dynamics.model import Morphology
+
+        from .engine import Engine
+
+        if not (np.isfinite(body_scale) and 0.5 <= body_scale <= 2.0):
+            raise ValueError("body_scale=%r outside the allowed range [0.5, 2]" % (body_scale,))
+        off = np.asarray(body_com_offset, dtype=float).reshape(-1)
+        if off.shape != (3,) or not np.all(np.isfinite(off)) or np.abs(off).max() > 0.05:
+            raise ValueError("body_com_offset=%r: three finite lengths within +-0.05 m" % (body_com_offset,))
+        self.robot = robot.full
+        self.geometry = LegGeometry.from_robot(self.robot)
+        self._body = (float(body_scale), off)
+        self._mjcf = dict(mjcf)
+        self.breaks = Morphology.parse(self.robot, links_per_leg if links_per_leg is not None else "healthy")
+        self.mj = self._build(self.breaks.links_per_leg)
+        self.dt = float(self.mj.model.opt.timestep)
+        eng = Engine(robot, gait=None, record_every=0)
+        if stance is not None:
+            eng.set_joint_targets(stance, move_time=0.3)
+        eng.advance(1.0)
+        q = eng.setpoints()
+        base = eng.p.copy()
+        base[2] += float(mjcf.get("foot_radius", 0.002))    # MuJoCo's feet are spheres: the base stands higher
+        self.mj.reset(base, eng.R, eng.theta)
+        self.nj = len(q)
+        self._start, self._goal = q.copy(), q.copy()
+        self._t0, self._dur = np.zeros(self.nj), np.zeros(self.nj)
+        self.mj.set_targets(q)
+        self.mj.step(int(round(settle / self.dt)))
+
+    def _build(self, links_per_leg):
+        """A MujocoHexapod of these links with the body's mass, inertia and CoM changed."""
+        mj = MujocoHexapod(self.robot, links_per_leg=list(links_per_leg), **self._mjcf)
+        m, (scale, off) = mj.model, self._body
+        root = 1                                            # body 0 is the world, 1 the free-floating base_link
+        m.body_mass[root] *= scale
+        m.body_inertia[root] *= scale
+        m.body_ipos[root] += off
+        mj.mujoco.mj_setConst(m, mj.data)
+        return mj
+
+    def set_breaks(self, breaks):
+        """Silent breaks now (``Morphology.parse`` forms): the tree is rebuilt without the lost links, the base's
+        and the remaining joints' positions and rates carried over; the lost joints' servos still answer (their
+        reported angle is their set-point: they move unloaded)."""
+        from jethexa_dynamics.model import Morphology
+
+        new = Morphology.parse(self.robot, breaks)
+        old, d0 = self.mj, self.mj.data
+        mj = self._build(new.links_per_leg)
+        d = mj.data
+        d.time = d0.time
+        d.qpos[0:7], d.qvel[0:6] = d0.qpos[0:7], d0.qvel[0:6]
+        where = dict(zip(old.joint_index.tolist(), range(len(old.joint_index))))
+        for k, j in enumerate(mj.joint_index.tolist()):
+            d.qpos[mj.qadr[k]] = d0.qpos[old.qadr[where[j]]]
+            d.qvel[mj.model.jnt_dofadr[mj.model.actuator_trnid[mj.act[k], 0]]] = \
+                d0.qvel[old.model.jnt_dofadr[old.model.actuator_trnid[old.act[where[j]], 0]]]
+        mj.set_targets(self.setpoints())
+        mj.mujoco.mj_forward(mj.model, d)
+        self.mj, self.breaks = mj, new
+
+    @property
+    def time(self) -> float:
+        return float(self.mj.data.time)
+
+    @property
+    def joint_angles(self) -> np.ndarray:
+        """Joint angles [rad, all joints]: MuJoCo's where the joint is in the tree, the set-point where not."""
+        q = self.setpoints()
+        q[self.mj.joint_index] = self.mj.data.qpos[self.mj.qadr]
+        return q
+
+    @property
+    def R(self) -> np.ndarray:
+        """base_link's rotation world <- base_link (MuJoCo's quaternion is (w, x, y, z))."""
+        from transforms3d.quaternions import quat2mat
+        return quat2mat(self.mj.data.qpos[3:7])
+
+    @property
+    def p(self) -> np.ndarray:
+        return self.mj.data.qpos[0:3].copy()
+
+    def setpoints(self) -> np.ndarray:
+        """The servos' set-points [rad] now."""
+        s = np.ones(self.nj)
+        moving = self._dur > 0
+        s[moving] = np.clip((self.time - self._t0[moving]) / self._dur[moving], 0.0, 1.0)
+        return self._start + s * (self._goal - self._start)
+
+    def set_joint_targets(self, targets, move_time=0.0, joints=None):
+        """Move ``joints`` (indices, default all) to ``targets`` [rad] linearly over ``move_time`` [s]."""
+        idx = np.arange(self.nj) if joints is None else np.asarray(joints, dtype=np.int64).reshape(-1)
+        self._start[idx] = self.setpoints()[idx]
+        self._goal[idx] = np.asarray(targets, dtype=float).reshape(-1)
+        self._t0[idx] = self.time
+        self._dur[idx] = float(move_time)
+
+    def step(self, n=1):
+        """``n`` MuJoCo steps, the actuators' targets the set-points at each."""
+        for _ in range(int(n)):
+            self.mj.set_targets(self.setpoints())
+            self.mj.step(1)
+
+    def imu(self):
+        """(gyro [rad/s, base_link axes: MuJoCo's free-joint rate is in the body frame], specific force [m/s^2,
+        base_link]: gravity's only, the body's acceleration not modelled)."""
+        return self.mj.data.qvel[3:6].copy(), self.R.T @ np.array([0.0, 0.0, 9.81])

@@ -101,7 +101,8 @@ class WalkConfig:
             ContactModel(friction="coulomb", mu=mu)      # its own check names mu and the allowed range
 
 
-def walk_streams(cfg: WalkConfig, identifier=None, truth: Optional[list] = None):
+def walk_streams(cfg: WalkConfig, identifier=None, truth: Optional[list] = None, probe=None, on_tick=None,
+                 plant=None):
     """Run the plant; returns a time-ordered list of (t, kind, payload): ``cmd`` (q, move_time, joint indices),
     ``joints`` q, ``imu`` (quat, gyro, accel); and the plant ``Engine`` at the end. ``truth``: a list that gets
     the plant's (t, position [m], R world<-base_link) at every IMU sample (the oracle of a predictor's error).
@@ -109,13 +110,25 @@ def walk_streams(cfg: WalkConfig, identifier=None, truth: Optional[list] = None)
     The commands come from the gait controller's logic (``WalkingGait``: tripod; a wave over the legs left
     after a damage; the stance when standing). With an ``identifier`` the streams are also fed to it as they
     happen and the loop is closed like on the robot: each morphology it reports re-phases the gait.
+
+    ``probe``: an active probe (duck typing, ``damage.active_probe.ActiveProbe``): at each command tick
+    ``probe.command(t, setpoints)`` with the joint set-points sent so far [rad, NaN: never] returns None (the
+    schedule goes on) or (joint indices, targets, move time): the gait holds its stance and these are sent too;
+    ``probe.on_imu(t, quat, gyro)`` gets every IMU sample as the identifier does. ``on_tick(t, engine)`` after
+    each command tick (an oracle's look at the plant). ``plant``: another plant than the engine, built by the
+    caller with the body and gravity it wants (``sim.mjcf.MujocoServoPlant``; what the loop uses of an
+    ``Engine``: ``dt``, ``time``, ``robot``, ``geometry``, ``nj``, ``set_breaks``, ``set_joint_targets``, ``step``,
+    ``joint_angles``, ``imu``, ``R``, ``p``); no payload, friction patch or ground tilt then.
     """
     custom = cfg.mass_scale != 1.0 or any(cfg.body_com_offset) or cfg.payload is not None
     robot = scaled_body_robot(cfg.mass_scale, cfg.body_com_offset) if custom else LeggedRobot.jethexa()
     level = euler2mat(cfg.ground_tilt[0], cfg.ground_tilt[1], 0.0, "sxyz")      # ground frame -> level frame
     if any(cfg.ground_tilt):
         robot = robot.with_gravity(level.T @ np.array([0.0, 0.0, -np.linalg.norm(robot.gravity)]))
-    loop = GaitLoop.build(robot, dt=1e-3, recovery=cfg.recovery, robot=LeggedRobot.jethexa() if cfg.recovery else None)
+    if plant is not None and (cfg.payload is not None or cfg.friction or any(cfg.ground_tilt)):
+        raise ValueError("plant: an engine's WalkConfig (payload, friction, ground_tilt) on another plant")
+    loop = GaitLoop.build(robot, engine=plant, dt=1e-3, recovery=cfg.recovery,
+                          robot=LeggedRobot.jethexa() if cfg.recovery else None)
     eng, walker = loop.engine, loop.walker
     rng = np.random.default_rng(cfg.seed)
     dt_c, dt_j, dt_i = 1.0 / cfg.command_rate, 1.0 / cfg.joint_rate, 1.0 / cfg.imu_rate
@@ -129,6 +142,7 @@ def walk_streams(cfg: WalkConfig, identifier=None, truth: Optional[list] = None)
     n = int(round(cfg.duration / eng.dt))
     step_ms = int(round(min(dt_c, dt_j, dt_i) / eng.dt)) or 1
     bias = np.asarray(cfg.gyro_bias, dtype=float)
+    sent = np.full(eng.nj, np.nan)          # the joint set-points commanded so far (what the robot knows it holds)
     friction = sorted(cfg.friction)
     payload = cfg.payload
 
@@ -136,6 +150,10 @@ def walk_streams(cfg: WalkConfig, identifier=None, truth: Optional[list] = None)
         out.append((t, kind, payload))
         if identifier is not None:
             feed(identifier, out[-1:])
+        if kind == "cmd":
+            sent[payload[2]] = payload[0]
+        elif kind == "imu" and probe is not None:
+            probe.on_imu(t, payload[0], payload[1])
 
     gaps = list(cfg.gaps)
 
@@ -168,10 +186,16 @@ def walk_streams(cfg: WalkConfig, identifier=None, truth: Optional[list] = None)
                     walker.configure(kind=segs[seg_i].gait)
                 if walking:
                     walker.set_command(segs[seg_i].command)
-            cmd_names, q, mt = loop.command(dt_c, walking)
+            held = None if probe is None else probe.command(t, sent.copy())
+            cmd_names, q, mt = loop.command(dt_c, walking and held is None)
             if cmd_names:
                 loop.send(cmd_names, q, mt)
                 emit(t, "cmd", (q, mt, loop.joints(cmd_names)))
+            if held is not None and len(held[0]):
+                eng.set_joint_targets(held[1], move_time=held[2], joints=held[0])
+                emit(t, "cmd", (np.asarray(held[1], dtype=float), held[2], np.asarray(held[0])))
+            if on_tick is not None:
+                on_tick(t, eng)
             t_next["cmd"] += dt_c
         for kind in ("joints", "imu"):
             if t >= t_next[kind] - 1e-9 and silent(t, ("stall", "sensors")):

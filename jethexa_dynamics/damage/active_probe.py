@@ -1,0 +1,321 @@
+"""The active probe in the loop (issue 23, point 1): stop, stand on the other five feet, probe, name the count.
+
+When the damage identifier names a broken leg but its event lists ``alternatives`` (other link counts of that leg
+the walking motion could not rule out), :class:`ActiveProbe` takes the gait over for about three seconds:
+
+1. stand: the gait holds its stance (the caller stops walking) and the named leg's joints go to their healthy
+   stance angles, ``settle`` s (the stance move, ``STANCE_MOVE_TIME``, and the body's ringing after the walk);
+2. plan: the static stability margin [m] of the whole robot's CoM inside the support polygon of the feet left
+   (the legs the identifier still counts whole, the named one not among them), from the joint set-points the
+   robot holds and the IMU's attitude, is computed over the whole probe (the named leg's offsets sampled over
+   ``ProbeSpec.duration``) for every link-count hypothesis of the leg, with the model (the body estimate if
+   given). If its minimum is not above ``min_margin`` the probe is refused and the result says so; the robot
+   walks on with the identifier's count;
+3. probe: the named leg's coxa and femur follow ``LinkProbe.targets`` (commands every ``command_period``),
+   the gyro samples are kept by probe time; the margin is watched at every command with the IMU's attitude and
+   the probe aborted (the leg back to its stance, no verdict) if it falls to ``min_margin``;
+4. score: ``LinkProbe.likelihoods`` over the leg's counts 0..n-1 (models started from the set-points held,
+   one engine per count, a constant gyro bias per axis fitted); the most probable count becomes the
+   identifier's (``DamageIdentifier.on_probe``) when its probability is at least ``decide``; below that the
+   result names no count and gives every count's probability: two hypotheses the probe cannot tell apart are
+   reported as such, not guessed. The identifier's count then stays, unless the probe rules it out (p below
+   1 - ``decide``): the most probable count is taken instead, the others listed beside it in its event.
+
+``enabled`` is on by default: a stop of about three seconds after a break is cheap next to walking on with the
+wrong count (the gait does not care, but every later prediction and identification starts from the wrong
+model), and the 20 g coxa is never separated by walking (``benchmarks/results/identify.md``: 8/18 exact without).
+Turn it off where the robot must not stop, or where the named leg cannot move freely (e.g. it is caught).
+
+Each leg is probed at most once (a later event on the same leg is left to the identifier). Times in seconds on
+the caller's clock; joint vectors in ``robot.joint_names`` order [rad]; quaternions (w, x, y, z) level <-
+base_link; gyro [rad/s, base_link axes].
+
+Example (the loop of ``sim.streams.walk_streams`` does this)::
+
+    probe = ActiveProbe(identifier)
+    override = probe.command(t, setpoints)        # None: walk; else stand and send (joints, q, move_time)
+    probe.on_imu(t, quat, gyro)                   # every IMU sample
+    probe.results                                 # one dict per ambiguous event: probed or refused, why
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass, field, fields
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+from transforms3d.quaternions import quat2mat
+
+from jethexa_dynamics.control.ik import LegGeometry
+from jethexa_dynamics.control.support import support_margin
+from jethexa_dynamics.control.walking import STANCE_MOVE_TIME, WalkingGait
+from jethexa_dynamics.model import LeggedRobot, Morphology
+from jethexa_dynamics.model.com import center_of_mass
+
+from .probe import LinkProbe, ProbeSpec
+
+__all__ = ["ActiveProbe", "ProbeConfig", "probe_margin", "verdict"]
+
+#: probe-time samples [per probe] at which the planner checks the margin
+MARGIN_SAMPLES = 41
+#: s after the probe's end the scoring waits for its last IMU samples (then scores what came)
+LATE_SAMPLES = 0.1
+
+
+def _ranged(default, lo, hi):
+    return field(default=default, metadata={"range": (lo, hi)})
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    """The active probe's tuning; every number is checked on construction (``ValueError`` naming the field and
+    its allowed range)."""
+
+    #: run the probe on an ambiguous count (False: the identifier's count stands, the result says "off")
+    enabled: bool = True
+    #: s standing still before the probe (the stance move and the body's settling), [0.3, 5]
+    settle: float = _ranged(0.8, 0.3, 5.0)
+    #: m, the smallest static stability margin allowed at any instant of the probe (refused otherwise), [0, 0.1]
+    min_margin: float = _ranged(0.01, 0.0, 0.1)
+    #: probability the best count needs to be taken, [0.5, 0.9999]
+    decide: float = _ranged(0.9, 0.5, 0.9999)
+    #: rad/s, the gyro's noise per sample (the likelihood's sigma), [1e-4, 0.1]
+    gyro_noise: float = _ranged(0.005, 1e-4, 0.1)
+    #: s the models stand before and after their break, [0.1, 10]
+    model_settle: float = _ranged(1.0, 0.1, 10.0)
+    #: probe every leg the model names, not only one whose event lists alternatives (a walk that is sure and
+    #: wrong, as on a plant whose contact the models do not share)
+    always: bool = False
+    #: the probe's motion
+    spec: ProbeSpec = field(default_factory=ProbeSpec)
+
+    def __post_init__(self):
+        for f in fields(self):
+            if "range" not in f.metadata:
+                continue
+            lo, hi = f.metadata["range"]
+            val = getattr(self, f.name)
+            if not (isinstance(val, (int, float)) and not isinstance(val, bool) and math.isfinite(val)
+                    and lo <= val <= hi):
+                raise ValueError("%s=%r outside the allowed range [%g, %g]" % (f.name, val, lo, hi))
+        for name in ("enabled", "always"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError("%s=%r: True or False" % (name, getattr(self, name)))
+        if not isinstance(self.spec, ProbeSpec):
+            raise ValueError("spec=%r: a ProbeSpec" % (self.spec,))
+
+
+def probe_margin(robot: LeggedRobot, geometry: LegGeometry, setpoints: np.ndarray, leg: int,
+                 morphology: Sequence[int], R_level: np.ndarray, probe: LinkProbe,
+                 counts: Sequence[int], times: Optional[Sequence[float]] = None) -> float:
+    """The smallest static stability margin [m] over the probe of leg index ``leg`` and its link ``counts``:
+    the CoM of the links present (``morphology``, the leg at each count; ``model.com``) against the support
+    polygon of the feet of the legs ``morphology`` counts whole (the probed one not), both from the joint
+    ``setpoints`` [rad] plus the probe's offsets at probe ``times`` [s] (default ``MARGIN_SAMPLES`` instants over
+    the probe), turned into the level frame by
+    ``R_level`` (level <- base_link) and projected on the ground plane."""
+    names = list(robot.leg_names)
+    n_joints = robot.description.n_joints
+    feet_legs = [i for i, k in enumerate(morphology) if i != leg and k >= n_joints[i]]
+    if len(feet_legs) < 3:
+        return -math.inf
+    worst = math.inf
+    if times is None:
+        times = np.linspace(0.0, probe.spec.duration, MARGIN_SAMPLES)
+    for tau in times:
+        q = np.array(setpoints, dtype=float)
+        q[3 * leg:3 * leg + 3] += probe.offsets(float(tau))
+        feet = np.array([R_level @ geometry.fk(names[i], q[3 * i:3 * i + 3]) for i in feet_legs])
+        for c in counts:
+            links = [int(c) if i == leg else int(k) for i, k in enumerate(morphology)]
+            mask = Morphology.from_vector(robot, links).link_mask
+            com = R_level @ center_of_mass(robot, q, mask)
+            worst = min(worst, support_margin(feet[:, :2], com[:2]))
+    return float(worst)
+
+
+class ActiveProbe:
+    """The probe of a leg whose link count the identifier left ambiguous (the module's docstring).
+
+    ``identifier`` a ``DamageIdentifier`` (its ``events`` are read, its ``on_probe`` called); ``robot`` the
+    healthy model (default the identifier's); ``body`` a body estimate with ``mass`` [kg] and ``com`` [m,
+    base_link] (``damage.body_load.BodyEstimate``) or None; ``config`` a :class:`ProbeConfig`, ``overrides``
+    its fields as keywords; ``stance`` the healthy stance's joint angles [rad] (default the walking gait's).
+
+    ``results``: one dict per ambiguous model event: ``t_named`` [s], ``leg``, ``named`` (the identifier's count),
+    ``alternatives`` [(count, share)], ``probed``, ``reason`` (the verdict, or why there was no probe: off, probed
+    before, refused), and once planned ``t_start`` [s], ``margin_planned`` [m], ``cpu_plan_s``; once scored
+    ``t_end`` [s], ``probabilities`` {count: p}, ``count`` (None when no count reaches ``decide``), ``taken``
+    (the count handed to the identifier, None if its own stays), ``samples``
+    (IMU samples scored), ``margin_min`` [m] (the model's margin watched at the IMU's attitude) and
+    ``cpu_score_s`` (process CPU of the three models); ``cpu_watch_s`` the margin watched over the probe.
+    """
+
+    def __init__(self, identifier, robot: Optional[LeggedRobot] = None, body=None,
+                 config: Optional[ProbeConfig] = None, stance: Optional[Sequence[float]] = None, **overrides):
+        self.config = ProbeConfig(**overrides) if config is None else dataclasses.replace(config, **overrides)
+        self.identifier = identifier
+        base = (robot or identifier.robot).full
+        self.robot = base if body is None else base.with_body(body.mass, body.com)
+        self.geometry = LegGeometry.from_robot(self.robot)
+        names = list(self.robot.joint_names)
+        if stance is None:
+            stance = WalkingGait(self.geometry, names).stance
+        self.stance = np.asarray(stance, dtype=float).reshape(-1)
+        if self.stance.shape != (len(names),) or not np.all(np.isfinite(self.stance)):
+            raise ValueError("stance: %d finite joint angles [rad] expected" % len(names))
+        self.results: List[dict] = []
+        self._seen = len(identifier.events)
+        self._morphology = tuple(identifier.morphology)       # as of the last event read: which leg an event changes
+        self._probed = set()
+        self._run: Optional[dict] = None
+        self._R = np.eye(3)
+
+    @property
+    def active(self) -> bool:
+        """The probe holds the robot (standing or probing)."""
+        return self._run is not None
+
+    # ---------------------------------------------------------------------------------------------- inputs
+    def on_imu(self, t: float, quat, gyro) -> None:
+        """An IMU sample: attitude (w, x, y, z) for the margin, gyro [rad/s] kept while probing."""
+        q = np.asarray(quat, dtype=float)
+        if q.shape == (4,) and np.all(np.isfinite(q)) and np.linalg.norm(q) > 0.5:
+            self._R = quat2mat(q / np.linalg.norm(q))
+        run = self._run
+        if run is None or run["phase"] != "probe":
+            return
+        s = self.config.spec
+        k = int(round((float(t) - run["t0"]) / s.imu_period)) - 1    # sample k is at probe time (k + 1) periods
+        if 0 <= k < len(run["gyro"]):
+            run["gyro"][k] = np.asarray(gyro, dtype=float)
+
+    def command(self, t: float, setpoints: Sequence[float]) -> Optional[Tuple[np.ndarray, np.ndarray, float]]:
+        """At a command tick ``t`` [s], given the joint set-points the robot holds [rad; NaN: never commanded]:
+        None (walk as planned) or (joint indices, targets [rad], move time [s]) -- the caller then holds its gait's
+        stance and sends these to the named leg."""
+        if self._run is None and not self._start(float(t)):
+            return None
+        run = self._run
+        t, cfg, s = float(t), self.config, self.config.spec
+        joints = np.arange(3 * run["leg"], 3 * run["leg"] + 3)
+        if run["phase"] == "stand":
+            if t < run["t_stand"] + cfg.settle - 1e-9:
+                return joints, self.stance[joints], STANCE_MOVE_TIME
+            if not self._plan(t, np.asarray(setpoints, dtype=float)):
+                return None
+        tau = t - run["t0"]
+        held = run["q"][joints]
+        if tau < s.duration - 1e-9:
+            self._watch(run, tau)
+            if not run["margin_min"] > cfg.min_margin:
+                # the body tilted out of the plan (a push, a slope): stop, the leg back to its stance, walk on
+                run["result"].update(margin_min=run["margin_min"], reason=(
+                    "aborted at %.2f s of the probe: the static margin watched is %.3f m, not above min_margin "
+                    "%.3f m" % (tau, run["margin_min"], cfg.min_margin)))
+                self._run = None
+                return joints, held, STANCE_MOVE_TIME
+            return joints, run["probe"].targets(held, tau + s.command_period), s.command_period
+        if np.isnan(run["gyro"]).any() and tau < s.duration + LATE_SAMPLES:
+            return joints, held, s.command_period
+        self._finish(t)
+        return None
+
+    # ---------------------------------------------------------------------------------------------- steps
+    def _start(self, t: float) -> bool:
+        """A new model event with alternatives (any, with ``always``) on a leg not probed yet starts a probe (or
+        records why not)."""
+        events = self.identifier.events
+        new, self._seen = events[self._seen:], len(events)
+        for ev in new:
+            before = self._morphology
+            self._morphology = tuple(ev["morphology"])
+            if ev["source"] != "model" or not (ev["alternatives"] or self.config.always):
+                continue
+            changed = [i for i, (a, b) in enumerate(zip(before, ev["morphology"])) if a != b]
+            if not changed:
+                continue
+            leg = changed[0]       # a model event changes one leg
+            name = self.robot.leg_names[leg]
+            result = {"t_named": ev["t"], "leg": name, "named": ev["morphology"][leg], "probed": False,
+                      "alternatives": [(a[leg], s) for a, s in ev["alternatives"]]}
+            if not self.config.enabled:
+                self.results.append(dict(result, reason="probe off (enabled=False)"))
+                continue
+            if leg in self._probed:
+                self.results.append(dict(result, reason="%s probed before" % name))
+                continue
+            self._probed.add(leg)
+            self.results.append(result)
+            self._run = {"leg": leg, "phase": "stand", "t_stand": t, "result": result}
+            return True
+        return False
+
+    def _plan(self, t: float, setpoints: np.ndarray) -> bool:
+        """Build the probe from the set-points held and check the margin over it; False (refused) if too small."""
+        run, cfg = self._run, self.config
+        leg, joints = run["leg"], np.arange(3 * run["leg"], 3 * run["leg"] + 3)
+        q = np.where(np.isfinite(setpoints), setpoints, self.stance)
+        q[joints] = self.stance[joints]
+        counts = tuple(range(self.robot.description.n_joints[leg]))
+        probe = LinkProbe(self.robot, self.robot.leg_names[leg], spec=cfg.spec, gyro_noise=cfg.gyro_noise,
+                          settle=cfg.model_settle, stance=q)
+        morphology = list(self.identifier.morphology)
+        c0 = time.process_time()
+        margin = probe_margin(self.robot, self.geometry, q, leg, morphology, self._R, probe, counts)
+        result = run["result"]
+        result.update(t_start=t, margin_planned=margin, cpu_plan_s=time.process_time() - c0)
+        if not margin > cfg.min_margin:
+            result["reason"] = ("refused: the stance's static margin over the probe is %.3f m, not above "
+                                "min_margin %.3f m" % (margin, cfg.min_margin))
+            self._run = None
+            return False
+        n = int(round(cfg.spec.duration / cfg.spec.imu_period))
+        run.update(phase="probe", t0=t, q=q, probe=probe, counts=counts, morphology=morphology,
+                   gyro=np.full((n, 3), np.nan), margin_min=math.inf)
+        return True
+
+    def _watch(self, run: dict, tau: float) -> None:
+        """The model's margin at probe time ``tau`` [s] at the IMU's attitude now: its minimum is reported."""
+        c0 = time.process_time()
+        m = probe_margin(self.robot, self.geometry, run["q"], run["leg"], run["morphology"], self._R, run["probe"],
+                         run["counts"], times=(tau,))
+        run["margin_min"] = min(run["margin_min"], m)
+        run["result"]["cpu_watch_s"] = run["result"].get("cpu_watch_s", 0.0) + time.process_time() - c0
+
+    def _finish(self, t: float) -> None:
+        """Score the counts, hand the verdict to the identifier, end the probe."""
+        run, cfg = self._run, self.config
+        self._run = None
+        leg, result = run["leg"], run["result"]
+        c0 = time.process_time()
+        p = run["probe"].likelihoods(run["gyro"], counts=run["counts"])
+        result.update(cpu_score_s=time.process_time() - c0, t_end=t, probed=True, probabilities=p,
+                      samples=int(np.isfinite(run["gyro"]).all(axis=1).sum()), margin_min=run["margin_min"])
+        best, reason = verdict(result["leg"], p, cfg.decide)
+        result.update(count=best, reason=reason)
+        take = best
+        current = self.identifier.morphology[leg]
+        if best is None and p.get(current, 0.0) < 1.0 - cfg.decide:
+            # no count is sure, but the one the walk named is ruled out: keep none the probe rejects; the most
+            # probable goes to the identifier with the others it could not rule out beside it (its event)
+            take = max(p, key=p.get)
+            result["reason"] += "; %s:%d ruled out (p=%.2g): %s:%d taken, the others listed" % (
+                result["leg"], current, p.get(current, 0.0), result["leg"], take)
+        result["taken"] = take
+        if take is not None:
+            others = [(c, v) for c, v in sorted(p.items(), key=lambda kv: -kv[1])
+                      if c != take and v >= 1 - cfg.decide]
+            self.identifier.on_probe(t, leg, int(take), p[take], others)
+
+
+def verdict(leg: str, probabilities: dict, decide: float) -> Tuple[Optional[int], str]:
+    """(count, reason): the most probable link count of ``leg`` if its probability is at least ``decide``, else
+    None and every count's probability ("ambiguous: LM:1 p=0.55, LM:0 p=0.45"): no guess."""
+    best = max(probabilities, key=probabilities.get)
+    if probabilities[best] >= decide:
+        return int(best), "probe: %s:%d p=%.3f" % (leg, best, probabilities[best])
+    return None, "ambiguous: " + ", ".join("%s:%d p=%.2f" % (leg, c, v) for c, v in
+                                           sorted(probabilities.items(), key=lambda kv: -kv[1]))

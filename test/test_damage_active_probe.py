@@ -1,0 +1,197 @@
+"""Issue 23 point 1 in the loop: the identifier names a leg with an ambiguous link count, the robot stops, stands
+on its other five feet, probes the leg and takes the count (``damage.active_probe``). The plant is the engine
+walking through ``sim.streams.walk_streams`` with a body the models do not know (+10 % mass, CoM 5 mm forward)
+and a gyro bias; the oracles are the plant's own break and its own CoM over its own feet. Times are simulated."""
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from jethexa_dynamics.control.support import support_margin
+from jethexa_dynamics.damage.active_probe import ActiveProbe, ProbeConfig, probe_margin
+from jethexa_dynamics.damage.identification import DamageIdentifier
+from jethexa_dynamics.damage.probe import LinkProbe, ProbeSpec
+from jethexa_dynamics.model import LeggedRobot
+from jethexa_dynamics.sim.engine import Engine
+from jethexa_dynamics.sim.streams import WalkConfig, walk_streams
+
+BREAK = 3.0
+PLANT = dict(mass_scale=1.1, body_com_offset=(0.005, 0.0, 0.0), gyro_bias=(0.01, -0.01, 0.02))
+LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
+
+
+def _walk(brk, seed=1, **probe_kw):
+    """Walk, break ``brk`` at BREAK, 6 s more; the identifier, the probe and the plant's own margin [m] of its
+    CoM over its other five feet at every command tick of the probe."""
+    idf = DamageIdentifier()
+    probe = ActiveProbe(idf, **probe_kw)
+    plant = []
+
+    def oracle(t, eng):
+        if probe.active and probe._run["phase"] == "probe":
+            feet, _ = eng.foot_states()
+            others = [k for k in range(6) if k != probe._run["leg"]]
+            plant.append(support_margin(feet[others, :2], eng.center_of_mass()[:2]))
+    walk_streams(WalkConfig(duration=BREAK + 6.0, breaks=[(BREAK, brk)], seed=seed, **PLANT), identifier=idf,
+                 probe=probe, on_tick=oracle)
+    return idf, probe, plant
+
+
+@pytest.mark.parametrize("spec", ["LM:1", "RF:0", "RR:2"])
+def test_the_loop_probes_an_ambiguous_leg_and_ends_at_the_exact_count(spec):
+    """Breaks the walking evidence leaves ambiguous (the identifier's event lists alternatives) end at the plant's
+    own count on that leg, no other leg touched, by 6 s after the break; the plant's CoM stays inside its other
+    five feet all through the probe, as the model planned."""
+    leg, links = spec.split(":")
+    i, links = LEGS.index(leg), int(links)
+    idf, probe, plant = _walk(spec)
+    model = [e for e in idf.events if e["source"] == "model"]
+    assert model and model[0]["alternatives"], "the walk alone settled it: no probe case"
+    (res,) = probe.results
+    assert res["probed"] and res["leg"] == leg and res["count"] == links and res["probabilities"][links] >= 0.9
+    assert idf.morphology == tuple(links if j == i else 3 for j in range(6))
+    final = max(idf.events[-1]["t"], res["t_end"])
+    assert final - BREAK <= 6.0
+    assert res["t_end"] - res["t_start"] == pytest.approx(ProbeSpec().duration, abs=0.05)
+    assert res["samples"] == round(ProbeSpec().duration / ProbeSpec().imu_period)      # every IMU sample scored
+    assert min(plant) > 0.05 and res["margin_planned"] > 0.05 and res["margin_min"] > 0.05
+    assert abs(min(plant) - res["margin_min"]) < 0.02          # the model's margin is the plant's, within 2 cm
+
+
+def test_without_the_probe_the_walk_alone_names_another_count():
+    """The same break with ``enabled=False``: the result says the probe is off, and the identifier's count is the
+    walk's guess, which here is not the plant's (so the test above rests on the probe, not on the walk)."""
+    idf, probe, _ = _walk("LM:1", enabled=False)
+    (res,) = probe.results
+    assert not res["probed"] and "off" in res["reason"]
+    assert idf.morphology[1] != 1 and all(m == 3 for j, m in enumerate(idf.morphology) if j != 1)
+
+
+def test_a_stance_whose_com_is_outside_the_five_feet_refuses_the_probe():
+    """A model body whose CoM is 20 cm forward and 15 cm left (a payload estimate out on the front left corner)
+    puts the robot's CoM outside the five feet left after an LF break: the planner's margin is negative (as an
+    engine standing in that stance finds it), the probe is refused with the reason, the walk goes on and the
+    identifier's count stands."""
+    body = SimpleNamespace(mass=LeggedRobot.jethexa().description.body_mass, com=(0.2, 0.15, 0.0))
+    idf, probe, plant = _walk("LF:1", body=body)
+    (res,) = probe.results
+    assert not res["probed"] and res["reason"].startswith("refused") and res["margin_planned"] < 0.0
+    assert plant == [] and [e["source"] for e in idf.events] == ["model"]
+    # the oracle: that robot's engine standing in the stance, LF at each count, its CoM over the other five feet
+    robot = LeggedRobot.jethexa().with_body(body.mass, body.com)
+    q = probe.stance
+    for c in (0, 1, 2):
+        eng = Engine(robot, gait=None, record_every=0)
+        eng.set_joint_targets(q, move_time=0.3)
+        eng.set_breaks("LF:%d" % c)
+        eng.step(300)            # the stance reached, before the body tips over the front edge
+        feet, _ = eng.foot_states()
+        m = support_margin(feet[1:, :2], eng.center_of_mass()[:2])
+        planned = probe_margin(probe.robot, probe.geometry, q, 0, [3] * 6, eng.R, LinkProbe(robot, "LF"), (c,),
+                               times=(0.0,))
+        assert m < 0.0 and planned == pytest.approx(m, abs=0.01)
+
+
+def test_a_pair_the_probe_cannot_tell_apart_is_reported_with_both_probabilities():
+    """With the coxa held still (``coxa_amp=0``) LM:1 and LM:0 differ by a 20 g link that does not move: their
+    predicted gyro series are the same within the noise (the physics), so the verdict gives both probabilities,
+    names no count, and the identifier's count stands."""
+    spec = ProbeSpec(coxa_amp=0.0)
+    pr = LinkProbe(leg="LM", spec=spec)
+    d = pr.predicted(1) - pr.predicted(0)
+    assert np.sum(((d - d.mean(axis=0)) / pr.gyro_noise) ** 2) < 1.0      # indistinguishable: chi^2 < 1
+    idf, probe, _ = _walk("LM:1", spec=spec)
+    (res,) = probe.results
+    p = res["probabilities"]
+    assert res["probed"] and res["count"] is None and res["reason"].startswith("ambiguous")
+    assert 0.1 < p[0] < 0.9 and 0.1 < p[1] < 0.9 and p[2] < 1e-6
+    assert "LM:0 p=" in res["reason"] and "LM:1 p=" in res["reason"]
+    assert [e["source"] for e in idf.events] == ["model"]
+
+
+@pytest.mark.parametrize("kw, field, allowed", [
+    (dict(settle=0.1), "settle", "[0.3, 5]"), (dict(min_margin=-0.01), "min_margin", "[0, 0.1]"),
+    (dict(decide=1.5), "decide", "[0.5, 0.9999]"), (dict(gyro_noise=0.0), "gyro_noise", "[0.0001, 0.1]"),
+    (dict(model_settle=float("nan")), "model_settle", "[0.1, 10]")])
+def test_bad_probe_settings_are_refused_in_one_line_naming_the_field_and_range(kw, field, allowed):
+    with pytest.raises(ValueError) as e:
+        ProbeConfig(**kw)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(field + "=") and msg.endswith("outside the allowed range " + allowed)
+    with pytest.raises(ValueError, match="^%s=" % field):
+        ActiveProbe(DamageIdentifier(), **kw)
+
+
+def test_a_non_boolean_switch_and_a_verdict_out_of_range_are_refused_naming_the_field():
+    with pytest.raises(ValueError, match="^enabled="):
+        ProbeConfig(enabled="yes")
+    with pytest.raises(ValueError, match="^leg=7"):
+        DamageIdentifier().on_probe(0.0, 7, 1, 1.0)
+    with pytest.raises(ValueError, match="^links=4"):
+        DamageIdentifier().on_probe(0.0, 1, 4, 1.0)
+
+
+def _walk_mujoco(brk, seed, **probe_kw):
+    """``_walk`` on MuJoCo (``sim.mjcf.MujocoServoPlant``: contact unlike the models'), the same body error."""
+    pytest.importorskip("mujoco")
+    from jethexa_dynamics.sim.mjcf import MujocoServoPlant
+
+    idf = DamageIdentifier()
+    probe = ActiveProbe(idf, **probe_kw)
+    cfg = dict(PLANT)
+    plant = MujocoServoPlant(LeggedRobot.jethexa(), body_scale=cfg.pop("mass_scale"),
+                             body_com_offset=cfg.pop("body_com_offset"), settle=0.0)
+    walk_streams(WalkConfig(duration=BREAK + 6.0, breaks=[(BREAK, brk)], seed=seed, **cfg), identifier=idf,
+                 probe=probe, plant=plant)
+    return idf, probe, plant
+
+
+def test_on_mujoco_a_break_mid_walk_rebuilds_the_plant_and_the_loop_probes_it():
+    """MuJoCo walked by the same loop: the silent LM:2 break rebuilds its tree without the tibia mid-walk (the
+    feet then carry the lighter robot), the identifier names LM, and the probe takes LM:2."""
+    idf, probe, plant = _walk_mujoco("LM:2", seed=2)
+    robot = LeggedRobot.jethexa()
+    mass = robot.with_morphology([3, 2, 3, 3, 3, 3]).total_mass + 0.1 * robot.description.body_mass
+    plant.step(500)                       # standing on the last targets: the weight settles on the feet
+    assert plant.mj.normal_force_sum() == pytest.approx(mass * 9.81, rel=0.02)
+    (res,) = probe.results
+    assert res["probed"] and res["count"] == 2 and idf.morphology == (3, 2, 3, 3, 3, 3)
+
+
+def test_always_probes_a_leg_the_walk_named_without_doubt_and_corrects_it():
+    """On MuJoCo the walk names RF:2 for RF:0 and lists no alternative (sure and wrong: the models' contact is
+    not MuJoCo's): by default no probe runs; with ``always`` the probe does and takes RF:0."""
+    idf, probe, _ = _walk_mujoco("RF:0", seed=0)
+    assert probe.results == [] and idf.morphology[3] == 2
+    idf, probe, _ = _walk_mujoco("RF:0", seed=0, always=True)
+    (res,) = probe.results
+    assert res["probed"] and res["count"] == 0 and idf.morphology == (3, 3, 3, 0, 3, 3)
+
+
+def test_a_body_tipped_during_the_probe_aborts_it_and_gives_no_verdict():
+    """The probe driven by hand: a model event with alternatives on LM starts it; once it moves, an IMU attitude
+    tipped 70 deg about x (a push) puts the CoM outside the five feet (the margin function says so at that
+    attitude): the probe stops at that command, sends the leg back to its stance, records why, names no count."""
+    from transforms3d.euler import euler2quat, euler2mat
+
+    idf = DamageIdentifier()
+    probe = ActiveProbe(idf)
+    idf.events.append({"t": 1.0, "morphology": [3, 0, 3, 3, 3, 3], "source": "model", "probability": 1.0,
+                       "alternatives": [([3, 1, 3, 3, 3, 3], 0.3), ([3, 2, 3, 3, 3, 3], 0.3)]})
+    idf.model_morphology = (3, 0, 3, 3, 3, 3)
+    level, tipped = euler2quat(0.0, 0.0, 0.0), euler2quat(math.radians(70.0), 0.0, 0.0)
+    t, out = 1.0, []
+    while t < 2.5:
+        probe.on_imu(t, tipped if t > 2.2 else level, np.zeros(3))
+        out.append(probe.command(t, probe.stance))
+        t += 0.02
+    (res,) = probe.results
+    assert res["reason"].startswith("aborted") and "probabilities" not in res and not probe.active
+    last = max(k for k, o in enumerate(out) if o is not None)            # the abort's command, then the walk
+    assert out[last][2] == pytest.approx(0.3) and np.allclose(out[last][1], probe.stance[3:6])
+    assert 2.19 < 1.0 + 0.02 * last < 2.25 and all(o is None for o in out[last + 1:])
+    assert res["margin_planned"] > 0.1 and res["margin_min"] <= 0.01
+    assert probe_margin(probe.robot, probe.geometry, probe.stance, 1, [3, 0, 3, 3, 3, 3],
+                        euler2mat(math.radians(70.0), 0.0, 0.0), LinkProbe(leg="LM"), (0,), times=(0.0,)) < 0.0
+    assert idf.morphology == (3, 0, 3, 3, 3, 3)
