@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -54,6 +54,7 @@ from jethexa_dynamics.control.walking import STANCE_MOVE_TIME, WalkingGait
 from jethexa_dynamics.model import LeggedRobot, Morphology
 from jethexa_dynamics.model.com import center_of_mass
 
+from .identifier_config import check_ranges, ranged
 from .probe import LinkProbe, ProbeSpec
 
 __all__ = ["ActiveProbe", "ProbeConfig", "probe_margin", "verdict"]
@@ -64,10 +65,6 @@ MARGIN_SAMPLES = 41
 LATE_SAMPLES = 0.1
 
 
-def _ranged(default, lo, hi):
-    return field(default=default, metadata={"range": (lo, hi)})
-
-
 @dataclass(frozen=True)
 class ProbeConfig:
     """The active probe's tuning; every number is checked on construction (``ValueError`` naming the field and
@@ -76,15 +73,15 @@ class ProbeConfig:
     #: run the probe on an ambiguous count (False: the identifier's count stands, the result says "off")
     enabled: bool = True
     #: s standing still before the probe (the stance move and the body's settling), [0.3, 5]
-    settle: float = _ranged(0.8, 0.3, 5.0)
+    settle: float = ranged(0.8, 0.3, 5.0)
     #: m, the smallest static stability margin allowed at any instant of the probe (refused otherwise), [0, 0.1]
-    min_margin: float = _ranged(0.01, 0.0, 0.1)
+    min_margin: float = ranged(0.01, 0.0, 0.1)
     #: probability the best count needs to be taken, [0.5, 0.9999]
-    decide: float = _ranged(0.9, 0.5, 0.9999)
+    decide: float = ranged(0.9, 0.5, 0.9999)
     #: rad/s, the gyro's noise per sample (the likelihood's sigma), [1e-4, 0.1]
-    gyro_noise: float = _ranged(0.005, 1e-4, 0.1)
+    gyro_noise: float = ranged(0.005, 1e-4, 0.1)
     #: s the models stand before and after their break, [0.1, 10]
-    model_settle: float = _ranged(1.0, 0.1, 10.0)
+    model_settle: float = ranged(1.0, 0.1, 10.0)
     #: probe every leg the model names, not only one whose event lists alternatives (a walk that is sure and
     #: wrong, as on a plant whose contact the models do not share)
     always: bool = False
@@ -92,14 +89,7 @@ class ProbeConfig:
     spec: ProbeSpec = field(default_factory=ProbeSpec)
 
     def __post_init__(self):
-        for f in fields(self):
-            if "range" not in f.metadata:
-                continue
-            lo, hi = f.metadata["range"]
-            val = getattr(self, f.name)
-            if not (isinstance(val, (int, float)) and not isinstance(val, bool) and math.isfinite(val)
-                    and lo <= val <= hi):
-                raise ValueError("%s=%r outside the allowed range [%g, %g]" % (f.name, val, lo, hi))
+        check_ranges(self)
         for name in ("enabled", "always"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError("%s=%r: True or False" % (name, getattr(self, name)))

@@ -79,9 +79,22 @@ LIMIT_TOL = 1e-9
 TIME_TOL = 1e-9
 
 
-def _ranged(default, lo, hi):
-    """A field whose value must be a finite number in [lo, hi]."""
+def ranged(default, lo, hi):
+    """A dataclass field whose value must be a finite number in [lo, hi] (checked by :func:`check_ranges`)."""
     return field(default=default, metadata={"range": (lo, hi)})
+
+
+def check_ranges(config) -> None:
+    """``ValueError`` naming the first :func:`ranged` field of dataclass ``config`` that is not a finite number
+    (a bool is none) in its allowed range, and the range."""
+    for f in fields(config):
+        if "range" not in f.metadata:
+            continue
+        lo, hi = f.metadata["range"]
+        val = getattr(config, f.name)
+        if not (isinstance(val, (int, float)) and not isinstance(val, bool) and math.isfinite(val)
+                and lo <= val <= hi):
+            raise ValueError("%s=%r outside the allowed range [%g, %g]" % (f.name, val, lo, hi))
 
 
 @dataclass(frozen=True)
@@ -90,54 +103,48 @@ class IdentifierConfig:
     checked on construction (``ValueError`` naming the field and its allowed range)."""
 
     #: s between re-anchors of the models (one likelihood term per window), [0.2, 3]
-    window: float = _ranged(0.5, 0.2, 3.0)
+    window: float = ranged(0.5, 0.2, 3.0)
     #: posterior probability P(leg changed) a swap needs, [0.5, 0.999]
-    threshold: float = _ranged(0.9, 0.5, 0.999)
+    threshold: float = ranged(0.9, 0.5, 0.999)
     #: consecutive windows above ``threshold`` a swap needs, [1, 10]
-    confirm: int = _ranged(2, 1, 10)
+    confirm: int = ranged(2, 1, 10)
     #: prior probability of "no change", [0.5, 0.999]
-    stay_prior: float = _ranged(0.95, 0.5, 0.999)
+    stay_prior: float = ranged(0.95, 0.5, 0.999)
     #: per-window factor of the log-likelihood sum (1: no forgetting), [0, 1]
-    forget: float = _ranged(0.85, 0.0, 1.0)
+    forget: float = ranged(0.85, 0.0, 1.0)
     #: rad, residual floor of roll and pitch, [1e-4, 0.2]
-    sigma_rp: float = _ranged(math.radians(0.25), 1e-4, 0.2)
+    sigma_rp: float = ranged(math.radians(0.25), 1e-4, 0.2)
     #: rad, residual floor of the yaw change, [1e-4, 0.2]
-    sigma_yaw: float = _ranged(math.radians(0.25), 1e-4, 0.2)
+    sigma_yaw: float = ranged(math.radians(0.25), 1e-4, 0.2)
     #: comparison points per window, [1, 50]
-    samples: int = _ranged(5, 1, 50)
+    samples: int = ranged(5, 1, 50)
     #: s, the models' integration step, [2e-4, 5e-3]
-    dt: float = _ranged(2e-3, 2e-4, 5e-3)
+    dt: float = ranged(2e-3, 2e-4, 5e-3)
     #: pre-screen: only the confirmed model runs while its own residual is normal
     screen: bool = True
     #: z-score of the confirmed model's window residual that starts the whole bank, [0.5, 100]
-    screen_z: float = _ranged(1.2, 0.5, 100.0)
+    screen_z: float = ranged(1.2, 0.5, 100.0)
     #: s after a change without a further decision (the gait re-phases, the robot settles), [0, 10]
-    quiet: float = _ranged(2.0, 0.0, 10.0)
+    quiet: float = ranged(2.0, 0.0, 10.0)
     #: how many times smaller the winner's recent mean square residual must be than the confirmed model's (an
     #: effect size: a real break gives ~100x), [1, 100]
-    min_gain: float = _ranged(3.0, 1.0, 100.0)
+    min_gain: float = ranged(3.0, 1.0, 100.0)
     #: rad, the largest recent RMS residual of a winner (it must explain the motion itself), [1e-3, pi/2]
-    max_misfit: float = _ranged(math.radians(2.0), 1e-3, math.pi / 2)
+    max_misfit: float = ranged(math.radians(2.0), 1e-3, math.pi / 2)
     #: rad, the confirmed model's recent RMS residual above which, with no hypothesis within ``max_misfit``, the
     #: motion is unexplained, [1e-3, pi/2]
-    unexplained_misfit: float = _ranged(math.radians(6.0), 1e-3, math.pi / 2)
+    unexplained_misfit: float = ranged(math.radians(6.0), 1e-3, math.pi / 2)
     #: during a bank episode, hypotheses below this fraction of the most probable are no longer simulated (0:
     #: never), [0, 0.1]
-    prune: float = _ranged(1e-6, 0.0, 0.1)
+    prune: float = ranged(1e-6, 0.0, 0.1)
     #: s an IMU or joint-state stream may be silent before it is a data gap, [0.02, 5]
-    max_gap: float = _ranged(0.2, 0.02, 5.0)
+    max_gap: float = ranged(0.2, 0.02, 5.0)
     #: s after the data resumes in which windows start unscored (a driver resuming jolts the body for most of a
     #: second), [0, 5]
-    gap_settle: float = _ranged(1.0, 0.0, 5.0)
+    gap_settle: float = ranged(1.0, 0.0, 5.0)
 
     def __post_init__(self):
-        for f in fields(self):
-            if "range" not in f.metadata:
-                continue
-            lo, hi = f.metadata["range"]
-            val = getattr(self, f.name)
-            if not (isinstance(val, (int, float)) and math.isfinite(val) and lo <= val <= hi):
-                raise ValueError("%s=%r outside the allowed range [%g, %g]" % (f.name, val, lo, hi))
+        check_ranges(self)
 
     @classmethod
     def allowed_range(cls, name: str) -> Tuple[float, float]:
