@@ -56,7 +56,8 @@ in phase with the 50 Hz commands: each read sees the same instant of every move 
 the commands are written, CoM 2-14 mm depending on the phase; servo_driver ``read_dither``: delays by the
 golden-ratio sequence, the phases covered evenly). Measured with all four fixed (``test/test_nodes_body_graph.py``:
 the processes as launched on 2 shared cores, 100 Hz world, body 1.6875 kg / CoM +10 mm, 31-32 s of walking,
-``body_window`` 30 s), 8 runs: mass -4.1..+4.6 %, CoM x 6.1-11.0 mm, y -10.2..+3.2 mm: within 5 mm in 6 of 8.
+``body_window`` 30 s), 8 runs: mass -4.1..+4.6 %, CoM x 6.1-11.0 mm, y -10.2..+3.2 mm: within 5 mm in 6 of 8;
+5 later runs beside other work: CoM x 1.5-14.8 mm.
 On the deterministic data path (5 dither starts) within 3.1 mm and -0.6..-3.1 %; the graph's lateral scatter
 (two runs 8-10 mm to the right) is its own, its cause not found (timing jitter? the heading hold?). CPU: the ``body``
 stage 23-30 ms per second of walking here (2.3-3 % of a core; 12-15 % of a Nano core at 5x), not measured on one.
