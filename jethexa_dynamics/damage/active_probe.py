@@ -62,6 +62,8 @@ __all__ = ["ActiveProbe", "ProbeConfig", "probe_margin", "verdict"]
 MARGIN_SAMPLES = 41
 #: s after the probe's end the scoring waits for its last IMU samples (then scores what came)
 LATE_SAMPLES = 0.1
+#: the share of the probe's IMU samples it needs to be scored (fewer: no verdict)
+MIN_SAMPLES = 0.5
 
 
 def _ranged(default, lo, hi):
@@ -88,6 +90,10 @@ class ProbeConfig:
     #: probe every leg the model names, not only one whose event lists alternatives (a walk that is sure and
     #: wrong, as on a plant whose contact the models do not share)
     always: bool = False
+    #: s the measured gyro may lag or lead the probe's schedule (``LinkProbe.likelihoods``' ``max_lag``, in IMU
+    #: samples): 0 offline, where the loop applies each command at its tick; a node graph's bus, IMU filter and
+    #: queues shift it by some ms, [0, 0.1]
+    max_lag: float = _ranged(0.0, 0.0, 0.1)
     #: the probe's motion
     spec: ProbeSpec = field(default_factory=ProbeSpec)
 
@@ -146,11 +152,12 @@ class ActiveProbe:
 
     ``results``: one dict per ambiguous model event: ``t_named`` [s], ``leg``, ``named`` (the identifier's count),
     ``alternatives`` [(count, share)], ``probed``, ``reason`` (the verdict, or why there was no probe: off, probed
-    before, refused), and once planned ``t_start`` [s], ``margin_planned`` [m], ``cpu_plan_s``; once scored
-    ``t_end`` [s], ``probabilities`` {count: p}, ``count`` (None when no count reaches ``decide``), ``taken``
-    (the count handed to the identifier, None if its own stays), ``samples``
-    (IMU samples scored), ``margin_min`` [m] (the model's margin watched at the IMU's attitude) and
-    ``cpu_score_s`` (process CPU of the three models); ``cpu_watch_s`` the margin watched over the probe.
+    before, refused), and once planned ``t_start`` [s: the scheduled start, ``settle`` after the stand began],
+    ``margin_planned`` [m], ``cpu_plan_s``; once scored ``t_end`` [s], ``probabilities`` {count: p}, ``count``
+    (None when no count reaches ``decide``), ``taken`` (the count handed to the identifier, None if its own
+    stays), ``samples`` (IMU samples scored), ``margin_min`` [m] (the model's margin watched at the IMU's
+    attitude) and ``cpu_score_s`` (the three models); ``cpu_watch_s`` the margin watched over the probe. CPU
+    times [s] are the calling thread's (``time.thread_time``: in a node, its worker's alone).
     """
 
     def __init__(self, identifier, robot: Optional[LeggedRobot] = None, body=None,
@@ -263,37 +270,48 @@ class ActiveProbe:
         probe = LinkProbe(self.robot, self.robot.leg_names[leg], spec=cfg.spec, gyro_noise=cfg.gyro_noise,
                           settle=cfg.model_settle, stance=q)
         morphology = list(self.identifier.morphology)
-        c0 = time.process_time()
+        c0 = time.thread_time()
         margin = probe_margin(self.robot, self.geometry, q, leg, morphology, self._R, probe, counts)
         result = run["result"]
-        result.update(t_start=t, margin_planned=margin, cpu_plan_s=time.process_time() - c0)
+        t0 = run["t_stand"] + cfg.settle
+        result.update(t_start=t0, margin_planned=margin, cpu_plan_s=time.thread_time() - c0)
         if not margin > cfg.min_margin:
             result["reason"] = ("refused: the stance's static margin over the probe is %.3f m, not above "
                                 "min_margin %.3f m" % (margin, cfg.min_margin))
             self._run = None
             return False
         n = int(round(cfg.spec.duration / cfg.spec.imu_period))
-        run.update(phase="probe", t0=t, q=q, probe=probe, counts=counts, morphology=morphology,
+        # the probe starts on its schedule (t_stand + settle), not at the tick that plans it: a gait controller in
+        # another node runs it on that schedule (``probe_request``), whatever the phase of the ticks here
+        run.update(phase="probe", t0=t0, q=q, probe=probe, counts=counts, morphology=morphology,
                    gyro=np.full((n, 3), np.nan), margin_min=math.inf)
         return True
 
     def _watch(self, run: dict, tau: float) -> None:
         """The model's margin at probe time ``tau`` [s] at the IMU's attitude now: its minimum is reported."""
-        c0 = time.process_time()
+        c0 = time.thread_time()
         m = probe_margin(self.robot, self.geometry, run["q"], run["leg"], run["morphology"], self._R, run["probe"],
                          run["counts"], times=(tau,))
         run["margin_min"] = min(run["margin_min"], m)
-        run["result"]["cpu_watch_s"] = run["result"].get("cpu_watch_s", 0.0) + time.process_time() - c0
+        run["result"]["cpu_watch_s"] = run["result"].get("cpu_watch_s", 0.0) + time.thread_time() - c0
 
     def _finish(self, t: float) -> None:
         """Score the counts, hand the verdict to the identifier, end the probe."""
         run, cfg = self._run, self.config
         self._run = None
         leg, result = run["leg"], run["result"]
-        c0 = time.process_time()
-        p = run["probe"].likelihoods(run["gyro"], counts=run["counts"])
-        result.update(cpu_score_s=time.process_time() - c0, t_end=t, probed=True, probabilities=p,
-                      samples=int(np.isfinite(run["gyro"]).all(axis=1).sum()), margin_min=run["margin_min"])
+        samples = int(np.isfinite(run["gyro"]).all(axis=1).sum())
+        if samples < MIN_SAMPLES * len(run["gyro"]):
+            # the IMU was silent (a node graph: a dropped link): no verdict, the identifier's count stays
+            result.update(t_end=t, probed=True, samples=samples, margin_min=run["margin_min"], count=None,
+                          taken=None, reason="no verdict: %d of %d IMU samples came during the probe" % (
+                              samples, len(run["gyro"])))
+            return
+        c0 = time.thread_time()
+        lag = int(round(cfg.max_lag / cfg.spec.imu_period))
+        p = run["probe"].likelihoods(run["gyro"], counts=run["counts"], max_lag=lag)
+        result.update(cpu_score_s=time.thread_time() - c0, t_end=t, probed=True, probabilities=p,
+                      samples=samples, margin_min=run["margin_min"])
         best, reason = verdict(result["leg"], p, cfg.decide)
         result.update(count=best, reason=reason)
         take = best
