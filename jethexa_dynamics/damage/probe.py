@@ -190,6 +190,8 @@ class LinkProbe:
         for c in counts:
             pred = self.predicted(int(c))
             n = min(len(pred), len(gyro))
+            if n == 0:
+                raise ValueError("gyro: no samples to score")
             if n <= 2 * m:
                 raise ValueError("gyro: %d samples, too few for max_lag=%d" % (n, m))
             best = -math.inf
