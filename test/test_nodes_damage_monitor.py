@@ -501,3 +501,28 @@ def test_the_models_verdict_on_a_leg_with_a_seized_joint_is_not_followed(graph):
     mon.seizure.seized.clear()
     mon._seizure_changed(mon.now_sec())
     assert mon.current == [3, 1, 3, 3, 3, 3] and len(mon.changes) == 1
+
+
+def test_the_probe_parameters_are_checked_at_start_up_and_the_switch_at_run_time(graph):
+    """The active probe's settings (issue 23 point 1): out of range at start-up -> one line naming the parameter
+    and its range, the default used; ``probe`` switched at run time reaches the probe the worker drives; off by
+    default (a probe stops the robot on its own), and the status says so."""
+    from rclpy.parameter import Parameter
+
+    mon = graph.add(DamageMonitor, {"probe_min_margin": 0.5, "probe_decide": 0.2, "probe_max_lag": -1.0,
+                                    "probe": "yes"})
+    assert mon.p["probe"] is False and mon.active_probe.config.enabled is False
+    cfg = mon.active_probe.config
+    assert (cfg.min_margin, cfg.decide, cfg.max_lag) == (0.01, 0.9, 0.03)
+    assert {k: mon.rejected.get("parameter " + k) for k in ("probe_min_margin", "probe_decide", "probe_max_lag",
+                                                            "probe")} == dict.fromkeys(
+        ("probe_min_margin", "probe_decide", "probe_max_lag", "probe"), 1)
+    assert mon.worker.probe is mon.active_probe
+    assert mon.set_parameters([Parameter("probe", value=True)])[0].successful
+    assert mon.active_probe.config.enabled is True and mon.active_probe.config.min_margin == 0.01
+    bad = mon.set_parameters([Parameter("probe", value="on")])[0]
+    assert not bad.successful and "probe" in bad.reason and mon.active_probe.config.enabled is True
+    res = mon.set_parameters([Parameter("probe_decide", value=0.95)])[0]
+    assert not res.successful and "read-only" in res.reason
+    values = dict(mon._probe_values())
+    assert values["probe"] == "on" and values["probe_state"] == "idle" and values["probe_requests"] == 0
