@@ -188,7 +188,8 @@ def test_an_ambiguous_silent_break_is_probed_over_dds_and_ends_at_the_exact_coun
         model = [e for e in mon.identifier.events if e["source"] == "model"]
         assert model and model[0]["alternatives"], "the walk alone settled it: no probe case"
         assert res["leg"] == "LM" and res["probed"], res
-        print("probe result:", {k: v for k, v in res.items() if k != "alternatives"})
+        print("probe result:", {k: v for k, v in res.items() if k != "alternatives"},
+              "stage probe CPU s:", mon.cpu.total.get("probe"), "calls:", mon.cpu.calls.get("probe"))
         assert res["count"] == 1 and res["probabilities"][1] >= 0.9, res
         assert wait_for(lambda: list(w.last("morphology").data) == [3, 1, 3, 3, 3, 3], 10.0), \
             (list(w.last("morphology").data), mon.identifier.events)

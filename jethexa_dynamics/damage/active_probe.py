@@ -56,7 +56,7 @@ from jethexa_dynamics.model.com import center_of_mass
 
 from .probe import LinkProbe, ProbeSpec
 
-__all__ = ["ActiveProbe", "ProbeConfig", "probe_margin", "verdict"]
+__all__ = ["ActiveProbe", "ProbeConfig", "on_grid", "probe_margin", "verdict"]
 
 #: probe-time samples [per probe] at which the planner checks the margin
 MARGIN_SAMPLES = 41
@@ -195,9 +195,10 @@ class ActiveProbe:
         if run is None or run["phase"] != "probe":
             return
         s = self.config.spec
-        k = int(round((float(t) - run["t0"]) / s.imu_period)) - 1    # sample k is at probe time (k + 1) periods
-        if 0 <= k < len(run["gyro"]):
-            run["gyro"][k] = np.asarray(gyro, dtype=float)
+        tau = float(t) - run["t0"]
+        if -s.imu_period < tau <= s.duration + s.imu_period:
+            run["raw"].append((tau, np.asarray(gyro, dtype=float)))    # placed on the probe's grid when scored
+            run["last_tau"] = max(run["last_tau"], tau)
 
     def command(self, t: float, setpoints: Sequence[float]) -> Optional[Tuple[np.ndarray, np.ndarray, float]]:
         """At a command tick ``t`` [s], given the joint set-points the robot holds [rad; NaN: never commanded]:
@@ -225,7 +226,7 @@ class ActiveProbe:
                 self._run = None
                 return joints, held, STANCE_MOVE_TIME
             return joints, run["probe"].targets(held, tau + s.command_period), s.command_period
-        if np.isnan(run["gyro"]).any() and tau < s.duration + LATE_SAMPLES:
+        if run["last_tau"] < s.duration - 1e-9 and tau < s.duration + LATE_SAMPLES:
             return joints, held, s.command_period
         self._finish(t)
         return None
@@ -284,7 +285,7 @@ class ActiveProbe:
         # the probe starts on its schedule (t_stand + settle), not at the tick that plans it: a gait controller in
         # another node runs it on that schedule (``probe_request``), whatever the phase of the ticks here
         run.update(phase="probe", t0=t0, q=q, probe=probe, counts=counts, morphology=morphology,
-                   gyro=np.full((n, 3), np.nan), margin_min=math.inf)
+                   gyro=np.full((n, 3), np.nan), raw=[], last_tau=-math.inf, margin_min=math.inf)
         return True
 
     def _watch(self, run: dict, tau: float) -> None:
@@ -300,6 +301,7 @@ class ActiveProbe:
         run, cfg = self._run, self.config
         self._run = None
         leg, result = run["leg"], run["result"]
+        run["gyro"] = on_grid(run["raw"], len(run["gyro"]), cfg.spec.imu_period)
         samples = int(np.isfinite(run["gyro"]).all(axis=1).sum())
         if samples < MIN_SAMPLES * len(run["gyro"]):
             # the IMU was silent (a node graph: a dropped link): no verdict, the identifier's count stays
@@ -327,6 +329,28 @@ class ActiveProbe:
             others = [(c, v) for c, v in sorted(p.items(), key=lambda kv: -kv[1])
                       if c != take and v >= 1 - cfg.decide]
             self.identifier.on_probe(t, leg, int(take), p[take], others)
+
+
+def on_grid(samples: Sequence[Tuple[float, np.ndarray]], n: int, period: float) -> np.ndarray:
+    """The gyro ``samples`` [(probe time [s], (3,) rad/s)] on the probe's grid, (n, 3) at probe times (k + 1)
+    ``period``: a sample at a grid time as it is, else linear between the two samples around it when they are at
+    most two periods apart, NaN in a longer gap. In a node graph the IMU's samples come a few ms off their
+    period (a late timer): placed at their own time, not in the nearest slot (where two samples of one slot
+    left the next one empty and shifted the series by a period)."""
+    out = np.full((n, 3), np.nan)
+    if not samples:
+        return out
+    ordered = sorted(samples, key=lambda s: s[0])
+    ts = np.array([s[0] for s in ordered])
+    g = np.array([s[1] for s in ordered], dtype=float)
+    grid = (np.arange(n) + 1) * period
+    for k, (tg, i) in enumerate(zip(grid, np.searchsorted(ts, grid - 1e-9))):
+        if i < len(ts) and abs(ts[i] - tg) <= 1e-9:
+            out[k] = g[i]
+        elif 0 < i < len(ts) and ts[i] - ts[i - 1] <= 2.0 * period + 1e-9:
+            w = (tg - ts[i - 1]) / (ts[i] - ts[i - 1])
+            out[k] = (1.0 - w) * g[i - 1] + w * g[i]
+    return out
 
 
 def verdict(leg: str, probabilities: dict, decide: float) -> Tuple[Optional[int], str]:
