@@ -30,6 +30,13 @@ Each leg is probed at most once (a later event on the same leg is left to the id
 the caller's clock; joint vectors in ``robot.joint_names`` order [rad]; quaternions (w, x, y, z) level <-
 base_link; gyro [rad/s, base_link axes].
 
+In the node graph (``nodes.damage_monitor``, parameter ``probe``) the monitor drives this class on its
+identifier's worker thread: ``command`` at every ``joint_commands`` message it sees (the gait's tick; its return
+value is not sent anywhere), ``on_imu`` at every ``imu/data`` sample (by stamp). The gait controller moves the leg
+(``probe_request``: the start is ``t_stand + settle`` on the ROS clock), which is why the probe's time origin is
+that schedule and not the tick that plans it, and why the IMU samples are kept with their own times and placed
+on the probe's grid when it is scored (``on_grid``), and ``max_lag`` lets the scoring fit the gyro's delay.
+
 Example (the loop of ``sim.streams.walk_streams`` does this)::
 
     probe = ActiveProbe(identifier)
