@@ -391,3 +391,27 @@ def test_a_probe_request_stops_the_walk_moves_the_leg_on_its_schedule_then_walks
     walk(cmd, 0.2, until=lambda: gc.probe is None and gc.state == "walking", guard=10.0)
     assert gc.probe is None and gc.probes_run == 2 and gc.state == "walking"
     assert g.spin_error is None and gc.errors == 0
+
+
+def test_a_probe_request_from_a_node_that_is_not_the_morphology_authority_moves_nothing():
+    """damage/probe moves a leg: like the morphology, only the morphology authority's requests are acted on; an
+    intruder's valid request is rejected (counted under its sender, logged once), the gait never enters probe."""
+    from jethexa_dynamics.damage.probe import ProbeSpec
+    from jethexa_dynamics.damage.probe_request import NAME, ProbeRequest
+    from jethexa_dynamics.nodes._common import status
+
+    g = Graph()
+    try:
+        gc = g.add(GaitController)
+        intruder = g.add(Watcher, name="intruder")
+        pub = intruder.create_publisher(DiagnosticStatus, "damage/probe", LATCHED_QOS)
+        g.start()
+        assert wait_for(lambda: gc.published > 3, 10.0)
+        req = ProbeRequest("probe", 1, "LM", gc.now_sec() + 0.3, ProbeSpec(), (0.0, 0.04, -0.06))
+        pub.publish(status(NAME, "probe LM", 0, req.to_values()))
+        assert wait_for(lambda: any(k.startswith("damage/probe from") for k in gc.rejected), 10.0), gc.rejected
+        assert gc.probe is None and gc.probes_run == 0 and gc.state != "probe"
+        assert [k for k in gc.rejected if k.startswith("damage/probe")] == ["damage/probe from /intruder"]
+        assert g.spin_error is None and gc.errors == 0
+    finally:
+        g.close()
