@@ -364,7 +364,8 @@ def test_a_probe_request_stops_the_walk_moves_the_leg_on_its_schedule_then_walks
     assert checked >= 0.5 * spec.duration / 0.02, checked          # most ticks of the probe checked
     swing = np.ptp(np.array(during), axis=0)
     assert swing[0] > 0.2 and swing[1] > 0.3 and swing[2] < 1e-9       # coxa and femur moved, the tibia not
-    assert wait_for(lambda: gc.state == "walking", 10.0) and np.hypot(*gc.walker.command[:2]) > 0.0
+    walk(cmd, 0.1, until=lambda: gc.state == "walking", guard=10.0)       # the leg's way back, then the walk
+    assert gc.state == "walking" and np.hypot(*gc.walker.command[:2]) > 0.0
     # a stale request, a malformed one, one over the joint rates: rejected, one line each, nothing moves
     before = gc.rejected.get("damage/probe", 0)
     old = ProbeRequest("probe", 8, "LM", gc.now_sec() - 5.0, spec, stance)

@@ -115,7 +115,7 @@ class GaitController(ThinNode):
         # the active probe: it moves a leg, so from the morphology authority only, like the morphology
         self.probe: Optional[dict] = None      # the probe under way: request, LinkProbe, joints
         self.probes_run = 0
-        self._leg_home = None                  # (names, stance) the probed leg goes back to at the next tick
+        self._returning: Optional[dict] = None  # the probed leg on its way back: names, stance, until, sent
         self._probe_ids: set = set()           # requests taken (the latched history replays them)
         self.probe_sub = subscribe_morphology(self, self._on_probe_request, LATCHED_QOS, "damage/probe",
                                               DiagnosticStatus)
@@ -213,6 +213,7 @@ class GaitController(ThinNode):
         i = self.leg_names.index(req.leg)
         names = list(self.robot.joint_names[3 * i:3 * i + 3])
         self._probe_ids.add(req.id)
+        self._returning = None
         self.probe = {"request": req, "link": link, "joints": np.arange(3 * i, 3 * i + 3), "names": names,
                       "stance": np.clip(req.stance, self.lower[3 * i:3 * i + 3], self.upper[3 * i:3 * i + 3]),
                       "started": False}
@@ -221,28 +222,47 @@ class GaitController(ThinNode):
                                       req.id, req.leg, req.leg, req.spec.duration, req.t_start - self.now_sec()))
 
     def _end_probe(self, why: str) -> None:
-        """The probe ends: the leg's last command is its stance (the next tick's); the walk goes on."""
+        """The probe ends: the leg goes back in one move of STANCE_MOVE_TIME (to where the gait wants it -- a
+        folded leg with recovery -- or else its stance), the others holding their stance; then the walk goes on."""
         req = self.probe["request"]
-        self._leg_home = (self.probe["names"], self.probe["stance"])
+        self._returning = {"names": self.probe["names"], "stance": self.probe["stance"], "sent": False,
+                           "until": time.monotonic() + STANCE_MOVE_TIME + 0.1}
         self.probe = None
         self.probes_run += 1
-        self.get_logger().warning("probe %d of %s %s: %s back to its stance, walking on" % (
+        self.get_logger().warning("probe %d of %s %s: %s back (its stance, or where the gait holds it), then walking on" % (
             req.id, req.leg, why, req.leg))
 
     def _probe_targets(self, move_time: float):
         """The probed leg's (names, targets [rad], move time [s]) at this tick: its stance until the start, then
-        ``LinkProbe.targets`` at the probe time one tick ahead (the servo reaches it at the end of the move)."""
+        ``LinkProbe.targets`` at the probe time one tick ahead (the servo reaches it at the end of the move);
+        None once the probe is over (it is ended here)."""
         pr = self.probe
         req = pr["request"]
         tau = self.now_sec() - req.t_start
         if tau >= req.spec.duration:
             self._end_probe("done")
-            return self._leg_home + (STANCE_MOVE_TIME,)
+            return None
         if tau + move_time <= 0.0:        # standing: the leg to its stance (re-sent: the servo may be elsewhere)
             return pr["names"], pr["stance"], STANCE_MOVE_TIME
         q = pr["link"].targets(pr["stance"], tau + move_time)
         i = pr["joints"]
         return pr["names"], np.clip(q, self.lower[i], self.upper[i]), move_time
+
+    def _return_leg(self, names, targets, move_time):
+        """The probed leg back after its probe: once, to the gait's own target for it (a folded leg with
+        recovery) or else its stance, in STANCE_MOVE_TIME; left out of the next messages until that move is
+        done (re-sent, each tick would restart it: a 20 ms move of the rest at the next one), then the walk."""
+        r = self._returning
+        if time.monotonic() >= r["until"]:
+            self._returning = None
+            return names, targets, move_time
+        if r["sent"]:
+            keep = [k for k, n in enumerate(names) if n not in r["names"]]
+            return [names[k] for k in keep], [targets[k] for k in keep], move_time
+        r["sent"] = True
+        own = [targets[names.index(n)] for n in r["names"]] if all(n in names for n in r["names"]) else None
+        names, targets = _with_leg(names, targets, r["names"], r["stance"] if own is None else own)
+        return names, targets, STANCE_MOVE_TIME
 
     @property
     def crawling(self) -> bool:
@@ -295,7 +315,7 @@ class GaitController(ThinNode):
             state = "imu_stale"
         if state == "walking" and self.crawling:
             state = "crawl"
-        if self.probe is not None:
+        if self.probe is not None or self._returning is not None:
             state = "probe"
         names, targets = self.walker.step(min(dt, 0.1), state in STEPPING)
         if self.walker.switches != self._switches and not self.walker.planning:   # a plan finished in the worker
@@ -306,12 +326,12 @@ class GaitController(ThinNode):
         if self.probe is not None:
             # the probed leg beside the others' stance, in the same message (the one writer of joint_commands):
             # standing, every joint moves in STANCE_MOVE_TIME (as ActiveProbe does offline); probing, in a tick
-            extra, q_leg, move_time = self._probe_targets(1.0 / self.p["control_rate"])
-            names, targets = _with_leg(names, targets, extra, q_leg)
-            self._leg_home = None
-        elif self._leg_home is not None:        # cancelled since the last tick: the leg back to its stance
-            names, targets = _with_leg(names, targets, *self._leg_home)
-            move_time, self._leg_home = STANCE_MOVE_TIME, None
+            leg = self._probe_targets(1.0 / self.p["control_rate"])
+            if leg is not None:
+                names, targets = _with_leg(names, targets, leg[0], leg[1])
+                move_time = leg[2]
+        if self.probe is None and self._returning is not None:
+            names, targets, move_time = self._return_leg(names, targets, move_time)
         if state != self.state:
             if state == "stale":
                 self.get_logger().info("cmd_vel older than %.2f s: gait stopped, holding the stance"
@@ -343,7 +363,7 @@ class GaitController(ThinNode):
                   ("motion_unexplained", self.unexplained), ("seized", ",".join(self.seized)),
                   ("command_applied", [round(float(c), 4) for c in self.walker.applied]),
                   ("joint_commands_published", self.published),
-                  ("probe", "none" if self.probe is None else "%s until %.2f" % (
+                  ("probe", ("returning" if self._returning else "none") if self.probe is None else "%s until %.2f" % (
                       self.probe["request"].leg, self.probe["request"].t_end)), ("probes_run", self.probes_run)]
         level = 1 if self.gate.held or self.crawling else 0
         self.publish_diagnostics([self.node_status(self.state + (": " + self.gate.held if self.gate.held else ""),
