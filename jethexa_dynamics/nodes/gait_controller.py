@@ -229,8 +229,8 @@ class GaitController(ThinNode):
                            "until": time.monotonic() + STANCE_MOVE_TIME + 0.1}
         self.probe = None
         self.probes_run += 1
-        self.get_logger().warning("probe %d of %s %s: %s back (its stance, or where the gait holds it), then walking on" % (
-            req.id, req.leg, why, req.leg))
+        self.get_logger().warning("probe %d of %s %s: %s back (its stance, or where the gait holds it), then "
+                                  "walking on" % (req.id, req.leg, why, req.leg))
 
     def _probe_targets(self, move_time: float):
         """The probed leg's (names, targets [rad], move time [s]) at this tick: its stance until the start, then
