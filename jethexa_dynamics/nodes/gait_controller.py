@@ -23,8 +23,10 @@ authority (the damage monitor) for leg L stops the walk at once (state ``probe``
 stance, ``cmd_vel`` is kept but not followed), brings L to the request's stance angles, and from its start time
 (ROS clock) for its duration moves L's coxa and femur through ``LinkProbe.targets`` at every control tick (the
 probe time read from the clock at the tick, so the motion follows the monitor's schedule whatever the ticks'
-phase; targets within the URDF's joint limits like every command); then L back to its stance and the walk goes
-on. ``action: cancel`` of that probe ends it early the same way. A stale, malformed or overlapping request is
+phase; targets within the URDF's joint limits like every command); then L goes back in one move of
+``STANCE_MOVE_TIME`` to its stance, or where the gait holds it (folded, with recovery), and is left out of the
+commands until it is there (re-sent, a 20 ms move would follow), the walk held meanwhile; then the walk goes on.
+``action: cancel`` of that probe ends it early the same way. A stale, malformed or overlapping request is
 rejected with one log line (``rejected damage/probe``, counted on /diagnostics); /diagnostics says ``probe``
 (the leg and its end, or ``none``) and ``probes_run``.
 """
