@@ -195,3 +195,34 @@ def test_a_body_tipped_during_the_probe_aborts_it_and_gives_no_verdict():
     assert probe_margin(probe.robot, probe.geometry, probe.stance, 1, [3, 0, 3, 3, 3, 3],
                         euler2mat(math.radians(70.0), 0.0, 0.0), LinkProbe(leg="LM"), (0,), times=(0.0,)) < 0.0
     assert idf.morphology == (3, 0, 3, 3, 3, 3)
+
+
+def test_imu_samples_off_their_period_are_placed_at_their_own_time_on_the_probes_grid():
+    """In a node graph the IMU's samples come a few ms off their 10 ms period (a late timer): ``on_grid`` puts
+    each where it was measured (linear between its neighbours), so two samples near one grid time leave no hole
+    in the next and shift nothing; samples on the grid stay as they are (the offline loop); a gap longer than two
+    periods stays NaN (not scored)."""
+    from jethexa_dynamics.damage.active_probe import on_grid
+
+    period, n = 0.01, 200
+    grid = (np.arange(n) + 1) * period
+
+    def signal(t):
+        return np.stack([np.sin(2 * np.pi * 5 * t), np.cos(2 * np.pi * 3 * t), 0.1 * t], axis=-1)
+    exact = on_grid([(t, signal(t)) for t in grid], n, period)
+    assert np.array_equal(exact, signal(grid))
+    rng = np.random.default_rng(3)
+    times = grid + rng.uniform(-0.0045, 0.0045, n)           # stamped up to 4.5 ms off the period
+    times[0] = grid[0]
+    placed = on_grid([(t, signal(t)) for t in times], n, period)
+    assert np.all(np.isfinite(placed[:-1]))
+    assert np.nanmax(np.abs(placed - signal(grid))) < 0.03          # linear over <= 19 ms of a 5 Hz sine
+    nearest = np.full((n, 3), np.nan)                               # the nearest slot: holes and shifts
+    for t in times:
+        k = int(round(t / period)) - 1
+        if 0 <= k < n:
+            nearest[k] = signal(t)
+    assert np.isnan(nearest).any() or np.nanmax(np.abs(nearest - signal(grid))) > 0.05
+    gap = [(t, signal(t)) for t in grid if not 0.5 < t < 0.6]
+    holed = on_grid(gap, n, period)
+    assert np.isnan(holed[50:59]).all() and np.isfinite(holed[:49]).all() and np.isfinite(holed[60:]).all()

@@ -501,3 +501,74 @@ def test_the_models_verdict_on_a_leg_with_a_seized_joint_is_not_followed(graph):
     mon.seizure.seized.clear()
     mon._seizure_changed(mon.now_sec())
     assert mon.current == [3, 1, 3, 3, 3, 3] and len(mon.changes) == 1
+
+
+def test_the_probe_parameters_are_checked_at_start_up_and_the_switch_at_run_time(graph):
+    """The active probe's settings (issue 23 point 1): out of range at start-up -> one line naming the parameter
+    and its range, the default used; ``probe`` switched at run time reaches the probe the worker drives; off by
+    default (a probe stops the robot on its own), and the status says so."""
+    from rclpy.parameter import Parameter
+
+    mon = graph.add(DamageMonitor, {"probe_min_margin": 0.5, "probe_decide": 0.2, "probe_max_lag": -1.0,
+                                    "probe": "yes"})
+    assert mon.p["probe"] is False and mon.active_probe.config.enabled is False
+    cfg = mon.active_probe.config
+    assert (cfg.min_margin, cfg.decide, cfg.max_lag) == (0.01, 0.9, 0.03)
+    assert {k: mon.rejected.get("parameter " + k) for k in ("probe_min_margin", "probe_decide", "probe_max_lag",
+                                                            "probe")} == dict.fromkeys(
+        ("probe_min_margin", "probe_decide", "probe_max_lag", "probe"), 1)
+    assert mon.worker.probe is mon.active_probe
+    assert mon.set_parameters([Parameter("probe", value=True)])[0].successful
+    assert mon.active_probe.config.enabled is True and mon.active_probe.config.min_margin == 0.01
+    bad = mon.set_parameters([Parameter("probe", value="on")])[0]
+    assert not bad.successful and "probe" in bad.reason and mon.active_probe.config.enabled is True
+    res = mon.set_parameters([Parameter("probe_decide", value=0.95)])[0]
+    assert not res.successful and "read-only" in res.reason
+    values = dict(mon._probe_values())
+    assert values["probe"] == "on" and values["probe_state"] == "idle" and values["probe_requests"] == 0
+
+
+def test_a_started_probe_is_requested_on_its_schedule_and_a_refused_one_cancelled(graph):
+    """The node's side of the active probe, driven as the worker drives it: a probe that starts (its stand) is
+    requested on damage/probe with its start ``settle`` s later on the ROS clock, the leg's stance angles and the
+    spec; one that then ends without a score (the plan refused it) is cancelled under the same id, logged and on
+    /diagnostics; an ambiguous count with the probe off is only logged."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from jethexa_dynamics.damage.active_probe import ProbeConfig
+    from jethexa_dynamics.damage.probe_request import ProbeRequest
+
+    mon = graph.add(DamageMonitor, {"probe": True})
+    w = graph.add(Watcher)
+    w.watch(DiagnosticStatus, "damage/probe", LATCHED_QOS)
+    graph.start()
+    named = {"t_named": 1.0, "leg": "RM", "named": 0, "probed": False, "alternatives": [(1, 0.3)]}
+    fake = SimpleNamespace(active=True, results=[dict(named)], config=ProbeConfig(),
+                           stance=np.arange(18) * 0.01)
+    with mon._lock:
+        mon.active_probe = fake
+    t = mon.t()
+    now = mon.now_sec()
+    mon._probe_changed(fake, (False, 0), t)
+    assert wait_for(lambda: w.count("damage/probe") == 1, 5.0)
+    req = ProbeRequest.from_values({kv.key: kv.value for kv in w.last("damage/probe").values}, LEGS)
+    assert req.action == "probe" and req.leg == "RM" and req.id == 1
+    assert abs(req.t_start - (now + ProbeConfig().settle)) < 0.05               # settle after the stand began
+    assert np.allclose(req.stance, [0.12, 0.13, 0.14]) and req.spec == ProbeConfig().spec
+    assert dict(mon._probe_values())["probe_state"] == "standing"
+    fake.active = False
+    fake.results[-1].update(margin_planned=0.004, reason="refused: the stance's static margin over the probe is "
+                                                          "0.004 m, not above min_margin 0.010 m")
+    mon._probe_changed(fake, (True, 1), t + 0.8)
+    assert wait_for(lambda: w.count("damage/probe") == 2, 5.0)
+    cancel = ProbeRequest.from_values({kv.key: kv.value for kv in w.last("damage/probe").values}, LEGS)
+    assert (cancel.action, cancel.id, cancel.leg) == ("cancel", 1, "RM")
+    values = dict(mon._probe_values())
+    assert values["probe_state"] == "idle" and values["probe_last"].startswith("refused") and \
+        values["probe_last_margin_m"] == "0.0040"
+    fake.results.append(dict(named, leg="LF", reason="probe off (enabled=False)"))
+    mon._probe_changed(fake, (False, 1), t + 1.0)                 # off: said, nothing sent
+    assert not wait_for(lambda: w.count("damage/probe") > 2, 0.5)
+    assert mon.errors == 0 and graph.spin_error is None

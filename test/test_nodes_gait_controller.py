@@ -312,3 +312,107 @@ def test_a_morphology_without_strong_evidence_holds_every_foot_down_until_correc
     walk(cmd, 0.5, until=lambda: gc.walker.links_per_leg == links)
     assert gc.walker.links_per_leg == links and not gc.gate.held
     assert gc.gate.holds >= 3 and not gc.errors and g.spin_error is None   # (+1 if a morphology beat its evidence)
+
+
+def _stamp_sec(stamp):
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def test_a_probe_request_stops_the_walk_moves_the_leg_on_its_schedule_then_walks_on(setup):
+    """Issue 23 point 1: a request on damage/probe (as the damage monitor sends it) for LM, whose morphology lost
+    links: the walk stops at once (state probe, cmd_vel kept but not followed), LM goes to the request's stance,
+    then its coxa and femur follow ``LinkProbe.targets`` on the request's ROS-clock schedule (one tick ahead: each
+    command's stamp plus its move time), within the joint limits; at its end LM back to its stance and the walk
+    goes on. A malformed, stale, overlapping or foreign-leg request is rejected in one line; nothing breaks."""
+    from jethexa_dynamics.control.walking import STANCE_MOVE_TIME
+    from jethexa_dynamics.damage.probe import LinkProbe, ProbeSpec
+    from jethexa_dynamics.damage.probe_request import NAME, ProbeRequest
+    from jethexa_dynamics.nodes._common import status
+
+    g, gc, w, cmd, morph = setup
+    probe_pub = w.create_publisher(DiagnosticStatus, "damage/probe", LATCHED_QOS)
+    morph.publish([3, 1, 3, 3, 3, 3], kind="model")
+    assert wait_for(lambda: "LM" not in gc.walker.walking_legs, 10.0)
+    walk(cmd, 0.3, until=lambda: gc.state == "walking")
+    assert gc.state == "walking"
+    stance = (0.0, 0.04, -0.06)          # the healthy stance (WalkingGait), within the joint limits
+    spec = ProbeSpec()
+    req = ProbeRequest("probe", 7, "LM", gc.now_sec() + 0.4, spec, stance)
+    probe_pub.publish(status(NAME, "probe LM", 0, req.to_values()))
+    t_sent = time.monotonic()
+    # cmd_vel keeps coming all through the probe: held, not followed
+    walk(cmd, 0.2, until=lambda: gc.probes_run == 1, guard=30.0)
+    assert gc.probes_run == 1 and gc.probe is None
+    lm = ["coxa_joint_LM", "femur_joint_LM", "tibia_joint_LM"]
+    link = LinkProbe(leg="LM", spec=spec)
+    during, checked = [], 0
+    for _, m in w.since("joint_commands", t_sent):
+        if lm[0] not in m.joint_names:
+            continue
+        q = np.array([m.points[0].positions[m.joint_names.index(n)] for n in lm])
+        move = m.points[0].time_from_start.sec + 1e-9 * m.points[0].time_from_start.nanosec
+        tau = _stamp_sec(m.header.stamp) - req.t_start
+        during.append(q)
+        if min(abs(tau + 0.02), abs(tau - spec.duration)) < 0.005:
+            continue                          # the clock read just before the stamp: either side of a boundary
+        if 0.0 < tau + 0.02 and tau < spec.duration:
+            assert abs(move - 0.02) < 1e-6, (tau, move)
+            assert np.allclose(q, link.targets(stance, tau + move), atol=0.02), (tau, q)
+            checked += 1
+        else:                                 # standing before, or the leg back after
+            assert np.allclose(q, stance, atol=1e-9) and move == pytest.approx(STANCE_MOVE_TIME), (tau, q, move)
+    assert checked >= 0.5 * spec.duration / 0.02, checked          # most ticks of the probe checked
+    swing = np.ptp(np.array(during), axis=0)
+    assert swing[0] > 0.2 and swing[1] > 0.3 and swing[2] < 1e-9       # coxa and femur moved, the tibia not
+    walk(cmd, 0.1, until=lambda: gc.state == "walking", guard=10.0)       # the leg's way back, then the walk
+    assert gc.state == "walking" and np.hypot(*gc.walker.command[:2]) > 0.0
+    # a stale request, a malformed one, one over the joint rates: rejected, one line each, nothing moves
+    before = gc.rejected.get("damage/probe", 0)
+    old = ProbeRequest("probe", 8, "LM", gc.now_sec() - 5.0, spec, stance)
+    probe_pub.publish(status(NAME, "probe LM", 0, old.to_values()))
+    bad = dict(ProbeRequest("probe", 9, "LM", gc.now_sec() + 0.5, spec, stance).to_values())
+    bad["leg"] = "XX"
+    probe_pub.publish(status(NAME, "probe", 0, list(bad.items())))
+    fast = dict(ProbeRequest("probe", 10, "LM", gc.now_sec() + 0.5, spec, stance).to_values())
+    fast.update(coxa_hz="9", coxa_amp="0.5")
+    probe_pub.publish(status(NAME, "probe", 0, list(fast.items())))
+    assert wait_for(lambda: gc.rejected.get("damage/probe", 0) >= before + 3, 5.0), gc.rejected
+    assert "stale" in gc.last_rejection or "coxa_amp" in gc.last_rejection or "leg" in gc.last_rejection
+    assert gc.probe is None and gc.probes_run == 1
+    # a request, then another while it runs (rejected), then its cancel: the leg back to its stance, walking on
+    first = ProbeRequest("probe", 11, "LM", gc.now_sec() + 0.3, spec, stance)
+    probe_pub.publish(status(NAME, "probe LM", 0, first.to_values()))
+    assert wait_for(lambda: gc.probe is not None, 5.0)
+    n = gc.rejected.get("damage/probe", 0)
+    probe_pub.publish(status(NAME, "probe RR", 0, ProbeRequest("probe", 12, "RR", gc.now_sec() + 0.3, spec,
+                                                               stance).to_values()))
+    assert wait_for(lambda: gc.rejected.get("damage/probe", 0) == n + 1, 5.0)
+    assert "under way" in gc.last_rejection
+    probe_pub.publish(status(NAME, "cancel", 0, ProbeRequest("cancel", 11, "LM").to_values()))
+    walk(cmd, 0.2, until=lambda: gc.probe is None and gc.state == "walking", guard=10.0)
+    assert gc.probe is None and gc.probes_run == 2 and gc.state == "walking"
+    assert g.spin_error is None and gc.errors == 0
+
+
+def test_a_probe_request_from_a_node_that_is_not_the_morphology_authority_moves_nothing():
+    """damage/probe moves a leg: like the morphology, only the morphology authority's requests are acted on; an
+    intruder's valid request is rejected (counted under its sender, logged once), the gait never enters probe."""
+    from jethexa_dynamics.damage.probe import ProbeSpec
+    from jethexa_dynamics.damage.probe_request import NAME, ProbeRequest
+    from jethexa_dynamics.nodes._common import status
+
+    g = Graph()
+    try:
+        gc = g.add(GaitController)
+        intruder = g.add(Watcher, name="intruder")
+        pub = intruder.create_publisher(DiagnosticStatus, "damage/probe", LATCHED_QOS)
+        g.start()
+        assert wait_for(lambda: gc.published > 3, 10.0)
+        req = ProbeRequest("probe", 1, "LM", gc.now_sec() + 0.3, ProbeSpec(), (0.0, 0.04, -0.06))
+        pub.publish(status(NAME, "probe LM", 0, req.to_values()))
+        assert wait_for(lambda: any(k.startswith("damage/probe from") for k in gc.rejected), 10.0), gc.rejected
+        assert gc.probe is None and gc.probes_run == 0 and gc.state != "probe"
+        assert [k for k in gc.rejected if k.startswith("damage/probe")] == ["damage/probe from /intruder"]
+        assert g.spin_error is None and gc.errors == 0
+    finally:
+        g.close()

@@ -156,3 +156,56 @@ def test_the_predictor_runs_on_the_calibrated_body_of_a_heavier_robot():
         assert pr.p["body_mass"] == mass and pr.models[pr.p["predictor"]].robot.description.body_mass == mass
         assert wait_for(lambda: w.count("mocap/pose") > 20, 30.0)
         assert list(w.last("morphology").data) == [3] * 6
+
+
+def test_an_ambiguous_silent_break_is_probed_over_dds_and_ends_at_the_exact_count():
+    """Issue 23 point 1 over DDS: the emulated robot's body is 10 % heavier than the URDF's, CoM 5 mm forward;
+    ``breaks`` LM:1 mid-walk. The identifier names LM but lists other counts; with ``probe`` on, damage_monitor
+    plans the probe (the stance's static margin), asks the gait controller on damage/probe; the gait stands,
+    moves LM's coxa and femur (joint_commands), and walks on; the monitor scores the gyro's reaction on its
+    worker and the morphology ends at LM:1 exactly, evidence "model" (the probe's verdict), said on
+    /diagnostics. The oracle is the emulator's own break."""
+    from trajectory_msgs.msg import JointTrajectory
+
+    from jethexa_dynamics.damage.probe_request import NAME as PROBE_NAME
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    params = {"robot_emulator": {"body_mass_scale": 1.1, "body_com_shift": [0.005, 0.0, 0.0]},
+              "damage_monitor": {"probe": True}}
+    watch = [(DiagnosticArray, "/diagnostics", RELIABLE_QOS), (JointTrajectory, "joint_commands", RELIABLE_QOS),
+             (DiagnosticStatus, "damage/probe", LATCHED_QOS)]
+    with walking_sim_graph("probe", watch, params=params) as (g, nodes, w):
+        mon, emu, gc = nodes["damage_monitor"], nodes["robot_emulator"], nodes["gait_controller"]
+        assert mon.p["probe"] and mon.active_probe.config.enabled
+        assert wait_for(lambda: w.count("mocap/pose") > 10 and mon.identifier.windows > 8, 90.0)
+        assert wait_for(lambda: gc.state == "walking", 30.0)
+        assert list(w.last("morphology").data) == [3] * 6
+        assert emu.set_parameters([Parameter("breaks", value="LM:1")])[0].successful
+        probe = mon.active_probe
+        assert wait_for(lambda: probe.results and not probe.active and "reason" in probe.results[-1], 90.0), \
+            (probe.results, mon.identifier.events)
+        res = probe.results[-1]
+        model = [e for e in mon.identifier.events if e["source"] == "model"]
+        assert model and model[0]["alternatives"], "the walk alone settled it: no probe case"
+        assert res["leg"] == "LM" and res["probed"], res
+        print("probe result:", {k: v for k, v in res.items() if k != "alternatives"},
+              "stage probe CPU s:", mon.cpu.total.get("probe"), "calls:", mon.cpu.calls.get("probe"))
+        assert res["count"] == 1 and res["probabilities"][1] >= 0.9, res
+        assert wait_for(lambda: list(w.last("morphology").data) == [3, 1, 3, 3, 3, 3], 10.0), \
+            (list(w.last("morphology").data), mon.identifier.events)
+        # the gait ran it: the request went out, LM's coxa and femur swung, and it walks on
+        reqs = [dict((kv.key, kv.value) for kv in m.values) for _, m in w.since("damage/probe", 0.0)]
+        assert [r["action"] for r in reqs if r["leg"] == "LM"][:1] == ["probe"] and all(
+            m.name == PROBE_NAME for _, m in w.since("damage/probe", 0.0))
+        lm = [m.points[0].positions[m.joint_names.index("coxa_joint_LM")]
+              for _, m in w.since("joint_commands", 0.0) if "coxa_joint_LM" in m.joint_names]
+        assert gc.probes_run == 1 and max(lm) - min(lm) > 0.2
+        assert wait_for(lambda: gc.state == "walking", 10.0), gc.state
+        n = w.count("mocap/pose")
+        assert wait_for(lambda: w.count("mocap/pose") > n + 50, 30.0)
+        assert wait_for(lambda: "probe: LM:1" in (_monitor_status(w) or {}).get("probe_last", ""), 10.0), \
+            _monitor_status(w)
+        st = _monitor_status(w)
+        assert st["probe"] == "on" and float(st["probe_last_cpu_score_ms"]) > 0.0
+        assert g.spin_error is None and not mon.worker.failed
+        assert {name: node.errors for name, node in nodes.items() if node.errors} == {}

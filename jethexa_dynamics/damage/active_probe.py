@@ -30,6 +30,13 @@ Each leg is probed at most once (a later event on the same leg is left to the id
 the caller's clock; joint vectors in ``robot.joint_names`` order [rad]; quaternions (w, x, y, z) level <-
 base_link; gyro [rad/s, base_link axes].
 
+In the node graph (``nodes.damage_monitor``, parameter ``probe``) the monitor drives this class on its
+identifier's worker thread: ``command`` at every ``joint_commands`` message it sees (the gait's tick; its return
+value is not sent anywhere), ``on_imu`` at every ``imu/data`` sample (by stamp). The gait controller moves the leg
+(``probe_request``: the start is ``t_stand + settle`` on the ROS clock), which is why the probe's time origin is
+that schedule and not the tick that plans it, and why the IMU samples are kept with their own times and placed
+on the probe's grid when it is scored (``on_grid``), and ``max_lag`` lets the scoring fit the gyro's delay.
+
 Example (the loop of ``sim.streams.walk_streams`` does this)::
 
     probe = ActiveProbe(identifier)
@@ -57,12 +64,14 @@ from jethexa_dynamics.model.com import center_of_mass
 from .identifier_config import check_ranges, ranged
 from .probe import LinkProbe, ProbeSpec
 
-__all__ = ["ActiveProbe", "ProbeConfig", "probe_margin", "verdict"]
+__all__ = ["ActiveProbe", "ProbeConfig", "on_grid", "probe_margin", "verdict"]
 
 #: probe-time samples [per probe] at which the planner checks the margin
 MARGIN_SAMPLES = 41
 #: s after the probe's end the scoring waits for its last IMU samples (then scores what came)
 LATE_SAMPLES = 0.1
+#: the share of the probe's IMU samples it needs to be scored (fewer: no verdict)
+MIN_SAMPLES = 0.5
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,10 @@ class ProbeConfig:
     #: probe every leg the model names, not only one whose event lists alternatives (a walk that is sure and
     #: wrong, as on a plant whose contact the models do not share)
     always: bool = False
+    #: s the measured gyro may lag or lead the probe's schedule (``LinkProbe.likelihoods``' ``max_lag``, in IMU
+    #: samples): 0 offline, where the loop applies each command at its tick; a node graph's bus, IMU filter and
+    #: queues shift it by some ms, [0, 0.1]
+    max_lag: float = _ranged(0.0, 0.0, 0.1)
     #: the probe's motion
     spec: ProbeSpec = field(default_factory=ProbeSpec)
 
@@ -136,11 +149,12 @@ class ActiveProbe:
 
     ``results``: one dict per ambiguous model event: ``t_named`` [s], ``leg``, ``named`` (the identifier's count),
     ``alternatives`` [(count, share)], ``probed``, ``reason`` (the verdict, or why there was no probe: off, probed
-    before, refused), and once planned ``t_start`` [s], ``margin_planned`` [m], ``cpu_plan_s``; once scored
-    ``t_end`` [s], ``probabilities`` {count: p}, ``count`` (None when no count reaches ``decide``), ``taken``
-    (the count handed to the identifier, None if its own stays), ``samples``
-    (IMU samples scored), ``margin_min`` [m] (the model's margin watched at the IMU's attitude) and
-    ``cpu_score_s`` (process CPU of the three models); ``cpu_watch_s`` the margin watched over the probe.
+    before, refused), and once planned ``t_start`` [s: the scheduled start, ``settle`` after the stand began],
+    ``margin_planned`` [m], ``cpu_plan_s``; once scored ``t_end`` [s], ``probabilities`` {count: p}, ``count``
+    (None when no count reaches ``decide``), ``taken`` (the count handed to the identifier, None if its own
+    stays), ``samples`` (IMU samples scored), ``margin_min`` [m] (the model's margin watched at the IMU's
+    attitude) and ``cpu_score_s`` (the three models); ``cpu_watch_s`` the margin watched over the probe. CPU
+    times [s] are the calling thread's (``time.thread_time``: in a node, its worker's alone).
     """
 
     def __init__(self, identifier, robot: Optional[LeggedRobot] = None, body=None,
@@ -178,9 +192,10 @@ class ActiveProbe:
         if run is None or run["phase"] != "probe":
             return
         s = self.config.spec
-        k = int(round((float(t) - run["t0"]) / s.imu_period)) - 1    # sample k is at probe time (k + 1) periods
-        if 0 <= k < len(run["gyro"]):
-            run["gyro"][k] = np.asarray(gyro, dtype=float)
+        tau = float(t) - run["t0"]
+        if -s.imu_period < tau <= s.duration + s.imu_period:
+            run["raw"].append((tau, np.asarray(gyro, dtype=float)))    # placed on the probe's grid when scored
+            run["last_tau"] = max(run["last_tau"], tau)
 
     def command(self, t: float, setpoints: Sequence[float]) -> Optional[Tuple[np.ndarray, np.ndarray, float]]:
         """At a command tick ``t`` [s], given the joint set-points the robot holds [rad; NaN: never commanded]:
@@ -208,7 +223,7 @@ class ActiveProbe:
                 self._run = None
                 return joints, held, STANCE_MOVE_TIME
             return joints, run["probe"].targets(held, tau + s.command_period), s.command_period
-        if np.isnan(run["gyro"]).any() and tau < s.duration + LATE_SAMPLES:
+        if run["last_tau"] < s.duration - 1e-9 and tau < s.duration + LATE_SAMPLES:
             return joints, held, s.command_period
         self._finish(t)
         return None
@@ -253,37 +268,49 @@ class ActiveProbe:
         probe = LinkProbe(self.robot, self.robot.leg_names[leg], spec=cfg.spec, gyro_noise=cfg.gyro_noise,
                           settle=cfg.model_settle, stance=q)
         morphology = list(self.identifier.morphology)
-        c0 = time.process_time()
+        c0 = time.thread_time()
         margin = probe_margin(self.robot, self.geometry, q, leg, morphology, self._R, probe, counts)
         result = run["result"]
-        result.update(t_start=t, margin_planned=margin, cpu_plan_s=time.process_time() - c0)
+        t0 = run["t_stand"] + cfg.settle
+        result.update(t_start=t0, margin_planned=margin, cpu_plan_s=time.thread_time() - c0)
         if not margin > cfg.min_margin:
             result["reason"] = ("refused: the stance's static margin over the probe is %.3f m, not above "
                                 "min_margin %.3f m" % (margin, cfg.min_margin))
             self._run = None
             return False
         n = int(round(cfg.spec.duration / cfg.spec.imu_period))
-        run.update(phase="probe", t0=t, q=q, probe=probe, counts=counts, morphology=morphology,
-                   gyro=np.full((n, 3), np.nan), margin_min=math.inf)
+        # the probe starts on its schedule (t_stand + settle), not at the tick that plans it: a gait controller in
+        # another node runs it on that schedule (``probe_request``), whatever the phase of the ticks here
+        run.update(phase="probe", t0=t0, q=q, probe=probe, counts=counts, morphology=morphology,
+                   gyro=np.full((n, 3), np.nan), raw=[], last_tau=-math.inf, margin_min=math.inf)
         return True
 
     def _watch(self, run: dict, tau: float) -> None:
         """The model's margin at probe time ``tau`` [s] at the IMU's attitude now: its minimum is reported."""
-        c0 = time.process_time()
+        c0 = time.thread_time()
         m = probe_margin(self.robot, self.geometry, run["q"], run["leg"], run["morphology"], self._R, run["probe"],
                          run["counts"], times=(tau,))
         run["margin_min"] = min(run["margin_min"], m)
-        run["result"]["cpu_watch_s"] = run["result"].get("cpu_watch_s", 0.0) + time.process_time() - c0
+        run["result"]["cpu_watch_s"] = run["result"].get("cpu_watch_s", 0.0) + time.thread_time() - c0
 
     def _finish(self, t: float) -> None:
         """Score the counts, hand the verdict to the identifier, end the probe."""
         run, cfg = self._run, self.config
         self._run = None
         leg, result = run["leg"], run["result"]
-        c0 = time.process_time()
-        p = run["probe"].likelihoods(run["gyro"], counts=run["counts"])
-        result.update(cpu_score_s=time.process_time() - c0, t_end=t, probed=True, probabilities=p,
-                      samples=int(np.isfinite(run["gyro"]).all(axis=1).sum()), margin_min=run["margin_min"])
+        run["gyro"] = on_grid(run["raw"], len(run["gyro"]), cfg.spec.imu_period)
+        samples = int(np.isfinite(run["gyro"]).all(axis=1).sum())
+        if samples < MIN_SAMPLES * len(run["gyro"]):
+            # the IMU was silent (a node graph: a dropped link): no verdict, the identifier's count stays
+            result.update(t_end=t, probed=True, samples=samples, margin_min=run["margin_min"], count=None,
+                          taken=None, reason="no verdict: %d of %d IMU samples came during the probe" % (
+                              samples, len(run["gyro"])))
+            return
+        c0 = time.thread_time()
+        lag = int(round(cfg.max_lag / cfg.spec.imu_period))
+        p = run["probe"].likelihoods(run["gyro"], counts=run["counts"], max_lag=lag)
+        result.update(cpu_score_s=time.thread_time() - c0, t_end=t, probed=True, probabilities=p,
+                      samples=samples, margin_min=run["margin_min"])
         best, reason = verdict(result["leg"], p, cfg.decide)
         result.update(count=best, reason=reason)
         take = best
@@ -299,6 +326,28 @@ class ActiveProbe:
             others = [(c, v) for c, v in sorted(p.items(), key=lambda kv: -kv[1])
                       if c != take and v >= 1 - cfg.decide]
             self.identifier.on_probe(t, leg, int(take), p[take], others)
+
+
+def on_grid(samples: Sequence[Tuple[float, np.ndarray]], n: int, period: float) -> np.ndarray:
+    """The gyro ``samples`` [(probe time [s], (3,) rad/s)] on the probe's grid, (n, 3) at probe times (k + 1)
+    ``period``: a sample at a grid time as it is, else linear between the two samples around it when they are at
+    most two periods apart, NaN in a longer gap. In a node graph the IMU's samples come a few ms off their
+    period (a late timer): placed at their own time, not in the nearest slot (where two samples of one slot
+    left the next one empty and shifted the series by a period)."""
+    out = np.full((n, 3), np.nan)
+    if not samples:
+        return out
+    ordered = sorted(samples, key=lambda s: s[0])
+    ts = np.array([s[0] for s in ordered])
+    g = np.array([s[1] for s in ordered], dtype=float)
+    grid = (np.arange(n) + 1) * period
+    for k, (tg, i) in enumerate(zip(grid, np.searchsorted(ts, grid - 1e-9))):
+        if i < len(ts) and abs(ts[i] - tg) <= 1e-9:
+            out[k] = g[i]
+        elif 0 < i < len(ts) and ts[i] - ts[i - 1] <= 2.0 * period + 1e-9:
+            w = (tg - ts[i - 1]) / (ts[i] - ts[i - 1])
+            out[k] = (1.0 - w) * g[i - 1] + w * g[i]
+    return out
 
 
 def verdict(leg: str, probabilities: dict, decide: float) -> Tuple[Optional[int], str]:

@@ -172,21 +172,38 @@ class LinkProbe:
             self._predicted[links] = self.run(self.standing_engine(links=links))
         return self._predicted[links]
 
-    def likelihoods(self, gyro: np.ndarray, counts: Sequence[int] = (0, 1, 2)) -> Dict[int, float]:
+    def likelihoods(self, gyro: np.ndarray, counts: Sequence[int] = (0, 1, 2), max_lag: int = 0) -> Dict[int, float]:
         """{link count: probability} of the measured gyro series (n, 3) [rad/s; rows of NaN skipped] under each
         count's prediction, equal priors, independent Gaussian noise of ``gyro_noise`` per sample and axis, and a
-        constant bias per axis fitted (so a gyro bias changes nothing)."""
+        constant bias per axis fitted (so a gyro bias changes nothing).
+
+        ``max_lag`` [samples]: the measurement may lag (or lead) the probe's schedule by up to this many samples
+        (in a node graph the commands reach the servos and the IMU's samples reach the scorer through a bus, a
+        filter and queues): each count's best shift in [-max_lag, max_lag] is taken (profile likelihood), every
+        shift compared over the same samples (the first and last ``max_lag`` of the probe left out, where its
+        window keeps the leg nearly still). 0: the samples as they are (the offline loop)."""
         gyro = np.asarray(gyro, dtype=float)
+        m = int(max_lag)
+        if m < 0:
+            raise ValueError("max_lag=%r: a number of samples >= 0" % (max_lag,))
         log = {}
         for c in counts:
             pred = self.predicted(int(c))
             n = min(len(pred), len(gyro))
-            ok = np.all(np.isfinite(gyro[:n]), axis=1)       # rows of NaN: samples that never came
-            if not ok.any():
+            if n == 0:
                 raise ValueError("gyro: no samples to score")
-            r = gyro[:n][ok] - pred[:n][ok]
-            r = r - r.mean(axis=0)          # the constant gyro bias per axis, fitted (profile likelihood)
-            log[int(c)] = -0.5 * float(np.sum((r / self.gyro_noise) ** 2))
+            if n <= 2 * m:
+                raise ValueError("gyro: %d samples, too few for max_lag=%d" % (n, m))
+            best = -math.inf
+            for lag in range(-m, m + 1):      # measured sample k against predicted sample k - lag
+                g, p = gyro[m:n - m], pred[m - lag:n - m - lag]
+                ok = np.all(np.isfinite(g), axis=1)       # rows of NaN: samples that never came
+                if not ok.any():
+                    raise ValueError("gyro: no samples to score")
+                r = g[ok] - p[ok]
+                r = r - r.mean(axis=0)          # the constant gyro bias per axis, fitted (profile likelihood)
+                best = max(best, -0.5 * float(np.sum((r / self.gyro_noise) ** 2)))
+            log[int(c)] = best
         top = max(log.values())
         w = {c: math.exp(v - top) for c, v in log.items()}
         total = sum(w.values())

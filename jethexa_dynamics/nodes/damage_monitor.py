@@ -21,9 +21,23 @@ driver's ``joint_states/setpoint`` (each servo's set-point at its own reading), 
 phase) and ``imu/data`` (the attitude), while the morphology is healthy; on ``body/inertia``
 (geometry_msgs/InertiaStamped, frame base_link: m and com; the inertia tensor is not estimated, zero) and on
 ``/diagnostics`` (``body_mass``, ``body_com``), at ``check_rate``. Its CPU is the ``body`` stage.
+
+Active probe (``probe``, off by default; issue 23 point 1): when the identifier names a broken leg but lists
+``alternatives`` (link counts of that leg the walk could not rule out), ``damage.active_probe.ActiveProbe``,
+driven on the identifier's worker thread by the ``joint_commands`` it sees (the gait's ticks: the joint
+set-points held) and the ``imu/data`` samples (gyro by stamp), has the robot stand and probe the leg; the
+moving is the gait controller's (the only writer of ``joint_commands``), asked on ``damage/probe``
+(``damage.probe_request``: leg, start on the ROS clock, duration, motion, the leg's stance angles; reliable +
+transient local). At the stand's start the request goes out (the probe starts ``settle`` later); the plan
+(the static margin over the probe, every count) and the margin watched while it runs may refuse or abort it:
+then ``action: cancel``. The scoring (three model runs, ~50 ms of CPU) runs on the worker, never in a callback;
+its verdict goes to ``DamageIdentifier.on_probe``, whose event publishes the morphology as any model event does
+(evidence ``model``). Each result (probed, refused, aborted, ambiguous with every count's probability, off) is
+logged and on /diagnostics (``probe_*``); its CPU is the ``probe`` stage.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from typing import Any, Callable, Dict, List, Optional
@@ -40,6 +54,7 @@ from jethexa_dynamics.nodes import params as node_params
 from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, JointPresenceTracker, MorphologyChange,
                                                decode_servo_status, joint_leg_link)
 from jethexa_dynamics.damage.evidence import NAME as EVIDENCE_NAME, evidence_to_values
+from jethexa_dynamics.damage.probe_request import NAME as PROBE_NAME, ProbeRequest
 from jethexa_dynamics.damage.seizure import SeizureConfig, SeizureTracker
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages
@@ -89,12 +104,22 @@ class IdentifierWorker(Worker):
     Falling behind: with a ``governor`` (``nodes.degrade.LagGovernor``) every finished window reports how long
     its closing sample waited in the queue; the governor sets the identifier's ``bank_every`` (degraded mode:
     a bank episode starts at most every k-th window) and ``on_degrade(change)`` is called on the worker thread
-    when it changes."""
+    when it changes.
+
+    Active probe: with a ``probe`` (``damage.active_probe.ActiveProbe`` of this identifier) every IMU sample goes
+    to it too, and every joint command drives it (``ActiveProbe.command`` at the command's time with the joint
+    set-points commanded so far: the gait's tick), on this thread, so its plan, watch and scoring (~50 ms) never
+    hold up the executor; ``on_probe(probe, before, t)`` runs after a command that changed it (a probe started or
+    ended, a result added; ``before`` = (active, results) before), its CPU is booked as stage ``probe``."""
 
     def __init__(self, identifier, on_sample: Callable[[bool, str], None], on_error: Callable[[str], None],
                  max_queue: int = 5000, cpu: Optional[CpuLoad] = None, lock=None, governor=None,
-                 on_degrade: Optional[Callable[[str], None]] = None):
+                 on_degrade: Optional[Callable[[str], None]] = None, probe=None,
+                 on_probe: Optional[Callable[[Any, tuple, float], None]] = None):
         self.identifier = identifier
+        self.probe, self._on_probe = probe, on_probe
+        # the joint set-points commanded so far [rad] (NaN: never), the probe's view of the stance held
+        self.sent = None if probe is None else np.full(len(probe.robot.joint_names), np.nan)
         self.governor, self._on_degrade = governor, on_degrade
         # cost accounting: every sample's CPU time goes to ``cpu`` (the node's CpuLoad, under ``lock``) as stage
         # "identifier"; a sample that closes a window carries the window's work (a bank window runs its models),
@@ -149,7 +174,26 @@ class IdentifierWorker(Worker):
         self._count(time.thread_time() - cpu0, time.monotonic() - wall0, idf.windows != windows)
         if governor is not None and _closed_windows(idf) != closed:
             self._judge(governor, wall0 - t_put)
+        if self.probe is not None and method in ("on_command", "on_imu"):
+            self._drive_probe(method, args)
         self._on_sample(idf, ok, self._topic)
+
+    def _drive_probe(self, method: str, args) -> None:
+        """An IMU sample or a command tick for the active probe (the arguments as the identifier got them)."""
+        probe = self.probe
+        if method == "on_imu":
+            probe.on_imu(args[0], args[1], args[2])
+            return
+        t, pos, _, idx = args
+        self.sent[np.asarray(idx, dtype=int)] = pos
+        before = (probe.active, len(probe.results))
+        c0 = time.thread_time()
+        probe.command(t, self.sent.copy())
+        if self.cpu is not None:
+            with self._cpu_lock:
+                self.cpu.add("probe", time.thread_time() - c0)
+        if (probe.active, len(probe.results)) != before and self._on_probe is not None:
+            self._on_probe(probe, before, t)
 
     def _failed(self, exc: BaseException, text: str) -> None:
         """The policy's report of a bug (no bad input reaches the identifier); the samples queued are dropped."""
@@ -183,6 +227,13 @@ class IdentifierWorker(Worker):
         """Stop after the sample being fed; wait for that up to ``timeout`` s (0 from a callback: the worker may
         be waiting for the node's lock the caller holds; it then finds itself replaced and does nothing)."""
         self.close(timeout)
+
+
+def _alternatives_text(result: dict) -> str:
+    """'LM:1 (or LM:0, 40 % of the leg)': an active-probe result's named count and its alternatives."""
+    leg = result["leg"]
+    return "%s:%d%s" % (leg, result["named"], "".join(", or %s:%d, %.0f %% of the leg" % (leg, c, 100 * share)
+                                                      for c, share in result["alternatives"]))
 
 
 def morphology_msg(links_per_leg, leg_names) -> UInt8MultiArray:
@@ -221,6 +272,12 @@ class DamageMonitor(ThinNode):
         self.pub = self.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
         self.evidence_pub = self.create_publisher(DiagnosticStatus, "morphology/evidence", LATCHED_QOS)
         self.evidence: Dict[str, str] = {}
+        # the active probe's requests to the gait controller (damage.probe_request); latched: a late gait
+        # controller sees the last one (and rejects it as stale)
+        self.probe_pub = self.create_publisher(DiagnosticStatus, "damage/probe", LATCHED_QOS)
+        self.active_probe = None
+        self.probe_request: Optional[ProbeRequest] = None     # the last request published
+        self.probe_requests = 0
         self.identifier = None
         self.worker: Optional[IdentifierWorker] = None
         self.last_source = "none"
@@ -268,18 +325,85 @@ class DamageMonitor(ThinNode):
             return
         from jethexa_dynamics.damage.identification import DamageIdentifier
 
+        from jethexa_dynamics.damage.active_probe import ActiveProbe, ProbeConfig
+
         idf = DamageIdentifier(jethexa(), **{attr: self.p[key] for key, attr in _IDENTIFIER_ATTRS})
         idf.hyps[0].engine.step(0)
         self.identifier = idf
+        # always built: with ``probe`` off its results still say that an ambiguous count was left as it is
+        self.active_probe = ActiveProbe(idf, config=ProbeConfig(
+            enabled=self.p["probe"], min_margin=self.p["probe_min_margin"], decide=self.p["probe_decide"],
+            max_lag=self.p["probe_max_lag"]))
         self.worker = IdentifierWorker(idf, self._check_identifier, self._identifier_failed, cpu=self.cpu,
                                        lock=self._lock, governor=self._lag_governor(),
-                                       on_degrade=self._identifier_degraded)
+                                       on_degrade=self._identifier_degraded, probe=self.active_probe,
+                                       on_probe=self._probe_changed)
         self._feed_servo()
 
     def _stop_identifier(self, timeout: float = 0.0) -> None:
         if self.worker is not None:
             self.worker.stop(timeout)
-        self.identifier, self.worker = None, None
+        if self.active_probe is not None and self.active_probe.active and self.probe_request is not None:
+            self._publish_probe(ProbeRequest("cancel", self.probe_request.id, self.probe_request.leg),
+                                "the identifier was replaced")     # its probe cannot be scored any more
+        self.identifier, self.worker, self.active_probe = None, None, None
+
+    # ------------------------------------------------------------------ active probe
+    def _publish_probe(self, req: ProbeRequest, why: str) -> None:
+        self.probe_pub.publish(status(PROBE_NAME, "%s %s: %s" % (req.action, req.leg, why), 0, req.to_values()))
+        self.probe_request = req
+        self.probe_requests += 1
+
+    def _probe_changed(self, probe, before: tuple, t: float) -> None:
+        """The active probe changed at command time ``t`` [s, node time] (worker thread): a probe started (the
+        request to the gait controller), ended (refused or aborted: the cancel; scored: the verdict went to the
+        identifier), or an ambiguous count was left as it is (probe off, leg probed before). Logged; the status
+        at once."""
+        with self._lock:
+            if probe is not self.active_probe:
+                return
+            was_active, seen = before
+            for r in probe.results[seen:]:
+                if "reason" in r:        # not started: off or probed before
+                    self.get_logger().info("probe: %s named with %s; no probe: %s" % (
+                        r["leg"], _alternatives_text(r), r["reason"]))
+            r = probe.results[-1] if probe.results else None
+            if probe.active and not was_active and r is not None:
+                cfg = probe.config
+                leg = self.leg_names.index(r["leg"])
+                # node time -> ROS clock (the gait controller's): now on both, minus the start's distance from now
+                t_start = self.now_sec() + (t + cfg.settle - self.t())
+                req = ProbeRequest("probe", self.probe_requests + 1, r["leg"], t_start, cfg.spec,
+                                   tuple(float(v) for v in probe.stance[3 * leg:3 * leg + 3]))
+                self._publish_probe(req, "link count ambiguous")
+                self.get_logger().warning(
+                    "probe %d: %s named with %s: standing on the other legs, %s moves for %.1f s from %.1f s on "
+                    "(damage/probe)" % (req.id, r["leg"], _alternatives_text(r), r["leg"], cfg.spec.duration,
+                                        cfg.settle))
+            elif was_active and not probe.active and r is not None:
+                req = self.probe_request
+                if "t_end" not in r and req is not None and req.action == "probe":    # refused or aborted
+                    self._publish_probe(ProbeRequest("cancel", req.id, req.leg), r.get("reason", "ended"))
+                self.get_logger().warning("probe %d of %s: %s%s" % (
+                    req.id if req is not None else 0, r["leg"], r.get("reason", "ended"),
+                    "" if "cpu_score_s" not in r else " (scored in %.0f ms of CPU)" % (1e3 * r["cpu_score_s"])))
+            self._publish_status_locked()
+
+    def _probe_values(self) -> list:
+        """The probe's /diagnostics values: state, last result (reason, probabilities, CPU)."""
+        probe = self.active_probe
+        values = [("probe", "on" if self.p["probe"] else "off"), ("probe_requests", self.probe_requests)]
+        if probe is None:
+            return values
+        r = probe.results[-1] if probe.results else {}
+        state = "idle" if not probe.active else ("probing" if "margin_planned" in r else "standing")
+        values += [("probe_state", state), ("probe_results", len(probe.results)),
+                   ("probe_last_leg", r.get("leg", "")), ("probe_last", r.get("reason", state if r else "")),
+                   ("probe_last_probabilities", ", ".join("%s:%d=%.3f" % (r["leg"], c, v) for c, v in sorted(
+                       r.get("probabilities", {}).items(), key=lambda kv: -kv[1]))),
+                   ("probe_last_cpu_score_ms", "%.1f" % (1e3 * r["cpu_score_s"]) if "cpu_score_s" in r else ""),
+                   ("probe_last_margin_m", "%.4f" % r["margin_planned"] if "margin_planned" in r else "")]
+        return values
 
     def _lag_governor(self) -> Optional[LagGovernor]:
         if not self.p["identify_degrade"]:
@@ -340,12 +464,15 @@ class DamageMonitor(ThinNode):
                     self._say_unexplained(idf)
                 if idf.events and idf.events[-1] is not self._last_event:
                     self._last_event = e = idf.events[-1]
-                    if e["source"] == "model":
-                        self.last_source = "model"
-                        alt = "".join("; or %s, %.0f %% of the leg: the motion does not tell them apart" % (
-                            format_morphology(links, self.leg_names), 100 * s) for links, s in e["alternatives"])
-                        self._decide(self.now_sec(), ["model: %s (p = %.3f%s)" % (
-                            format_morphology(e["morphology"], self.leg_names), e["probability"], alt)])
+                    if e["source"] in ("model", "probe"):
+                        # a probe's verdict is the model's count too (evidence "model"): the morphology as for
+                        # any model event
+                        self.last_source = e["source"]
+                        alt = "".join("; or %s, %.0f %% of the leg: the %s does not tell them apart" % (
+                            format_morphology(links, self.leg_names), 100 * s,
+                            "motion" if e["source"] == "model" else "probe") for links, s in e["alternatives"])
+                        self._decide(self.now_sec(), ["%s: %s (p = %.3f%s)" % (
+                            e["source"], format_morphology(e["morphology"], self.leg_names), e["probability"], alt)])
                         self._publish_status()
 
     def _stamp(self, topic: str, header) -> None:
@@ -436,6 +563,9 @@ class DamageMonitor(ThinNode):
             self.seizure.config = self._seizure_config()
         if "morphology" in changed:
             self._decide(self.now_sec(), ["manual override %s" % list(changed["morphology"])])
+        if "probe" in changed and "identify" not in changed and self.active_probe is not None:
+            # read by the worker at the next ambiguous event (a probe under way finishes)
+            self.active_probe.config = dataclasses.replace(self.active_probe.config, enabled=changed["probe"])
 
     def _override(self) -> Optional[List[int]]:
         o = list(self.p["morphology"])
@@ -645,6 +775,10 @@ class DamageMonitor(ThinNode):
                 level = 1
         if self.detector.faults and level == 0:
             level = 1
+        values += self._probe_values()
+        probe = self.active_probe
+        if probe is not None and probe.active and probe.results:
+            message += "; probing %s (the gait stands)" % probe.results[-1]["leg"]
         if self.body is not None:
             values += self._publish_body()
         self.publish_diagnostics([self.node_status(message, level, values)])

@@ -17,12 +17,26 @@ targets blend to an all-feet-down stance until the plan is ready, then to the ne
 losses and the paper's scenarios are planned ahead at start. The heading
 hold (``control.heading``) trims the yaw rate from ``imu/data`` (gyro z) and ``predicted/odom`` (position);
 a silent IMU -> the stance. /diagnostics carries ``active_gait`` and ``stability_margin`` (m, planned).
+
+Active probe (issue 23 point 1; ``damage.probe_request``): a request on ``damage/probe`` from the morphology
+authority (the damage monitor) for leg L stops the walk at once (state ``probe``: the other legs hold their
+stance, ``cmd_vel`` is kept but not followed), brings L to the request's stance angles, and from its start time
+(ROS clock) for its duration moves L's coxa and femur through ``LinkProbe.targets`` at every control tick (the
+probe time read from the clock at the tick, so the motion follows the monitor's schedule whatever the ticks'
+phase; targets within the URDF's joint limits like every command); then L goes back in one move of
+``STANCE_MOVE_TIME`` to its stance, or where the gait holds it (folded, with recovery), and is left out of the
+commands until it is there (re-sent, a 20 ms move would follow), the walk held meanwhile; then the walk goes on.
+``action: cancel`` of that probe ends it early the same way. A stale, malformed or overlapping request is
+rejected with one log line (``rejected damage/probe``, counted on /diagnostics); /diagnostics says ``probe``
+(the leg and its end, or ``none``) and ``probes_run``.
 """
 from __future__ import annotations
 
 import math
 import time
 from typing import Any, Dict, Optional
+
+import numpy as np
 
 from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticStatus
@@ -36,6 +50,8 @@ from jethexa_dynamics.control.heading import HeadingHold
 from jethexa_dynamics.control.replan import common_morphologies
 from jethexa_dynamics.control.walking import STANCE_MOVE_TIME, WalkingGait
 from jethexa_dynamics.damage.evidence import SupportGate, evidence_from_values
+from jethexa_dynamics.damage.probe import LinkProbe, ProbeSpec
+from jethexa_dynamics.damage.probe_request import ProbeRequest
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages as validate, params as node_params
 from jethexa_dynamics.nodes.authority import subscribe_morphology
@@ -50,6 +66,18 @@ _GAIT_KEYS = {"gait": "kind", "cycle_time": "cycle_time", "step_height": "step_h
               "body_height": "body_height", "stance_radius": "stance_radius"}
 
 
+def _with_leg(names, targets, leg_names, leg_targets):
+    """The walker's (names, targets) with a leg's joints set to ``leg_targets`` (replaced where present)."""
+    names, targets = list(names), [float(v) for v in targets]
+    for n, v in zip(leg_names, leg_targets):
+        if n in names:
+            targets[names.index(n)] = float(v)
+        else:
+            names.append(n)
+            targets.append(float(v))
+    return names, targets
+
+
 def _duration(seconds: float) -> Duration:
     ns = int(round(seconds * 1e9))
     return Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
@@ -59,7 +87,9 @@ class GaitController(ThinNode):
     def __init__(self, **kwargs):
         super().__init__(node_params.GAIT_CONTROLLER, **kwargs)
         robot = jethexa()
+        self.robot = robot
         self.leg_names = list(robot.leg_names)
+        self.lower, self.upper = np.asarray(robot.joint_lower), np.asarray(robot.joint_upper)
         self.walker = WalkingGait(leg_geometry(), robot.joint_names, recovery=self.p["recovery"],
                                   robot=robot if self.p["recovery"] else None, background=True,
                                   **{v: self.p[k] for k, v in _GAIT_KEYS.items()})
@@ -84,6 +114,13 @@ class GaitController(ThinNode):
         self.morphology_sub = subscribe_morphology(self, self._on_morphology, LATCHED_QOS)
         self.evidence_sub = subscribe_morphology(self, self._on_evidence, LATCHED_QOS, "morphology/evidence",
                                                  DiagnosticStatus)
+        # the active probe: it moves a leg, so from the morphology authority only, like the morphology
+        self.probe: Optional[dict] = None      # the probe under way: request, LinkProbe, joints
+        self.probes_run = 0
+        self._returning: Optional[dict] = None  # the probed leg on its way back: names, stance, until, sent
+        self._probe_ids: set = set()           # requests taken (the latched history replays them)
+        self.probe_sub = subscribe_morphology(self, self._on_probe_request, LATCHED_QOS, "damage/probe",
+                                              DiagnosticStatus)
         if self.p["recovery"]:
             self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS, wake=False)
             self.sub(Odometry, "predicted/odom", self._on_odom, RELIABLE_QOS, wake=False)
@@ -154,6 +191,81 @@ class GaitController(ThinNode):
             self._apply_command()
         self._follow(self.gate.set_evidence(ev))
 
+    def _on_probe_request(self, msg: DiagnosticStatus) -> None:
+        """A probe request (``damage.probe_request``): taken, or rejected (InvalidMessage: one log line)."""
+        try:
+            req = ProbeRequest.from_values({kv.key: kv.value for kv in msg.values}, self.leg_names)
+            req.check_time(self.now_sec())
+            if req.action == "probe":
+                link = LinkProbe(self.robot, req.leg, spec=ProbeSpec(
+                    duration=req.spec.duration, coxa_hz=req.spec.coxa_hz, coxa_amp=req.spec.coxa_amp,
+                    femur_hz=req.spec.femur_hz, femur_amp=req.spec.femur_amp,
+                    command_period=1.0 / self.p["control_rate"]))   # ValueError: faster than the joints' limits
+        except ValueError as exc:
+            raise validate.InvalidMessage(str(exc)) from None
+        if req.action == "cancel":
+            if self.probe is not None and self.probe["request"].id == req.id:
+                self._end_probe("cancelled by the damage monitor")
+            return                    # a cancel of a probe over or never taken: nothing to do
+        if req.id in self._probe_ids:
+            return                    # the latched history again (a re-subscription): taken before
+        if self.probe is not None:
+            raise validate.InvalidMessage("probe request %d (%s): probe %d of %s under way" % (
+                req.id, req.leg, self.probe["request"].id, self.probe["request"].leg))
+        i = self.leg_names.index(req.leg)
+        names = list(self.robot.joint_names[3 * i:3 * i + 3])
+        self._probe_ids.add(req.id)
+        self._returning = None
+        self.probe = {"request": req, "link": link, "joints": np.arange(3 * i, 3 * i + 3), "names": names,
+                      "stance": np.clip(req.stance, self.lower[3 * i:3 * i + 3], self.upper[3 * i:3 * i + 3]),
+                      "started": False}
+        self.get_logger().warning("probe %d of %s (damage monitor): walk stopped, the other legs hold their stance; "
+                                  "%s moves for %.1f s from %.2f s on" % (
+                                      req.id, req.leg, req.leg, req.spec.duration, req.t_start - self.now_sec()))
+
+    def _end_probe(self, why: str) -> None:
+        """The probe ends: the leg goes back in one move of STANCE_MOVE_TIME (to where the gait wants it -- a
+        folded leg with recovery -- or else its stance), the others holding their stance; then the walk goes on."""
+        req = self.probe["request"]
+        self._returning = {"names": self.probe["names"], "stance": self.probe["stance"], "sent": False,
+                           "until": time.monotonic() + STANCE_MOVE_TIME + 0.1}
+        self.probe = None
+        self.probes_run += 1
+        self.get_logger().warning("probe %d of %s %s: %s back (its stance, or where the gait holds it), then "
+                                  "walking on" % (req.id, req.leg, why, req.leg))
+
+    def _probe_targets(self, move_time: float):
+        """The probed leg's (names, targets [rad], move time [s]) at this tick: its stance until the start, then
+        ``LinkProbe.targets`` at the probe time one tick ahead (the servo reaches it at the end of the move);
+        None once the probe is over (it is ended here)."""
+        pr = self.probe
+        req = pr["request"]
+        tau = self.now_sec() - req.t_start
+        if tau >= req.spec.duration:
+            self._end_probe("done")
+            return None
+        if tau + move_time <= 0.0:        # standing: the leg to its stance (re-sent: the servo may be elsewhere)
+            return pr["names"], pr["stance"], STANCE_MOVE_TIME
+        q = pr["link"].targets(pr["stance"], tau + move_time)
+        i = pr["joints"]
+        return pr["names"], np.clip(q, self.lower[i], self.upper[i]), move_time
+
+    def _return_leg(self, names, targets, move_time):
+        """The probed leg back after its probe: once, to the gait's own target for it (a folded leg with
+        recovery) or else its stance, in STANCE_MOVE_TIME; left out of the next messages until that move is
+        done (re-sent, each tick would restart it: a 20 ms move of the rest at the next one), then the walk."""
+        r = self._returning
+        if time.monotonic() >= r["until"]:
+            self._returning = None
+            return names, targets, move_time
+        if r["sent"]:
+            keep = [k for k, n in enumerate(names) if n not in r["names"]]
+            return [names[k] for k in keep], [targets[k] for k in keep], move_time
+        r["sent"] = True
+        own = [targets[names.index(n)] for n in r["names"]] if all(n in names for n in r["names"]) else None
+        names, targets = _with_leg(names, targets, r["names"], r["stance"] if own is None else own)
+        return names, targets, STANCE_MOVE_TIME
+
     @property
     def crawling(self) -> bool:
         """Walk at ``unexplained_speed_scale``: the motion is unexplained or a joint is seized."""
@@ -191,7 +303,7 @@ class GaitController(ThinNode):
         now = time.monotonic()
         dt, self._last_tick = now - self._last_tick, now
         fresh = self.last_cmd_time is not None and now - self.last_cmd_time <= self.p["cmd_vel_timeout"]
-        moving = fresh and any(abs(c) > 1e-9 for c in self.walker.command)
+        moving = fresh and any(abs(c) > 1e-9 for c in self.walker.command) and self.probe is None
         gyro, yaw, odom, self._gyro, self._yaw, self._odom = self._gyro, self._yaw, self._odom, None, None, None
         imu_stale = False
         if self.hold.enabled and moving and self.walker.can_walk and not self.gate.held:
@@ -205,12 +317,23 @@ class GaitController(ThinNode):
             state = "imu_stale"
         if state == "walking" and self.crawling:
             state = "crawl"
+        if self.probe is not None or self._returning is not None:
+            state = "probe"
         names, targets = self.walker.step(min(dt, 0.1), state in STEPPING)
         if self.walker.switches != self._switches and not self.walker.planning:   # a plan finished in the worker
             self._log_gait("re-planned for %s" % format_morphology(self.walker.links_per_leg, self.leg_names))
         move_time = 1.0 / self.p["control_rate"]
         if state not in STEPPING and self.state in STEPPING:
             move_time = STANCE_MOVE_TIME
+        if self.probe is not None:
+            # the probed leg beside the others' stance, in the same message (the one writer of joint_commands):
+            # standing, every joint moves in STANCE_MOVE_TIME (as ActiveProbe does offline); probing, in a tick
+            leg = self._probe_targets(1.0 / self.p["control_rate"])
+            if leg is not None:
+                names, targets = _with_leg(names, targets, leg[0], leg[1])
+                move_time = leg[2]
+        if self.probe is None and self._returning is not None:
+            names, targets, move_time = self._return_leg(names, targets, move_time)
         if state != self.state:
             if state == "stale":
                 self.get_logger().info("cmd_vel older than %.2f s: gait stopped, holding the stance"
@@ -241,7 +364,9 @@ class GaitController(ThinNode):
                   ("morphology_held", self.gate.held or "no"), ("morphology_holds", self.gate.holds),
                   ("motion_unexplained", self.unexplained), ("seized", ",".join(self.seized)),
                   ("command_applied", [round(float(c), 4) for c in self.walker.applied]),
-                  ("joint_commands_published", self.published)]
+                  ("joint_commands_published", self.published),
+                  ("probe", ("returning" if self._returning else "none") if self.probe is None else "%s until %.2f" % (
+                      self.probe["request"].leg, self.probe["request"].t_end)), ("probes_run", self.probes_run)]
         level = 1 if self.gate.held or self.crawling else 0
         self.publish_diagnostics([self.node_status(self.state + (": " + self.gate.held if self.gate.held else ""),
                                                    level, values)])

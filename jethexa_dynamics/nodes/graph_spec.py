@@ -202,6 +202,7 @@ ENDPOINTS: Dict[str, Tuple[Endpoint, ...]] = {
         Endpoint("subscribe", "cmd_vel", "geometry_msgs/msg/Twist"),
         Endpoint("subscribe", "morphology", _MORPH),
         Endpoint("subscribe", "morphology/evidence", _EVIDENCE),
+        Endpoint("subscribe", "damage/probe", _EVIDENCE),
         Endpoint("subscribe", "imu/data", _IMU, _RECOVERY),
         Endpoint("subscribe", "predicted/odom", _ODOM, _RECOVERY),
     ),
@@ -222,6 +223,7 @@ ENDPOINTS: Dict[str, Tuple[Endpoint, ...]] = {
     "damage_monitor": (
         Endpoint("publish", "morphology", _MORPH),
         Endpoint("publish", "morphology/evidence", _EVIDENCE),
+        Endpoint("publish", "damage/probe", _EVIDENCE),
         Endpoint("publish", "body/inertia", "geometry_msgs/msg/InertiaStamped", When("body_estimate", (True,))),
         Endpoint("subscribe", "joint_states/setpoint", _JS, When("body_estimate", (True,))),
         Endpoint("subscribe", "/diagnostics", "diagnostic_msgs/msg/DiagnosticArray"),

@@ -246,6 +246,20 @@ DAMAGE_MONITOR = ParamSet("damage_monitor", [
       read_only=True),
     P("body_window", "double", 30.0, "body estimate: forgetting time constant", lo=1.0, hi=600.0, unit="s",
       read_only=True),
+    P("probe", "bool", False, "active probe (damage.active_probe): when the identifier names a broken leg but not "
+      "its link count (its event lists alternatives), stand on the other legs, have the gait controller move the "
+      "leg for 2 s (damage/probe) and score its link counts by the gyro's reaction; a refused (static margin) or "
+      "ambiguous probe is said, never guessed. Off by default: the robot stops ~3 s on its own; takes effect at "
+      "the next ambiguous event"),
+    P("probe_min_margin", "double", 0.01, "active probe: the smallest static stability margin allowed at any "
+      "instant of the probe (refused, or aborted while it runs, otherwise)", lo=0.0, hi=0.1, unit="m",
+      read_only=True),
+    P("probe_decide", "double", 0.9, "active probe: probability the best link count needs to be taken (below: "
+      "every count's probability reported, the identifier's count kept unless ruled out)", lo=0.5, hi=0.9999,
+      read_only=True),
+    P("probe_max_lag", "double", 0.03, "active probe: the gyro may lag or lead the probe's schedule by up to this "
+      "(bus, IMU filter, queues); each link count is scored at its best shift within it", lo=0.0, hi=0.1,
+      unit="s", read_only=True),
 ])
 
 ROBOT_EMULATOR = ParamSet("robot_emulator", [
