@@ -97,7 +97,7 @@ class ProbeConfig:
     #: s the measured gyro may lag or lead the probe's schedule (``LinkProbe.likelihoods``' ``max_lag``, in IMU
     #: samples): 0 offline, where the loop applies each command at its tick; a node graph's bus, IMU filter and
     #: queues shift it by some ms, [0, 0.1]
-    max_lag: float = _ranged(0.0, 0.0, 0.1)
+    max_lag: float = ranged(0.0, 0.0, 0.1)
     #: the probe's motion
     spec: ProbeSpec = field(default_factory=ProbeSpec)
 
