@@ -184,12 +184,16 @@ class ActiveProbe:
 
     # ---------------------------------------------------------------------------------------------- inputs
     def on_imu(self, t: float, quat, gyro) -> None:
-        """An IMU sample: attitude (w, x, y, z) for the margin, gyro [rad/s] kept while probing."""
+        """An IMU sample: attitude (w, x, y, z) for the margin, gyro [rad/s] kept while probing. Nothing is done
+        between probes (the node hands it every sample at 100 Hz): the stand before a probe brings the attitude
+        up to date before the plan reads it."""
+        run = self._run
+        if run is None:
+            return
         q = np.asarray(quat, dtype=float)
         if q.shape == (4,) and np.all(np.isfinite(q)) and np.linalg.norm(q) > 0.5:
             self._R = quat2mat(q / np.linalg.norm(q))
-        run = self._run
-        if run is None or run["phase"] != "probe":
+        if run["phase"] != "probe":
             return
         s = self.config.spec
         tau = float(t) - run["t0"]

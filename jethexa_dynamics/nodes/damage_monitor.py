@@ -188,7 +188,7 @@ class IdentifierWorker(Worker):
         self.sent[np.asarray(idx, dtype=int)] = pos
         before = (probe.active, len(probe.results))
         c0 = time.thread_time()
-        probe.command(t, self.sent.copy())
+        probe.command(t, self.sent)            # (its plan copies what it keeps)
         if self.cpu is not None:
             with self._cpu_lock:
                 self.cpu.add("probe", time.thread_time() - c0)
