@@ -88,11 +88,13 @@ class LinkProbe:
     ``gyro_noise`` [rad/s] the IMU's noise per sample (the likelihood's sigma); ``spec`` the probe; ``settle``
     [s] the models stand this long before and after their break; ``stance`` the joint set-points [rad, all
     joints in ``robot.joint_names`` order] the robot holds when the probe starts (default: the engine's standing
-    pose). Raises ValueError naming the field for an unknown leg or a probe faster than the URDF's joint rate
+    pose); ``contact`` the models' foot contact (a ``sim.contact.ContactModel``; default the engine's, Table III;
+    :mod:`.contact_calibration` fits one to the plant). Raises ValueError naming the field for an unknown leg or a probe faster than the URDF's joint rate
     limits."""
 
     def __init__(self, robot: Optional[LeggedRobot] = None, leg: str = "LM", spec: ProbeSpec = ProbeSpec(),
-                 gyro_noise: float = 0.005, settle: float = 1.0, stance: Optional[Sequence[float]] = None):
+                 gyro_noise: float = 0.005, settle: float = 1.0, stance: Optional[Sequence[float]] = None,
+                 contact=None):
         self.robot = robot if robot is not None else LeggedRobot.jethexa()
         names = list(self.robot.leg_names)
         if leg not in names:
@@ -113,6 +115,7 @@ class LinkProbe:
         for name, rate, lim in zip(("coxa_amp", "femur_amp"), spec.peak_rate(), limits):
             if rate > lim:
                 raise ValueError("%s: the probe reaches %.2f rad/s, over the joint's %.2f rad/s" % (name, rate, lim))
+        self.contact = contact
         self._predicted: Dict[int, np.ndarray] = {}
 
     def offsets(self, t: float) -> np.ndarray:
@@ -157,7 +160,7 @@ class LinkProbe:
         ``settle`` s: where the probe starts."""
         from jethexa_dynamics.sim.engine import Engine
 
-        eng = Engine(robot if robot is not None else self.robot, gait=None, record_every=0)
+        eng = Engine(robot if robot is not None else self.robot, gait=None, record_every=0, contact=self.contact)
         if self.stance is not None:
             eng.set_joint_targets(self.stance, move_time=STANCE_MOVE_TIME)
         eng.step(int(round(self.settle / eng.dt)))
@@ -172,38 +175,43 @@ class LinkProbe:
             self._predicted[links] = self.run(self.standing_engine(links=links))
         return self._predicted[links]
 
+    def misfit(self, gyro: np.ndarray, links: int, max_lag: int = 0) -> float:
+        """chi^2 (= -2 log-likelihood, the constants dropped) of the measured gyro series (n, 3) [rad/s, base_link
+        axes; rows of NaN skipped] against the model's prediction with the leg at ``links`` links: residuals over
+        ``gyro_noise``, a constant bias per axis fitted, the best shift in [-max_lag, max_lag] samples (see
+        ``likelihoods``). 0 when the model is the plant."""
+        gyro = np.asarray(gyro, dtype=float)
+        m = int(max_lag)
+        if m < 0:
+            raise ValueError("max_lag=%r: a number of samples >= 0" % (max_lag,))
+        pred = self.predicted(int(links))
+        n = min(len(pred), len(gyro))
+        if n == 0:
+            raise ValueError("gyro: no samples to score")
+        if n <= 2 * m:
+            raise ValueError("gyro: %d samples, too few for max_lag=%d" % (n, m))
+        best = math.inf
+        for lag in range(-m, m + 1):      # measured sample k against predicted sample k - lag
+            g, p = gyro[m:n - m], pred[m - lag:n - m - lag]
+            ok = np.all(np.isfinite(g), axis=1)       # rows of NaN: samples that never came
+            if not ok.any():
+                raise ValueError("gyro: no samples to score")
+            r = g[ok] - p[ok]
+            r = r - r.mean(axis=0)          # the constant gyro bias per axis, fitted (profile likelihood)
+            best = min(best, float(np.sum((r / self.gyro_noise) ** 2)))
+        return best
+
     def likelihoods(self, gyro: np.ndarray, counts: Sequence[int] = (0, 1, 2), max_lag: int = 0) -> Dict[int, float]:
         """{link count: probability} of the measured gyro series (n, 3) [rad/s; rows of NaN skipped] under each
         count's prediction, equal priors, independent Gaussian noise of ``gyro_noise`` per sample and axis, and a
-        constant bias per axis fitted (so a gyro bias changes nothing).
+        constant bias per axis fitted (so a gyro bias changes nothing): each count's ``misfit``.
 
         ``max_lag`` [samples]: the measurement may lag (or lead) the probe's schedule by up to this many samples
         (in a node graph the commands reach the servos and the IMU's samples reach the scorer through a bus, a
         filter and queues): each count's best shift in [-max_lag, max_lag] is taken (profile likelihood), every
         shift compared over the same samples (the first and last ``max_lag`` of the probe left out, where its
         window keeps the leg nearly still). 0: the samples as they are (the offline loop)."""
-        gyro = np.asarray(gyro, dtype=float)
-        m = int(max_lag)
-        if m < 0:
-            raise ValueError("max_lag=%r: a number of samples >= 0" % (max_lag,))
-        log = {}
-        for c in counts:
-            pred = self.predicted(int(c))
-            n = min(len(pred), len(gyro))
-            if n == 0:
-                raise ValueError("gyro: no samples to score")
-            if n <= 2 * m:
-                raise ValueError("gyro: %d samples, too few for max_lag=%d" % (n, m))
-            best = -math.inf
-            for lag in range(-m, m + 1):      # measured sample k against predicted sample k - lag
-                g, p = gyro[m:n - m], pred[m - lag:n - m - lag]
-                ok = np.all(np.isfinite(g), axis=1)       # rows of NaN: samples that never came
-                if not ok.any():
-                    raise ValueError("gyro: no samples to score")
-                r = g[ok] - p[ok]
-                r = r - r.mean(axis=0)          # the constant gyro bias per axis, fitted (profile likelihood)
-                best = max(best, -0.5 * float(np.sum((r / self.gyro_noise) ** 2)))
-            log[int(c)] = best
+        log = {int(c): -0.5 * self.misfit(gyro, int(c), max_lag) for c in counts}
         top = max(log.values())
         w = {c: math.exp(v - top) for c, v in log.items()}
         total = sum(w.values())
