@@ -123,7 +123,7 @@ PROBE_PLANT = dict(mass_scale=1.1, body_com_offset=(0.005, 0.0, 0.0), gyro_bias=
 BREAK_AT, PROBE_RUN = 3.0, 9.0      # s: the break, then walking/probing this long after it (final count read then)
 
 
-def probe_break(leg, links, seed, enabled=True, plant="engine", always=False):
+def probe_break(leg, links, seed, enabled=True, plant="engine", always=False, contact=None):
     """One break LEG:links at ``BREAK_AT`` with the active probe in the loop (``plant`` engine or mujoco): the
     identifier's events, the probe's results and the plant's own static margin [m] of its CoM over its other five
     feet while the probe runs."""
@@ -131,7 +131,7 @@ def probe_break(leg, links, seed, enabled=True, plant="engine", always=False):
     from jethexa_dynamics.damage.active_probe import ActiveProbe
 
     idf = DamageIdentifier()
-    probe = ActiveProbe(idf, enabled=enabled, always=always)
+    probe = ActiveProbe(idf, enabled=enabled, always=always, contact=contact)
     plant_margin = []
     cfg = dict(PROBE_PLANT)
     mj = None
@@ -156,14 +156,14 @@ def probe_break(leg, links, seed, enabled=True, plant="engine", always=False):
     return idf, probe, (min(plant_margin) if plant_margin else float("nan"))
 
 
-def probe_table(seeds, plant="engine", always=False):
+def probe_table(seeds, plant="engine", always=False, contact=None):
     """The 18 breaks with the probe, ``seeds`` noise seeds each: (rows of the first seed, all runs)."""
     rows, runs = [], []
     for k in range(seeds):
         for leg in LEGS:
             for links in (2, 1, 0):
                 idf, probe, plant_m = probe_break(leg, links, seed=100 * k + links, plant=plant,
-                                                     always=always)
+                                                     always=always, contact=contact)
                 i = LEGS.index(leg)
                 final = idf.morphology
                 exact = final[i] == links and all(m == 3 for j, m in enumerate(final) if j != i)
@@ -188,12 +188,13 @@ def _prob(p):
     return "1 - %.1e" % (1.0 - p) if p > 0.99 else "%.2g" % p
 
 
-def probe_lines(seeds, plant="engine", always=False):
-    rows, runs = probe_table(seeds, plant, always)
+def probe_lines(seeds, plant="engine", always=False, contact=None):
+    rows, runs = probe_table(seeds, plant, always, contact)
     lines = ["## The 18 breaks with the active probe in the loop on the %s%s (t = %g s; plant body +10 %% mass, "
-             "CoM +5 mm x, gyro bias %s rad/s; models unaware)" % (
+             "CoM +5 mm x, gyro bias %s rad/s; models unaware%s)" % (
                  "engine" if plant == "engine" else "MuJoCo plant (`sim/mjcf.py`)",
-                 ", every named leg probed (`always`)" if always else "", BREAK_AT, PROBE_PLANT["gyro_bias"]), "",
+                 ", every named leg probed (`always`)" if always else "", BREAK_AT, PROBE_PLANT["gyro_bias"],
+                 _contact_note(contact)), "",
              "Named = the identifier's model event (its alternatives: the counts walking could not rule out). The "
              "probe: stand %.1f s, then %.1f s of probe (`ProbeSpec` defaults), scored over the leg's counts 0, 1, 2. "
              "Delay = break -> the final count: the probe's verdict, or the last morphology event if later (read %g s "
@@ -255,7 +256,7 @@ def probe_lines(seeds, plant="engine", always=False):
     return lines + [""]
 
 
-def probe_mujoco_lines(seeds):
+def probe_mujoco_lines(seeds, contact=None):
     """The probe alone on the MuJoCo plant (``sim.mjcf.MujocoServoPlant``): each leg standing broken to 0, 1, 2
     links, the same body error and gyro bias, ``seeds`` noise seeds; the engine's models score it."""
     from jethexa_dynamics.damage.active_probe import ActiveProbe, verdict
@@ -269,7 +270,7 @@ def probe_mujoco_lines(seeds):
     cfg = ActiveProbeConfig()
     bias = np.asarray(PROBE_PLANT["gyro_bias"])
     lines = ["## The probe alone on the MuJoCo plant (`sim/mjcf.py`; plant body +10 %% mass, CoM +5 mm x, gyro "
-             "bias %s rad/s; the engine's models)" % (PROBE_PLANT["gyro_bias"],), "",
+             "bias %s rad/s; the engine's models%s)" % (PROBE_PLANT["gyro_bias"], _contact_note(contact)), "",
              "Not the loop: MuJoCo stands broken from the start (its tree is built without the lost links; the "
              "identifier does not walk it), in the walking gait's stance, and runs the same probe; scored by the "
              "engine's models from that stance. chi^2 = the noise-free MuJoCo series against each count's "
@@ -281,7 +282,8 @@ def probe_mujoco_lines(seeds):
     tally = np.zeros(3, dtype=int)
     for leg in LEGS:
         i = LEGS.index(leg)
-        probe = LinkProbe(robot, leg, stance=stance, gyro_noise=cfg.gyro_noise, settle=cfg.model_settle)
+        probe = LinkProbe(robot, leg, stance=stance, gyro_noise=cfg.gyro_noise, settle=cfg.model_settle,
+                          contact=contact)
         for links in (2, 1, 0):
             lpl = [links if j == i else 3 for j in range(6)]
             margins = []
@@ -313,6 +315,78 @@ def probe_mujoco_lines(seeds):
     return lines
 
 
+def _contact_note(contact):
+    return "" if contact is None else "; the models' contact d_t = %.1f N s/m" % contact.d_t
+
+
+#: the leg the start-up calibration lifts (a middle leg: the largest static margin on the other five)
+CALIBRATION_LEG = "LM"
+
+
+def calibrate_lines(plant, seed=0):
+    """The contact calibration (``damage.contact_calibration``) on the healthy plant (the probe runs' body error,
+    gyro bias and noise), each leg lifted in turn; beside each fit, whether it carries over: the noise-free
+    LEG:1 break's misfit to counts 1 and 0 with the default and the fitted contact. Returns (lines, the fit of
+    ``CALIBRATION_LEG``: the contact the probe runs then use)."""
+    from jethexa_dynamics.damage.active_probe import ActiveProbe
+    from jethexa_dynamics.damage.contact_calibration import ContactCalibration
+    from jethexa_dynamics.damage.probe import LinkProbe
+    from jethexa_dynamics.model import LeggedRobot
+    from jethexa_dynamics.sim.streams import scaled_body_robot
+
+    robot = LeggedRobot.jethexa()
+    plant_robot = scaled_body_robot(PROBE_PLANT["mass_scale"], PROBE_PLANT["body_com_offset"])
+    stance = ActiveProbe(DamageIdentifier()).stance
+    cfg = ActiveProbeConfig()
+    bias = np.asarray(PROBE_PLANT["gyro_bias"])
+
+    def make(links_per_leg, st, probe, links=3):
+        if plant == "mujoco":
+            from jethexa_dynamics.sim.mjcf import MujocoServoPlant
+            return MujocoServoPlant(robot, links_per_leg, body_scale=PROBE_PLANT["mass_scale"],
+                                    body_com_offset=PROBE_PLANT["body_com_offset"], stance=st)
+        return probe.standing_engine(robot=plant_robot, links=links)
+
+    lines = ["## Contact calibration on the healthy %s (`damage.contact_calibration`; plant body +10 %% mass, CoM "
+             "+5 mm x, gyro bias and noise)" % ("MuJoCo plant" if plant == "mujoco" else "engine plant (d_t = 50)"),
+             "", "Each leg in turn lifted (femur +%.1f rad), the probe's motion (`ProbeSpec` defaults) in the air; "
+             "d_t fitted over the healthy model's gyro misfit (grid 10-200 N s/m in log, then golden section). "
+             "Carry-over: the noise-free LEG:1 break standing on the same plant, its misfit to the model's count "
+             "1 and count 0 (chi^2; the 1-vs-0 verdict needs the first well below the second), with the default "
+             "contact (d_t = 50) and with the fitted one. CPU: the fit here." % cal_lift(), "",
+             "| leg | fitted d_t [N s/m] | healthy chi^2 default / fitted | LEG:1 to 1 / to 0, default | "
+             "LEG:1 to 1 / to 0, fitted | CPU [ms] |", "|---|---:|---|---|---|---:|"]
+    fits, cpus = {}, []
+    for i, leg in enumerate(LEGS):
+        cal = ContactCalibration(robot, leg, stance=stance, gyro_noise=cfg.gyro_noise, settle=cfg.model_settle)
+        rng = np.random.default_rng(1000 * seed + i)
+        g = cal.run(make(None, cal.stance, cal.probe()), noise=(rng, cfg.gyro_noise)) + bias
+        c0 = time.thread_time()
+        fit = cal.fit(g)
+        cpus.append(time.thread_time() - c0)
+        fits[leg] = fit
+        chi = []
+        for contact in (None, fit.contact):
+            lp = LinkProbe(robot, leg, stance=stance, gyro_noise=cfg.gyro_noise, settle=cfg.model_settle,
+                           contact=contact)
+            clean = lp.run(make([1 if j == i else 3 for j in range(6)], stance, lp, links=1))
+            chi.append((lp.misfit(clean, 1), lp.misfit(clean, 0)))
+        lines.append("| %s | %.1f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f |" % (
+            leg, fit.d_t, fit.chi2_base, fit.chi2, chi[0][0], chi[0][1], chi[1][0], chi[1][1], 1e3 * cpus[-1]))
+    lines += ["", "- the probe runs below use %s's fit, d_t = %.1f N s/m (one calibration, e.g. at start-up)"
+              % (CALIBRATION_LEG, fits[CALIBRATION_LEG].d_t),
+              "- CPU of one fit (%d model runs of %.0f s standing + %.0f s probe at 1 ms): median %.0f ms here; a "
+              "Jetson Nano core at x5: ~%.1f s, once" % (len(fits[CALIBRATION_LEG].grid) + 1, cfg.model_settle,
+                                                        cfg.spec.duration, 1e3 * np.median(cpus),
+                                                        5 * np.median(cpus)), ""]
+    return lines, fits[CALIBRATION_LEG]
+
+
+def cal_lift():
+    from jethexa_dynamics.damage.contact_calibration import LIFT
+    return LIFT
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
@@ -321,19 +395,39 @@ def main(argv=None):
     ap.add_argument("--plant", choices=("engine", "mujoco"), default="engine",
                     help="--probe: the plant of the closed loop, the engine (default) or MuJoCo (then also the "
                     "probe alone on MuJoCo standing broken)")
+    ap.add_argument("--calibrate", action="store_true", help="--probe: fit the models' contact on the healthy plant "
+                    "first (damage.contact_calibration) and score with it -> ..._calibrated.md")
+    ap.add_argument("--contact-dt", type=float, default=None, help="--probe: score with this tangential damper "
+                    "[N s/m] instead (a what-if, not a calibration) -> ..._dt<value>.md")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     if a.seeds < 1:
         ap.error("--seeds must be >= 1, got %d" % a.seeds)
     if a.probe:
         mj = a.plant == "mujoco"
-        out = a.out or str(Path(__file__).parent / "results" / ("identify_probe%s.md" % ("_mujoco" if mj else "")))
-        lines = ["# The active probe for the link count (`benchmarks/bench_identify.py --probe%s`)"
-                 % (" --plant mujoco" if mj else ""), ""]
+        if a.calibrate and a.contact_dt is not None:
+            ap.error("--calibrate and --contact-dt: one or the other")
+        if a.contact_dt is not None and not 1.0 <= a.contact_dt <= 200.0:
+            ap.error("--contact-dt must be within [1, 200] N s/m, got %g" % a.contact_dt)
+        tag = "_calibrated" if a.calibrate else ("" if a.contact_dt is None else "_dt%g" % a.contact_dt)
+        out = a.out or str(Path(__file__).parent / "results" / ("identify_probe%s%s.md" % ("_mujoco" if mj else "",
+                                                                                           tag)))
+        lines = ["# The active probe for the link count (`benchmarks/bench_identify.py --probe%s%s`)"
+                 % (" --plant mujoco" if mj else "", " --calibrate" if a.calibrate else (
+                     "" if a.contact_dt is None else " --contact-dt %g" % a.contact_dt)), ""]
         lines += describe(*(("transforms3d", "mujoco") if mj else ("transforms3d",))) + [
             "- load average at the start: %.1f" % os.getloadavg()[0], ""]
-        text = "\n".join(lines + probe_lines(a.seeds, a.plant) + (probe_lines(a.seeds, a.plant, always=True) +
-                                                                   probe_mujoco_lines(a.seeds) if mj else []))
+        contact = None
+        if a.calibrate:
+            cal, fit = calibrate_lines(a.plant)
+            lines += cal
+            contact = fit.contact
+        elif a.contact_dt is not None:
+            from jethexa_dynamics.sim.contact import ContactModel
+            contact = ContactModel(d_t=a.contact_dt)
+        text = "\n".join(lines + probe_lines(a.seeds, a.plant, contact=contact) + (
+            probe_lines(a.seeds, a.plant, always=True, contact=contact) + probe_mujoco_lines(a.seeds, contact)
+            if mj else []))
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text)
         print(text)

@@ -60,6 +60,7 @@ from jethexa_dynamics.control.support import support_margin
 from jethexa_dynamics.control.walking import STANCE_MOVE_TIME, WalkingGait
 from jethexa_dynamics.model import LeggedRobot, Morphology
 from jethexa_dynamics.model.com import center_of_mass
+from jethexa_dynamics.sim.contact import ContactModel
 
 from .identifier_config import check_ranges, ranged
 from .probe import LinkProbe, ProbeSpec
@@ -145,7 +146,10 @@ class ActiveProbe:
     ``identifier`` a ``DamageIdentifier`` (its ``events`` are read, its ``on_probe`` called); ``robot`` the
     healthy model (default the identifier's); ``body`` a body estimate with ``mass`` [kg] and ``com`` [m,
     base_link] (``damage.body_load.BodyEstimate``) or None; ``config`` a :class:`ProbeConfig`, ``overrides``
-    its fields as keywords; ``stance`` the healthy stance's joint angles [rad] (default the walking gait's).
+    its fields as keywords; ``stance`` the healthy stance's joint angles [rad] (default the walking gait's);
+    ``contact`` the models' foot contact (``sim.contact.ContactModel``, e.g. ``ContactCalibration.fit``'s):
+    default None, the engine's Table III (d_t = 50 N s/m), because the calibration measured on MuJoCo does not
+    help the 1-vs-0 verdict (``damage.contact_calibration``).
 
     ``results``: one dict per ambiguous model event: ``t_named`` [s], ``leg``, ``named`` (the identifier's count),
     ``alternatives`` [(count, share)], ``probed``, ``reason`` (the verdict, or why there was no probe: off, probed
@@ -158,7 +162,11 @@ class ActiveProbe:
     """
 
     def __init__(self, identifier, robot: Optional[LeggedRobot] = None, body=None,
-                 config: Optional[ProbeConfig] = None, stance: Optional[Sequence[float]] = None, **overrides):
+                 config: Optional[ProbeConfig] = None, stance: Optional[Sequence[float]] = None, contact=None,
+                 **overrides):
+        if contact is not None and not isinstance(contact, ContactModel):
+            raise ValueError("contact=%r: a sim.contact.ContactModel or None" % (contact,))
+        self.contact = contact
         self.config = ProbeConfig(**overrides) if config is None else dataclasses.replace(config, **overrides)
         self.identifier = identifier
         base = (robot or identifier.robot).full
@@ -270,7 +278,7 @@ class ActiveProbe:
         q[joints] = self.stance[joints]
         counts = tuple(range(self.robot.description.n_joints[leg]))
         probe = LinkProbe(self.robot, self.robot.leg_names[leg], spec=cfg.spec, gyro_noise=cfg.gyro_noise,
-                          settle=cfg.model_settle, stance=q)
+                          settle=cfg.model_settle, stance=q, contact=self.contact)
         morphology = list(self.identifier.morphology)
         c0 = time.thread_time()
         margin = probe_margin(self.robot, self.geometry, q, leg, morphology, self._R, probe, counts)
