@@ -123,7 +123,7 @@ PROBE_PLANT = dict(mass_scale=1.1, body_com_offset=(0.005, 0.0, 0.0), gyro_bias=
 BREAK_AT, PROBE_RUN = 3.0, 9.0      # s: the break, then walking/probing this long after it (final count read then)
 
 
-def probe_break(leg, links, seed, enabled=True, plant="engine", always=False, contact=None):
+def probe_break(leg, links, seed, enabled=True, plant="engine", always=False, contact=None, max_lag=0.0):
     """One break LEG:links at ``BREAK_AT`` with the active probe in the loop (``plant`` engine or mujoco): the
     identifier's events, the probe's results and the plant's own static margin [m] of its CoM over its other five
     feet while the probe runs."""
@@ -131,7 +131,7 @@ def probe_break(leg, links, seed, enabled=True, plant="engine", always=False, co
     from jethexa_dynamics.damage.active_probe import ActiveProbe
 
     idf = DamageIdentifier()
-    probe = ActiveProbe(idf, enabled=enabled, always=always, contact=contact)
+    probe = ActiveProbe(idf, enabled=enabled, always=always, contact=contact, max_lag=max_lag)
     plant_margin = []
     cfg = dict(PROBE_PLANT)
     mj = None
@@ -156,14 +156,14 @@ def probe_break(leg, links, seed, enabled=True, plant="engine", always=False, co
     return idf, probe, (min(plant_margin) if plant_margin else float("nan"))
 
 
-def probe_table(seeds, plant="engine", always=False, contact=None):
+def probe_table(seeds, plant="engine", always=False, contact=None, max_lag=0.0):
     """The 18 breaks with the probe, ``seeds`` noise seeds each: (rows of the first seed, all runs)."""
     rows, runs = [], []
     for k in range(seeds):
         for leg in LEGS:
             for links in (2, 1, 0):
                 idf, probe, plant_m = probe_break(leg, links, seed=100 * k + links, plant=plant,
-                                                     always=always, contact=contact)
+                                                     always=always, contact=contact, max_lag=max_lag)
                 i = LEGS.index(leg)
                 final = idf.morphology
                 exact = final[i] == links and all(m == 3 for j, m in enumerate(final) if j != i)
@@ -188,13 +188,13 @@ def _prob(p):
     return "1 - %.1e" % (1.0 - p) if p > 0.99 else "%.2g" % p
 
 
-def probe_lines(seeds, plant="engine", always=False, contact=None):
-    rows, runs = probe_table(seeds, plant, always, contact)
+def probe_lines(seeds, plant="engine", always=False, contact=None, max_lag=0.0):
+    rows, runs = probe_table(seeds, plant, always, contact, max_lag)
     lines = ["## The 18 breaks with the active probe in the loop on the %s%s (t = %g s; plant body +10 %% mass, "
              "CoM +5 mm x, gyro bias %s rad/s; models unaware%s)" % (
                  "engine" if plant == "engine" else "MuJoCo plant (`sim/mjcf.py`)",
                  ", every named leg probed (`always`)" if always else "", BREAK_AT, PROBE_PLANT["gyro_bias"],
-                 _contact_note(contact)), "",
+                 _contact_note(contact, max_lag)), "",
              "Named = the identifier's model event (its alternatives: the counts walking could not rule out). The "
              "probe: stand %.1f s, then %.1f s of probe (`ProbeSpec` defaults), scored over the leg's counts 0, 1, 2. "
              "Delay = break -> the final count: the probe's verdict, or the last morphology event if later (read %g s "
@@ -256,7 +256,7 @@ def probe_lines(seeds, plant="engine", always=False, contact=None):
     return lines + [""]
 
 
-def probe_mujoco_lines(seeds, contact=None):
+def probe_mujoco_lines(seeds, contact=None, max_lag=0.0):
     """The probe alone on the MuJoCo plant (``sim.mjcf.MujocoServoPlant``): each leg standing broken to 0, 1, 2
     links, the same body error and gyro bias, ``seeds`` noise seeds; the engine's models score it."""
     from jethexa_dynamics.damage.active_probe import ActiveProbe, verdict
@@ -270,7 +270,7 @@ def probe_mujoco_lines(seeds, contact=None):
     cfg = ActiveProbeConfig()
     bias = np.asarray(PROBE_PLANT["gyro_bias"])
     lines = ["## The probe alone on the MuJoCo plant (`sim/mjcf.py`; plant body +10 %% mass, CoM +5 mm x, gyro "
-             "bias %s rad/s; the engine's models%s)" % (PROBE_PLANT["gyro_bias"], _contact_note(contact)), "",
+             "bias %s rad/s; the engine's models%s)" % (PROBE_PLANT["gyro_bias"], _contact_note(contact, max_lag)), "",
              "Not the loop: MuJoCo stands broken from the start (its tree is built without the lost links; the "
              "identifier does not walk it), in the walking gait's stance, and runs the same probe; scored by the "
              "engine's models from that stance. chi^2 = the noise-free MuJoCo series against each count's "
@@ -293,15 +293,13 @@ def probe_mujoco_lines(seeds, contact=None):
                                         body_com_offset=PROBE_PLANT["body_com_offset"], stance=stance)
             clean = probe.run(plant(), on_sample=lambda k, e: margins.append(mujoco_margin(e.mj)) if k % 10 == 0
                               else None)
-            chi = []
-            for c in (0, 1, 2):
-                r = clean - probe.predicted(c)
-                chi.append(float(np.sum(((r - r.mean(axis=0)) / cfg.gyro_noise) ** 2)))
+            lag = int(round(max_lag / cfg.spec.imu_period))
+            chi = [probe.misfit(clean, c, lag) for c in (0, 1, 2)]
             counts, first = np.zeros(3, dtype=int), None
             for k in range(seeds):
                 rng = np.random.default_rng(1000 * k + 10 * i + links)
                 g = clean + bias + rng.normal(0.0, cfg.gyro_noise, clean.shape)
-                p = probe.likelihoods(g)
+                p = probe.likelihoods(g, max_lag=lag)
                 first = first or p
                 best, _ = verdict(leg, p, cfg.decide)
                 counts[0 if best == links else (1 if best is None else 2)] += 1
@@ -315,15 +313,16 @@ def probe_mujoco_lines(seeds, contact=None):
     return lines
 
 
-def _contact_note(contact):
-    return "" if contact is None else "; the models' contact d_t = %.1f N s/m" % contact.d_t
+def _contact_note(contact, max_lag=0.0):
+    return ("" if contact is None else "; the models' contact d_t = %.1f N s/m" % contact.d_t) + (
+        "" if not max_lag else "; the gyro's lag fitted within +-%g ms (`max_lag`)" % (1e3 * max_lag))
 
 
 #: the leg the start-up calibration lifts (a middle leg: the largest static margin on the other five)
 CALIBRATION_LEG = "LM"
 
 
-def calibrate_lines(plant, seed=0):
+def calibrate_lines(plant, seed=0, max_lag=0.0):
     """The contact calibration (``damage.contact_calibration``) on the healthy plant (the probe runs' body error,
     gyro bias and noise), each leg lifted in turn; beside each fit, whether it carries over: the noise-free
     LEG:1 break's misfit to counts 1 and 0 with the default and the fitted contact. Returns (lines, the fit of
@@ -362,7 +361,8 @@ def calibrate_lines(plant, seed=0):
         rng = np.random.default_rng(1000 * seed + i)
         g = cal.run(make(None, cal.stance, cal.probe()), noise=(rng, cfg.gyro_noise)) + bias
         c0 = time.thread_time()
-        fit = cal.fit(g)
+        lag = int(round(max_lag / cfg.spec.imu_period))
+        fit = cal.fit(g, lag)
         cpus.append(time.thread_time() - c0)
         fits[leg] = fit
         chi = []
@@ -370,7 +370,7 @@ def calibrate_lines(plant, seed=0):
             lp = LinkProbe(robot, leg, stance=stance, gyro_noise=cfg.gyro_noise, settle=cfg.model_settle,
                            contact=contact)
             clean = lp.run(make([1 if j == i else 3 for j in range(6)], stance, lp, links=1))
-            chi.append((lp.misfit(clean, 1), lp.misfit(clean, 0)))
+            chi.append((lp.misfit(clean, 1, lag), lp.misfit(clean, 0, lag)))
         lines.append("| %s | %.1f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f |" % (
             leg, fit.d_t, fit.chi2_base, fit.chi2, chi[0][0], chi[0][1], chi[1][0], chi[1][1], 1e3 * cpus[-1]))
     lines += ["", "- the probe runs below use %s's fit, d_t = %.1f N s/m (one calibration, e.g. at start-up)"
@@ -399,6 +399,8 @@ def main(argv=None):
                     "first (damage.contact_calibration) and score with it -> ..._calibrated.md")
     ap.add_argument("--contact-dt", type=float, default=None, help="--probe: score with this tangential damper "
                     "[N s/m] instead (a what-if, not a calibration) -> ..._dt<value>.md")
+    ap.add_argument("--max-lag", type=float, default=0.0, help="--probe: the scoring fits the gyro's shift within "
+                    "+-this many s (ProbeConfig.max_lag, [0, 0.1]) -> ..._lag<ms>ms.md")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     if a.seeds < 1:
@@ -409,25 +411,29 @@ def main(argv=None):
             ap.error("--calibrate and --contact-dt: one or the other")
         if a.contact_dt is not None and not 1.0 <= a.contact_dt <= 200.0:
             ap.error("--contact-dt must be within [1, 200] N s/m, got %g" % a.contact_dt)
+        if not 0.0 <= a.max_lag <= 0.1:
+            ap.error("--max-lag must be within [0, 0.1] s, got %g" % a.max_lag)
         tag = "_calibrated" if a.calibrate else ("" if a.contact_dt is None else "_dt%g" % a.contact_dt)
+        tag += "_lag%gms" % (1e3 * a.max_lag) if a.max_lag else ""
         out = a.out or str(Path(__file__).parent / "results" / ("identify_probe%s%s.md" % ("_mujoco" if mj else "",
                                                                                            tag)))
-        lines = ["# The active probe for the link count (`benchmarks/bench_identify.py --probe%s%s`)"
+        lines = ["# The active probe for the link count (`benchmarks/bench_identify.py --probe%s%s%s`)"
                  % (" --plant mujoco" if mj else "", " --calibrate" if a.calibrate else (
-                     "" if a.contact_dt is None else " --contact-dt %g" % a.contact_dt)), ""]
+                     "" if a.contact_dt is None else " --contact-dt %g" % a.contact_dt),
+                    " --max-lag %g" % a.max_lag if a.max_lag else ""), ""]
         lines += describe(*(("transforms3d", "mujoco") if mj else ("transforms3d",))) + [
             "- load average at the start: %.1f" % os.getloadavg()[0], ""]
         contact = None
         if a.calibrate:
-            cal, fit = calibrate_lines(a.plant)
+            cal, fit = calibrate_lines(a.plant, max_lag=a.max_lag)
             lines += cal
             contact = fit.contact
         elif a.contact_dt is not None:
             from jethexa_dynamics.sim.contact import ContactModel
             contact = ContactModel(d_t=a.contact_dt)
-        text = "\n".join(lines + probe_lines(a.seeds, a.plant, contact=contact) + (
-            probe_lines(a.seeds, a.plant, always=True, contact=contact) + probe_mujoco_lines(a.seeds, contact)
-            if mj else []))
+        text = "\n".join(lines + probe_lines(a.seeds, a.plant, contact=contact, max_lag=a.max_lag) + (
+            probe_lines(a.seeds, a.plant, always=True, contact=contact, max_lag=a.max_lag) +
+            probe_mujoco_lines(a.seeds, contact, a.max_lag) if mj else []))
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text)
         print(text)

@@ -104,16 +104,17 @@ class ContactCalibration:
         ``LinkProbe.run`` drives): the gyro (n, 3) [rad/s, base_link axes]."""
         return self.probe().run(plant, noise=noise)
 
-    def fit(self, gyro: np.ndarray) -> ContactFit:
-        """The d_t [N s/m] whose healthy model best predicts ``gyro`` (n, 3) [rad/s] (least ``misfit``): the grid
-        in log d_t, then golden-section steps in the bracket around its best point."""
+    def fit(self, gyro: np.ndarray, max_lag: int = 0) -> ContactFit:
+        """The d_t [N s/m] whose healthy model best predicts ``gyro`` (n, 3) [rad/s] (least ``misfit``, the gyro's
+        shift fitted within +-``max_lag`` samples as ``LinkProbe.likelihoods`` does): the grid in log d_t, then
+        golden-section steps in the bracket around its best point."""
         seen = {}
 
         def chi2(log_d):
             d = float(math.exp(log_d))
             if d not in seen:
                 try:
-                    seen[d] = self.probe(d).misfit(gyro, 3)
+                    seen[d] = self.probe(d).misfit(gyro, 3, max_lag)
                 except SimulationError:         # a damper too stiff for the engine's 1 ms step: not the plant's
                     seen[d] = math.inf
             return seen[d]
@@ -133,6 +134,6 @@ class ContactCalibration:
                 a, c = c, d
                 d = a + g * (b - a)
         best = min(seen, key=seen.get)
-        base = self.probe().misfit(gyro, 3) if self.base.d_t not in seen else seen[self.base.d_t]
+        base = self.probe().misfit(gyro, 3, max_lag) if self.base.d_t not in seen else seen[self.base.d_t]
         return ContactFit(d_t=best, chi2=seen[best], chi2_base=base, grid=tuple(seen.items()),
                           contact=self.probe(best).contact)

@@ -89,8 +89,8 @@ class LinkProbe:
     [s] the models stand this long before and after their break; ``stance`` the joint set-points [rad, all
     joints in ``robot.joint_names`` order] the robot holds when the probe starts (default: the engine's standing
     pose); ``contact`` the models' foot contact (a ``sim.contact.ContactModel``; default the engine's, Table III;
-    :mod:`.contact_calibration` fits one to the plant). Raises ValueError naming the field for an unknown leg or a probe faster than the URDF's joint rate
-    limits."""
+    :mod:`.contact_calibration` fits one to the plant). Raises ValueError naming the field for an unknown leg
+    or a probe faster than the URDF's joint rate limits."""
 
     def __init__(self, robot: Optional[LeggedRobot] = None, leg: str = "LM", spec: ProbeSpec = ProbeSpec(),
                  gyro_noise: float = 0.005, settle: float = 1.0, stance: Optional[Sequence[float]] = None,
