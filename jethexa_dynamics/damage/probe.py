@@ -26,6 +26,13 @@ The choice, measured on the project's engine (the papers are silent on it):
   for that verdict; 2 against fewer links
   (the femur's reaction, roll and pitch as well) depends on it less (misfit chi^2 260-470 on MuJoCo against
   separations of 400-840).
+- Most of that MuJoCo misfit is timing, not contact: MuJoCo's position servos (kv/kp = 20 ms, no rate
+  feed-forward, against the engine's PID) make its gyro the models' 2 samples (20 ms) late, on every leg and
+  count; with the shift fitted (``likelihoods``' ``max_lag`` >= 2 samples) the noise-free 1-link misfit falls
+  to chi^2 8-14 against 37-45 for 0 links. A contact calibration from a lifted healthy leg
+  (:mod:`.contact_calibration`) recovers an engine plant's d_t within 5 %, but on MuJoCo fits d_t 55-59 N s/m,
+  which makes the 1-link misfit worse (41-60, above the 0-link's): a damper fitted to a whole leg's reaction
+  does not carry over to the 20 g coxa's (``benchmarks/results/identify_probe_mujoco_calibrated.md``).
 - A constant gyro bias does not matter: the score fits one per axis (the residual's mean over the probe is
   taken out, the profile likelihood of a constant offset), so neither the plant's bias nor a still stretch
   before the probe is needed; what the fit takes away is only the signal's mean, which a probe that starts and
