@@ -8,10 +8,13 @@ five feet. Scored with ``LinkProbe.misfit`` (the same Gaussian gyro likelihood, 
 a log-spaced grid over ``d_t_range``, then a golden-section search in the grid's bracket.
 
 Measured (``benchmarks/results/identify_probe_mujoco_calibrated.md``): on the engine it recovers the plant's
-own d_t; on MuJoCo (``sim.mjcf``: stiff soft-constraint contact, position servos without an integral) every
-leg's healthy probe fits d_t = 55 N s/m with a misfit of chi^2 ~5000-7300 left (a damper cannot reproduce
-MuJoCo's reaction), while the 1-link breaks are best fitted at d_t = 40: the fitted contact does not carry over
-from a whole leg's reaction to a 20 g coxa's, so ``ActiveProbe`` does not use it unless given (``contact``).
+own d_t (48.7-50.8 for 50, each leg lifted in turn; 35 and 80 within 5 % in the tests); on MuJoCo (``sim.mjcf``:
+stiff soft-constraint contact, position servos without rate feed-forward) every leg's healthy probe fits
+d_t = 55-59 N s/m with a misfit of chi^2 5200-8200 left (a damper cannot reproduce MuJoCo's whole-leg reaction),
+while the 1-link breaks are best fitted at d_t = 40: the fit does not carry over from a whole leg's reaction to
+a 20 g coxa's, and scoring with it the MuJoCo loop gets 9/18 exact (52/90 over 5 seeds) against 14/18 (75/90)
+with the default. So ``ActiveProbe`` does not use it unless given (``contact``, default None). What does help
+on MuJoCo is the gyro's lag (``ProbeConfig.max_lag``; ``probe`` module docstring).
 
 Example::
 
