@@ -11,7 +11,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ORDER = ["model", "model_py310", "model_py310_numba060", "sim", "bus", "nodes", "nano_budget",
          "nano_budget_separate_half", "false_damage", "replay", "second_opinions", "identify", "identify_probe",
          "identify_probe_mujoco", "identify_probe_calibrated", "identify_probe_mujoco_calibrated",
-         "identify_probe_mujoco_dt40", "soak"]
+         "identify_probe_mujoco_dt40", "identify_probe_lag30ms", "identify_probe_mujoco_lag30ms",
+         "identify_probe_mujoco_calibrated_lag30ms", "soak"]
 
 
 def main():
