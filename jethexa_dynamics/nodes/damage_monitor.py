@@ -298,8 +298,8 @@ class DamageMonitor(ThinNode):
         # check's) before it, and the identifier's worker puts their samples in time order. Alone, on joint_states
         # (50 Hz: a window closes a few ms later than with a wake-up per 100 Hz IMU sample; the node wakes half as
         # often); beside the predictor, on the IMU sample that wakes the predictor too (both subscriptions are
-        # ready in the same wait: measured in the launched split graph, the model's process woke 106-120 times a
-        # second instead of 153-219, and took 0.136 CPU-s/s instead of 0.149-0.178)
+        # ready in the same wait: measured in the launched split graph, the model's process woke 106-133 times a
+        # second instead of 153-219, and took 0.136-0.142 CPU-s/s instead of 0.149-0.178)
         imu_wakes = self.p["wake_on"] == "imu/data"
         self.sub(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS, wake=False)
         self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS, wake=False)
