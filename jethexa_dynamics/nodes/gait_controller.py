@@ -32,6 +32,7 @@ rejected with one log line (``rejected damage/probe``, counted on /diagnostics);
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from typing import Any, Dict, Optional
@@ -50,7 +51,7 @@ from jethexa_dynamics.control.heading import HeadingHold
 from jethexa_dynamics.control.replan import common_morphologies
 from jethexa_dynamics.control.walking import STANCE_MOVE_TIME, WalkingGait
 from jethexa_dynamics.damage.evidence import SupportGate, evidence_from_values
-from jethexa_dynamics.damage.probe import LinkProbe, ProbeSpec
+from jethexa_dynamics.damage.probe import LinkProbe
 from jethexa_dynamics.damage.probe_request import ProbeRequest
 from jethexa_dynamics.model import format_morphology
 from jethexa_dynamics.nodes import messages as validate, params as node_params
@@ -197,10 +198,8 @@ class GaitController(ThinNode):
             req = ProbeRequest.from_values({kv.key: kv.value for kv in msg.values}, self.leg_names)
             req.check_time(self.now_sec())
             if req.action == "probe":
-                link = LinkProbe(self.robot, req.leg, spec=ProbeSpec(
-                    duration=req.spec.duration, coxa_hz=req.spec.coxa_hz, coxa_amp=req.spec.coxa_amp,
-                    femur_hz=req.spec.femur_hz, femur_amp=req.spec.femur_amp,
-                    command_period=1.0 / self.p["control_rate"]))   # ValueError: faster than the joints' limits
+                link = LinkProbe(self.robot, req.leg, spec=dataclasses.replace(
+                    req.spec, command_period=1.0 / self.p["control_rate"]))   # ValueError: over the joints' limits
         except ValueError as exc:
             raise validate.InvalidMessage(str(exc)) from None
         if req.action == "cancel":
