@@ -5,7 +5,8 @@ within 10 % of the world's mass and its CoM moved forward by the shift within 9.
 shift is 10 mm off), and the predictor's models run on it. Issue 23 point 2 asks 5 mm (open): on the
 deterministic data path the estimate holds 3.1 mm (``test/test_body_setpoints.py``), in this graph on 2 shared
 cores its x scattered 1.5-14.8 mm for the world's 10 mm (13 runs; one CI run 8.5 mm off, the only one over 5 mm),
-so the bound here is what the graph keeps, not the target. Not asserted, printed: the CoM's sideways (y) error, which scattered -10.2..+3.2 mm over 8 runs."""
+so the bound here is what the graph keeps, not the target. Not asserted, printed: the CoM's sideways (y) error,
+which scattered -10.2..+3.2 mm over 8 runs."""
 import math
 import os
 
