@@ -206,3 +206,14 @@ def test_bench_nano_budget_per_process_quota_adds_the_native_threads_measured_un
                                           (["--cgroup", "v3"], "--cgroup"), (["--slice-us", "x"], "--slice-us")])
 def test_bench_false_damage_refuses_bad_arguments_before_any_work(argv, option):
     _refuses("bench_false_damage.py", argv, option)
+
+
+@pytest.mark.parametrize("argv, option", [(["--max-lag", "0.5"], "--max-lag must be within"),
+                                          (["--contact-dt", "0"], "--contact-dt must be within"),
+                                          (["--calibrate", "--contact-dt", "50"], "--calibrate and --contact-dt")])
+def test_bench_identify_probe_refuses_bad_arguments_before_any_work(argv, option):
+    r = subprocess.run([sys.executable, "bench_identify.py", "--probe"] + argv, cwd=BENCH, capture_output=True,
+                       text=True, timeout=300)      # guard against a hang only
+    assert r.returncode == 2 and r.stdout == ""
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("bench_identify.py: error: %s" % option), r.stderr
