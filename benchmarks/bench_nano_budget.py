@@ -41,8 +41,9 @@ outside) in one CPU cgroup whose quota stands for the Nano's 4 cores at a per-co
 here (``--factors``; 5x -> 0.8 core, ``cpu.cfs_quota_us`` 8000 per 10000), and the half-busy Nano, 2/F core
 (``--half-factor``); then every robot process in a cgroup of its own with 1/F core (``--core-factor``, every
 layout): one A57 core, all a process's GIL-bound Python can use however many cores the Nano has, plus what the
-process's native threads (DDS/rmw: they hold no interpreter lock and run on the Nano's other cores) took in the
-layout's unconstrained run (``--no-credit``: not). With several
+process's native threads (DDS/rmw: they hold no interpreter lock and run on the Nano's other cores) and its
+compiled stepping kernel (``sim.engine.KERNEL_CPU``, ``process_kernel_cpu_s`` on /diagnostics: numba ``nogil``, so
+the Nano runs it on another core too) took in the layout's unconstrained run (``--no-credit``: not). With several
 layouts, the launched one runs first and in full, the others unconstrained, ``--other-factors`` and the
 per-process run only. cgroup
 v1 (``cpu.cfs_quota_us``) or v2 (``cpu.max``), whichever is writable; with neither, the quota runs are left out and
@@ -703,7 +704,8 @@ def run_case(label, layout, quota, opts, workdir, cgroup, credit, per_process=Fa
     print("== %s: %s" % (run, "unconstrained" if quota is None else "robot's %s inside %.3f core%s%s%s" % (
         "process" if layout == "composed" else "processes", quota, " each" if per_process else "",
         " (+ %.3f credit for the emulated MPU6050)" % credit if credit else "",
-        " (+ native threads: %s)" % ", ".join("%s %.3f" % kv for kv in sorted(native.items())) if native else ""
+        " (+ native threads and kernel: %s)" % ", ".join("%s %.3f" % kv for kv in sorted(native.items()))
+        if native else ""
     )), flush=True)
     res = {"label": label, "layout": layout, "run": run, "quota": quota, "per_process": per_process,
            "credit": credit if quota is not None else 0.0, "native_credit": native, "load_start": load_text()}
@@ -828,6 +830,9 @@ def run_case(label, layout, quota, opts, workdir, cgroup, credit, per_process=Fa
         res["speed"] = walk_speed(truth, t0, t_h)
         res["stages"] = {n: stage_rates(diag0.get(n), diag1.get(n)) for n in ROBOT_NODES}
         res["calls"] = {n: call_rates(diag0.get(n), diag1.get(n)) for n in ROBOT_NODES}
+        res["kernel"] = {p: max([0.0] + [k for k in (counter_rate(diag0.get(n), diag1.get(n), "process_kernel_cpu_s")
+                                                      for n in res["processes"][p]) if math.isfinite(k)])
+                         for p in res["robot_procs"]}
         res["id_windows"] = counter_rate(diag0.get("damage_monitor"), diag1.get("damage_monitor"),
                                          "identifier_windows")
         if g0:
@@ -1016,7 +1021,8 @@ def _quota_text(res):
     if res["credit"]:
         q += " + %.3f" % res["credit"]
     if res.get("native_credit"):
-        q += " + native threads' (%s)" % ", ".join("%s %.3f" % kv for kv in sorted(res["native_credit"].items()))
+        q += " + native threads' and kernel's (%s)" % ", ".join(
+            "%s %.3f" % kv for kv in sorted(res["native_credit"].items()))
     return q + " (%d µs / %d%s)%s" % (res["quota_us"], PERIOD_US, " before the credits" if res.get("per_process") and (
         res["credit"] or res.get("native_credit")) else "", " per process" if res.get("per_process") else "")
 
@@ -1095,8 +1101,8 @@ def targets(by_label, opts, ab):
         ok = (r["predicted/pose"] >= TARGETS["pose_hz"] and r["joint_commands"] >= TARGETS["cmd_hz"]
               and (b is None or (b["legs_right"] and b["delay_s"] <= limit)) and not one["false_damage"])
         rows.append(("each robot process inside one A57 core (%.2f core each at %gx: a process's GIL-bound Python "
-                     "runs on one core; its native threads' unconstrained CPU added, as they run on the other "
-                     "cores): predicted/pose >= %.0f Hz, joint_commands >= %.0f Hz, the break named "
+                     "runs on one core; its native threads' and nogil kernel's unconstrained CPU added, as they "
+                     "run on the other cores): predicted/pose >= %.0f Hz, joint_commands >= %.0f Hz, the break named "
                      "within %d cycles, no false damage" % (one["quota"], opts.core_factor, TARGETS["pose_hz"],
                                                             TARGETS["cmd_hz"], TARGETS["break_cycles"]),
                      "predicted/pose %.1f Hz, joint_commands %.1f Hz, break %s, false damage %s (%s)" % (
@@ -1298,9 +1304,14 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
     natives = ["%s: %s" % (r["run"], ", ".join("%s %.3f" % kv for kv in sorted(r["native_credit"].items())))
                for r in runs if r.get("native_credit")]
     if natives:
-        md += ["", "Per-process runs: each process's quota also has its native threads' CPU (DDS/rmw: no "
-               "interpreter lock, the Nano's other cores) measured in the layout's unconstrained run (core): %s."
-               % "; ".join(natives)]
+        md += ["", "Per-process runs: each process's quota also has its native threads' CPU (DDS/rmw) and its "
+               "compiled stepping kernel's (numba nogil, `process_kernel_cpu_s`): no interpreter lock, the Nano's "
+               "other cores; measured in the layout's unconstrained run (core): %s." % "; ".join(natives)]
+    kernels = ["%s: %s" % (r["run"], ", ".join("%s %.3f" % kv for kv in sorted(r["kernel"].items())))
+               for r in runs if r.get("kernel") and r["quota"] is None]
+    if kernels:
+        md += ["", "The engines' compiled steps (numba nogil, `process_kernel_cpu_s`), CPU-s/s of each robot process "
+               "in the unconstrained runs: %s." % "; ".join(kernels)]
     md += ["", "## Memory (unconstrained runs: the larger of mid-window and end of the window)", "",
            "| run | process | RSS [MB] | PSS [MB] | peak RSS (VmHWM) [MB] |", "|---|---|---|---|---|"]
     for lay in layouts:
@@ -1325,8 +1336,7 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
            "Not covered: the Nano's single-thread speed inside the group quota runs (the group quota caps the "
            "robot's total, but between throttles a thread runs at this machine's speed, so one long computation -- "
            "a predictor cycle, an identifier window -- ends 4-6x sooner than on an A57; the per-process runs cap "
-           "each process at one A57 core plus its native threads' unconstrained CPU, numba without the GIL "
-           "included in the cap, which a real Nano would run on its other cores: the pessimistic side); "
+           "each process at one A57 core plus its native threads' and nogil kernel's unconstrained CPU); "
            "per-node CPU in a process of several nodes beyond the nodes' own stages (the executor and DDS work of its "
            "nodes is one shared rest); the Nano's memory bandwidth, caches and thermal throttling (a quota slows "
            "every instruction alike); numba's start-up compile on the Nano (bench_startup); DDS between 4 real "
@@ -1434,9 +1444,10 @@ def parse_args(argv):
 
 
 def native_credit(res):
-    """{robot process: CPU-s/s of its native threads} in an unconstrained run: DDS/rmw threads hold no interpreter
-    lock, so on the Nano they run on other cores than the process's Python (the per-process runs add it)."""
-    return {n: res["threads"][n]["native"] for n in res["robot_procs"]}
+    """{robot process: CPU-s/s of its native threads and of its compiled stepping kernel} in an unconstrained run:
+    DDS/rmw threads and numba's ``nogil`` kernel hold no interpreter lock, so on the Nano they run on other cores
+    than the process's Python (the per-process runs add it)."""
+    return {n: res["threads"][n]["native"] + res.get("kernel", {}).get(n, 0.0) for n in res["robot_procs"]}
 
 
 def per_process_label(factor):

@@ -167,10 +167,10 @@ def test_bench_false_damage_parses_the_demo_output():
     assert parse_demo("  predictor slip: 50 poses/s (configured 50 Hz)\n  clean run\n")["changes"] == 0
 
 
-def test_bench_nano_budget_per_process_quota_adds_the_native_threads_measured_unconstrained(monkeypatch):
+def test_bench_nano_budget_per_process_quota_adds_the_native_threads_and_kernel_measured_unconstrained(monkeypatch):
     """A per-process run caps each robot process at one A57 core for its GIL-bound Python; its native (DDS/rmw)
-    threads' CPU from the unconstrained run is added (the Nano runs them on its other cores), the emulated
-    MPU6050's credit only to the process that hosts it."""
+    threads' and its nogil kernel's CPU from the unconstrained run are added (the Nano runs them on its other
+    cores), the emulated MPU6050's credit only to the process that hosts it."""
     pytest.importorskip("rclpy")
     sys.path.insert(0, BENCH)
     try:
@@ -190,13 +190,14 @@ def test_bench_nano_budget_per_process_quota_adds_the_native_threads_measured_un
     unconstrained = {"robot_procs": ["robot_control", "robot_model"], "threads": {
         "robot_control": {"main": 0.09, "python": 0.01, "native": 0.011},
         "robot_model": {"main": 0.15, "python": 0.02, "native": 0.016},
-        "robot_emulator": {"main": 0.08, "python": 0.0, "native": 0.005}}}
+        "robot_emulator": {"main": 0.08, "python": 0.0, "native": 0.005}},
+        "kernel": {"robot_control": 0.0, "robot_model": 0.025}}   # numba nogil steps (process_kernel_cpu_s)
     native = bench.native_credit(unconstrained)
-    assert native == {"robot_control": 0.011, "robot_model": 0.016}        # the robot's processes only
+    assert native == pytest.approx({"robot_control": 0.011, "robot_model": 0.041})   # the robot's processes only
     groups = bench.Groups(("v1", "/nowhere"), 0.2, None, per_process=True, credit=0.03, native=native)
     groups.add(True, 11, imu=True, name="robot_control")
     groups.add(True, 12, imu=False, name="robot_model")
-    assert made["robot_11"] == pytest.approx(0.2 + 0.03 + 0.011) and made["robot_12"] == pytest.approx(0.216)
+    assert made["robot_11"] == pytest.approx(0.2 + 0.03 + 0.011) and made["robot_12"] == pytest.approx(0.241)
     whole = bench.Groups(("v1", "/nowhere"), 0.8, None, credit=0.03, native=native)   # a group quota: no native
     assert made["robot"] == pytest.approx(0.83) and whole.quota_us == 8300
 

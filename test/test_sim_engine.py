@@ -289,3 +289,26 @@ def test_stepping_releases_the_gil(robot, monkeypatch):
     assert released > 0.05 * free, (released, free)
     assert held < 0.2 * free, (held, free)
     assert released > 4 * held, (released, held)
+
+
+def test_kernel_cpu_counts_the_calling_threads_cpu_inside_the_compiled_steps_of_every_engine(robot):
+    """KERNEL_CPU (credited to a process capped at one core in bench_nano_budget): the calling thread's CPU time
+    of each ``step``, summed over engines and threads; a thread that does not step adds nothing."""
+    import threading
+    import time
+
+    from jethexa_dynamics.sim.engine import KERNEL_CPU
+
+    a, b = _standing(robot), _standing(robot)
+    a.step(10)                                  # compiled and warm
+    k0, c0 = KERNEL_CPU.total, time.thread_time()
+    a.step(300)
+    b.step(300)
+    k1, c1 = KERNEL_CPU.total, time.thread_time()
+    assert 0.0 < k1 - k0 <= c1 - c0             # inside this thread's CPU over the calls
+    other = threading.Thread(target=lambda: b.step(200))
+    other.start()
+    other.join()
+    k2 = KERNEL_CPU.total
+    assert k2 > k1                              # another thread's steps count too
+    assert KERNEL_CPU.status_values() == [("process_kernel_cpu_s", k2)]

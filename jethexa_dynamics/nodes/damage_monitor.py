@@ -65,6 +65,7 @@ from jethexa_dynamics.nodes._common import (LATCHED_QOS, POLLED_SENSOR_QOS, RELI
                                             ThinNode, run, stamp_to_sec, status)
 from jethexa_dynamics.nodes._robot import jethexa, robot_names
 from jethexa_dynamics.predictors.base import CycleStats
+from jethexa_dynamics.sim.engine import KERNEL_CPU
 from jethexa_dynamics.worker import Worker
 
 _CONFIG_KEYS = ("no_reply_timeout", "min_missed_reads", "position_error_threshold",
@@ -256,6 +257,7 @@ def evidence_msg(links_per_leg, kinds: Dict[str, str], leg_names, unexplained: b
 class DamageMonitor(ThinNode):
     def __init__(self, **kwargs):
         super().__init__(node_params.DAMAGE_MONITOR, **kwargs)
+        self.status_sources.append(KERNEL_CPU.status_values)    # the engines' nogil kernel, process-wide
         self.leg_names, self.joint_names = robot_names()
         # joint limits of the URDF: a command beyond them is garbage to the identifier as to the predictor and the
         # servo driver (a flood's 1000 rad commands drove its models far from the body: "unexplained" motion)

@@ -53,6 +53,7 @@ from jethexa_dynamics.predictors.error_metric import ERROR_FIELDS, pose_error
 from jethexa_dynamics.nodes._common import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec
 from jethexa_dynamics.nodes._robot import jethexa
 from jethexa_dynamics.predictors.registry import make_predictor
+from jethexa_dynamics.sim.engine import KERNEL_CPU
 
 SLIP = "slip"
 #: a header stamp older than this (or in the future) is not trusted: the receipt time is used instead
@@ -68,6 +69,7 @@ def _set_pose(msg_pose, pos, quat_wxyz) -> None:
 class PredictorNode(ThinNode):
     def __init__(self, **kwargs):
         super().__init__(node_params.PREDICTOR, **kwargs)
+        self.status_sources.append(KERNEL_CPU.status_values)    # the engines' nogil kernel, process-wide
         robot = jethexa()
         self.leg_names = list(robot.leg_names)
         self.joint_names = list(robot.joint_names)

@@ -24,6 +24,7 @@ The compiled loop ``_run`` works on the engine's arrays in place, grouped by the
 rows and the CSV: ``sim.trajectory``, ``sim.csv_writer``.
 """
 import math
+import threading
 import time
 from typing import NamedTuple, Tuple
 
@@ -144,6 +145,29 @@ def world_foot_states(geom, R, p, theta, v, rel_p, rel_v, pos_out, vel_out):
         for r in range(3):
             pos_out[i, r] = p[r] + R[r, 0] * rel_p[0] + R[r, 1] * rel_p[1] + R[r, 2] * rel_p[2]
             vel_out[i, r] = R[r, 0] * bx + R[r, 1] * by + R[r, 2] * bz
+
+
+class KernelCpu:
+    """CPU time [s] the threads of this process spent inside ``_run`` (every Engine's, summed; ``time.thread_time``
+    of the calling thread around each call). ``_run`` holds no interpreter lock, so on a multi-core computer (the
+    Jetson Nano's four cores) it runs beside the process's Python: the benchmarks credit it, with the native
+    threads' CPU, to a process capped at the one core its Python can use (``benchmarks/bench_nano_budget.py``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.total = 0.0
+
+    def add(self, seconds: float) -> None:
+        with self._lock:           # several threads step engines (the predictor's, the identifier's bank)
+            self.total += seconds
+
+    def status_values(self):
+        """The node status's ``process_kernel_cpu_s`` (a ``ThinNode.status_sources`` entry)."""
+        return [("process_kernel_cpu_s", self.total)]
+
+
+#: this process's CPU time inside the compiled stepping kernel (``KernelCpu``)
+KERNEL_CPU = KernelCpu()
 
 
 # nogil: a chunk of steps releases the GIL, so other threads (the bus emulator's) answer while the world steps
@@ -477,9 +501,10 @@ class Engine:
         every = self.record_every if record is None else record
         nrec = (n // every + 1) if every else 0
         rec = np.empty((nrec, self._ncols))
-        w0 = time.perf_counter()
+        w0, c0 = time.perf_counter(), time.thread_time()
         done, got, status = _run(n, self._step_arrays(), rec, max(every, 1))
         self.wall_time += time.perf_counter() - w0
+        KERNEL_CPU.add(time.thread_time() - c0)
         if status:
             cause = "the mass matrix is not positive definite" if status == 1 else "the state became non-finite"
             raise SimulationError("simulation failed at t=%.4f s: %s (dt=%g s too large, or an unstable "
