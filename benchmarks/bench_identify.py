@@ -11,17 +11,20 @@
 3. The 18 single-leg silent breaks (LEG:2, LEG:1, LEG:0 at t = 3 s, tripod walk, closed loop: the identified
    morphology re-phases the gait), delay and identified morphology -> the confusion table of the README.
 
-``--probe`` instead: the 18 breaks with the active probe in the loop (``damage.active_probe``, issue 23 point 1):
+``--probe`` instead: the 18 breaks with the active probe in the loop (``damage.active_probe``, issue 23 point 1,
+its ``ProbeConfig`` defaults: every named leg probed, ``always``; the gyro's lag fitted within ``max_lag``):
 plant body +10 % mass and its CoM 5 mm forward, a gyro bias on every axis, the identifier's and the probe's models
 unaware; per break the leg named, the probe's probabilities, the final count and the delay break -> final, the
 static margins (the model's planned and watched, the plant's own as the oracle) and the scoring's CPU; ``--seeds
 N`` repeats the 18 with N noise seeds (the table shows the first) -> ``results/identify_probe.md``. ``--probe
---plant mujoco``: the same loop on MuJoCo (``sim.mjcf.MujocoServoPlant``), again with every named leg probed
-(``always``), and the probe alone on MuJoCo standing broken (the models' misfit there) ->
-``identify_probe_mujoco.md``.
+--plant mujoco``: the same loop on MuJoCo (``sim.mjcf.MujocoServoPlant``), again with the other policy (only the
+events with alternatives probed), and the probe alone on MuJoCo standing broken (the models' misfit there) ->
+``identify_probe_mujoco.md``. ``--only-ambiguous`` (``always=False``) and a ``--max-lag`` other than the default
+write ``..._ambiguous.md`` and ``..._lag<ms>ms.md``.
 
     .venv/bin/python benchmarks/bench_identify.py [--repeat 3] [--out benchmarks/results/identify.md]
-    .venv/bin/python benchmarks/bench_identify.py --probe [--seeds 5] [--plant engine|mujoco] [--out ...]
+    .venv/bin/python benchmarks/bench_identify.py --probe [--seeds 5] [--plant engine|mujoco] [--only-ambiguous]
+        [--max-lag S] [--out ...]
 """
 from __future__ import annotations
 
@@ -123,7 +126,7 @@ PROBE_PLANT = dict(mass_scale=1.1, body_com_offset=(0.005, 0.0, 0.0), gyro_bias=
 BREAK_AT, PROBE_RUN = 3.0, 9.0      # s: the break, then walking/probing this long after it (final count read then)
 
 
-def probe_break(leg, links, seed, enabled=True, plant="engine", always=False, contact=None, max_lag=0.0):
+def probe_break(leg, links, seed, enabled=True, plant="engine", always=True, contact=None, max_lag=None):
     """One break LEG:links at ``BREAK_AT`` with the active probe in the loop (``plant`` engine or mujoco): the
     identifier's events, the probe's results and the plant's own static margin [m] of its CoM over its other five
     feet while the probe runs."""
@@ -131,7 +134,8 @@ def probe_break(leg, links, seed, enabled=True, plant="engine", always=False, co
     from jethexa_dynamics.damage.active_probe import ActiveProbe
 
     idf = DamageIdentifier()
-    probe = ActiveProbe(idf, enabled=enabled, always=always, contact=contact, max_lag=max_lag)
+    probe = ActiveProbe(idf, enabled=enabled, always=always, contact=contact,
+                        max_lag=ActiveProbeConfig().max_lag if max_lag is None else max_lag)
     plant_margin = []
     cfg = dict(PROBE_PLANT)
     mj = None
@@ -156,7 +160,7 @@ def probe_break(leg, links, seed, enabled=True, plant="engine", always=False, co
     return idf, probe, (min(plant_margin) if plant_margin else float("nan"))
 
 
-def probe_table(seeds, plant="engine", always=False, contact=None, max_lag=0.0):
+def probe_table(seeds, plant="engine", always=True, contact=None, max_lag=None):
     """The 18 breaks with the probe, ``seeds`` noise seeds each: (rows of the first seed, all runs)."""
     rows, runs = [], []
     for k in range(seeds):
@@ -188,12 +192,13 @@ def _prob(p):
     return "1 - %.1e" % (1.0 - p) if p > 0.99 else "%.2g" % p
 
 
-def probe_lines(seeds, plant="engine", always=False, contact=None, max_lag=0.0):
+def probe_lines(seeds, plant="engine", always=True, contact=None, max_lag=None):
     rows, runs = probe_table(seeds, plant, always, contact, max_lag)
     lines = ["## The 18 breaks with the active probe in the loop on the %s%s (t = %g s; plant body +10 %% mass, "
              "CoM +5 mm x, gyro bias %s rad/s; models unaware%s)" % (
                  "engine" if plant == "engine" else "MuJoCo plant (`sim/mjcf.py`)",
-                 ", every named leg probed (`always`)" if always else "", BREAK_AT, PROBE_PLANT["gyro_bias"],
+                 ", every named leg probed (`always`)" if always else
+                 ", only the events with alternatives probed (`always=False`)", BREAK_AT, PROBE_PLANT["gyro_bias"],
                  _contact_note(contact, max_lag)), "",
              "Named = the identifier's model event (its alternatives: the counts walking could not rule out). The "
              "probe: stand %.1f s, then %.1f s of probe (`ProbeSpec` defaults), scored over the leg's counts 0, 1, 2. "
@@ -234,8 +239,9 @@ def probe_lines(seeds, plant="engine", always=False, contact=None, max_lag=0.0):
                   sum(1 for r in rows if r["res"].get("probed") and r["res"].get("count") is None and r["exact"])),
               "- confident and wrong (p >= %.2g on another count than the plant's): %d/18" % (
                   ActiveProbeConfig().decide, sum(1 for r in rows if r["res"].get("count") not in (None, r["links"]))),
-              "- probed: %d/18 (the others: the count walking named had no alternative left)"
-              % sum(1 for r in rows if r["res"].get("probed")),
+              "- probed: %d/18 (the others: not named by the model, or%s)"
+              % (sum(1 for r in rows if r["res"].get("probed")), " refused" if always else
+                 " the count walking named had no alternative left"),
               "- static margin during the probe: model planned >= %.3f m, watched >= %.3f m, plant >= %.3f m"
               % (min(r["res"]["margin_planned"] for r in probed), min(r["res"]["margin_min"] for r in probed),
                  min(r["plant_margin"] for r in probed)),
@@ -256,7 +262,7 @@ def probe_lines(seeds, plant="engine", always=False, contact=None, max_lag=0.0):
     return lines + [""]
 
 
-def probe_mujoco_lines(seeds, contact=None, max_lag=0.0):
+def probe_mujoco_lines(seeds, contact=None, max_lag=None):
     """The probe alone on the MuJoCo plant (``sim.mjcf.MujocoServoPlant``): each leg standing broken to 0, 1, 2
     links, the same body error and gyro bias, ``seeds`` noise seeds; the engine's models score it."""
     from jethexa_dynamics.damage.active_probe import ActiveProbe, verdict
@@ -268,6 +274,7 @@ def probe_mujoco_lines(seeds, contact=None, max_lag=0.0):
     robot = LeggedRobot.jethexa()
     stance = ActiveProbe(DamageIdentifier()).stance
     cfg = ActiveProbeConfig()
+    max_lag = cfg.max_lag if max_lag is None else max_lag
     bias = np.asarray(PROBE_PLANT["gyro_bias"])
     lines = ["## The probe alone on the MuJoCo plant (`sim/mjcf.py`; plant body +10 %% mass, CoM +5 mm x, gyro "
              "bias %s rad/s; the engine's models%s)" % (PROBE_PLANT["gyro_bias"], _contact_note(contact, max_lag)), "",
@@ -313,9 +320,11 @@ def probe_mujoco_lines(seeds, contact=None, max_lag=0.0):
     return lines
 
 
-def _contact_note(contact, max_lag=0.0):
+def _contact_note(contact, max_lag=None):
+    max_lag = ActiveProbeConfig().max_lag if max_lag is None else max_lag
     return ("" if contact is None else "; the models' contact d_t = %.1f N s/m" % contact.d_t) + (
-        "" if not max_lag else "; the gyro's lag fitted within +-%g ms (`max_lag`)" % (1e3 * max_lag))
+        "; the gyro taken on the schedule (`max_lag` 0)" if not max_lag else
+        "; the gyro's lag fitted within +-%g ms (`max_lag`)" % (1e3 * max_lag))
 
 
 #: the leg the start-up calibration lifts (a middle leg: the largest static margin on the other five)
@@ -337,6 +346,7 @@ def calibrate_lines(plant, seed=0, max_lag=0.0):
     plant_robot = scaled_body_robot(PROBE_PLANT["mass_scale"], PROBE_PLANT["body_com_offset"])
     stance = ActiveProbe(DamageIdentifier()).stance
     cfg = ActiveProbeConfig()
+    max_lag = cfg.max_lag if max_lag is None else max_lag
     bias = np.asarray(PROBE_PLANT["gyro_bias"])
 
     def make(links_per_leg, st, probe, links=3):
@@ -399,8 +409,11 @@ def main(argv=None):
                     "first (damage.contact_calibration) and score with it -> ..._calibrated.md")
     ap.add_argument("--contact-dt", type=float, default=None, help="--probe: score with this tangential damper "
                     "[N s/m] instead (a what-if, not a calibration) -> ..._dt<value>.md")
-    ap.add_argument("--max-lag", type=float, default=0.0, help="--probe: the scoring fits the gyro's shift within "
-                    "+-this many s (ProbeConfig.max_lag, [0, 0.1]) -> ..._lag<ms>ms.md")
+    ap.add_argument("--max-lag", type=float, default=ActiveProbeConfig().max_lag, help="--probe: the scoring fits "
+                    "the gyro's shift within +-this many s (ProbeConfig.max_lag, [0, 0.1], default %(default)g); "
+                    "another value -> ..._lag<ms>ms.md")
+    ap.add_argument("--only-ambiguous", action="store_true", help="--probe: probe only the model events with "
+                    "alternatives (ProbeConfig.always False; default: every named leg) -> ..._ambiguous.md")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     if a.seeds < 1:
@@ -414,13 +427,15 @@ def main(argv=None):
         if not 0.0 <= a.max_lag <= 0.1:
             ap.error("--max-lag must be within [0, 0.1] s, got %g" % a.max_lag)
         tag = "_calibrated" if a.calibrate else ("" if a.contact_dt is None else "_dt%g" % a.contact_dt)
-        tag += "_lag%gms" % (1e3 * a.max_lag) if a.max_lag else ""
+        tag += "_lag%gms" % (1e3 * a.max_lag) if a.max_lag != ActiveProbeConfig().max_lag else ""
+        tag += "_ambiguous" if a.only_ambiguous else ""
         out = a.out or str(Path(__file__).parent / "results" / ("identify_probe%s%s.md" % ("_mujoco" if mj else "",
                                                                                            tag)))
         lines = ["# The active probe for the link count (`benchmarks/bench_identify.py --probe%s%s%s`)"
                  % (" --plant mujoco" if mj else "", " --calibrate" if a.calibrate else (
                      "" if a.contact_dt is None else " --contact-dt %g" % a.contact_dt),
-                    " --max-lag %g" % a.max_lag if a.max_lag else ""), ""]
+                    (" --max-lag %g" % a.max_lag if a.max_lag != ActiveProbeConfig().max_lag else "") +
+                    (" --only-ambiguous" if a.only_ambiguous else "")), ""]
         lines += describe(*(("transforms3d", "mujoco") if mj else ("transforms3d",))) + [
             "- load average at the start: %.1f" % os.getloadavg()[0], ""]
         contact = None
@@ -431,8 +446,9 @@ def main(argv=None):
         elif a.contact_dt is not None:
             from jethexa_dynamics.sim.contact import ContactModel
             contact = ContactModel(d_t=a.contact_dt)
-        text = "\n".join(lines + probe_lines(a.seeds, a.plant, contact=contact, max_lag=a.max_lag) + (
-            probe_lines(a.seeds, a.plant, always=True, contact=contact, max_lag=a.max_lag) +
+        always = not a.only_ambiguous
+        text = "\n".join(lines + probe_lines(a.seeds, a.plant, always, contact=contact, max_lag=a.max_lag) + (
+            probe_lines(a.seeds, a.plant, not always, contact=contact, max_lag=a.max_lag) +
             probe_mujoco_lines(a.seeds, contact, a.max_lag) if mj else []))
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text)

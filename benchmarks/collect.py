@@ -12,7 +12,8 @@ ORDER = ["model", "model_py310", "model_py310_numba060", "sim", "bus", "nodes", 
          "nano_budget_separate_half", "false_damage", "replay", "second_opinions", "identify", "identify_probe",
          "identify_probe_mujoco", "identify_probe_calibrated", "identify_probe_mujoco_calibrated",
          "identify_probe_mujoco_dt40", "identify_probe_lag30ms", "identify_probe_mujoco_lag30ms",
-         "identify_probe_mujoco_calibrated_lag30ms", "soak"]
+         "identify_probe_mujoco_calibrated_lag30ms", "identify_probe_lag0ms_ambiguous",
+         "identify_probe_mujoco_lag0ms_ambiguous", "soak"]
 
 
 def main():

@@ -61,8 +61,11 @@ def _engine() -> None:
 
 
 def _control() -> None:
+    import numpy as np
+
     from jethexa_dynamics.control.gait import Gait
     from jethexa_dynamics.control.ik import LegGeometry
+    from jethexa_dynamics.control.support import support_margin
     from jethexa_dynamics.model import LeggedRobot
 
     gait = Gait(LegGeometry.from_robot(LeggedRobot.jethexa()))
@@ -71,6 +74,9 @@ def _control() -> None:
     gait.foot_targets(0.1)
     gait.swing_mask(0.1)
     gait.geometry.fk(gait.geometry.names[0], gait.joint_targets(0.2)[:3])
+    # the active probe's planner (damage.active_probe.probe_margin): compiled here, not on damage_monitor's worker
+    # at the robot's first probe (~2 s of CPU here, holding the interpreter while the probe runs)
+    support_margin(np.array([[0.1, 0.1], [-0.1, 0.1], [0.0, -0.1]]), (0.0, 0.0))
 
 
 def _predictors() -> None:

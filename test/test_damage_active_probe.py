@@ -1,5 +1,6 @@
-"""Issue 23 point 1 in the loop: the identifier names a leg with an ambiguous link count, the robot stops, stands
-on its other five feet, probes the leg and takes the count (``damage.active_probe``). The plant is the engine
+"""Issue 23 point 1 in the loop: the identifier names a leg (by default any; with ``always=False`` one whose link
+count it left ambiguous), the robot stops, stands on its other five feet, probes the leg and takes the count
+(``damage.active_probe``). The plant is the engine
 walking through ``sim.streams.walk_streams`` with a body the models do not know (+10 % mass, CoM 5 mm forward)
 and a gyro bias; the oracles are the plant's own break and its own CoM over its own feet. Times are simulated."""
 import math
@@ -126,6 +127,8 @@ def test_bad_probe_settings_are_refused_in_one_line_naming_the_field_and_range(k
 def test_a_non_boolean_switch_and_a_verdict_out_of_range_are_refused_naming_the_field():
     with pytest.raises(ValueError, match="^enabled="):
         ProbeConfig(enabled="yes")
+    with pytest.raises(ValueError, match="^always="):
+        ActiveProbe(DamageIdentifier(), always=1)
     with pytest.raises(ValueError, match="^leg=7"):
         DamageIdentifier().on_probe(0.0, 7, 1, 1.0)
     with pytest.raises(ValueError, match="^links=4"):
@@ -159,14 +162,55 @@ def test_on_mujoco_a_break_mid_walk_rebuilds_the_plant_and_the_loop_probes_it():
     assert res["probed"] and res["count"] == 2 and idf.morphology == (3, 2, 3, 3, 3, 3)
 
 
-def test_always_probes_a_leg_the_walk_named_without_doubt_and_corrects_it():
+def test_by_default_a_leg_the_walk_named_without_doubt_is_probed_and_corrected():
     """On MuJoCo the walk names RF:2 for RF:0 and lists no alternative (sure and wrong: the models' contact is
-    not MuJoCo's): by default no probe runs; with ``always`` the probe does and takes RF:0."""
+    not MuJoCo's): with ``always=False`` no probe runs and RF:2 stands; by default (``always``) the probe runs
+    and takes RF:0, no other leg touched."""
+    idf, probe, _ = _walk_mujoco("RF:0", seed=0, always=False)
+    model = [e for e in idf.events if e["source"] == "model"]
+    assert model and not model[0]["alternatives"], "the walk left doubt: not the case of this test"
+    assert probe.results == [] and idf.morphology == (3, 3, 3, 2, 3, 3)
     idf, probe, _ = _walk_mujoco("RF:0", seed=0)
-    assert probe.results == [] and idf.morphology[3] == 2
-    idf, probe, _ = _walk_mujoco("RF:0", seed=0, always=True)
     (res,) = probe.results
-    assert res["probed"] and res["count"] == 0 and idf.morphology == (3, 3, 3, 0, 3, 3)
+    assert res["probed"] and res["alternatives"] == [] and res["count"] == 0
+    assert idf.morphology == (3, 3, 3, 0, 3, 3)
+
+
+def test_the_defaults_probe_every_named_leg_and_fit_30_ms_of_gyro_lag():
+    """The defaults (issue 23 point 1): every leg the model names is probed (``always``), the gyro's shift fitted
+    within 30 ms (MuJoCo's 20 ms servo lag; the node's ``probe_max_lag``); both can be set, a non-boolean
+    ``always`` is refused naming the field."""
+    cfg = ProbeConfig()
+    assert cfg.always is True and cfg.max_lag == 0.03 and cfg.enabled is True
+    assert ActiveProbe(DamageIdentifier(), always=False, max_lag=0.0).config == ProbeConfig(always=False,
+                                                                                            max_lag=0.0)
+    with pytest.raises(ValueError, match="^always='no': True or False$"):
+        ProbeConfig(always="no")
+
+
+def test_a_model_event_without_alternatives_is_probed_by_default_and_only_recorded_if_not():
+    """The policy, driven by hand: a model event on RM naming RM:0 with no alternative starts a probe by default
+    (the stand: the leg to its stance angles); with ``always=False`` it starts none and records nothing; an event
+    with alternatives starts one either way."""
+    def named(alternatives, **kw):
+        idf = DamageIdentifier()
+        probe = ActiveProbe(idf, **kw)
+        idf.events.append({"t": 1.0, "morphology": [3, 3, 3, 3, 0, 3], "source": "model", "probability": 1.0,
+                           "alternatives": alternatives})
+        idf.model_morphology = (3, 3, 3, 3, 0, 3)
+        return probe
+    sure, unsure = [], [([3, 3, 3, 3, 1, 3], 0.3)]
+    for alternatives, kw, probes in ((sure, {}, True), (sure, dict(always=False), False),
+                                     (unsure, dict(always=False), True), (unsure, {}, True)):
+        probe = named(alternatives, **kw)
+        out = probe.command(1.0, probe.stance)
+        assert probe.active is probes and (out is not None) is probes
+        if probes:
+            (res,) = probe.results
+            assert res["leg"] == "RM" and res["named"] == 0 and len(res["alternatives"]) == len(alternatives)
+            assert list(out[0]) == [12, 13, 14] and np.allclose(out[1], probe.stance[12:15])
+        else:
+            assert probe.results == []
 
 
 def test_a_body_tipped_during_the_probe_aborts_it_and_gives_no_verdict():

@@ -509,23 +509,52 @@ def test_the_probe_parameters_are_checked_at_start_up_and_the_switch_at_run_time
     default (a probe stops the robot on its own), and the status says so."""
     from rclpy.parameter import Parameter
 
+    keys = ("probe_min_margin", "probe_decide", "probe_max_lag", "probe_always", "probe")
     mon = graph.add(DamageMonitor, {"probe_min_margin": 0.5, "probe_decide": 0.2, "probe_max_lag": -1.0,
-                                    "probe": "yes"})
+                                    "probe_always": "no", "probe": "yes"})
     assert mon.p["probe"] is False and mon.active_probe.config.enabled is False
     cfg = mon.active_probe.config
-    assert (cfg.min_margin, cfg.decide, cfg.max_lag) == (0.01, 0.9, 0.03)
-    assert {k: mon.rejected.get("parameter " + k) for k in ("probe_min_margin", "probe_decide", "probe_max_lag",
-                                                            "probe")} == dict.fromkeys(
-        ("probe_min_margin", "probe_decide", "probe_max_lag", "probe"), 1)
+    assert (cfg.min_margin, cfg.decide, cfg.max_lag, cfg.always) == (0.01, 0.9, 0.03, True)
+    assert {k: mon.rejected.get("parameter " + k) for k in keys} == dict.fromkeys(keys, 1)
     assert mon.worker.probe is mon.active_probe
     assert mon.set_parameters([Parameter("probe", value=True)])[0].successful
     assert mon.active_probe.config.enabled is True and mon.active_probe.config.min_margin == 0.01
     bad = mon.set_parameters([Parameter("probe", value="on")])[0]
     assert not bad.successful and "probe" in bad.reason and mon.active_probe.config.enabled is True
-    res = mon.set_parameters([Parameter("probe_decide", value=0.95)])[0]
-    assert not res.successful and "read-only" in res.reason
+    for key, value in (("probe_decide", 0.95), ("probe_always", False)):
+        res = mon.set_parameters([Parameter(key, value=value)])[0]
+        assert not res.successful and "read-only" in res.reason and key in res.reason
+    assert mon.active_probe.config.always is True
     values = dict(mon._probe_values())
     assert values["probe"] == "on" and values["probe_state"] == "idle" and values["probe_requests"] == 0
+
+
+def test_probe_always_is_passed_to_the_probe_and_a_bad_value_is_one_line_naming_it_and_its_range(graph):
+    """``probe_always`` (read-only, default true: every leg the identifier names is probed) reaches the probe's
+    config; false keeps the probe to the events with alternatives; a value that is no boolean is refused at start-up
+    in one log line naming the parameter and what it allows, the default used, and the node goes on serving its
+    status with the rejection counted."""
+    narrow = graph.add(DamageMonitor, {"probe_always": False})
+    assert narrow.active_probe.config.always is False and "parameter probe_always" not in narrow.rejected
+    graph.remove(narrow)
+    mon = graph.add(DamageMonitor, {"probe_always": 0.5})
+    assert mon.p["probe_always"] is True and mon.active_probe.config.always is True
+    assert mon.rejected["parameter probe_always"] == 1
+    line = mon.last_rejection
+    assert "\n" not in line and "'probe_always'" in line and "allowed: true or false" in line
+    w = graph.add(Watcher)
+    w.watch(DiagnosticArray, "/diagnostics")
+    graph.start()
+
+    def counted():
+        for _, arr in w.since("/diagnostics", 0.0):
+            for st in arr.status:
+                if st.name.startswith("damage_monitor"):
+                    kv = {v.key: v.value for v in st.values}
+                    if kv.get("rejected parameter probe_always") == "1":
+                        return True
+        return False
+    assert wait_for(counted, 10.0)
 
 
 def test_a_started_probe_is_requested_on_its_schedule_and_a_refused_one_cancelled(graph):

@@ -166,6 +166,20 @@ def test_warmup_module_runs():
     assert r.returncode == 0 and r.stdout.strip() == os.environ.get("NUMBA_CACHE_DIR", r.stdout.strip())
 
 
+def test_the_control_group_compiles_the_active_probes_planner():
+    """The probe's static-margin plan (``control.support``) is compiled by the warm-up, not at the robot's first
+    probe on damage_monitor's worker (measured there: 1.8 s of CPU in the plan, the in-process graph starved and
+    the probe's verdict wrong). A fresh interpreter: nothing else has called the kernel."""
+    r = _py("from jethexa_dynamics import warmup\n"
+            "from jethexa_dynamics.control import support\n"
+            "before = len(support._margin.signatures)\n"
+            "warmup.GROUPS['control']()\n"
+            "print(before, len(support._margin.signatures))", _env())
+    assert r.returncode == 0, r.stderr[-3000:]
+    before, after = map(int, r.stdout.split())
+    assert before == 0 and after >= 1
+
+
 def test_node_entry_points_resolve_to_each_nodes_main():
     from jethexa_dynamics.nodes import entry
 

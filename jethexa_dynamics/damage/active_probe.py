@@ -1,7 +1,8 @@
 """The active probe in the loop (issue 23, point 1): stop, stand on the other five feet, probe, name the count.
 
-When the damage identifier names a broken leg but its event lists ``alternatives`` (other link counts of that leg
-the walking motion could not rule out), :class:`ActiveProbe` takes the gait over for about three seconds:
+When the damage identifier's model names a broken leg, :class:`ActiveProbe` takes the gait over for about three
+seconds (by default on every such event, ``always``; with ``always=False`` only when the event lists
+``alternatives``, other link counts of that leg the walking motion could not rule out):
 
 1. stand: the gait holds its stance (the caller stops walking) and the named leg's joints go to their healthy
    stance angles, ``settle`` s (the stance move, ``STANCE_MOVE_TIME``, and the body's ringing after the walk);
@@ -25,6 +26,9 @@ the walking motion could not rule out), :class:`ActiveProbe` takes the gait over
 wrong count (the gait does not care, but every later prediction and identification starts from the wrong
 model), and the 20 g coxa is never separated by walking (``benchmarks/results/identify.md``: 8/18 exact without).
 Turn it off where the robot must not stop, or where the named leg cannot move freely (e.g. it is caught).
+``always`` is on by default too: the walk's verdict is only as good as the models' match to the robot, and on a
+plant they do not match it can be sure and wrong (MuJoCo's RF:0 named RF:2 with no alternative left,
+``benchmarks/results/identify_probe_mujoco.md``); the stop is the same one the ambiguous case pays.
 
 Each leg is probed at most once (a later event on the same leg is left to the identifier). Times in seconds on
 the caller's clock; joint vectors in ``robot.joint_names`` order [rad]; quaternions (w, x, y, z) level <-
@@ -42,7 +46,7 @@ Example (the loop of ``sim.streams.walk_streams`` does this)::
     probe = ActiveProbe(identifier)
     override = probe.command(t, setpoints)        # None: walk; else stand and send (joints, q, move_time)
     probe.on_imu(t, quat, gyro)                   # every IMU sample
-    probe.results                                 # one dict per ambiguous event: probed or refused, why
+    probe.results                                 # one dict per model event: probed or refused, why
 """
 from __future__ import annotations
 
@@ -80,7 +84,7 @@ class ProbeConfig:
     """The active probe's tuning; every number is checked on construction (``ValueError`` naming the field and
     its allowed range)."""
 
-    #: run the probe on an ambiguous count (False: the identifier's count stands, the result says "off")
+    #: run the probe on a named count (False: the identifier's count stands, the result says "off")
     enabled: bool = True
     #: s standing still before the probe (the stance move and the body's settling), [0.3, 5]
     settle: float = ranged(0.8, 0.3, 5.0)
@@ -93,12 +97,12 @@ class ProbeConfig:
     #: s the models stand before and after their break, [0.1, 10]
     model_settle: float = ranged(1.0, 0.1, 10.0)
     #: probe every leg the model names, not only one whose event lists alternatives (a walk that is sure and
-    #: wrong, as on a plant whose contact the models do not share)
-    always: bool = False
+    #: wrong, as on a plant whose contact the models do not share); False: only the ambiguous events
+    always: bool = True
     #: s the measured gyro may lag or lead the probe's schedule (``LinkProbe.likelihoods``' ``max_lag``, in IMU
-    #: samples): 0 offline, where the loop applies each command at its tick; a node graph's bus, IMU filter and
-    #: queues shift it by some ms, [0, 0.1]
-    max_lag: float = ranged(0.0, 0.0, 0.1)
+    #: samples): a servo's lag (MuJoCo's 20 ms), a node graph's bus, IMU filter and queues; 0: the gyro is taken
+    #: on the schedule (the engine's loop applies each command at its tick), [0, 0.1]
+    max_lag: float = ranged(0.03, 0.0, 0.1)
     #: the probe's motion
     spec: ProbeSpec = field(default_factory=ProbeSpec)
 
@@ -141,7 +145,7 @@ def probe_margin(robot: LeggedRobot, geometry: LegGeometry, setpoints: np.ndarra
 
 
 class ActiveProbe:
-    """The probe of a leg whose link count the identifier left ambiguous (the module's docstring).
+    """The probe of a leg the identifier's model names broken (the module's docstring).
 
     ``identifier`` a ``DamageIdentifier`` (its ``events`` are read, its ``on_probe`` called); ``robot`` the
     healthy model (default the identifier's); ``body`` a body estimate with ``mass`` [kg] and ``com`` [m,
@@ -151,7 +155,8 @@ class ActiveProbe:
     default None, the engine's Table III (d_t = 50 N s/m), because the calibration measured on MuJoCo does not
     help the 1-vs-0 verdict (``damage.contact_calibration``).
 
-    ``results``: one dict per ambiguous model event: ``t_named`` [s], ``leg``, ``named`` (the identifier's count),
+    ``results``: one dict per model event probed or passed over (``always``: every model event naming a leg;
+    otherwise the ambiguous ones): ``t_named`` [s], ``leg``, ``named`` (the identifier's count),
     ``alternatives`` [(count, share)], ``probed``, ``reason`` (the verdict, or why there was no probe: off, probed
     before, refused), and once planned ``t_start`` [s: the scheduled start, ``settle`` after the stand began],
     ``margin_planned`` [m], ``cpu_plan_s``; once scored ``t_end`` [s], ``probabilities`` {count: p}, ``count``

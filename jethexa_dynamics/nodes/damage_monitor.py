@@ -22,8 +22,9 @@ phase) and ``imu/data`` (the attitude), while the morphology is healthy; on ``bo
 (geometry_msgs/InertiaStamped, frame base_link: m and com; the inertia tensor is not estimated, zero) and on
 ``/diagnostics`` (``body_mass``, ``body_com``), at ``check_rate``. Its CPU is the ``body`` stage.
 
-Active probe (``probe``, off by default; issue 23 point 1): when the identifier names a broken leg but lists
-``alternatives`` (link counts of that leg the walk could not rule out), ``damage.active_probe.ActiveProbe``,
+Active probe (``probe``, off by default; issue 23 point 1): when the identifier names a broken leg (with
+``probe_always`` false: only when its event lists ``alternatives``, link counts of that leg the walk could not rule
+out), ``damage.active_probe.ActiveProbe``,
 driven on the identifier's worker thread by the ``joint_commands`` it sees (the gait's ticks: the joint
 set-points held) and the ``imu/data`` samples (gyro by stamp), has the robot stand and probe the leg; the
 moving is the gait controller's (the only writer of ``joint_commands``), asked on ``damage/probe``
@@ -335,7 +336,7 @@ class DamageMonitor(ThinNode):
         # always built: with ``probe`` off its results still say that an ambiguous count was left as it is
         self.active_probe = ActiveProbe(idf, config=ProbeConfig(
             enabled=self.p["probe"], min_margin=self.p["probe_min_margin"], decide=self.p["probe_decide"],
-            max_lag=self.p["probe_max_lag"]))
+            max_lag=self.p["probe_max_lag"], always=self.p["probe_always"]))
         self.worker = IdentifierWorker(idf, self._check_identifier, self._identifier_failed, cpu=self.cpu,
                                        lock=self._lock, governor=self._lag_governor(),
                                        on_degrade=self._identifier_degraded, probe=self.active_probe,
@@ -359,7 +360,7 @@ class DamageMonitor(ThinNode):
     def _probe_changed(self, probe, before: tuple, t: float) -> None:
         """The active probe changed at command time ``t`` [s, node time] (worker thread): a probe started (the
         request to the gait controller), ended (refused or aborted: the cancel; scored: the verdict went to the
-        identifier), or an ambiguous count was left as it is (probe off, leg probed before). Logged; the status
+        identifier), or a named count was left as it is (probe off, leg probed before). Logged; the status
         at once."""
         with self._lock:
             if probe is not self.active_probe:
@@ -377,7 +378,7 @@ class DamageMonitor(ThinNode):
                 t_start = self.now_sec() + (t + cfg.settle - self.t())
                 req = ProbeRequest("probe", self.probe_requests + 1, r["leg"], t_start, cfg.spec,
                                    tuple(float(v) for v in probe.stance[3 * leg:3 * leg + 3]))
-                self._publish_probe(req, "link count ambiguous")
+                self._publish_probe(req, "link count ambiguous" if r["alternatives"] else "link count checked")
                 self.get_logger().warning(
                     "probe %d: %s named with %s: standing on the other legs, %s moves for %.1f s from %.1f s on "
                     "(damage/probe)" % (req.id, r["leg"], _alternatives_text(r), r["leg"], cfg.spec.duration,
@@ -566,7 +567,7 @@ class DamageMonitor(ThinNode):
         if "morphology" in changed:
             self._decide(self.now_sec(), ["manual override %s" % list(changed["morphology"])])
         if "probe" in changed and "identify" not in changed and self.active_probe is not None:
-            # read by the worker at the next ambiguous event (a probe under way finishes)
+            # read by the worker at the next model event (a probe under way finishes)
             self.active_probe.config = dataclasses.replace(self.active_probe.config, enabled=changed["probe"])
 
     def _override(self) -> Optional[List[int]]:
