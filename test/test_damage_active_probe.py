@@ -241,6 +241,34 @@ def test_a_body_tipped_during_the_probe_aborts_it_and_gives_no_verdict():
     assert idf.morphology == (3, 0, 3, 3, 3, 3)
 
 
+def test_a_probe_that_lost_more_than_a_tenth_of_its_imu_samples_gives_no_verdict():
+    """A starved reader is not evidence: the probe driven by hand on LM (a model event with alternatives), its IMU
+    samples at 100 Hz but 3 of every 20 lost (gaps longer than the grid bridges: ~15 % of the grid empty), names
+    no count and says how many samples came; the identifier's count stays. Every sample there: scored."""
+    def run(drop):
+        idf = DamageIdentifier()
+        probe = ActiveProbe(idf)
+        idf.events.append({"t": 1.0, "morphology": [3, 0, 3, 3, 3, 3], "source": "model", "probability": 1.0,
+                           "alternatives": [([3, 1, 3, 3, 3, 3], 0.3), ([3, 2, 3, 3, 3, 3], 0.3)]})
+        idf.model_morphology = (3, 0, 3, 3, 3, 3)
+        level = np.array([1.0, 0.0, 0.0, 0.0])
+        for k in range(500):                             # 5 s at 100 Hz: stand, 2 s of probe, the scoring
+            t = 1.0 + 0.01 * k
+            if not (drop and k % 20 < 3):
+                probe.on_imu(t, level, np.zeros(3))
+            if k % 2 == 0:
+                probe.command(t, probe.stance)
+        (res,) = probe.results
+        return idf, res
+
+    idf, res = run(drop=True)
+    assert res["probed"] and res["count"] is None and "probabilities" not in res
+    assert res["reason"].startswith("no verdict") and 0.8 * 200 < res["samples"] < 0.9 * 200
+    assert idf.morphology == (3, 0, 3, 3, 3, 3)
+    _, res = run(drop=False)
+    assert res["samples"] == 200 and set(res["probabilities"]) == {0, 1, 2}
+
+
 def test_imu_samples_off_their_period_are_placed_at_their_own_time_on_the_probes_grid():
     """In a node graph the IMU's samples come a few ms off their 10 ms period (a late timer): ``on_grid`` puts
     each where it was measured (linear between its neighbours), so two samples near one grid time leave no hole
