@@ -22,7 +22,7 @@ phase) and ``imu/data`` (the attitude), while the morphology is healthy; on ``bo
 (geometry_msgs/InertiaStamped, frame base_link: m and com; the inertia tensor is not estimated, zero) and on
 ``/diagnostics`` (``body_mass``, ``body_com``), at ``check_rate``. Its CPU is the ``body`` stage.
 
-Active probe (``probe``, off by default; issue 23 point 1): when the identifier names a broken leg (with
+Active probe (``probe``, on by default; issue 23 point 1): when the identifier names a broken leg (with
 ``probe_always`` false: only when its event lists ``alternatives``, link counts of that leg the walk could not rule
 out), ``damage.active_probe.ActiveProbe``,
 driven on the identifier's worker thread by the ``joint_commands`` it sees (the gait's ticks: the joint

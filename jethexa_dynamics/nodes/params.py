@@ -246,11 +246,12 @@ DAMAGE_MONITOR = ParamSet("damage_monitor", [
       read_only=True),
     P("body_window", "double", 30.0, "body estimate: forgetting time constant", lo=1.0, hi=600.0, unit="s",
       read_only=True),
-    P("probe", "bool", False, "active probe (damage.active_probe): when the identifier names a broken leg (with "
+    P("probe", "bool", True, "active probe (damage.active_probe): when the identifier names a broken leg (with "
       "probe_always false: only when its event lists alternatives, other link counts the walk could not rule "
       "out), stand on the other legs, have the gait controller move the leg for 2 s (damage/probe) and score its "
       "link counts by the gyro's reaction; a refused (static margin) or ambiguous probe is said, never guessed. "
-      "Off by default: the robot stops ~3 s on its own; takes effect at the next event"),
+      "On by default (the robot stops ~3 s on its own per probed leg; false: the walk's count stands); takes effect "
+      "at the next event"),
     P("probe_always", "bool", True, "active probe: probe every leg the identifier names, not only one whose event "
       "lists alternatives (the walk can be sure and wrong on a robot its models do not match); false: the "
       "ambiguous events only", read_only=True),
