@@ -1,12 +1,13 @@
 """Issue 23 point 2 in the running graph: the sim graph's processes as launched (``body_estimate:=true
 servo_timing:=exact``, DDS on loopback), the world's body 25 % heavier with its CoM 1 cm forward (``robot_emulator``
 ``body_mass_scale``, ``body_com_shift``). After 30 s of walking (the world's time) damage_monitor's estimate is
-within 10 % of the world's mass and its CoM moved forward by the shift within 9.5 mm (an estimate blind to the
-shift is 10 mm off), and the predictor's models run on it. Issue 23 point 2 asks 5 mm (open): on the
-deterministic data path the estimate holds 3.1 mm (``test/test_body_setpoints.py``), in this graph on 2 shared
-cores its x scattered 1.5-14.8 mm for the world's 10 mm (13 runs; one CI run 8.5 mm off, the only one over 5 mm),
-so the bound here is what the graph keeps, not the target. Not asserted, printed: the CoM's sideways (y) error,
-which scattered -10.2..+3.2 mm over 8 runs."""
+within 10 % of the world's mass and its CoM moved forward by the shift within 9.5 mm and no more than 9.5 mm
+sideways (an estimate blind to the shift is 10 mm off), and the predictor's models run on it. Issue 23 point 2
+asks 5 mm: on the deterministic data path the estimate holds 3.1 mm (``test/test_body_setpoints.py``); here, on
+2 shared cores, the servo moves' timing is what scatters it (``damage/body_load.py``, cause (5)). 5 runs before
+that was fixed: CoM x error -6.7, +0.9, +10.4, -1.6, +18.6 mm, y -8.3..+9.8 mm, mass -6.0..+16.2 %; 5 runs after
+(27 Nov): x -7.9, -2.4, -2.0, -1.9, +0.9 mm, y -2.7..+3.4 mm, mass -1.7..+7.4 %: within 5 mm in 4 of 5, so the
+bound here is what the graph keeps, not the target."""
 import math
 import os
 
@@ -78,7 +79,8 @@ def test_the_body_estimate_in_the_running_graph_settles_and_the_predictor_uses_i
                                  1e3 * world.body_com[0], 1e3 * world.body_com[1], mon.get("cpu_s body")))
         assert x > 0.5, x                                                  # it walked (0.05 m/s)
         assert abs(mass - world.body_mass) <= 0.10 * world.body_mass, (mon, world.body_mass)
-        assert abs(com[0] - world.body_com[0]) <= 0.0095, (mon, world.body_com)     # the 5 mm target: open
+        assert abs(com[0] - world.body_com[0]) <= 0.0095, (mon, world.body_com)     # the 5 mm target: 4 of 5
+        assert abs(com[1] - world.body_com[1]) <= 0.0095, (mon, world.body_com)
         assert mon["body_healthy"].lower() == "true" and int(mon["body_pairs"]) > 1000
         # the predictor's models run on the estimate (it moves between two messages: within 2 %)
         assert wait_for(lambda: _status(w, "predictor").get("body") == "estimate", 10.0), _status(w, "predictor")

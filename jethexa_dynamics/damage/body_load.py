@@ -54,13 +54,21 @@ on the engine; fixed in the emulator: each bus transaction brings the world up t
 (3) the frames run after that world step instead of at their arrival (the moves late: +5..9 %); (4) reads locked
 in phase with the 50 Hz commands: each read sees the same instant of every move and foot impact (+16 % read where
 the commands are written, CoM 2-14 mm depending on the phase; servo_driver ``read_dither``: delays by the
-golden-ratio sequence, the phases covered evenly). Measured with all four fixed (``test/test_nodes_body_graph.py``:
-the processes as launched on 2 shared cores, 100 Hz world, body 1.6875 kg / CoM +10 mm, 31-32 s of walking,
-``body_window`` 30 s), 8 runs: mass -4.1..+4.6 %, CoM x 6.1-11.0 mm, y -10.2..+3.2 mm: within 5 mm in 6 of 8;
-5 later runs beside other work: CoM x 1.5-14.8 mm.
-On the deterministic data path (5 dither starts) within 3.1 mm and -0.6..-3.1 %; the graph's lateral scatter
-(two runs 8-10 mm to the right) is its own, its cause not found (timing jitter? the heading hold?). CPU: the ``body``
-stage 23-30 ms per second of walking here (2.3-3 % of a core; 12-15 % of a Nano core at 5x), not measured on one.
+golden-ratio sequence, the phases covered evenly); (5) the moves' timing on a loaded machine: an emulated servo
+acts on a frame when robot_emulator's pty thread has read it, and servo_driver stamped each move after its write
+had returned; both threads waited for the GIL behind the executor's (Python's 5 ms switch interval) and for the
+CPU (2 cores shared). Measured against the driver's set-point clock the world's moves started -12..+26 ms off
+(p1, p99; 44 % of them more than 1 ms), and that jitter put on the deterministic data path's moves took its
+estimate from +0.3 % / 1 mm to +2..+16 % and CoM x -15..+1 mm, y -7..+6 mm (6 draws): the graph's scatter, x and
+y. The graph's inputs as the node gave them, replayed into this class offline, gave the node's estimate exactly;
+the IMU's attitude (0.3 deg off, or 0.6 deg noise: 0.1 mm) and the commands' timing (+-10 ms: 1.5 mm) barely
+move it. Fixed: both processes switch the GIL every 0.5 ms (``nodes._common.BUS_SWITCH_INTERVAL``; the moves'
+start p1/p99 then -3..-4 / +3.5..4.6 ms) and the driver stamps a move before its write (``JointServoBus.command``).
+In the graph (``test/test_nodes_body_graph.py``, 5 runs each): CoM x error -6.7..+18.6 mm, y -8.3..+9.8 mm, mass
+-6..+16 % before; x -7.9..+0.9 mm (within 5 mm in 4 of 5), y -2.7..+3.4 mm, mass -1.7..+7.4 % after.
+On the deterministic data path (5 dither starts) within 3.1 mm and -0.6..-3.1 %. CPU: the ``body`` stage 23-30 ms
+per second of walking in the graph here (2.3-3 % of a core; 12-15 % of a Nano core at 5x), 11-15 ms per second
+replayed offline (the per-leg loop is not what costs: all six legs at once with numpy took 14-24 ms, slower).
 
 Example::
 
