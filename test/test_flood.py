@@ -156,11 +156,13 @@ def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
         assert not any(np.allclose(q, 0.3) or np.nanmax(np.abs(q)) > np.max(np.abs(np.r_[pr.lower, pr.upper])) + 1e-9
                        for q in idf_commands)
         assert not idf.unexplained and idf.unexplained_windows == 0
-        # ... so the attitude error stays what it was under the same process's load (the control window; issue
-        # 14: 0.02 -> 0.27 deg; the code before the fix went 0.45 -> 116 deg under this flood). Over 8 s the
-        # predictor re-anchors only 4 times (horizon 2 s), and one window's error spreads over 0.05-0.27 deg
-        # from run to run on this shared 2-core machine; the bound allows that spread.
-        assert att_flood <= 2.0 * att_control + 0.2, (att_quiet, att_control, att_flood)
+        # ... so the attitude error stays what it was without the flood (issue 14: 0.02 -> 0.27 deg; the code
+        # before the fix went 0.45 -> 116 deg under this flood). Over 8 s the predictor re-anchors only 4 times
+        # (horizon 2 s), and one window's error spreads from run to run on this shared 2-core machine: the quiet
+        # and control windows read 0.08-0.47 deg and the flood's 0.29-0.44 over 13 runs of 2026-11-27, the code
+        # before that day's changes alike (one CI run failed on control 0.084 against flood 0.368). The bound
+        # takes the run's own spread, the larger of its two windows without the flood.
+        assert att_flood <= 2.0 * max(att_quiet, att_control) + 0.2, (att_quiet, att_control, att_flood)
     finally:
         for proc in (control, flood):
             if proc is not None and proc.poll() is None:
