@@ -64,6 +64,12 @@ QOS_CHECK_PERIOD = 2.0
 #: 3.9-5.2 ms with this
 BUS_SWITCH_INTERVAL = 0.0005
 
+
+def switch_for_bus() -> None:
+    """Let a bus thread of this process get the GIL within ``BUS_SWITCH_INTERVAL`` (never lengthen a shorter one):
+    servo_driver's and robot_emulator's threads time servo moves and reads."""
+    sys.setswitchinterval(min(sys.getswitchinterval(), BUS_SWITCH_INTERVAL))
+
 _PTYPE = {
     "bool": Parameter.Type.BOOL, "int": Parameter.Type.INTEGER, "double": Parameter.Type.DOUBLE,
     "string": Parameter.Type.STRING, "int_array": Parameter.Type.INTEGER_ARRAY,

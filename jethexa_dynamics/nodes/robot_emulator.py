@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from typing import Any, Dict, List, Optional
@@ -33,7 +32,7 @@ from jethexa_dynamics.model.se3 import rot_to_quat
 from jethexa_dynamics.nodes import params as node_params
 from jethexa_dynamics.damage.detection import joint_leg_link
 from jethexa_dynamics.model import Morphology, format_morphology
-from jethexa_dynamics.nodes._common import BUS_SWITCH_INTERVAL, SENSOR_QOS, ThinNode, run
+from jethexa_dynamics.nodes._common import SENSOR_QOS, ThinNode, run, switch_for_bus
 from jethexa_dynamics.nodes._robot import jethexa
 
 GRAVITY = np.array([0.0, 0.0, -9.81])  # the engine's world gravity [m/s^2]
@@ -60,7 +59,7 @@ class RobotEmulator(ThinNode):
         self.engine.step(0)  # compile (or load the numba cache) now, not in the first timer callback
         # the emulated servos act on a frame when the pty thread has read it: that thread must get the GIL from
         # the executor's at once (``_common.BUS_SWITCH_INTERVAL``), or a move starts late in the world
-        sys.setswitchinterval(min(sys.getswitchinterval(), BUS_SWITCH_INTERVAL))
+        switch_for_bus()
         self.bus = BusEmulator(seed=self.p["seed"]).start()
         self._hold_standing_pose()
         self.port = self.bus.port

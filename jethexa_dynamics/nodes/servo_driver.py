@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import random
-import sys
 import threading
 import time
 from typing import Any, Dict, Optional
@@ -43,8 +42,8 @@ from jethexa_dynamics.hardware.joints import READ_DITHER_STEP, JointServoBus
 from jethexa_dynamics.hardware.servo_table import load_servo_table
 from jethexa_dynamics.nodes import messages as validate, params as node_params
 from jethexa_dynamics.damage.detection import ServoStatusTracker, encode_servo_status, read_deadline
-from jethexa_dynamics.nodes._common import (BUS_SWITCH_INTERVAL, RELIABLE_QOS, SENSOR_QOS, ThinNode, run,
-                                            stamp_to_sec, status)
+from jethexa_dynamics.nodes._common import (RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec, status,
+                                            switch_for_bus)
 
 
 OPEN_LOG_PERIOD = 30.0  # s between 'waiting for the servo bus' lines
@@ -85,7 +84,7 @@ class ServoDriver(ThinNode):
         # the bus thread stamps each read and move after its syscall returns: it must get the GIL back from the
         # executor's thread at once, not after up to the 5 ms default switch interval (a move stamped late puts
         # every set-point of it late, and the body estimate reads 1 ms as ~4 % of the body's mass)
-        sys.setswitchinterval(min(sys.getswitchinterval(), BUS_SWITCH_INTERVAL))
+        switch_for_bus()
         self._thread = threading.Thread(target=self._bus_loop, name="servo-bus", daemon=True)
         self._thread.start()
 
