@@ -101,9 +101,9 @@ def _loop_mass(n, data, th, mask, out):
 
 
 @njit(cache=True)
-def _loop_bias(n, data, R, th, v, mask, out):
+def _loop_bias(n, data, R, th, v, mask, gravity_on, out):
     for _ in range(n):
-        kernels.bias_forces(data, R, th, v, mask, True, out)
+        kernels.bias_forces(data, R, th, v, mask, gravity_on, out)
 
 
 @njit(cache=True)
@@ -261,7 +261,7 @@ def main(argv=None):
     bank_out = np.empty((K, 24))
     env.update(masks=masks, bank_out=bank_out, states=states)
     if K:
-        kernels.forward_dynamics_bank(data_k, R, q, v, tau, f0, masks, bank_out)
+        kernels.forward_dynamics_bank(buf, R, q, v, tau, f0, masks, bank_out)
     err = max([0.0] + [rel_err(bank_out[k][rr._vidx], o.aba(g, q[rr.joint_index_in_full], v[rr._vidx], tau[rr._vidx]))
               for k, (o, rr) in enumerate(oracles)])
     row(f"bank of K={K} morphology hypotheses  vs {K} x aba",
@@ -269,15 +269,17 @@ def main(argv=None):
         "[pin.aba(m_, d_, a_, b_, c_) for (m_, d_, a_, b_, c_) in states]", err,
         "pin: one prebuilt model per hypothesis (models built from URDFs without the links)")
 
+    # the kernels get the buffer and argument types the package's API passes: their compiled code is the warm-up's
+    # (the ``data`` tuple, a read-only or literal argument compiled each kernel again, ~15 s of CPU each)
     stages = {"leg kinematics, 6 legs (`leg_kinematics`)": _best_loop(lambda n: _loop_legkin(n, data_k, q))}
     if want("mass"):
         stages["mass matrix (kinematics + CRBA, dense 24x24 out)"] = _best_loop(
-            lambda n: _loop_mass(n, data_k, q, mask, Mout))
+            lambda n: _loop_mass(n, buf, q, mask, Mout))
     if want("bias"):
-        stages["bias forces (kinematics + RNEA)"] = _best_loop(lambda n: _loop_bias(n, data_k, R, q, v, mask, out))
+        stages["bias forces (kinematics + RNEA)"] = _best_loop(lambda n: _loop_bias(n, buf, R, q, v, mask, True, out))
     if want("fd"):
         stages["forward dynamics (kinematics + CRBA + RNEA + 𝒥ᵀF + block-arrow Schur solve)"] = _best_loop(
-            lambda n: _loop_fd(n, data_k, R, q, v, tau, f0, mask, out))
+            lambda n: _loop_fd(n, buf, R, q, v, tau, f0, mask, out))
     _noop4(buf, q, mask, Mout)
     layer = {
         "compiled call, no work, mass_matrix's 4 arguments (dispatch + unboxing)": best_us(

@@ -853,7 +853,7 @@ def coriolis_matrix(data, theta, v, mask, skew, out):
             coriolis_apply(data, theta, v, e, mask, col, 0.0, 0.0, 1.0)   # -½ K e_m
             K[:, mcol] = -2.0 * col
         else:
-            coriolis_apply(data, theta, v, e, mask, col)
+            coriolis_apply(data, theta, v, e, mask, col, 1.0, 1.0, 1.0)   # the defaults, typed as above: one compile
             out[:, mcol] = col
     if skew:
         for r in range(nvf):

@@ -36,7 +36,13 @@ def _vec(x, n, name, check_finite=True):
         raise ValueError(f"{name}: expected shape ({n},), got {a.shape}")
     if check_finite and not np.isfinite(a.sum()):
         raise ValueError(f"{name}: contains NaN or inf")
-    return a
+    return _one_signature(a)
+
+
+def _one_signature(a):
+    """``a`` C-contiguous and writable (a copy if not): a strided or read-only array is another numba signature,
+    every kernel it reaches compiled again (~15-20 s of CPU here, minutes on a Nano, in the middle of a run)."""
+    return a if a.flags.c_contiguous and a.flags.writeable else a.copy()
 
 
 def _pose(g, check_finite=True):
@@ -120,8 +126,9 @@ class LeggedRobot:
         self._all_joint_names = [jn for leg in desc.legs for jn in leg.joint_names]
         self._nj_full = nj
         self._q_shape, self._v_shape, self._M_shape = (nj,), (6 + nj,), (6 + nj, 6 + nj)
+        # writable like a caller's tip forces (the kernels only read it): a read-only array is another numba
+        # signature, compiled again (~16-20 s of CPU here per kernel, minutes on a Nano)
         self._zero_f = np.zeros((len(desc.legs), 3))
-        self._zero_f.flags.writeable = False
         self._set_morphology(Morphology(self._all_leg_names, desc.n_joints, desc.n_joints))
         return self
 
@@ -308,7 +315,7 @@ class LeggedRobot:
         if check_finite and not np.isfinite(tf.sum()):
             raise ValueError("tip_forces: contains NaN or inf")
         if self._healthy:
-            return tf
+            return _one_signature(tf)
         f = np.zeros((len(self._all_leg_names), 3))
         f[self._tip_idx] = tf
         return f

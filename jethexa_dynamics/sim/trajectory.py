@@ -210,7 +210,7 @@ def _euler_angles(rot, yaw_before=None):
     """(n, 3) ZYX Euler angles (roll, pitch, yaw) in rad of rotation matrices ``rot`` (n, 3, 3), R = Rz(yaw)
     Ry(pitch) Rx(roll), yaw unwrapped (continuing from ``yaw_before``, the unwrapped yaw of the row before,
     when the rows continue a trajectory)."""
-    rot = np.asarray(rot, dtype=np.float64).reshape(-1, 3, 3)
+    rot = np.ascontiguousarray(np.asarray(rot, dtype=np.float64).reshape(-1, 3, 3))   # one compiled signature
     e = np.empty((rot.shape[0], 3))
     _zyx_angles(rot, e)
     yaw = np.ascontiguousarray(e[:, 2])
