@@ -77,6 +77,15 @@ def _control() -> None:
     # the active probe's planner (damage.active_probe.probe_margin): compiled here, not on damage_monitor's worker
     # at the robot's first probe (~2 s of CPU here, holding the interpreter while the probe runs)
     support_margin(np.array([[0.1, 0.1], [-0.1, 0.1], [0.0, -0.1]]), (0.0, 0.0))
+    # the re-planner's kernels (control.cycle), used first when a leg is lost: compiled there they cost seconds
+    # of CPU while the robot stands on its interim stance (a demo's crawl started 6.3 s after the loss)
+    from jethexa_dynamics.control.replan import GaitPlanner
+
+    planner = GaitPlanner(LeggedRobot.jethexa(), gait.geometry)
+    planner.interim_stance([3, 0, 3, 3, 3, 3])
+    plan = planner.plan([3, 0, 3, 3, 3, 3], (0.02, 0.0, 0.0))
+    plan.foot_targets(0.1)        # what the gait then calls at every tick of the re-planned crawl
+    plan.body_shift(0.1)
 
 
 def _predictors() -> None:
@@ -242,14 +251,107 @@ cache), False when everything came from the cache."""
     return n > 0, dt
 
 
+#: the warm-up's lanes on a cold cache: groups compiled in parallel processes (``--jobs``), the model's kernels
+#: alone in one (they take about as long as all the others together)
+LANES: Tuple[Tuple[str, ...], ...] = (("dynamics",), ("predictors", "engine", "control"))
+
+
+def _guard_index_saves(directory: Optional[str]) -> bool:
+    """Serialise numba's cache-index updates across processes: its save is load index, pick a free data file,
+    write both -- two processes saving overloads of one function at the same moment could pick the same file
+    (one signature's index entry then names another's code). An exclusive lock on ``<cache dir>/.index.lock``
+    around each save. False (nothing changed) where that cannot be done: the caller then compiles in one process."""
+    try:
+        from numba.core import caching
+    except ImportError:  # pragma: no cover - numba missing: nothing compiles
+        return False
+    cls = getattr(caching, "IndexDataCacheFile", None)
+    save = getattr(cls, "save", None)
+    if fcntl is None or directory is None or save is None:
+        return False
+    if getattr(save, "jethexa_locked", False):
+        return True
+    path = os.path.join(directory, ".index.lock")
+
+    def save_locked(self, key, data):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return save(self, key, data)
+        finally:
+            os.close(fd)
+
+    save_locked.jethexa_locked = True
+    cls.save = save_locked
+    return True
+
+
+def _lane(groups: Sequence[str]) -> int:
+    """Compile ``groups`` in this process with the index saves locked; returns the number of functions compiled."""
+    if not _guard_index_saves(kernel_cache.cache_dir()):
+        raise RuntimeError("a warm-up lane needs the index lock (fcntl, a cache directory, numba's index class)")
+    with _count_compiles() as compiles:
+        for g in groups:
+            GROUPS[g]()
+    return sum(1 for _, e in compiles if e.is_start)
+
+
+def compile_in_lanes(jobs: int, log: Callable[[str], None] = print) -> int:
+    """Compile every group: each of :data:`LANES` in a process of its own, at once, when ``jobs`` >= 2, the
+    cache is cold or stale and the index saves can be locked (:func:`_guard_index_saves`); else all here
+    (:func:`ensure_kernels`). The markers are written as :func:`ensure_kernels` writes them, under the same
+    compile lock (nodes starting meanwhile wait). Returns the number of functions compiled. A lane that fails
+    shows its traceback and raises here; an interrupted warm-up stops its other lanes."""
+    import subprocess
+
+    directory = kernel_cache.cache_dir()
+    if jobs < 2 or cache_state(GROUPS, directory) == "warm" or directory is None or not _guard_index_saves(directory):
+        return int(ensure_kernels(tuple(GROUPS), log=log)[0])
+    lanes = [list(lane) for lane in LANES]
+    t0 = time.monotonic()
+    with _compile_lock(directory, lambda: log("waiting for another process that is compiling into %s ..." % directory)):
+        log("compiling the numba kernels (%s) into %s in %d processes: the first start after installing takes a few "
+            "minutes (1-2 on a desktop, several on a Jetson Nano); later starts load them from there"
+            % (", ".join(GROUPS), directory, len(lanes)))
+        others = [subprocess.Popen([sys.executable, "-c", "import sys; from jethexa_dynamics import warmup; "
+                                    "print(warmup._lane(sys.argv[1].split(',')))", ",".join(lane)],
+                                   stdout=subprocess.PIPE, text=True) for lane in lanes[1:]]
+        try:
+            n = _lane(lanes[0])
+            for p in others:
+                out, _ = p.communicate()
+                if p.returncode != 0:
+                    raise RuntimeError("a warm-up lane (%s) ended with status %d (its traceback above)"
+                                       % (" ".join(p.args[-1:]), p.returncode))
+                n += int(out.split()[-1])
+        finally:
+            for p in others:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        running = stack.describe()
+        for g in GROUPS:
+            try:
+                with open(_marker(directory, g), "w") as f:
+                    f.write(kernel_cache.source_hash() + "\n" + running + "\n")
+            except OSError:
+                pass
+    log("numba kernels compiled and cached (%d functions) in %.1f s (%s; cache %s)"
+        % (n, time.monotonic() - t0, running, directory))
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from jethexa_dynamics.cli_args import ArgumentParser
+    from jethexa_dynamics.cli_args import ArgumentParser, number
 
     ap = ArgumentParser(prog="jethexa-warmup", description=(
         "Compile the numba kernels into the cache once (after installing or colcon build), so the nodes "
         "start in seconds. Cache directory: NUMBA_CACHE_DIR, or $XDG_CACHE_HOME/jethexa_dynamics/numba/"
         "<hash of the installed sources>."))
     ap.add_argument("--print-cache-dir", action="store_true", help="print the cache directory and exit")
+    ap.add_argument("--jobs", type=number(1, 8, integer=True), metavar="N", default=min(2, os.cpu_count() or 1),
+                    help="processes compiling at once on a cold cache, 1-8 (default: 2, or 1 on one core; each "
+                    "needs ~0.5 GB; more than %d changes nothing)" % len(LANES))
     return ap
 
 
@@ -261,7 +363,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.print_cache_dir:
         print(kernel_cache.cache_dir() or "")
         return 0
-    ensure_kernels(tuple(GROUPS), log=lambda s: print("jethexa-warmup: " + s, flush=True))
+    compile_in_lanes(args.jobs, log=lambda s: print("jethexa-warmup: " + s, flush=True))
     return 0
 
 

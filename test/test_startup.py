@@ -166,18 +166,91 @@ def test_warmup_module_runs():
     assert r.returncode == 0 and r.stdout.strip() == os.environ.get("NUMBA_CACHE_DIR", r.stdout.strip())
 
 
-def test_the_control_group_compiles_the_active_probes_planner():
+def test_the_control_group_compiles_the_active_probes_planner_and_the_re_planners_kernels():
     """The probe's static-margin plan (``control.support``) is compiled by the warm-up, not at the robot's first
     probe on damage_monitor's worker (measured there: 1.8 s of CPU in the plan, the in-process graph starved and
-    the probe's verdict wrong). A fresh interpreter: nothing else has called the kernel."""
+    the probe's verdict wrong); so is every kernel of the re-planner's cycle (``control.cycle``), not at the first
+    lost leg (a demo's crawl then started 6.3 s after the loss). A fresh interpreter: nothing else has called
+    them."""
     r = _py("from jethexa_dynamics import warmup\n"
-            "from jethexa_dynamics.control import support\n"
-            "before = len(support._margin.signatures)\n"
+            "from jethexa_dynamics.control import cycle, support\n"
+            "kernels = [support._margin] + [getattr(cycle, k) for k in ('_body_shift', '_plan_feet', "
+            "'_cycle_margins', '_peak_rate', '_swing_polygons')]\n"
+            "print(*[len(k.signatures) for k in kernels])\n"
             "warmup.GROUPS['control']()\n"
-            "print(before, len(support._margin.signatures))", _env())
+            "print(*[len(k.signatures) for k in kernels])", _env())
     assert r.returncode == 0, r.stderr[-3000:]
-    before, after = map(int, r.stdout.split())
-    assert before == 0 and after >= 1
+    before, after = ([int(v) for v in line.split()] for line in r.stdout.strip().splitlines()[-2:])
+    assert before == [0] * 6 and all(n >= 1 for n in after), (before, after)
+
+
+ONE_SIGNATURE = """
+import re, sys
+from numba.core.registry import CPUDispatcher
+from jethexa_dynamics import warmup
+for g in warmup.GROUPS:
+    warmup.GROUPS[g]()
+seen = {}
+for name, mod in list(sys.modules.items()):
+    if name.startswith("jethexa_dynamics"):
+        for attr, f in vars(mod).items():
+            if isinstance(f, CPUDispatcher) and getattr(f, "__module__", "") == name:
+                seen[name + "." + attr] = [str(s) for s in f.signatures]
+dup = []
+for k, sigs in seen.items():
+    # numba's Array(dtype, ndim, layout, readonly, ...): the same kind of argument whatever its layout and flag
+    kinds = [re.sub(r"Array\\((\\w+), (\\d+), '[CAF]', (True|False)", r"Array(\\1, \\2", s) for s in sigs]
+    if len(set(kinds)) < len(kinds):
+        dup.append((k, sigs))
+print(len(seen), sum(len(v) for v in seen.values()))
+print(dup)
+"""
+
+
+def test_the_warm_up_compiles_each_kernel_once_per_kind_of_argument():
+    """The package calls each kernel with C-contiguous, writable arrays: a read-only or strided array of the same
+    kind is another numba signature, the kernel compiled again (the API's read-only zero tip forces once cost a
+    second ``forward_dynamics`` and ``forward_dynamics_bank``, ~16-20 s of CPU each here; in a node that is a
+    pause of minutes on a Nano). Oracle: numba's own list of compiled signatures, after the warm-up's calls."""
+    r = _py(ONE_SIGNATURE, _env())
+    assert r.returncode == 0, r.stderr[-3000:]
+    counts, dup = r.stdout.strip().splitlines()[-2:]
+    n_kernels, n_sigs = map(int, counts.split())
+    assert n_kernels > 50 and n_sigs > 20      # (a kernel called only by other kernels lists none of its own)
+    assert dup == "[]", dup
+
+
+@pytest.mark.slow
+def test_the_warm_up_compiles_its_lanes_in_parallel_processes_into_one_cache_every_kernel_then_loads(tmp_path):
+    """``jethexa-warmup --jobs 2`` on a cold cache: one lane here, the other in a second process, both into the
+    same directory (the index saves under a lock); the markers written; a second warm-up loads; a fresh process
+    then compiles nothing. Two lanes of the same group: both processes save the same functions at once, the
+    case the lock is there for. (The real lanes: 84 s instead of 130-146 s here, 221 functions compiled.)"""
+    env = _env(NUMBA_CACHE_DIR=str(tmp_path / "cold"))
+    r = _py("from jethexa_dynamics import warmup\n"
+            "warmup.GROUPS = {'control': warmup.GROUPS['control']}\n"
+            "warmup.LANES = (('control',), ('control',))\n"
+            "print('n', warmup.compile_in_lanes(2))\n"
+            "print('n', warmup.compile_in_lanes(2))\n", env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    counts = [int(line.split()[1]) for line in r.stdout.splitlines() if line.startswith("n ")]
+    assert counts[0] > 5 and counts[1] == 0, r.stdout
+    assert "into %s in 2 processes" % (tmp_path / "cold") in r.stdout and "loaded from the cache" in r.stdout
+    assert (tmp_path / "cold" / ".warm-control").exists()
+    r = _py("from numba.core import event\n"
+            "from jethexa_dynamics import warmup\n"
+            "with event.install_recorder('numba:compile') as rec:\n"
+            "    warmup.GROUPS['control']()\n"
+            "print('compiled', sum(1 for _, e in rec.buffer if e.is_start))\n", env)
+    assert r.returncode == 0 and r.stdout.split()[-1] == "0", r.stdout + r.stderr[-3000:]
+
+
+def test_warmup_jobs_out_of_range_is_one_line_and_status_2():
+    r = subprocess.run([sys.executable, "-m", "jethexa_dynamics.warmup", "--jobs", "0"], env=_env(),
+                       capture_output=True, text=True, timeout=HANG_GUARD, cwd=ROOT)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and r.stdout == "" and len(lines) == 1
+    assert "--jobs" in lines[0] and "[1, 8]" in lines[0], lines
 
 
 def test_node_entry_points_resolve_to_each_nodes_main():
