@@ -51,6 +51,14 @@ def test_the_loop_probes_an_ambiguous_leg_and_ends_at_the_exact_count(spec):
     assert model and model[0]["alternatives"], "the walk alone settled it: no probe case"
     (res,) = probe.results
     assert res["probed"] and res["leg"] == leg and res["count"] == links and res["probabilities"][links] >= 0.9
+    # each count's chi^2 per scored value (3 axes x the samples inside the lag margin, 3 each side at 30 ms):
+    # the verdict's count fits best, and the misfits give the probabilities' ratios (Gaussian likelihood)
+    m, p = res["misfit_per_value"], res["probabilities"]
+    values = 3 * (res["samples"] - 2 * 3)
+    assert min(m, key=m.get) == links
+    for c in (0, 1, 2):
+        if c != links and p[c] > 1e-300:
+            assert math.log(p[c] / p[links]) == pytest.approx(-0.5 * values * (m[c] - m[links]), rel=1e-6)
     assert idf.morphology == tuple(links if j == i else 3 for j in range(6))
     final = max(idf.events[-1]["t"], res["t_end"])
     assert final - BREAK <= 6.0

@@ -328,9 +328,14 @@ class ActiveProbe:
             return
         c0 = time.thread_time()
         lag = int(round(cfg.max_lag / cfg.spec.imu_period))
-        p = run["probe"].likelihoods(run["gyro"], counts=run["counts"], max_lag=lag)
+        chi2 = {int(c): run["probe"].misfit(run["gyro"], int(c), lag) for c in run["counts"]}
+        p = run["probe"].posterior(chi2)
+        # chi^2 per scored value: ~1 when the best count explains the gyro down to its noise; far above, the
+        # models and the robot differ by more than the noise (the report's evidence, not a gate)
+        values = 3 * int(np.isfinite(run["gyro"][lag:len(run["gyro"]) - lag]).all(axis=1).sum())
         result.update(cpu_score_s=time.thread_time() - c0, t_end=t, probed=True, probabilities=p,
-                      samples=samples, margin_min=run["margin_min"])
+                      samples=samples, margin_min=run["margin_min"],
+                      misfit_per_value={c: v / max(values, 1) for c, v in chi2.items()})
         best, reason = verdict(result["leg"], p, cfg.decide)
         result.update(count=best, reason=reason)
         take = best

@@ -218,7 +218,12 @@ class LinkProbe:
         filter and queues): each count's best shift in [-max_lag, max_lag] is taken (profile likelihood), every
         shift compared over the same samples (the first and last ``max_lag`` of the probe left out, where its
         window keeps the leg nearly still). 0: the samples as they are (the offline loop)."""
-        log = {int(c): -0.5 * self.misfit(gyro, int(c), max_lag) for c in counts}
+        return self.posterior({int(c): self.misfit(gyro, int(c), max_lag) for c in counts})
+
+    @staticmethod
+    def posterior(misfits: Dict[int, float]) -> Dict[int, float]:
+        """{link count: probability} from each count's ``misfit`` (chi^2), equal priors."""
+        log = {c: -0.5 * v for c, v in misfits.items()}
         top = max(log.values())
         w = {c: math.exp(v - top) for c, v in log.items()}
         total = sum(w.values())
