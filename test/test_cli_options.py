@@ -102,6 +102,7 @@ BAD = {  # (script, option) -> bad values
     ("jethexa-identify", "--no-plots"): ["--no-plots=yes"],
     ("jethexa-identify", "--quiet"): ["--quiet=yes"],
     ("jethexa-warmup", "--print-cache-dir"): ["--print-cache-dir=yes"],
+    ("jethexa-warmup", "--jobs"): ["0", "9", "two"],
     ("jethexa-validate", "--params"): ["/nonexistent.yaml", EXISTING],
     ("jethexa-calibrate", "bag"): ["/nonexistent/bag"],
     ("jethexa-calibrate", "--out"): ["/proc/nope/body.yaml", EXISTING],

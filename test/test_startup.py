@@ -245,14 +245,6 @@ def test_the_warm_up_compiles_its_lanes_in_parallel_processes_into_one_cache_eve
     assert r.returncode == 0 and r.stdout.split()[-1] == "0", r.stdout + r.stderr[-3000:]
 
 
-def test_warmup_jobs_out_of_range_is_one_line_and_status_2():
-    r = subprocess.run([sys.executable, "-m", "jethexa_dynamics.warmup", "--jobs", "0"], env=_env(),
-                       capture_output=True, text=True, timeout=HANG_GUARD, cwd=ROOT)
-    lines = r.stderr.strip().splitlines()
-    assert r.returncode == 2 and r.stdout == "" and len(lines) == 1
-    assert "--jobs" in lines[0] and "[1, 8]" in lines[0], lines
-
-
 def test_node_entry_points_resolve_to_each_nodes_main():
     from jethexa_dynamics.nodes import entry
 
