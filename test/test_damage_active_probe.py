@@ -249,32 +249,56 @@ def test_a_body_tipped_during_the_probe_aborts_it_and_gives_no_verdict():
     assert idf.morphology == (3, 0, 3, 3, 3, 3)
 
 
-def test_a_probe_that_lost_more_than_a_tenth_of_its_imu_samples_gives_no_verdict():
-    """A starved reader is not evidence: the probe driven by hand on LM (a model event with alternatives), its IMU
-    samples at 100 Hz but 3 of every 20 lost (gaps longer than the grid bridges: ~15 % of the grid empty), names
-    no count and says how many samples came; the identifier's count stays. Every sample there: scored."""
-    def run(drop):
-        idf = DamageIdentifier()
-        probe = ActiveProbe(idf)
-        idf.events.append({"t": 1.0, "morphology": [3, 0, 3, 3, 3, 3], "source": "model", "probability": 1.0,
-                           "alternatives": [([3, 1, 3, 3, 3, 3], 0.3), ([3, 2, 3, 3, 3, 3], 0.3)]})
-        idf.model_morphology = (3, 0, 3, 3, 3, 3)
-        level = np.array([1.0, 0.0, 0.0, 0.0])
-        for k in range(500):                             # 5 s at 100 Hz: stand, 2 s of probe, the scoring
-            t = 1.0 + 0.01 * k
-            if not (drop and k % 20 < 3):
-                probe.on_imu(t, level, np.zeros(3))
-            if k % 2 == 0:
-                probe.command(t, probe.stance)
-        (res,) = probe.results
-        return idf, res
+def _by_hand(drop=lambda k, attempt: False, skip=lambda k, attempt: False, seconds=8.0):
+    """The probe driven by hand on LM (a model event with alternatives): IMU samples at 100 Hz (level, still),
+    command ticks at 50 Hz, ``drop(k, attempt)`` / ``skip(k, attempt)`` lose the k-th sample / tick."""
+    idf = DamageIdentifier()
+    probe = ActiveProbe(idf)
+    idf.events.append({"t": 1.0, "morphology": [3, 0, 3, 3, 3, 3], "source": "model", "probability": 1.0,
+                       "alternatives": [([3, 1, 3, 3, 3, 3], 0.3), ([3, 2, 3, 3, 3, 3], 0.3)]})
+    idf.model_morphology = (3, 0, 3, 3, 3, 3)
+    level = np.array([1.0, 0.0, 0.0, 0.0])
+    for k in range(int(round(seconds / 0.01))):
+        t = 1.0 + 0.01 * k
+        attempt = len(probe.results)
+        if not drop(k, attempt):
+            probe.on_imu(t, level, np.zeros(3))
+        if k % 2 == 0 and not skip(k, attempt):
+            probe.command(t, probe.stance)
+    return idf, probe.results
 
-    idf, res = run(drop=True)
-    assert res["probed"] and res["count"] is None and "probabilities" not in res
-    assert res["reason"].startswith("no verdict") and 0.8 * 200 < res["samples"] < 0.9 * 200
+
+def test_a_probe_that_lost_more_than_a_tenth_of_its_imu_samples_gives_no_verdict_and_runs_once_more():
+    """A starved reader is not evidence: a probe whose IMU samples came 3 of every 20 lost (gaps longer than the
+    grid bridges: ~15 % of the grid empty) names no count, says how many samples came and that it probes again;
+    the identifier's count stays. The second probe, starved too, gives no verdict and is the last; one with
+    every sample is scored."""
+    idf, results = _by_hand(drop=lambda k, attempt: k % 20 < 3)
+    assert [r["attempt"] for r in results] == [1, 2]
+    for res in results:
+        assert res["probed"] and res["count"] is None and "probabilities" not in res
+        assert res["reason"].startswith("no verdict") and 0.8 * 200 < res["samples"] < 0.9 * 200
+    assert results[0]["reason"].endswith("probing again") and not results[1]["reason"].endswith("probing again")
     assert idf.morphology == (3, 0, 3, 3, 3, 3)
-    _, res = run(drop=False)
-    assert res["samples"] == 200 and set(res["probabilities"]) == {0, 1, 2}
+    _, results = _by_hand(drop=lambda k, attempt: attempt == 1 and k % 20 < 3)    # starved once, then on time
+    assert [r["attempt"] for r in results] == [1, 2] and results[0]["count"] is None
+    assert results[1]["samples"] == 200 and set(results[1]["probabilities"]) == {0, 1, 2}
+    _, results = _by_hand()
+    assert len(results) == 1 and results[0]["samples"] == 200 and results[0]["max_command_gap"] == pytest.approx(0.02)
+
+
+def test_a_probe_whose_command_ticks_came_late_gives_no_verdict_and_the_next_on_time_is_scored():
+    """The models move the leg at every 20 ms tick; a gait (or monitor) starved for 80 ms in the middle of the
+    probe held the leg still where the models moved it: no verdict, naming the gap, and the probe runs again;
+    on time, the second is scored. A gap of 40 ms (one tick lost) is still scored."""
+    late = lambda k, attempt: attempt == 1 and 150 <= k < 157       # noqa: E731 - 4 ticks lost: 100 ms apart
+    idf, results = _by_hand(skip=late)
+    assert [r["attempt"] for r in results] == [1, 2]
+    assert results[0]["count"] is None and "commands came up to 100 ms apart" in results[0]["reason"]
+    assert results[0]["max_command_gap"] == pytest.approx(0.1)
+    assert set(results[1]["probabilities"]) == {0, 1, 2} and results[1]["max_command_gap"] == pytest.approx(0.02)
+    _, results = _by_hand(skip=lambda k, attempt: k == 150)      # the probe runs at k = 80..280
+    assert len(results) == 1 and "probabilities" in results[0] and results[0]["max_command_gap"] == pytest.approx(0.04)
 
 
 def test_imu_samples_off_their_period_are_placed_at_their_own_time_on_the_probes_grid():

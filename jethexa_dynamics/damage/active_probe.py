@@ -30,9 +30,11 @@ Turn it off where the robot must not stop, or where the named leg cannot move fr
 plant they do not match it can be sure and wrong (MuJoCo's RF:0 named RF:2 with no alternative left,
 ``benchmarks/results/identify_probe_mujoco.md``); the stop is the same one the ambiguous case pays.
 
-Each leg is probed at most once (a later event on the same leg is left to the identifier). Times in seconds on
-the caller's clock; joint vectors in ``robot.joint_names`` order [rad]; quaternions (w, x, y, z) level <-
-base_link; gyro [rad/s, base_link axes].
+Each leg is probed at most once (a later event on the same leg is left to the identifier), except that a probe
+which gave no verdict because its graph was starved (more than a tenth of its IMU samples lost, ``MIN_SAMPLES``,
+or its command ticks more than ``MAX_COMMAND_GAP`` periods apart) is run once more (``RETRIES``). Times in
+seconds on the caller's clock; joint vectors in ``robot.joint_names`` order [rad]; quaternions (w, x, y, z)
+level <- base_link; gyro [rad/s, base_link axes].
 
 In the node graph (``nodes.damage_monitor``, parameter ``probe``) the monitor drives this class on its
 identifier's worker thread: ``command`` at every ``joint_commands`` message it sees (the gait's tick; its return
@@ -79,6 +81,13 @@ LATE_SAMPLES = 0.1
 #: tenth of its samples ran in a starved node (its worker compiling, a CPU short): scored on the rest it was seen
 #: sure and wrong (LM:2 at p = 1.000 for LM:1 on 107 of 200 samples); a late reader is not evidence of the body
 MIN_SAMPLES = 0.9
+#: the longest gap between two of the probe's command ticks it scores, in command periods. The models move the
+#: leg on the schedule, one move per period; a longer gap (a starved gait controller or monitor) held the leg still
+#: where the models moved it: the gyro then answers another motion, not another body
+MAX_COMMAND_GAP = 2.5
+#: probes run again after one that gave no verdict because its graph was starved (samples lost, commands late):
+#: the next may find the CPU back; a probe that ran on time is not repeated
+RETRIES = 1
 
 
 @dataclass(frozen=True)
@@ -189,6 +198,7 @@ class ActiveProbe:
         self._seen = len(identifier.events)
         self._morphology = tuple(identifier.morphology)       # as of the last event read: which leg an event changes
         self._probed = set()
+        self._retry: Optional[dict] = None     # the result of a starved probe to run again (its leg, attempt)
         self._run: Optional[dict] = None
         self._R = np.eye(3)
 
@@ -232,6 +242,9 @@ class ActiveProbe:
                 return None
         tau = t - run["t0"]
         held = run["q"][joints]
+        if -s.command_period < tau < s.duration + s.command_period:
+            run["max_gap"] = max(run["max_gap"], t - run["t_cmd"]) if "t_cmd" in run else 0.0
+            run["t_cmd"] = t
         if tau < s.duration - 1e-9:
             self._watch(run, tau)
             if not run["margin_min"] > cfg.min_margin:
@@ -250,9 +263,16 @@ class ActiveProbe:
     # ---------------------------------------------------------------------------------------------- steps
     def _start(self, t: float) -> bool:
         """A new model event with alternatives (any, with ``always``) on a leg not probed yet starts a probe (or
-        records why not)."""
+        records why not); else a starved probe's retry, if one is due and its leg still the one named."""
         events = self.identifier.events
         new, self._seen = events[self._seen:], len(events)
+        retry, self._retry = self._retry, None
+        if not new and retry is not None and self.identifier.morphology[retry["leg"]] == retry["named"]:
+            result = {k: retry["result"][k] for k in ("t_named", "leg", "named", "alternatives")}
+            result.update(probed=False, attempt=retry["attempt"])
+            self.results.append(result)
+            self._run = {"leg": retry["leg"], "phase": "stand", "t_stand": t, "result": result}
+            return True
         for ev in new:
             before = self._morphology
             self._morphology = tuple(ev["morphology"])
@@ -272,6 +292,7 @@ class ActiveProbe:
                 self.results.append(dict(result, reason="%s probed before" % name))
                 continue
             self._probed.add(leg)
+            result["attempt"] = 1
             self.results.append(result)
             self._run = {"leg": leg, "phase": "stand", "t_stand": t, "result": result}
             return True
@@ -301,7 +322,7 @@ class ActiveProbe:
         # the probe starts on its schedule (t_stand + settle), not at the tick that plans it: a gait controller in
         # another node runs it on that schedule (``probe_request``), whatever the phase of the ticks here
         run.update(phase="probe", t0=t0, q=q, probe=probe, counts=counts, morphology=morphology,
-                   gyro=np.full((n, 3), np.nan), raw=[], last_tau=-math.inf, margin_min=math.inf)
+                   gyro=np.full((n, 3), np.nan), raw=[], last_tau=-math.inf, margin_min=math.inf, max_gap=0.0)
         return True
 
     def _watch(self, run: dict, tau: float) -> None:
@@ -319,12 +340,22 @@ class ActiveProbe:
         leg, result = run["leg"], run["result"]
         run["gyro"] = on_grid(run["raw"], len(run["gyro"]), cfg.spec.imu_period)
         samples = int(np.isfinite(run["gyro"]).all(axis=1).sum())
+        result.update(max_command_gap=run["max_gap"])
+        starved = None
         if samples < MIN_SAMPLES * len(run["gyro"]):
-            # the IMU was silent or its reader starved (a node graph: a dropped link, a CPU short): no verdict, the
-            # identifier's count stays
+            # the IMU was silent or its reader starved (a node graph: a dropped link, a CPU short)
+            starved = "%d of %d IMU samples came during the probe" % (samples, len(run["gyro"]))
+        elif run["max_gap"] > MAX_COMMAND_GAP * cfg.spec.command_period:
+            starved = "its commands came up to %.0f ms apart (the models move the leg every %.0f ms)" % (
+                1e3 * run["max_gap"], 1e3 * cfg.spec.command_period)
+        if starved is not None:
+            # no verdict, the identifier's count stays; run once more (the CPU may be back)
+            again = result["attempt"] <= RETRIES
             result.update(t_end=t, probed=True, samples=samples, margin_min=run["margin_min"], count=None,
-                          taken=None, reason="no verdict: %d of %d IMU samples came during the probe" % (
-                              samples, len(run["gyro"])))
+                          taken=None, reason="no verdict: " + starved + ("; probing again" if again else ""))
+            if again:
+                self._retry = {"leg": leg, "named": self.identifier.morphology[leg], "result": result,
+                               "attempt": result["attempt"] + 1}
             return
         c0 = time.thread_time()
         lag = int(round(cfg.max_lag / cfg.spec.imu_period))

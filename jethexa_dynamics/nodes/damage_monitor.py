@@ -406,6 +406,8 @@ class DamageMonitor(ThinNode):
                        r.get("probabilities", {}).items(), key=lambda kv: -kv[1]))),
                    ("probe_last_misfit", ", ".join("%s:%d=%.2f" % (r["leg"], c, v) for c, v in sorted(
                        r.get("misfit_per_value", {}).items()))),
+                   ("probe_last_command_gap_ms", "%.0f" % (1e3 * r["max_command_gap"]) if "max_command_gap" in r
+                    else ""),
                    ("probe_last_cpu_score_ms", "%.1f" % (1e3 * r["cpu_score_s"]) if "cpu_score_s" in r else ""),
                    ("probe_last_margin_m", "%.4f" % r["margin_planned"] if "margin_planned" in r else "")]
         return values
