@@ -305,9 +305,12 @@ def compile_in_lanes(jobs: int, log: Callable[[str], None] = print) -> int:
     import subprocess
 
     directory = kernel_cache.cache_dir()
-    if jobs < 2 or cache_state(GROUPS, directory) == "warm" or directory is None or not _guard_index_saves(directory):
+    lanes = [[g for g in lane if g in GROUPS] for lane in LANES]
+    lanes[0] += [g for g in GROUPS if not any(g in lane for lane in LANES)]
+    lanes = [lane for lane in lanes if lane]
+    if (jobs < 2 or len(lanes) < 2 or cache_state(GROUPS, directory) == "warm" or directory is None
+            or not _guard_index_saves(directory)):
         return int(ensure_kernels(tuple(GROUPS), log=log)[0])
-    lanes = [list(lane) for lane in LANES]
     t0 = time.monotonic()
     with _compile_lock(directory, lambda: log("waiting for another process that is compiling into %s ..." % directory)):
         log("compiling the numba kernels (%s) into %s in %d processes: the first start after installing takes a few "
