@@ -249,9 +249,11 @@ def test_a_body_tipped_during_the_probe_aborts_it_and_gives_no_verdict():
     assert idf.morphology == (3, 0, 3, 3, 3, 3)
 
 
-def _by_hand(drop=lambda k, attempt: False, skip=lambda k, attempt: False, seconds=8.0):
-    """The probe driven by hand on LM (a model event with alternatives): IMU samples at 100 Hz (level, still),
-    command ticks at 50 Hz, ``drop(k, attempt)`` / ``skip(k, attempt)`` lose the k-th sample / tick."""
+def _by_hand(drop=lambda k, attempt: False, skip=lambda k, attempt: False, seconds=8.0, noise=lambda attempt: 0.0):
+    """The probe driven by hand on LM (a model event with alternatives): IMU samples at 100 Hz (level, still;
+    white gyro noise of ``noise(attempt)`` rad/s), command ticks at 50 Hz, ``drop(k, attempt)`` /
+    ``skip(k, attempt)`` lose the k-th sample / tick."""
+    rng = np.random.default_rng(3)
     idf = DamageIdentifier()
     probe = ActiveProbe(idf)
     idf.events.append({"t": 1.0, "morphology": [3, 0, 3, 3, 3, 3], "source": "model", "probability": 1.0,
@@ -262,7 +264,7 @@ def _by_hand(drop=lambda k, attempt: False, skip=lambda k, attempt: False, secon
         t = 1.0 + 0.01 * k
         attempt = len(probe.results)
         if not drop(k, attempt):
-            probe.on_imu(t, level, np.zeros(3))
+            probe.on_imu(t, level, rng.normal(0.0, noise(attempt), 3) if noise(attempt) else np.zeros(3))
         if k % 2 == 0 and not skip(k, attempt):
             probe.command(t, probe.stance)
     return idf, probe.results
@@ -299,6 +301,21 @@ def test_a_probe_whose_command_ticks_came_late_gives_no_verdict_and_the_next_on_
     assert set(results[1]["probabilities"]) == {0, 1, 2} and results[1]["max_command_gap"] == pytest.approx(0.02)
     _, results = _by_hand(skip=lambda k, attempt: k == 150)      # the probe runs at k = 80..280
     assert len(results) == 1 and "probabilities" in results[0] and results[0]["max_command_gap"] == pytest.approx(0.04)
+
+
+def test_a_probe_no_count_explains_gives_no_verdict_and_the_next_is_scored():
+    """Likelihood ratios are exact only under the noise they assume: a gyro with 4 times the assumed noise
+    (chi^2 ~16 per value for every count, as in a graph starved by busy loops, where one such probe named LM:2 at
+    p = 1.000 for LM:1) names no count, says how far off the best count is, and the probe runs again; at the
+    assumed noise (chi^2 ~1 per value, the oracle: white noise of sigma) it is scored."""
+    sigma = ProbeConfig().gyro_noise
+    idf, results = _by_hand(noise=lambda attempt: 4.0 * sigma if attempt == 1 else sigma)
+    assert [r["attempt"] for r in results] == [1, 2]
+    first, second = results
+    assert first["count"] is None and "no count explains the gyro" in first["reason"]
+    assert first["reason"].endswith("probing again") and min(first["misfit_per_value"].values()) > 10.0
+    assert "probabilities" in second and min(second["misfit_per_value"].values()) == pytest.approx(1.0, abs=0.2)
+    assert "no count explains" not in second["reason"] and not second["reason"].endswith("probing again")
 
 
 def test_imu_samples_off_their_period_are_placed_at_their_own_time_on_the_probes_grid():

@@ -201,7 +201,7 @@ def test_an_ambiguous_silent_break_is_probed_over_dds_and_ends_at_the_exact_coun
             m.name == PROBE_NAME for _, m in w.since("damage/probe", 0.0))
         lm = [m.points[0].positions[m.joint_names.index("coxa_joint_LM")]
               for _, m in w.since("joint_commands", 0.0) if "coxa_joint_LM" in m.joint_names]
-        assert gc.probes_run == 1 and max(lm) - min(lm) > 0.2
+        assert gc.probes_run == res["attempt"] and max(lm) - min(lm) > 0.2     # a starved probe runs again
         assert wait_for(lambda: gc.state == "walking", 10.0), gc.state
         n = w.count("mocap/pose")
         assert wait_for(lambda: w.count("mocap/pose") > n + 50, 30.0)

@@ -32,7 +32,9 @@ plant they do not match it can be sure and wrong (MuJoCo's RF:0 named RF:2 with 
 
 Each leg is probed at most once (a later event on the same leg is left to the identifier), except that a probe
 which gave no verdict because its graph was starved (more than a tenth of its IMU samples lost, ``MIN_SAMPLES``,
-or its command ticks more than ``MAX_COMMAND_GAP`` periods apart) is run once more (``RETRIES``). Times in
+or its command ticks more than ``MAX_COMMAND_GAP`` periods apart), or whose best count leaves more than
+``MAX_MISFIT`` times the noise's chi^2 (no count explains the motion: a starved graph's or a held leg's), is
+run once more (``RETRIES``). Times in
 seconds on the caller's clock; joint vectors in ``robot.joint_names`` order [rad]; quaternions (w, x, y, z)
 level <- base_link; gyro [rad/s, base_link axes].
 
@@ -85,6 +87,13 @@ MIN_SAMPLES = 0.9
 #: leg on the schedule, one move per period; a longer gap (a starved gait controller or monitor) held the leg still
 #: where the models moved it: the gyro then answers another motion, not another body
 MAX_COMMAND_GAP = 2.5
+#: the best count's chi^2 per scored gyro value above which no count is taken: its residual is then more than
+#: sqrt(3) = 1.7 times the gyro noise the likelihood assumes, and the probabilities (whose ratios are exact only
+#: under that noise) rank motions none of the models made. Measured: the engine's loop 1.0-1.1 (its noise is the
+#: assumed one), MuJoCo's loop 1.0-1.9 (the models' error, up to 0.68 per value, plus the noise), the node
+#: graph 0.05-0.12 (its IMU quieter than assumed); the graph starved by two busy loops 4.6-8, once with LM:2
+#: named at p = 1.000 for LM:1 (best 7.5 per value)
+MAX_MISFIT = 3.0
 #: probes run again after one that gave no verdict because its graph was starved (samples lost, commands late):
 #: the next may find the CPU back; a probe that ran on time is not repeated
 RETRIES = 1
@@ -349,24 +358,23 @@ class ActiveProbe:
             starved = "its commands came up to %.0f ms apart (the models move the leg every %.0f ms)" % (
                 1e3 * run["max_gap"], 1e3 * cfg.spec.command_period)
         if starved is not None:
-            # no verdict, the identifier's count stays; run once more (the CPU may be back)
-            again = result["attempt"] <= RETRIES
-            result.update(t_end=t, probed=True, samples=samples, margin_min=run["margin_min"], count=None,
-                          taken=None, reason="no verdict: " + starved + ("; probing again" if again else ""))
-            if again:
-                self._retry = {"leg": leg, "named": self.identifier.morphology[leg], "result": result,
-                               "attempt": result["attempt"] + 1}
+            result.update(t_end=t, probed=True, samples=samples, margin_min=run["margin_min"])
+            self._no_verdict(result, starved)
             return
         c0 = time.thread_time()
         lag = int(round(cfg.max_lag / cfg.spec.imu_period))
         chi2 = {int(c): run["probe"].misfit(run["gyro"], int(c), lag) for c in run["counts"]}
         p = run["probe"].posterior(chi2)
-        # chi^2 per scored value: ~1 when the best count explains the gyro down to its noise; far above, the
-        # models and the robot differ by more than the noise (the report's evidence, not a gate)
+        # chi^2 per scored value: ~1 when the best count explains the gyro down to its noise
         values = 3 * int(np.isfinite(run["gyro"][lag:len(run["gyro"]) - lag]).all(axis=1).sum())
+        misfit = {c: v / max(values, 1) for c, v in chi2.items()}
         result.update(cpu_score_s=time.thread_time() - c0, t_end=t, probed=True, probabilities=p,
-                      samples=samples, margin_min=run["margin_min"],
-                      misfit_per_value={c: v / max(values, 1) for c, v in chi2.items()})
+                      samples=samples, margin_min=run["margin_min"], misfit_per_value=misfit)
+        best = min(misfit, key=misfit.get)
+        if misfit[best] > MAX_MISFIT:
+            self._no_verdict(result, "no count explains the gyro (the best, %s:%d, leaves %.1f times the noise's "
+                             "chi^2 per value; up to %g taken)" % (result["leg"], best, misfit[best], MAX_MISFIT))
+            return
         best, reason = verdict(result["leg"], p, cfg.decide)
         result.update(count=best, reason=reason)
         take = best
@@ -382,6 +390,17 @@ class ActiveProbe:
             others = [(c, v) for c, v in sorted(p.items(), key=lambda kv: -kv[1])
                       if c != take and v >= 1 - cfg.decide]
             self.identifier.on_probe(t, leg, int(take), p[take], others)
+
+
+    def _no_verdict(self, result: dict, why: str) -> None:
+        """No count taken (the identifier's stays); run once more (``RETRIES``): a starved graph may have its CPU
+        back, a leg held or pushed during the probe may be free."""
+        again = result["attempt"] <= RETRIES
+        result.update(count=None, taken=None, reason="no verdict: " + why + ("; probing again" if again else ""))
+        if again:
+            leg = self.robot.leg_names.index(result["leg"])
+            self._retry = {"leg": leg, "named": self.identifier.morphology[leg], "result": result,
+                           "attempt": result["attempt"] + 1}
 
 
 def on_grid(samples: Sequence[Tuple[float, np.ndarray]], n: int, period: float) -> np.ndarray:
