@@ -197,6 +197,17 @@ def _count_compiles():
         yield rec.buffer
 
 
+def _say_other_stack(groups: Sequence[str], directory: Optional[str], where: str, running: str,
+                     log: Callable[[str], None]) -> str:
+    """The cache's state for ``groups``; says so if its kernels were compiled by another Python/numpy/numba."""
+    state = cache_state(groups, directory)
+    other = [w for w in cached_with(groups, directory) if w != running]
+    if state != "cold" and other:
+        log("the numba kernels (%s) in %s were compiled with %s; this process runs %s: two installations "
+            "on the paths? (README, On the robot)" % (", ".join(groups), where, " / ".join(other), running))
+    return state
+
+
 def ensure_kernels(groups: Sequence[str], log: Callable[[str], None] = print) -> Tuple[bool, float]:
     """Compile (cold cache) or load (warm cache) the kernels of ``groups``; log what happens and how long
     it took. Returns (compiled, seconds): ``compiled`` is True if numba compiled anything (cold or stale
@@ -215,11 +226,7 @@ cache), False when everything came from the cache."""
         log("waiting for another process that is compiling the numba kernels into %s ..." % where)
 
     with _compile_lock(directory, on_wait):
-        state = cache_state(groups, directory)
-        other = [w for w in cached_with(groups, directory) if w != running]
-        if state != "cold" and other:
-            log("the numba kernels (%s) in %s were compiled with %s; this process runs %s: two installations "
-                "on the paths? (README, On the robot)" % (", ".join(groups), where, " / ".join(other), running))
+        state = _say_other_stack(groups, directory, where, running, log)
         if state == "warm":
             log("loading the compiled numba kernels (%s) from %s ..." % (", ".join(groups), where))
         elif waited:
@@ -311,8 +318,9 @@ def compile_in_lanes(jobs: int, log: Callable[[str], None] = print) -> int:
     if (jobs < 2 or len(lanes) < 2 or cache_state(GROUPS, directory) == "warm" or directory is None
             or not _guard_index_saves(directory)):
         return int(ensure_kernels(tuple(GROUPS), log=log)[0])
-    t0 = time.monotonic()
+    t0, running = time.monotonic(), stack.describe()
     with _compile_lock(directory, lambda: log("waiting for another process that is compiling into %s ..." % directory)):
+        _say_other_stack(tuple(GROUPS), directory, directory, running, log)
         log("compiling the numba kernels (%s) into %s in %d processes: the first start after installing takes a few "
             "minutes (1-2 on a desktop, several on a Jetson Nano); later starts load them from there"
             % (", ".join(GROUPS), directory, len(lanes)))
@@ -332,7 +340,6 @@ def compile_in_lanes(jobs: int, log: Callable[[str], None] = print) -> int:
                 if p.poll() is None:
                     p.kill()
                     p.wait()
-        running = stack.describe()
         for g in GROUPS:
             try:
                 with open(_marker(directory, g), "w") as f:
