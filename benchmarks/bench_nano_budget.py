@@ -12,7 +12,7 @@ Run (as root for the quota runs; about 20 minutes for the three layouts):
         [--break-at 15] [--factors 4,5,6] [--half-factor 5] [--other-factors 5] [--core-factor 5] [--repeat 3]
         [--cgroup auto]
         [--out benchmarks/results/nano_budget.md]
-    .venv/bin/python benchmarks/bench_nano_budget.py --smoke   (8 s walks: split unconstrained + 5x, composed
+    .venv/bin/python benchmarks/bench_nano_budget.py --smoke   (6 s walks: split unconstrained + 5x, composed
                                                                 and separate unconstrained; CI)
 
 The processes are those of ``sim.launch.py`` (``graph_spec.processes``, parameter files from
@@ -1380,8 +1380,8 @@ def _layout(text):
 def parse_args(argv):
     num = cli_args.number
     ap = cli_args.ArgumentParser(prog="bench_nano_budget.py", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--smoke", action="store_true", help="short: --seconds 8 --break-at 4 --warmup 2 --factors 5 "
-                    "--half-factor 0 --other-factors '' --imu-seconds 1 --name-timeout 8 (unless given); nothing "
+    ap.add_argument("--smoke", action="store_true", help="short: --seconds 6 --break-at 3 --warmup 1.5 --factors 5 "
+                    "--half-factor 0 --other-factors '' --imu-seconds 1 --name-timeout 5 (unless given); nothing "
                     "written unless --out")
     ap.add_argument("--composed", type=_layout, help="only this layout (the launch argument's value): split (as "
                     "launched: two processes), true (one process) or false (a process per node); default: all three, "
@@ -1430,8 +1430,8 @@ def parse_args(argv):
         if args.composed not in (None, "separate"):
             ap.error("argument --separate: not with --composed %s" % LAYOUTS[args.composed])
         args.composed = "separate"
-    smoke = {"seconds": 8.0, "break_at": 4.0, "warmup": 2.0, "factors": [5.0], "half_factor": 0.0, "imu_seconds": 1.0,
-             "name_timeout": 8.0, "other_factors": [], "repeat": 1, "core_factor": 0.0}
+    smoke = {"seconds": 6.0, "break_at": 3.0, "warmup": 1.5, "factors": [5.0], "half_factor": 0.0, "imu_seconds": 1.0,
+             "name_timeout": 5.0, "other_factors": [], "repeat": 1, "core_factor": 0.0}
     full = {"seconds": 30.0, "break_at": 15.0, "warmup": 6.0, "factors": [4.0, 5.0, 6.0], "half_factor": 5.0,
             "imu_seconds": 12.0, "name_timeout": 30.0, "other_factors": [5.0], "repeat": 3, "core_factor": 5.0}
     for k, v in (smoke if args.smoke else full).items():
