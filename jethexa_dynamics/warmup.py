@@ -197,6 +197,26 @@ def _count_compiles():
         yield rec.buffer
 
 
+def _compile(groups: Sequence[str]) -> int:
+    """Run the warm-up calls of ``groups`` here; returns the number of functions numba compiled."""
+    with _count_compiles() as compiles:
+        for g in groups:
+            GROUPS[g]()
+    return sum(1 for _, e in compiles if e.is_start)
+
+
+def _write_markers(directory: Optional[str], groups: Sequence[str], running: str) -> None:
+    """Record that ``groups`` are warm in ``directory`` for these sources and this Python/numpy/numba."""
+    if directory is None:
+        return
+    for g in groups:
+        try:
+            with open(_marker(directory, g), "w") as f:
+                f.write(kernel_cache.source_hash() + "\n" + running + "\n")
+        except OSError:       # a read-only cache: the marker only saves the next warm-up's check
+            pass
+
+
 def _say_other_stack(groups: Sequence[str], directory: Optional[str], where: str, running: str,
                      log: Callable[[str], None]) -> str:
     """The cache's state for ``groups``; says so if its kernels were compiled by another Python/numpy/numba."""
@@ -240,18 +260,9 @@ cache), False when everything came from the cache."""
                 "minutes (1-2 on a desktop, several on a Jetson Nano); later starts load them from there"
                 % (", ".join(groups), where))
         t1 = time.monotonic()
-        with _count_compiles() as compiles:
-            for g in groups:
-                GROUPS[g]()
-        if directory is not None:
-            for g in groups:
-                try:
-                    with open(_marker(directory, g), "w") as f:
-                        f.write(kernel_cache.source_hash() + "\n" + running + "\n")
-                except OSError:       # a read-only cache: the marker only saves the next warm-up's check
-                    pass
+        n = _compile(groups)
+        _write_markers(directory, groups, running)
     dt = time.monotonic() - t1
-    n = sum(1 for _, e in compiles if e.is_start)
     log("numba kernels %s in %.1f s%s (%s; cache %s)" % (
         "compiled and cached (%d functions)" % n if n else "loaded from the cache", dt,
         " (after waiting %.1f s for another process)" % (t1 - t0) if waited else "", running, where))
@@ -297,10 +308,7 @@ def _lane(groups: Sequence[str]) -> int:
     """Compile ``groups`` in this process with the index saves locked; returns the number of functions compiled."""
     if not _guard_index_saves(kernel_cache.cache_dir()):
         raise RuntimeError("a warm-up lane needs the index lock (fcntl, a cache directory, numba's index class)")
-    with _count_compiles() as compiles:
-        for g in groups:
-            GROUPS[g]()
-    return sum(1 for _, e in compiles if e.is_start)
+    return _compile(groups)
 
 
 def compile_in_lanes(jobs: int, log: Callable[[str], None] = print) -> int:
@@ -340,12 +348,7 @@ def compile_in_lanes(jobs: int, log: Callable[[str], None] = print) -> int:
                 if p.poll() is None:
                     p.kill()
                     p.wait()
-        for g in GROUPS:
-            try:
-                with open(_marker(directory, g), "w") as f:
-                    f.write(kernel_cache.source_hash() + "\n" + running + "\n")
-            except OSError:
-                pass
+        _write_markers(directory, tuple(GROUPS), running)
     log("numba kernels compiled and cached (%d functions) in %.1f s (%s; cache %s)"
         % (n, time.monotonic() - t0, running, directory))
     return n

@@ -366,7 +366,7 @@ class ActiveProbe:
         chi2 = {int(c): run["probe"].misfit(run["gyro"], int(c), lag) for c in run["counts"]}
         p = run["probe"].posterior(chi2)
         # chi^2 per scored value: ~1 when the best count explains the gyro down to its noise
-        values = 3 * int(np.isfinite(run["gyro"][lag:len(run["gyro"]) - lag]).all(axis=1).sum())
+        values = run["probe"].scored_values(run["gyro"], lag)
         misfit = {c: v / max(values, 1) for c, v in chi2.items()}
         result.update(cpu_score_s=time.thread_time() - c0, t_end=t, probed=True, probabilities=p,
                       samples=samples, margin_min=run["margin_min"], misfit_per_value=misfit)

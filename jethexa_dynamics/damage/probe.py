@@ -197,16 +197,29 @@ class LinkProbe:
             raise ValueError("gyro: no samples to score")
         if n <= 2 * m:
             raise ValueError("gyro: %d samples, too few for max_lag=%d" % (n, m))
+        g, ok = self._scored(gyro, m, n)
+        if not ok.any():
+            raise ValueError("gyro: no samples to score")
         best = math.inf
         for lag in range(-m, m + 1):      # measured sample k against predicted sample k - lag
-            g, p = gyro[m:n - m], pred[m - lag:n - m - lag]
-            ok = np.all(np.isfinite(g), axis=1)       # rows of NaN: samples that never came
-            if not ok.any():
-                raise ValueError("gyro: no samples to score")
-            r = g[ok] - p[ok]
+            r = g[ok] - pred[m - lag:n - m - lag][ok]
             r = r - r.mean(axis=0)          # the constant gyro bias per axis, fitted (profile likelihood)
             best = min(best, float(np.sum((r / self.gyro_noise) ** 2)))
         return best
+
+    @staticmethod
+    def _scored(gyro: np.ndarray, m: int, n: int) -> Tuple[np.ndarray, np.ndarray]:
+        """The measured samples every shift is compared over (the first and last ``m`` of ``n`` left out) and
+        which of them came (rows of NaN: samples that never came)."""
+        g = gyro[m:n - m]
+        return g, np.all(np.isfinite(g), axis=1)
+
+    def scored_values(self, gyro: np.ndarray, max_lag: int = 0) -> int:
+        """How many values ``misfit`` sums (3 axes of each sample that came, inside the lag margins): its chi^2
+        per value is about 1 when a count explains the gyro down to ``gyro_noise``."""
+        gyro = np.asarray(gyro, dtype=float)
+        n = min(int(round(self.spec.duration / self.spec.imu_period)), len(gyro))
+        return 3 * int(self._scored(gyro, int(max_lag), n)[1].sum())
 
     def likelihoods(self, gyro: np.ndarray, counts: Sequence[int] = (0, 1, 2), max_lag: int = 0) -> Dict[int, float]:
         """{link count: probability} of the measured gyro series (n, 3) [rad/s; rows of NaN skipped] under each

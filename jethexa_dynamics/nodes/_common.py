@@ -70,6 +70,7 @@ def switch_for_bus() -> None:
     servo_driver's and robot_emulator's threads time servo moves and reads."""
     sys.setswitchinterval(min(sys.getswitchinterval(), BUS_SWITCH_INTERVAL))
 
+
 _PTYPE = {
     "bool": Parameter.Type.BOOL, "int": Parameter.Type.INTEGER, "double": Parameter.Type.DOUBLE,
     "string": Parameter.Type.STRING, "int_array": Parameter.Type.INTEGER_ARRAY,
