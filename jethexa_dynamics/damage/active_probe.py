@@ -359,7 +359,7 @@ class ActiveProbe:
                 1e3 * run["max_gap"], 1e3 * cfg.spec.command_period)
         if starved is not None:
             result.update(t_end=t, probed=True, samples=samples, margin_min=run["margin_min"])
-            self._no_verdict(result, starved)
+            self._no_verdict(leg, result, starved)
             return
         c0 = time.thread_time()
         lag = int(round(cfg.max_lag / cfg.spec.imu_period))
@@ -370,10 +370,11 @@ class ActiveProbe:
         misfit = {c: v / max(values, 1) for c, v in chi2.items()}
         result.update(cpu_score_s=time.thread_time() - c0, t_end=t, probed=True, probabilities=p,
                       samples=samples, margin_min=run["margin_min"], misfit_per_value=misfit)
-        best = min(misfit, key=misfit.get)
-        if misfit[best] > MAX_MISFIT:
-            self._no_verdict(result, "no count explains the gyro (the best, %s:%d, leaves %.1f times the noise's "
-                             "chi^2 per value; up to %g taken)" % (result["leg"], best, misfit[best], MAX_MISFIT))
+        fittest = min(misfit, key=misfit.get)
+        if misfit[fittest] > MAX_MISFIT:
+            self._no_verdict(leg, result, "no count explains the gyro (the best, %s:%d, leaves %.1f times the "
+                             "noise's chi^2 per value; up to %g taken)" % (result["leg"], fittest, misfit[fittest],
+                                                                           MAX_MISFIT))
             return
         best, reason = verdict(result["leg"], p, cfg.decide)
         result.update(count=best, reason=reason)
@@ -391,14 +392,12 @@ class ActiveProbe:
                       if c != take and v >= 1 - cfg.decide]
             self.identifier.on_probe(t, leg, int(take), p[take], others)
 
-
-    def _no_verdict(self, result: dict, why: str) -> None:
+    def _no_verdict(self, leg: int, result: dict, why: str) -> None:
         """No count taken (the identifier's stays); run once more (``RETRIES``): a starved graph may have its CPU
-        back, a leg held or pushed during the probe may be free."""
+        back, a leg held or pushed during the probe may be free. ``leg``: the probed leg's index."""
         again = result["attempt"] <= RETRIES
         result.update(count=None, taken=None, reason="no verdict: " + why + ("; probing again" if again else ""))
         if again:
-            leg = self.robot.leg_names.index(result["leg"])
             self._retry = {"leg": leg, "named": self.identifier.morphology[leg], "result": result,
                            "attempt": result["attempt"] + 1}
 
