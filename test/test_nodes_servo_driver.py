@@ -239,3 +239,24 @@ def test_emergency_stop_torque_services_and_unload_on_shutdown(rig):
     assert wait_for(lambda: drv.commands_applied == n + 1, 5.0)
     g.remove(drv)  # what Ctrl-C does: close() -> torque off
     assert wait_for(lambda: not any(emu.torque_enabled(j) for j in JOINTS), 3.0)
+
+
+@pytest.mark.parametrize("dither", [False, True])
+def test_the_gil_switches_faster_only_for_the_body_estimates_dithered_reads(dither):
+    """0.5 ms (``BUS_SWITCH_INTERVAL``) only where the move stamps feed the body estimate (``read_dither``): the
+    forced switches cost the control process CPU otherwise; Python's own interval is kept."""
+    import sys
+
+    from jethexa_dynamics.nodes._common import BUS_SWITCH_INTERVAL
+
+    emu = BusEmulator().start()
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.005)
+    g = Graph()
+    try:
+        g.add(ServoDriver, {"port": emu.port, "read_dither": dither})
+        assert sys.getswitchinterval() == (BUS_SWITCH_INTERVAL if dither else 0.005)
+    finally:
+        g.close()
+        emu.stop()
+        sys.setswitchinterval(before)

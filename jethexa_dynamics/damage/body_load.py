@@ -62,7 +62,8 @@ CPU (2 cores shared). Measured against the driver's set-point clock the world's 
 estimate from +0.3 % / 1 mm to +2..+16 % and CoM x -15..+1 mm, y -7..+6 mm (6 draws): the graph's scatter, x and
 y. The graph's inputs as the node gave them, replayed into this class offline, gave the node's estimate exactly;
 the IMU's attitude (0.3 deg off, or 0.6 deg noise: 0.1 mm) and the commands' timing (+-10 ms: 1.5 mm) barely
-move it. Fixed: both processes switch the GIL every 0.5 ms (``nodes._common.BUS_SWITCH_INTERVAL``; the moves'
+move it. Fixed: both processes switch the GIL every 0.5 ms (``nodes._common.BUS_SWITCH_INTERVAL``; servo_driver
+when its reads are dithered for this estimate, as the ``body_estimate`` launch argument sets them; the moves'
 start p1/p99 then -3..-4 / +3.5..4.6 ms) and the driver stamps a move before its write (``JointServoBus.command``).
 In the graph (``test/test_nodes_body_graph.py``, 5 runs each): CoM x error -6.7..+18.6 mm, y -8.3..+9.8 mm, mass
 -6..+16 % before; x -7.9..+0.9 mm (within 5 mm in 4 of 5), y -2.7..+3.4 mm, mass -1.7..+7.4 % after.

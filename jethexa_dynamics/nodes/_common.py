@@ -58,10 +58,10 @@ LATCHED_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
 MAX_ARRIVAL_AGE = 1.0
 #: how often (s) a node looks for publishers/subscriptions on its topics with incompatible QoS (``check_qos``)
 QOS_CHECK_PERIOD = 2.0
-#: the GIL switch interval [s] of a process whose bus thread times servo moves and reads (servo_driver, and
-#: robot_emulator's emulated servos): measured in the sim graph on 2 loaded cores, the emulated servos started a
-#: move 0.45 ms (median), 6.6 ms (p95) and 29 ms (p99) after it was written with Python's 5 ms; 0.2, 1.8-3.7 and
-#: 3.9-5.2 ms with this
+#: the GIL switch interval [s] of a process whose bus thread times servo moves and reads (servo_driver feeding the
+#: body estimate, ``read_dither``; robot_emulator's emulated servos): measured in the sim graph on 2 loaded cores,
+#: the emulated servos started a move 0.45 ms (median), 6.6 ms (p95) and 29 ms (p99) after it was written with
+#: Python's 5 ms; 0.2, 1.8-3.7 and 3.9-5.2 ms with this
 BUS_SWITCH_INTERVAL = 0.0005
 
 

@@ -81,10 +81,13 @@ class ServoDriver(ThinNode):
         self._dither = random.random()   # the reads' dither (read_dither): where its sequence starts, in cycles
         with self.lock:
             self._try_open()
-        # the bus thread stamps each read and move after its syscall returns: it must get the GIL back from the
-        # executor's thread at once, not after up to the 5 ms default switch interval (a move stamped late puts
-        # every set-point of it late, and the body estimate reads 1 ms as ~4 % of the body's mass)
-        switch_for_bus()
+        # for the body estimate (read_dither) the bus thread stamps each read and move after its syscall returns:
+        # it must get the GIL back from the executor's thread at once, not after up to the 5 ms default switch
+        # interval (a move stamped late puts every set-point of it late, and the body estimate reads 1 ms as ~4 %
+        # of the body's mass). Without it Python's interval stays: the forced switches cost the control process
+        # ~4 % of its CPU (0.201 against 0.210 CPU-s/s, 4 interleaved pairs, BENCHMARKS.md #21)
+        if self.p["read_dither"]:
+            switch_for_bus()
         self._thread = threading.Thread(target=self._bus_loop, name="servo-bus", daemon=True)
         self._thread.start()
 
