@@ -1150,7 +1150,12 @@ def side_by_side(runs, ab):
     return md + [""]
 
 
-def report(opts, info, cgroup_note, runs, ab, argv_text):
+def _wake_floor_text(wakes, wake_s):
+    """'2310 / 0.196': scheduled-in per second and that times a bare wake-up's CPU [s] (``wake_cost``)."""
+    return "%.0f" % wakes if wake_s is None else "%.0f / %.3f" % (wakes, wakes * wake_s)
+
+
+def report(opts, info, cgroup_note, runs, ab, argv_text, wake_s=None):
     layouts = [lay for lay in sorted(LAYOUTS, key=lambda lay: lay != LAUNCHED) if any(r["layout"] == lay for r in runs)]
     primary = layouts[0]
     by_label = {r["label"]: r for r in runs if r["layout"] == primary}
@@ -1201,28 +1206,34 @@ def report(opts, info, cgroup_note, runs, ab, argv_text):
            "| Nano cores at 5× (4-6×) | throttled periods | predicted/pose [Hz] | joint_commands [Hz] "
            "| imu/data [Hz] | joint_states [Hz] | identifier windows [1/s] | error roll/pitch [deg] "
            "| error position mean / p95 [mm] | speed [m/s] | silent break named after | false damage "
-           "| RSS / PSS [MB] | start-up [s] | robot waited for a CPU [s/s] |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| RSS / PSS [MB] | start-up [s] | robot waited for a CPU [s/s] "
+           "| robot's threads scheduled in [1/s] / × a bare wake-up [CPU-s/s] |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         cpu = robot_cpu(r)
         _, emu, _ = imu_split(r, ab)
         rt, e = r["rates"], r["error"]
         thr = r.get("throttle")
         md.append("| %s | %s | %.3f | %.3f | %s | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s / %s | %s | %s | %s "
-                  "| %.0f / %.0f | %.1f | %.2f |" % (
+                  "| %.0f / %.0f | %.1f | %.2f | %s |" % (
                       r["run"], _quota_text(r), cpu, cpu - emu, _nano(cpu - emu),
                       "%d of %d (%.1f s)" % (thr["throttled"], thr["periods"], thr["throttled_s"]) if thr else "-",
                       rt["predicted/pose"], rt["joint_commands"], rt["imu/data"], rt["joint_states"],
                       _f(r["id_windows"], "%.2f"), _f(e["roll_pitch_deg"], "%.3f"), _f(e["pos_mm"], "%.1f"),
                       _f(e["pos_p95_mm"], "%.1f"), _f(r["speed"], "%.3f"), _break_text(r),
                       ", ".join(r["false_damage"]) or "none", robot_total(r, "mem", "rss"),
-                      robot_total(r, "mem", "pss"), r["startup_s"], robot_total(r, "threads", "wait")))
+                      robot_total(r, "mem", "pss"), r["startup_s"], robot_total(r, "threads", "wait"),
+                      _wake_floor_text(robot_total(r, "threads", "wakes"), wake_s)))
     md += ["", "Robot waited for a CPU = the run-queue delay of every thread of the robot's process(es) (schedstat "
            "run_delay) per second: in the unconstrained runs the machine's other load (this machine is shared), in "
            "the quota runs that plus the quota's throttling. Throttled periods = the group's CFS periods that ran "
            "out of quota (cpu.stat). Robot's threads scheduled in = how often the robot's threads were put on "
            "a CPU per second (schedstat: every wake-up, every return after a preemption): each costs CPU before "
-           "any node code runs (see a wake-up's cost on this machine above)."]
+           "any node code runs; × a bare wake-up = that rate times a wake-up's cost on this machine (above): the "
+           "CPU-s/s this machine charges for them alone. On this virtual machine that cost moves from hour to hour "
+           "(32-109 µs seen on 27-28 Nov), and the robot's CPU-s/s moves with it; a Jetson Nano on its own "
+           "hardware pays no hypervisor exit per wake-up, so the Nano figures (× 4-6 of everything) overstate this "
+           "part."]
     if any("cpu_before" in r for r in runs):
         md += ["", "Robot CPU before / after the break (CPU-s/s): " + "; ".join(
             "%s %.3f / %.3f" % (r["run"], r["cpu_before"], r["cpu_after"]) for r in runs if "cpu_before" in r) + ".",
@@ -1510,8 +1521,9 @@ def main(argv=None):
     info = describe("rclpy") + ["- %s at the start; %s; NUMBA_CACHE_DIR %s" % (
         load_text(), os.environ.get("RMW_IMPLEMENTATION", "default rmw"),
         "set" if os.environ.get("NUMBA_CACHE_DIR") else "not set (the nodes compile at every start)")]
+    wake_s = wake_cost()
     info.append("- a wake-up's cost on this machine: %.0f µs of CPU per iteration of a bare 100 Hz `time.sleep` "
-                "loop (schedstat; before any node started)" % (wake_cost() * 1e6))
+                "loop (schedstat; before any node started)" % (wake_s * 1e6))
     workdir = tempfile.mkdtemp(prefix="jethexa_nano_budget_")
 
     def work():
@@ -1527,7 +1539,7 @@ def main(argv=None):
                     credit = imu_split(res, ab)[1]
                     native = native_credit(res)
         info.append("- %s at the end" % load_text())
-        return finish(opts, report(opts, info, note, runs, ab, " ".join(argv) or "(defaults)"), "nano_budget",
+        return finish(opts, report(opts, info, note, runs, ab, " ".join(argv) or "(defaults)", wake_s), "nano_budget",
                       workdir)
 
     return interruptible(work)

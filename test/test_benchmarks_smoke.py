@@ -1,6 +1,7 @@
 """The benchmark scripts run end to end in their smoke mode (short runs, nothing written). Timings are not
 checked here (benchmarks are not timed tests); bench_model still compares every row against Pinocchio."""
 import os
+import re
 import subprocess
 import sys
 
@@ -95,6 +96,12 @@ def test_bench_nano_budget_smoke_writes_every_table(tmp_path):
         assert col in head, col
     labels = [row[0] for row in runs[1:]]
     assert all(len(row) == len(head) for row in runs[1:])
+    # the wake-ups' floor: scheduled-in per second times the bare wake-up measured at the start (printed in µs)
+    col = head.index("robot's threads scheduled in [1/s] / × a bare wake-up [CPU-s/s]")
+    wake_us = float(re.search(r"a wake-up's cost on this machine: (\d+) µs", text).group(1))
+    for row in runs[1:]:
+        n, floor = (float(v) for v in row[col].split(" / "))
+        assert n > 0 and abs(floor - n * wake_us * 1e-6) <= 0.001 + n * 0.5e-6, row[col]
     quota = "cgroup v1" in text.split("- CPU quota: ", 1)[1].splitlines()[0] or \
         "cgroup v2" in text.split("- CPU quota: ", 1)[1].splitlines()[0]
     assert labels == (["split unconstrained", "split 5x", "composed unconstrained", "separate unconstrained"] if quota
