@@ -1230,11 +1230,11 @@ def report(opts, info, cgroup_note, runs, ab, argv_text, wake_s=None):
            "out of quota (cpu.stat). Robot's threads scheduled in = how often the robot's threads were put on "
            "a CPU per second (schedstat: every wake-up, every return after a preemption): each costs CPU before "
            "any node code runs; × a bare wake-up = that rate times a wake-up's cost on this machine (above): the "
-           "CPU-s/s this machine charges for them alone (for the DDS threads' share, about a third, an upper bound: a "
-           "native thread's wake-up costs less than a Python thread's). On this virtual machine that cost moves from hour to hour "
-           "(32-109 µs seen on 27-28 Nov), and the robot's CPU-s/s moves with it; a Jetson Nano on its own "
-           "hardware pays no hypervisor exit per wake-up, so the Nano figures (× 4-6 of everything) overstate this "
-           "part."]
+           "CPU-s/s this machine charges for them alone (for the DDS threads' share, about a third, an upper "
+           "bound: a native thread's wake-up costs less than a Python thread's). On this virtual machine that cost "
+           "moves from hour to hour (32-109 µs seen on 27-28 Nov), and the robot's CPU-s/s moves with it; a Jetson "
+           "Nano on its own hardware pays no hypervisor exit per wake-up, so the Nano figures (× 4-6 of everything) "
+           "overstate this part."]
     if any("cpu_before" in r for r in runs):
         md += ["", "Robot CPU before / after the break (CPU-s/s): " + "; ".join(
             "%s %.3f / %.3f" % (r["run"], r["cpu_before"], r["cpu_after"]) for r in runs if "cpu_before" in r) + ".",
