@@ -1150,12 +1150,8 @@ def side_by_side(runs, ab):
     return md + [""]
 
 
-def _wake_floor_text(wakes, wake_s):
-    """'2310 / 0.196': scheduled-in per second and that times a bare wake-up's CPU [s] (``wake_cost``)."""
-    return "%.0f" % wakes if wake_s is None else "%.0f / %.3f" % (wakes, wakes * wake_s)
-
-
-def report(opts, info, cgroup_note, runs, ab, argv_text, wake_s=None):
+def report(opts, info, cgroup_note, runs, ab, argv_text, wake_s):
+    """The results as markdown lines; ``wake_s``: a bare wake-up's CPU [s] on this machine (``wake_cost``)."""
     layouts = [lay for lay in sorted(LAYOUTS, key=lambda lay: lay != LAUNCHED) if any(r["layout"] == lay for r in runs)]
     primary = layouts[0]
     by_label = {r["label"]: r for r in runs if r["layout"] == primary}
@@ -1214,8 +1210,9 @@ def report(opts, info, cgroup_note, runs, ab, argv_text, wake_s=None):
         _, emu, _ = imu_split(r, ab)
         rt, e = r["rates"], r["error"]
         thr = r.get("throttle")
+        wakes = robot_total(r, "threads", "wakes")
         md.append("| %s | %s | %.3f | %.3f | %s | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s / %s | %s | %s | %s "
-                  "| %.0f / %.0f | %.1f | %.2f | %s |" % (
+                  "| %.0f / %.0f | %.1f | %.2f | %.0f / %.3f |" % (
                       r["run"], _quota_text(r), cpu, cpu - emu, _nano(cpu - emu),
                       "%d of %d (%.1f s)" % (thr["throttled"], thr["periods"], thr["throttled_s"]) if thr else "-",
                       rt["predicted/pose"], rt["joint_commands"], rt["imu/data"], rt["joint_states"],
@@ -1223,7 +1220,7 @@ def report(opts, info, cgroup_note, runs, ab, argv_text, wake_s=None):
                       _f(e["pos_p95_mm"], "%.1f"), _f(r["speed"], "%.3f"), _break_text(r),
                       ", ".join(r["false_damage"]) or "none", robot_total(r, "mem", "rss"),
                       robot_total(r, "mem", "pss"), r["startup_s"], robot_total(r, "threads", "wait"),
-                      _wake_floor_text(robot_total(r, "threads", "wakes"), wake_s)))
+                      wakes, wakes * wake_s))
     md += ["", "Robot waited for a CPU = the run-queue delay of every thread of the robot's process(es) (schedstat "
            "run_delay) per second: in the unconstrained runs the machine's other load (this machine is shared), in "
            "the quota runs that plus the quota's throttling. Throttled periods = the group's CFS periods that ran "
