@@ -103,11 +103,15 @@ def _predictors() -> None:
         m.on_morphology(0.0, np.full(len(robot.leg_names), 3))
         m.on_command(0.0, np.zeros(len(joints)), 0.0)
         m.pose(0.05)
-    # the slipping model's energy-minimisation fallback for a frame its path search gives up on (rare, called
-    # from Python: it would otherwise compile in the middle of a run)
-    from jethexa_dynamics.second_opinions.spring_support import solve_support
+    # the compiled end of the slipping model's energy-minimisation fallback for a frame its path search gives up
+    # on (rare, called from Python: it would otherwise compile in the middle of a run); the minimisation itself is
+    # scipy's (not compiled): importing scipy.optimize here would cost the predictor's process ~20 MB for a path
+    # that the default configuration (publish_slip false) never takes
+    from jethexa_dynamics.second_opinions.spring_support import settle_frame, solve_support
 
-    solve_support(np.array([[0.1, 0.1, -0.1], [-0.1, 0.1, -0.1], [0.0, -0.1, -0.1]]), 1000.0, 10.0, max_iter=0)
+    feet = np.array([[0.1, 0.1, -0.1], [-0.1, 0.1, -0.1], [0.0, -0.1, -0.1]])
+    r = solve_support(feet[None], 1000.0, 10.0)         # (T, ...) arrays: the fallback writes rows of them
+    settle_frame(feet, np.full(3, 1000.0), 10.0, r.state[0], r.contact[0], r.heights[0], r.loads[0], r.residual[0])
 
 
 #: name -> what it compiles; the nodes name the groups they need

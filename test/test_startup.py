@@ -220,6 +220,30 @@ def test_the_warm_up_compiles_each_kernel_once_per_kind_of_argument():
     assert dup == "[]", dup
 
 
+def test_the_predictors_warm_up_imports_no_scipy_optimize_and_leaves_the_slip_fallback_nothing_to_compile():
+    """The model's process (predictor, damage_monitor) loads the ``predictors`` group at start. It compiles the
+    slipping model's rare energy-minimisation fallback (its compiled end, ``settle_frame``) without running scipy's
+    minimiser: importing ``scipy.optimize`` there cost that process ~20 MB of RSS (BENCHMARKS.md, #21 memory) for a
+    path the default configuration never takes. Oracles: ``sys.modules``; numba's compile events when the real
+    fallback (``max_iter=0``: every frame falls back) then runs."""
+    r = _py("import sys\n"
+            "import numpy as np\n"
+            "from numba.core import event\n"
+            "from jethexa_dynamics import warmup\n"
+            "warmup.GROUPS['predictors']()\n"
+            "print('optimize', 'scipy.optimize' in sys.modules)\n"
+            "from jethexa_dynamics.second_opinions.spring_support import SupportStatus, solve_support\n"
+            "feet = np.array([[0.1, 0.1, -0.1], [-0.1, 0.1, -0.1], [0.0, -0.1, -0.1]])\n"
+            "with event.install_recorder('numba:compile') as rec:\n"
+            "    out = solve_support(feet, 1000.0, 10.0, max_iter=0)\n"
+            "print('fallback', int(out.status) == int(SupportStatus.FALLBACK))\n"
+            "print('compiled', sum(1 for _, e in rec.buffer if e.is_start))\n", _env())
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.splitlines()
+    assert "optimize False" in lines and "fallback True" in lines, r.stdout
+    assert lines[-1] == "compiled 0", r.stdout
+
+
 @pytest.mark.slow
 def test_the_warm_up_compiles_its_lanes_in_parallel_processes_into_one_cache_every_kernel_then_loads(tmp_path):
     """``jethexa-warmup --jobs 2`` on a cold cache: one lane here, the other in a second process, both into the

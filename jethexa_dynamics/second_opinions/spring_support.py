@@ -251,12 +251,20 @@ def _solve(q, K, weight, cap):
     q, K = kernel_array(q), kernel_array(K)
     s, contact, h, loads, residual, status, iters = _search(q, K, weight, cap)
     for t in np.nonzero(status == _FALLBACK)[0]:
-        x, y, z = (kernel_array(q[t, :, i]) for i in range(3))
         s[t] = minimize_support_energy(q[t], K[t], weight, s0=s[t]).x
-        _heights(s[t], x, y, z, h[t])
-        contact[t] = h[t] < 0
-        _finish(x, y, z, K[t], weight, s[t], contact[t], h[t], loads[t], residual[t])
+        settle_frame(q[t], K[t], weight, s[t], contact[t], h[t], loads[t], residual[t])
     return SupportResult(s, loads, contact, h, residual, status, iters)
+
+
+def settle_frame(feet, K, weight, s, contact, h, loads, residual):
+    """One frame at the body state ``s`` (the energy minimum of the fallback): its heights ``h`` [m], contacts,
+    loads and balance residual, written in place. feet (N, 3) [m], K (N,), ``s`` (3,) as in ``solve_support``;
+    the compiled part of the fallback (``jethexa-warmup`` compiles it without importing ``scipy.optimize``,
+    ~20 MB of the predictor's process)."""
+    x, y, z = (kernel_array(feet[:, i]) for i in range(3))
+    _heights(s, x, y, z, h)
+    contact[:] = h < 0
+    _finish(x, y, z, K, weight, s, contact, h, loads, residual)
 
 
 def solve_support(feet, stiffness=1.0, weight=1.0, max_iter=None):
