@@ -29,10 +29,10 @@ Per run, after the graph is up (first predicted pose) and ``--warmup`` seconds o
 CPU-seconds per second of every process (/proc utime + stime), per node from the nodes' own accounting (the
 ``cpu_s <stage>`` totals of every callback and worker stage on /diagnostics, summed per node; in a process of
 several nodes the only per-node figure), the rest of each process (executor, rclpy, DDS: process total minus its
-stages) split by /proc per-thread stats (the DDS/rmw threads name themselves), memory (VmRSS, PSS from
-smaps_rollup, VmHWM), the rates of the four topics, the identifier's windows per second, the prediction error
-against the truth (``predictors.error_metric``: predicted/pose minus mocap/pose interpolated at the predicted stamp;
-healthy part of the window), the walking speed (truth), and a silent break (``robot_emulator``'s ``breaks``
+stages) split by /proc per-thread stats (the DDS/rmw threads name themselves), memory (VmRSS and its file-backed
+part, PSS from smaps_rollup, VmHWM), the rates of the four topics, the identifier's windows per second, the
+prediction error against the truth (``predictors.error_metric``: predicted/pose minus mocap/pose interpolated at the
+predicted stamp; healthy part of the window), the walking speed (truth), and a silent break (``robot_emulator``'s ``breaks``
 parameter, ``--break-spec`` at ``--break-at`` s into the window): seconds until ``morphology`` names it, what it
 names, and whether any damage was named before it.
 
@@ -178,13 +178,16 @@ def thread_delta(a, b, dt):
 
 
 def proc_memory(pid):
-    """{rss, hwm, pss} of ``pid`` in MB (VmRSS, VmHWM from status; Pss from smaps_rollup), NaN if unreadable."""
-    out = {"rss": float("nan"), "hwm": float("nan"), "pss": float("nan")}
+    """{rss, hwm, pss, file} of ``pid`` in MB (VmRSS, VmHWM, RssFile: its file-backed part, from status; Pss from
+    smaps_rollup), NaN if unreadable."""
+    out = {"rss": float("nan"), "hwm": float("nan"), "pss": float("nan"), "file": float("nan")}
+    keys = {"VmRSS": "rss", "VmHWM": "hwm", "RssFile": "file"}
     try:
         with open("/proc/%d/status" % pid) as f:
             for line in f:
-                if line.startswith(("VmRSS:", "VmHWM:")):
-                    out["rss" if line.startswith("VmRSS") else "hwm"] = int(line.split()[1]) / 1024.0
+                name = line.split(":", 1)[0]
+                if name in keys:
+                    out[keys[name]] = int(line.split()[1]) / 1024.0
         with open("/proc/%d/smaps_rollup" % pid) as f:
             for line in f:
                 if line.startswith("Pss:"):
@@ -779,7 +782,8 @@ def run_case(label, layout, quota, opts, workdir, cgroup, credit, per_process=Fa
         mem = {n: proc_memory(pid) for n, pid in pids.items()}
         if mem_mid:
             for n, m in mem.items():
-                m["rss"] = max(m["rss"], mem_mid[n]["rss"])
+                if mem_mid[n]["rss"] > m["rss"]:     # the larger RSS, with its file-backed part
+                    m["rss"], m["file"] = mem_mid[n]["rss"], mem_mid[n]["file"]
                 m["pss"] = max(m["pss"], mem_mid[n]["pss"])
         diag1 = wait_diag(rec, ROBOT_NODES, t1, 5.0)
         if dead():
@@ -1322,21 +1326,27 @@ def report(opts, info, cgroup_note, runs, ab, argv_text, wake_s):
         md += ["", "The engines' compiled steps (numba nogil, `process_kernel_cpu_s`), CPU-s/s of each robot process "
                "in the unconstrained runs: %s." % "; ".join(kernels)]
     md += ["", "## Memory (unconstrained runs: the larger of mid-window and end of the window)", "",
-           "| run | process | RSS [MB] | PSS [MB] | peak RSS (VmHWM) [MB] |", "|---|---|---|---|---|"]
+           "| run | process | RSS [MB] | of which file-backed (RssFile) [MB] | PSS [MB] | peak RSS (VmHWM) [MB] |",
+           "|---|---|---|---|---|---|"]
     for lay in layouts:
         r = next((x for x in runs if x["layout"] == lay and x["label"] == "unconstrained"), None)
         if r is None:
             continue
         for p in r["robot_procs"] + list(EMULATOR_NODES):
             m = r["mem"][p]
-            md.append("| %s | %s%s | %.0f | %.0f | %.0f |" % (
+            md.append("| %s | %s%s | %.0f | %.0f | %.0f | %.0f |" % (
                 r["run"], p, " (%s)" % ", ".join(r["processes"][p]) if len(r["processes"][p]) > 1 else
-                " (not counted)" if p in EMULATOR_NODES else "", m["rss"], m["pss"], m["hwm"]))
-        md.append("| %s | **robot, %s** | **%.0f** | **%.0f** | %.0f |" % (
-            r["run"], _robot_text(r), robot_total(r, "mem", "rss"), robot_total(r, "mem", "pss"),
-            robot_total(r, "mem", "hwm")))
+                " (not counted)" if p in EMULATOR_NODES else "", m["rss"], m["file"], m["pss"], m["hwm"]))
+        md.append("| %s | **robot, %s** | **%.0f** | %.0f | **%.0f** | %.0f |" % (
+            r["run"], _robot_text(r), robot_total(r, "mem", "rss"), robot_total(r, "mem", "file"),
+            robot_total(r, "mem", "pss"), robot_total(r, "mem", "hwm")))
     md += ["", "RSS sums count the shared libraries (Python, numpy, numba/LLVM, rclpy, DDS) once per process; PSS "
-           "shares them out. On the Nano the same processes would map the same libraries (aarch64 builds).", "",
+           "shares them out. On the Nano the same processes would map the same libraries (aarch64 builds). "
+           "The file-backed part (the libraries' pages a process has mapped) also depends on how the kernel's page "
+           "cache holds the files: a kernel that keeps them in large folios maps a whole folio at a fault, so the "
+           "same code shows more RSS after its libraries were freshly written (an install) than after they were "
+           "read from disk (BENCHMARKS.md, #21); a Nano's L4T kernel (4.9) maps 4 KB pages, 64 KB around a "
+           "fault.", "",
            "Load: %s" % "; ".join("%s: %s at the start, %s at the end" % (r["run"], r["load_start"], r["load_end"])
                                    for r in runs) + ".",
            "", "Exit status of the processes after SIGINT (the robot's first): " + "; ".join(

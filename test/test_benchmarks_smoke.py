@@ -121,7 +121,10 @@ def test_bench_nano_budget_smoke_writes_every_table(tmp_path):
     assert [row[0] for row in split[1:]] == labels
     assert all(float(row[3]) > 0.0 for row in split[1:])   # the register model counted apart in every layout
     memory = _table(text, "## Memory")
-    assert memory[0] == ["run", "process", "RSS [MB]", "PSS [MB]", "peak RSS (VmHWM) [MB]"]
+    assert memory[0] == ["run", "process", "RSS [MB]", "of which file-backed (RssFile) [MB]", "PSS [MB]",
+                         "peak RSS (VmHWM) [MB]"]
+    # the file-backed part (RssFile) is a part of each process's RSS, and of the robot's total
+    assert all(0.0 < float(row[3]) <= float(row[2].strip("*")) for row in memory[1:]), memory
     totals = [row[1] for row in memory[1:] if row[1].startswith("**robot")]
     assert totals == ["**robot, 2 processes**", "**robot, 1 process**", "**robot, 5 processes**"]
 
