@@ -1342,11 +1342,11 @@ def report(opts, info, cgroup_note, runs, ab, argv_text, wake_s):
             robot_total(r, "mem", "pss"), robot_total(r, "mem", "hwm")))
     md += ["", "RSS sums count the shared libraries (Python, numpy, numba/LLVM, rclpy, DDS) once per process; PSS "
            "shares them out. On the Nano the same processes would map the same libraries (aarch64 builds). "
-           "The file-backed part (the libraries' pages a process has mapped) also depends on how the kernel's page "
-           "cache holds the files: a kernel that keeps them in large folios maps a whole folio at a fault, so the "
-           "same code shows more RSS after its libraries were freshly written (an install) than after they were "
-           "read from disk (BENCHMARKS.md, #21); a Nano's L4T kernel (4.9) maps 4 KB pages, 64 KB around a "
-           "fault.", "",
+           "The file-backed part (the libraries' pages a process has mapped) also depends on what the page cache "
+           "holds: a fault maps the pages around it that are cached (64 KB, or a whole large folio), so the same "
+           "code shows more RSS when its libraries are wholly cached (just installed, or re-read as single pages) "
+           "than after a cold start from disk (BENCHMARKS.md, #21); PSS moves with it, the anonymous part does "
+           "not.", "",
            "Load: %s" % "; ".join("%s: %s at the start, %s at the end" % (r["run"], r["load_start"], r["load_end"])
                                    for r in runs) + ".",
            "", "Exit status of the processes after SIGINT (the robot's first): " + "; ".join(
