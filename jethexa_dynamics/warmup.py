@@ -77,11 +77,20 @@ def _control() -> None:
     # the active probe's planner (damage.active_probe.probe_margin): compiled here, not on damage_monitor's worker
     # at the robot's first probe (~2 s of CPU here, holding the interpreter while the probe runs)
     support_margin(np.array([[0.1, 0.1], [-0.1, 0.1], [0.0, -0.1]]), (0.0, 0.0))
-    # the re-planner's kernels (control.cycle), used first when a leg is lost: compiled there they cost seconds
-    # of CPU while the robot stands on its interim stance (a demo's crawl started 6.3 s after the loss)
-    from jethexa_dynamics.control.replan import GaitPlanner
 
-    planner = GaitPlanner(LeggedRobot.jethexa(), gait.geometry)
+
+def _replan() -> None:
+    """The re-planner's kernels (control.cycle), used first when a leg is lost: compiled there they cost seconds
+    of CPU while the robot stands on its interim stance (a demo's crawl started 6.3 s after the loss). A group of
+    its own: the gait controller with ``recovery`` plans the likely morphologies ahead at start (in its worker),
+    which loads them there; without it the controller never plans, and loading them at start (scipy.optimize's
+    LP with them) cost its process ~28 MB of RSS (BENCHMARKS.md, #21 memory)."""
+    from jethexa_dynamics.control.ik import LegGeometry
+    from jethexa_dynamics.control.replan import GaitPlanner
+    from jethexa_dynamics.model import LeggedRobot
+
+    robot = LeggedRobot.jethexa()
+    planner = GaitPlanner(robot, LegGeometry.from_robot(robot))
     planner.interim_stance([3, 0, 3, 3, 3, 3])
     plan = planner.plan([3, 0, 3, 3, 3, 3], (0.02, 0.0, 0.0))
     plan.foot_targets(0.1)        # what the gait then calls at every tick of the re-planned crawl
@@ -116,7 +125,7 @@ def _predictors() -> None:
 
 #: name -> what it compiles; the nodes name the groups they need
 GROUPS: Dict[str, Callable[[], None]] = {
-    "dynamics": _dynamics, "engine": _engine, "control": _control, "predictors": _predictors,
+    "dynamics": _dynamics, "engine": _engine, "control": _control, "replan": _replan, "predictors": _predictors,
 }
 #: the kernels each node uses (the others use none)
 NODE_KERNELS: Dict[str, Tuple[str, ...]] = {
@@ -275,7 +284,7 @@ cache), False when everything came from the cache."""
 
 #: the warm-up's lanes on a cold cache: groups compiled in parallel processes (``--jobs``), the model's kernels
 #: alone in one (they take about as long as all the others together)
-LANES: Tuple[Tuple[str, ...], ...] = (("dynamics",), ("predictors", "engine", "control"))
+LANES: Tuple[Tuple[str, ...], ...] = (("dynamics",), ("predictors", "engine", "control", "replan"))
 
 
 def _guard_index_saves(directory: Optional[str]) -> bool:

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from jethexa_dynamics import kernel_cache
+from jethexa_dynamics import kernel_cache, warmup
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKG = os.path.join(ROOT, "jethexa_dynamics")
@@ -123,7 +123,7 @@ def test_processes_starting_together_compile_once(tmp_path):
 def test_unknown_kernel_group_is_one_clear_error():
     from jethexa_dynamics import warmup
 
-    with pytest.raises(ValueError, match="unknown kernel group.*allowed: dynamics, engine, control, predictors"):
+    with pytest.raises(ValueError, match="unknown kernel group.*allowed: dynamics, engine, control, replan, predictors"):
         warmup.ensure_kernels(["nope"])
 
 
@@ -166,22 +166,30 @@ def test_warmup_module_runs():
     assert r.returncode == 0 and r.stdout.strip() == os.environ.get("NUMBA_CACHE_DIR", r.stdout.strip())
 
 
-def test_the_control_group_compiles_the_active_probes_planner_and_the_re_planners_kernels():
+def test_the_control_group_compiles_the_active_probes_planner_and_the_replan_group_the_re_planners_kernels():
     """The probe's static-margin plan (``control.support``) is compiled by the warm-up, not at the robot's first
     probe on damage_monitor's worker (measured there: 1.8 s of CPU in the plan, the in-process graph starved and
     the probe's verdict wrong); so is every kernel of the re-planner's cycle (``control.cycle``), not at the first
-    lost leg (a demo's crawl then started 6.3 s after the loss). A fresh interpreter: nothing else has called
+    lost leg (a demo's crawl then started 6.3 s after the loss): by the ``replan`` group, which the gait
+    controller's process does not load at start (without ``recovery`` it never plans; with it, its plan-ahead
+    does), nor scipy.optimize with it (~28 MB of that process's RSS). A fresh interpreter: nothing else has called
     them."""
-    r = _py("from jethexa_dynamics import warmup\n"
+    r = _py("import sys\n"
+            "from jethexa_dynamics import warmup\n"
             "from jethexa_dynamics.control import cycle, support\n"
             "kernels = [support._margin] + [getattr(cycle, k) for k in ('_body_shift', '_plan_feet', "
             "'_cycle_margins', '_peak_rate', '_swing_polygons')]\n"
             "print(*[len(k.signatures) for k in kernels])\n"
             "warmup.GROUPS['control']()\n"
+            "print(*[len(k.signatures) for k in kernels], 'scipy.optimize' in sys.modules)\n"
+            "warmup.GROUPS['replan']()\n"
             "print(*[len(k.signatures) for k in kernels])", _env())
     assert r.returncode == 0, r.stderr[-3000:]
-    before, after = ([int(v) for v in line.split()] for line in r.stdout.strip().splitlines()[-2:])
-    assert before == [0] * 6 and all(n >= 1 for n in after), (before, after)
+    before, control, replan = r.stdout.strip().splitlines()[-3:]
+    assert before.split() == ["0"] * 6, before
+    assert int(control.split()[0]) >= 1 and control.split()[1:] == ["0"] * 5 + ["False"], control
+    assert all(int(n) >= 1 for n in replan.split()), replan
+    assert warmup.NODE_KERNELS["gait_controller"] == ("control",)
 
 
 ONE_SIGNATURE = """
