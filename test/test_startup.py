@@ -121,9 +121,8 @@ def test_processes_starting_together_compile_once(tmp_path):
 
 
 def test_unknown_kernel_group_is_one_clear_error():
-    from jethexa_dynamics import warmup
-
-    with pytest.raises(ValueError, match="unknown kernel group.*allowed: dynamics, engine, control, replan, predictors"):
+    with pytest.raises(ValueError,
+                       match="unknown kernel group.*allowed: dynamics, engine, control, replan, predictors"):
         warmup.ensure_kernels(["nope"])
 
 
