@@ -32,9 +32,9 @@ several nodes the only per-node figure), the rest of each process (executor, rcl
 stages) split by /proc per-thread stats (the DDS/rmw threads name themselves), memory (VmRSS and its file-backed
 part, PSS from smaps_rollup, VmHWM), the rates of the four topics, the identifier's windows per second, the
 prediction error against the truth (``predictors.error_metric``: predicted/pose minus mocap/pose interpolated at the
-predicted stamp; healthy part of the window), the walking speed (truth), and a silent break (``robot_emulator``'s ``breaks``
-parameter, ``--break-spec`` at ``--break-at`` s into the window): seconds until ``morphology`` names it, what it
-names, and whether any damage was named before it.
+predicted stamp; healthy part of the window), the walking speed (truth), and a silent break (``robot_emulator``'s
+``breaks`` parameter, ``--break-spec`` at ``--break-at`` s into the window): seconds until ``morphology`` names it,
+what it names, and whether any damage was named before it.
 
 Runs per layout: unconstrained (up to the machine's 2 cores), then the robot's process(es) (the emulator stays
 outside) in one CPU cgroup whose quota stands for the Nano's 4 cores at a per-core slowdown F: 4/F of one core
