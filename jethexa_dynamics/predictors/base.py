@@ -194,6 +194,18 @@ class MeasurementBuffer:
         """(stamp, value) of every sample stamped in [since, t], oldest first."""
         return [(tk, v) for tk, v in zip(self._t, self._v) if since - 1e-9 <= tk <= t + 1e-9]
 
+    def interp_columns(self, times: np.ndarray) -> np.ndarray:
+        """For samples that are vectors (n,): element j linearly interpolated at ``times[j]`` [s] between the
+        samples around it; NaN where ``times[j]`` is NaN or outside the buffer's span."""
+        times = np.asarray(times, dtype=float)
+        out = np.full(times.shape, np.nan)
+        if not self._t:
+            return out
+        ts, vs = np.fromiter(self._t, float, len(self._t)), np.asarray(self._v, dtype=float)
+        for j in np.flatnonzero((times >= ts[0] - 1e-9) & (times <= ts[-1] + 1e-9)):
+            out[j] = np.interp(times[j], ts, vs[:, j])
+        return out
+
 
 class AnchorClock:
     """When to re-anchor: first at the first measurement that can anchor (``arm``), then every ``horizon``
@@ -333,11 +345,16 @@ class PredictorBase(Predictor):
 
     def measured_joints(self, t) -> np.ndarray:
         """Robot-order angles read within ``joint_window`` before ``t`` (newest read per joint; NaN: none)."""
-        out = np.full(len(self._robot_joints), np.nan)
-        for _, q in self.joints.between(t - self.joint_window, t):
+        return self.joint_reads(t)[0]
+
+    def joint_reads(self, t) -> Tuple[np.ndarray, np.ndarray]:
+        """(angles, stamps): per robot-order joint the newest read within ``joint_window`` before ``t`` [rad]
+        and the time it was read [s] (NaN, NaN: none)."""
+        out, stamps = np.full(len(self._robot_joints), np.nan), np.full(len(self._robot_joints), np.nan)
+        for tk, q in self.joints.between(t - self.joint_window, t):
             ok = np.isfinite(q)
-            out[ok] = q[ok]
-        return out
+            out[ok], stamps[ok] = q[ok], tk
+        return out, stamps
 
     def cycle_stats(self):
         """Wall time per ``predict`` call (s): {'n', 'p50', 'p99', 'mean', 'max'} (NaN before any call)."""

@@ -25,9 +25,12 @@ from jethexa_dynamics.model import LeggedRobot, Morphology
 from jethexa_dynamics.model.se3 import rot_to_quat
 from jethexa_dynamics.sim.engine import Engine
 
-from .base import PredictorBase, check_move_time, check_time
+from .base import MeasurementBuffer, PredictorBase, check_move_time, check_time
 
 _CMD, _MORPH = 0, 1
+#: samples of the model's joint angles kept for the joint anchor (one per ``predict`` call: 1.3 s at 100 Hz); a
+#: read older than the oldest is not used
+JOINT_HISTORY = 128
 
 
 class BoltzmannHamelPredictor(PredictorBase):
@@ -37,7 +40,8 @@ class BoltzmannHamelPredictor(PredictorBase):
     morphology (any spec of ``Morphology.parse``); ``dt`` integration step (s); ``reanchor_horizon`` seconds
     between re-anchors (inf: never); ``contact``/``pid`` as for ``Engine``; ``imu_yaw`` also take the yaw from
     the IMU; ``anchor_joints`` use measured joint angles at anchors: per joint the newest read stamped at or
-    before the anchor and at most ``joint_window`` s before it.
+    before the anchor and at most ``joint_window`` s before it, taken as what it says about the model at its
+    own time (``_anchor``).
     """
 
     name = "boltzmann_hamel"
@@ -49,6 +53,7 @@ class BoltzmannHamelPredictor(PredictorBase):
         self.engine = Engine(self.robot, gait=None, dt=dt, contact=contact, pid=pid, record_every=0)
         self.imu_yaw = bool(imu_yaw)
         self.anchor_joints = bool(anchor_joints)
+        self._theta = MeasurementBuffer(JOINT_HISTORY)   # (t, the model's joint angles) for the joint anchor
         self._initial_morphology = Morphology.parse(self.robot, morphology)
         self.reset(0.0)
 
@@ -64,6 +69,7 @@ class BoltzmannHamelPredictor(PredictorBase):
         self._restart(joint_names)
         self._queue = []
         self._seq = 0
+        self._theta.clear()
 
     @property
     def time(self):
@@ -103,6 +109,7 @@ class BoltzmannHamelPredictor(PredictorBase):
                 break
             e.advance(t_next - self.t0)
             if t_an <= t_ev:
+                self._theta.add(self.time, e.theta.copy())
                 self._anchor(t_an)
             else:
                 _, _, kind, payload = heapq.heappop(self._queue)
@@ -112,6 +119,7 @@ class BoltzmannHamelPredictor(PredictorBase):
                 else:
                     e.set_morphology(payload)
         e.advance(t - self.t0)
+        self._theta.add(self.time, e.theta.copy())
         self.wall.add(time.perf_counter() - w0)
         return e.pose
 
@@ -131,9 +139,15 @@ class BoltzmannHamelPredictor(PredictorBase):
             e.R[:] = euler2mat(r_m, p_m, yaw, "sxyz")
             used = True
         if self.anchor_joints:
-            q = self.measured_joints(t)
-            ok = np.isfinite(q) & (e.pid.active > 0)
-            e.theta[ok] = q[ok]
+            # A read is old at the anchor: the bus reads a few joints per cycle, so each joint's newest read is
+            # up to ~0.15 s old. Put in place of the model's angle now, it set the legs back by that much of
+            # their motion and the body lurched forward at every anchor (~v * 65 ms: nearly all of the sim
+            # graph's 3 mm position error). What a read tells is the model's discrepancy at the read's time (a
+            # servo lagging its set-point, a sagging leg): that is carried onto the angle now.
+            q, t_read = self.joint_reads(t)
+            dq = q - self._theta.interp_columns(t_read)
+            ok = np.isfinite(dq) & (e.pid.active > 0)
+            e.theta[ok] += dq[ok]
             used = used or bool(ok.any())
         self.clock.done(t, used)
 
