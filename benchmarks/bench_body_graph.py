@@ -47,14 +47,14 @@ def stamp(st):
     return st.sec + 1e-9 * st.nanosec
 
 
-def replay(streams, names, variant, shift=0.0, clock_offset=0.0):
+def replay(streams, names, variant, shift=0.0, clock_offset=0.0, fit_lag=True):
     """The recorded messages into a fresh estimator: ``variant`` 'setpoints' (pairs of joint_states and
     joint_states/setpoint by stamp, as damage_monitor) or 'commands' (the commands at their receipt here +
-    ``shift`` s, joint_states alone; ``clock_offset`` = ROS time - this process's monotonic clock).
-    Returns [(t since the walk began, mass, com x, com y)] once a second."""
+    ``shift`` s, joint_states alone; ``clock_offset`` = ROS time - this process's monotonic clock); ``fit_lag``
+    the estimator's. Returns [(t since the walk began, mass, com x, com y, fitted lag)] once a second."""
     from jethexa_dynamics.damage.body_load import BodyLoadEstimator, ReadingPairs
 
-    est, pairs = BodyLoadEstimator(), ReadingPairs(names)
+    est, pairs = BodyLoadEstimator(fit_lag=fit_lag), ReadingPairs(names)
     idx = {n: i for i, n in enumerate(names)}
     out, t_next = [], None
     for t, kind, msg, t_walk in streams:
@@ -86,7 +86,7 @@ def replay(streams, names, variant, shift=0.0, clock_offset=0.0):
             t_next = (t_next or 0.0) + 1.0
             e = est.estimate()
             if e is not None:
-                out.append((t - t_walk, e.mass, float(e.com[0]), float(e.com[1])))
+                out.append((t - t_walk, e.mass, float(e.com[0]), float(e.com[1]), e.lag))
     return out
 
 
@@ -190,8 +190,8 @@ def main(argv=None):
         t_walk = time.monotonic()
         walk["vx"] = 0.05
         rows = []
-        print("%6s %9s %8s %8s %8s %8s %10s %10s %10s" % ("t [s]", "mass", "err %", "com x", "com y", "used s",
-                                                          "body ms/s", "driver %", "monitor %"))
+        print("%6s %9s %8s %8s %8s %8s %8s %10s %10s %10s" % (
+            "t [s]", "mass", "err %", "com x", "com y", "lag ms", "used s", "body ms/s", "driver %", "monitor %"))
         while time.monotonic() - t_walk < args.walk:
             time.sleep(5.0 - (time.monotonic() - t_walk) % 5.0)
             t = time.monotonic() - t_walk
@@ -201,13 +201,14 @@ def main(argv=None):
             mass = float(v.get("body_mass", "nan"))
             com = [float(x) for x in v.get("body_com", "nan,nan,nan").split(",")] if v.get("body_com") != "nan" \
                 else [float("nan")] * 3
-            row = {"t": t, "mass": mass, "com": com[:2], "seconds": float(v.get("body_seconds", "nan")),
+            row = {"t": t, "mass": mass, "com": com[:2], "lag_ms": float(v.get("body_servo_lag_ms", "nan")),
+                   "seconds": float(v.get("body_seconds", "nan")),
                    "pairs": int(v.get("body_pairs", 0)), "unpaired": int(v.get("body_unpaired", 0)),
                    "body_cpu_ms_per_s": 1e3 * body_cpu / t,
                    "proc_cpu_pct": {n: 100.0 * (cpu[n] - cpu0[n]) / t for n in pids}}
             rows.append(row)
-            print("%6.1f %9.4f %8.1f %8.4f %8.4f %8.1f %10.2f %10.1f %10.1f" % (
-                t, mass, 100.0 * (mass - truth_m) / truth_m, com[0], com[1], row["seconds"],
+            print("%6.1f %9.4f %8.1f %8.4f %8.4f %8.2f %8.1f %10.2f %10.1f %10.1f" % (
+                t, mass, 100.0 * (mass - truth_m) / truth_m, com[0], com[1], row["lag_ms"], row["seconds"],
                 row["body_cpu_ms_per_s"], row["proc_cpu_pct"]["servo_driver"],
                 row["proc_cpu_pct"]["damage_monitor"]), flush=True)
         res["node"] = rows
@@ -237,14 +238,17 @@ def main(argv=None):
     js = [m for _, m in w.since("joint_states", 0.0)]
     res["names_per_message"] = float(np.mean([len(m.name) for m in js])) if js else 0.0
     res["replay"] = {}
-    for label, variant, shift in (("setpoints", "setpoints", 0.0), ("commands", "commands", 0.0),
-                                  ("commands+2ms", "commands", 0.002), ("commands-2ms", "commands", -0.002)):
-        out = replay(streams, names, variant, shift, time.time() - time.monotonic())
+    for label, variant, shift, fit in (("setpoints", "setpoints", 0.0, True),
+                                       ("setpoints no lag fit", "setpoints", 0.0, False),
+                                       ("commands", "commands", 0.0, True), ("commands+2ms", "commands", 0.002, True),
+                                       ("commands-2ms", "commands", -0.002, True)):
+        out = replay(streams, names, variant, shift, time.time() - time.monotonic(), fit)
         res["replay"][label] = out
-        at = {k: next(((m, cx, cy) for tt, m, cx, cy in out if tt >= k), None) for k in (10, 20, 30, 40)}
-        print("replay %-13s " % label + "  ".join(
-            "%ds: %s" % (k, "-" if v is None else "%.3f kg (%+.0f %%) com %.1f,%.1f mm" % (
-                v[0], 100 * (v[0] - truth_m) / truth_m, 1e3 * v[1], 1e3 * v[2])) for k, v in at.items()), flush=True)
+        at = {k: next((row[1:] for row in out if row[0] >= k), None) for k in (10, 20, 30, 40)}
+        print("replay %-20s " % label + "  ".join(
+            "%ds: %s" % (k, "-" if v is None else "%.3f kg (%+.0f %%) com %.1f,%.1f mm lag %+.1f ms" % (
+                v[0], 100 * (v[0] - truth_m) / truth_m, 1e3 * v[1], 1e3 * v[2], 1e3 * v[3]))
+            for k, v in at.items()), flush=True)
     print("emulator: %s" % {k: (res.get("emulator") or {}).get(k) for k in ("real_time_factor", "lag_events")})
     if args.json:
         with open(args.json, "w") as f:

@@ -640,12 +640,15 @@ def walk_speed(truth, t_from, t_to):
 
 
 # ---------------------------------------------------------------------------------------------- processes
-def launch_processes(layout, port_link):
-    """The processes ``sim.launch.py`` starts with ``composed:=<LAYOUTS[layout]>``: ``graph_spec.processes``, the
-    launch file's own source."""
+def launch_processes(layout, port_link, body_estimate=False):
+    """The processes ``sim.launch.py`` starts with ``composed:=<LAYOUTS[layout]>`` (and ``body_estimate:=true
+    servo_timing:=exact`` with ``body_estimate``): ``graph_spec.processes``, the launch file's own source."""
     from jethexa_dynamics.nodes.graph_spec import processes
 
-    return processes("sim", {"port_link": port_link, "composed": LAYOUTS[layout]})
+    args = {"port_link": port_link, "composed": LAYOUTS[layout]}
+    if body_estimate:
+        args.update(body_estimate="true", servo_timing="exact")
+    return processes("sim", args)
 
 
 def process_name(process):
@@ -725,7 +728,7 @@ def run_case(label, layout, quota, opts, workdir, cgroup, credit, per_process=Fa
         t_launch = time.monotonic()
         run_dir = os.path.join(workdir, run.replace(" ", "_"))
         os.makedirs(run_dir, exist_ok=True)
-        plan = launch_processes(layout, "/tmp/jethexa_nano_bus_%d" % os.getpid())
+        plan = launch_processes(layout, "/tmp/jethexa_nano_bus_%d" % os.getpid(), opts.body_estimate)
         res["processes"] = {process_name(p): node_names(p) for p in plan}
         res["robot_procs"] = [process_name(p) for p in plan if is_robot(p)]
         for p in plan:
@@ -1442,6 +1445,9 @@ def parse_args(argv):
     ap.add_argument("--repeat", type=num(1, 20, integer=True), help="unconstrained runs of the first layout (the "
                     "CPU target is judged on their median: this shared machine's speed moves a run's CPU-s/s by "
                     "+-20 %%; default 3; smoke 1)")
+    ap.add_argument("--body-estimate", action="store_true", help="launch with body_estimate:=true "
+                    "servo_timing:=exact: issue 23's online body estimate on (damage_monitor's body stage, the "
+                    "servo driver's set-points and dithered reads), its CPU inside the budget")
     ap.add_argument("--out", type=cli_args.output_file, help="results file (default benchmarks/results/"
                     "nano_budget.md; with --smoke nothing is written unless given)")
     args = ap.parse_args(argv)

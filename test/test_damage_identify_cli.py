@@ -43,7 +43,8 @@ def test_silent_break_found_and_reported(break_bag, tmp_path, capsys, morphology
     assert rep["final_morphology"] == ev[1]["morphology"]
     # added key: the body from the servos' load (issue 23 point 2), null when the healthy walking was too short
     body = rep["body"]
-    assert body is None or (set(body) == {"mass_kg", "com_m", "seconds", "urdf_mass_kg", "urdf_com_m"}
+    assert body is None or (set(body) == {"mass_kg", "com_m", "seconds", "servo_lag_s", "urdf_mass_kg",
+                                          "urdf_com_m"}
                             and 0.5 < body["mass_kg"] < 3.0 and len(body["com_m"]) == 3)
     assert (out / "probabilities.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

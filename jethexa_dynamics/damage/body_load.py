@@ -67,7 +67,26 @@ when its reads are dithered for this estimate, as the ``body_estimate`` launch a
 start p1/p99 then -3..-4 / +3.5..4.6 ms) and the driver stamps a move before its write (``JointServoBus.command``).
 In the graph (``test/test_nodes_body_graph.py``, 5 runs each): CoM x error -6.7..+18.6 mm, y -8.3..+9.8 mm, mass
 -6..+16 % before; x -7.9..+0.9 mm (within 5 mm in 4 of 5), y -2.7..+3.4 mm, mass -1.7..+7.4 % after.
-On the deterministic data path (5 dither starts) within 3.1 mm and -0.6..-3.1 %. CPU: the ``body`` stage 23-30 ms
+On the deterministic data path (5 dither starts) within 3.1 mm and -0.6..-3.1 %.
+
+What is left of the moves' timing is fitted (``fit_lag``, on by default): a move the servo ran ``lag`` s after
+the set-point given shifts its joint's torque by kp * (set-point rate) * lag, and while walking that is a force
+along the walk at every stance foot; but over the window the feet's horizontal forces sum to zero (the body's
+momentum does not grow: world axes, on a slope too). So the sums are kept twice, of ``N - tau`` and of
+``kp * rate`` (the rate from the commands' moves), and the lag that zeroes the horizontal mean force (least
+squares, ridged towards 0 where nothing moves, within ``max_lag``) corrects the vertical force and the moments
+with it. Measured on the engine's streams read at every phase of the moves (``test/test_body_setpoints.py``),
+body +25 %, CoM +1 cm: moves 4 ms late put the CoM 11 mm behind and the mass +11 %, 3 ms early 9 mm ahead and
+-13 %; fitted: 4.1 and -3.0 ms, CoM within 1.3 mm, mass within 9 %. On time the fit finds 0.15-0.3 ms (what
+the model leaves of the horizontal force, 0.1-0.3 N, read as a lag) and moves the CoM by 0.5-0.8 mm. In the
+sim graph (``benchmarks/bench_body_graph.py``, 3 runs on 5 Dec, the machine otherwise idle) it finds 0.3-0.6 ms
+and moves the CoM by +0.6..+1.7 mm (x at 30 s +6.5, +2.4, +1.2 mm off with it, +4.8, +0.6, +0.5 without), and
+the commands replayed 2 ms late are found 1.8-2.8 ms early. Why it is on by default: on the robot the moves are
+late by what this module does not model -- the serial adapter's latency (USB: 1-16 ms), the frames' wire time
+(0.9 ms a servo at 115200 baud), the board's forwarding -- each a shift of 4 % of the mass and 3 mm of CoM per
+ms; a joint's viscous friction is a torque proportional to its rate, so the fit takes it in too. A zero-mean
+jitter of the moves (sigma 2-4 ms, each move on its own) is no lag: it cuts the moves' corners and reads the
+mass 10-17 % light, which no single lag undoes (the CoM stays within 2 mm). CPU: the ``body`` stage 23-30 ms
 per second of walking in the graph here (2.3-3 % of a core; 12-15 % of a Nano core at 5x), 11-15 ms per second
 replayed offline (the per-leg loop is not what costs: all six legs at once with numpy took 14-24 ms, slower).
 
@@ -98,15 +117,20 @@ from .identifier_config import MIN_QUAT_NORM
 from .identifier_inputs import check_command, check_joints, check_stamp, check_vector
 
 G = 9.81
+#: the lag fit's ridge [(N/s)^2]: (the feet's horizontal force left over by the model, ~0.3 N on the engine at
+#: exact timing) / (a lag to believe without evidence, 5 ms), squared; walking at 0.05 m/s gives ~1e6
+LAG_RIDGE = (0.3 / 0.005) ** 2
 
 
 @dataclass
 class BodyEstimate:
-    """The main body's mass [kg] and CoM [m, base_link] (z: the model's), and how much walking it rests on
-    (``seconds`` of samples used, forgetting not counted)."""
+    """The main body's mass [kg] and CoM [m, base_link] (z: the model's), how much walking it rests on
+    (``seconds`` of samples used, forgetting not counted) and the servos' moves' timing fitted against the
+    set-points given (``lag`` [s], positive: the servos ran their moves that much later; see ``fit_lag``)."""
     mass: float
     com: np.ndarray
     seconds: float
+    lag: float = 0.0
 
 
 class BodyLoadEstimator:
@@ -118,12 +142,14 @@ class BodyLoadEstimator:
     joints restarts the rebuilt integral; ``leak`` [s] the rebuilt integral forgets with this time constant (the
     joint noise integrated would otherwise walk away; what is slower than ``leak`` the swing phase removes);
     ``bracket`` [s] a sample is used once its leg's swings before and after it are found this close together.
-    Joint vectors in ``robot.joint_names`` order, like ``DamageIdentifier``.
+    ``fit_lag`` fits the servos' moves' timing against the set-points given (within ``max_lag`` [s]) from the
+    horizontal force balance (see ``estimate``). Joint vectors in ``robot.joint_names`` order, like
+    ``DamageIdentifier``.
     """
 
     def __init__(self, robot: Optional[LeggedRobot] = None, gains: Sequence[float] = PAPER_GAINS,
                  window: float = 30.0, swing_height: float = 0.004, max_gap: float = 0.2, leak: float = 3.0,
-                 bracket: float = 3.0):
+                 bracket: float = 3.0, fit_lag: bool = True, max_lag: float = 0.02):
         if not (math.isfinite(window) and 1.0 <= window <= 600.0):
             raise ValueError("window=%r outside the allowed range [1, 600] s" % (window,))
         if not (math.isfinite(swing_height) and 0.0 < swing_height <= 0.05):
@@ -140,6 +166,9 @@ class BodyLoadEstimator:
         if not (math.isfinite(bracket) and 0.5 <= bracket <= 30.0):
             raise ValueError("bracket=%r outside the allowed range [0.5, 30] s" % (bracket,))
         self.bracket = float(bracket)
+        if not (math.isfinite(max_lag) and 0.0 <= max_lag <= 0.1):
+            raise ValueError("max_lag=%r outside the allowed range [0, 0.1] s" % (max_lag,))
+        self.fit_lag, self.max_lag = bool(fit_lag), float(max_lag)
         self.joint_names = list(self.robot.joint_names)
         self.nj = len(self.joint_names)
         self.n_legs = self.nj // 3
@@ -168,6 +197,8 @@ class BodyLoadEstimator:
         self._b = np.zeros((nj, 3))          # sum w (R J_i^-T)[:, c] (N - tau)_k    (its share of the force)
         self._d = np.zeros((nj, 3))          # sum w ([R p_i]x R J_i^-T)[:, c] (N - tau)_k
         self._jw = np.zeros(nj)              # sum w over the reads of k
+        self._bx = np.zeros((nj, 3))         # the same two sums of kp * (set-point rate)_k: what a lag adds per s
+        self._dx = np.zeros((nj, 3))
         self._links = np.zeros(3)            # sum w R (sum_l m_l c_l)      (the legs' mass moment)
         self._w = 0.0
         self._t_sums = -math.inf             # the time the sums are forgotten to
@@ -177,9 +208,11 @@ class BodyLoadEstimator:
     def _clear_swings(self) -> None:
         """Forget the swings and the samples waiting for one (the unseen torque may have jumped)."""
         self._in_swing = np.zeros(self.n_legs, dtype=bool)
-        self._swing_acc = np.zeros((self.nj, 3))   # per joint, the open swing: sum (N - tau), sum t, count
-        self._last_swing = [None] * self.nj        # per joint: (mean time [s], mean N - tau [N m]) of its last swing
-        self._pending = [deque() for _ in range(self.nj)]   # per joint: (t, (R J^-T)[:, c], moment col, N - tau)
+        # per joint, the open swing: sum (N - tau), sum t, count, sum kp * set-point rate
+        self._swing_acc = np.zeros((self.nj, 4))
+        self._last_swing = [None] * self.nj        # per joint: (mean time [s], mean N - tau, mean kp rate) of its last
+        # per joint: (t, (R J^-T)[:, c], moment col, N - tau, kp * set-point rate)
+        self._pending = [deque() for _ in range(self.nj)]
         self._links_pending = deque()              # (t, R sum_l m_l c_l) not yet added
 
     # ------------------------------------------------------------------ inputs
@@ -269,7 +302,8 @@ class BodyLoadEstimator:
         # a joint not read now is where its commanded set-point is now less its last tracking error (slow: the
         # load), not where it was read up to 0.1 s ago (the leg's Jacobian and weight at the others' reads)
         q = np.where(fresh | np.isnan(cmd), self._q, cmd - self._e)
-        self._add(t, dt, q, s, self.kp * self._e + self.ki * self._integral, fresh)
+        rate = np.nan_to_num(self.moves.rate(t)) if self.fit_lag else np.zeros(self.nj)
+        self._add(t, dt, q, s, self.kp * self._e + self.ki * self._integral, fresh, self.kp * rate)
         return True
 
     def _reject(self) -> bool:
@@ -284,7 +318,8 @@ class BodyLoadEstimator:
     # standing to walking, the leak) is a slowly varying torque per joint: measured in each swing of the leg (it
     # carries nothing there) and interpolated between the swings before and after. A sample waits until the
     # swing after it is over; one not between two swings less than ``bracket`` s apart (standing) is not used.
-    def _add(self, t: float, dt: float, q: np.ndarray, s: np.ndarray, tau: np.ndarray, fresh: np.ndarray) -> None:
+    def _add(self, t: float, dt: float, q: np.ndarray, s: np.ndarray, tau: np.ndarray, fresh: np.ndarray,
+             x: np.ndarray) -> None:
         self.seconds += dt
         R = self._R
         g_sb = np.eye(4)
@@ -317,7 +352,7 @@ class BodyLoadEstimator:
             for c in cols:
                 k = 3 * i + c
                 pend = self._pending[k]
-                pend.append((t, RJ[:, c].copy(), cross[:, c].copy(), resid[k]))
+                pend.append((t, RJ[:, c].copy(), cross[:, c].copy(), resid[k], x[k]))
                 while pend and t - pend[0][0] > self.bracket:         # no swing for too long: standing
                     pend.popleft()
                 if swing:
@@ -325,6 +360,7 @@ class BodyLoadEstimator:
                     acc[0] += resid[k]
                     acc[1] += t
                     acc[2] += 1.0
+                    acc[3] += x[k]
         m_total = self.body_mass_model + self.legs_mass
         c = center_of_mass(self.robot, q)
         self._links_pending.append((t, R @ (m_total * c - self.body_mass_model * self.body_com_model)))
@@ -334,11 +370,11 @@ class BodyLoadEstimator:
     def _close_swing(self, k: int, t: float) -> None:
         """Joint ``k``'s leg has touched down at ``t``: the swing's mean residual (at its mean time) is the
         baseline there; the samples since the last swing get the baseline interpolated between the two."""
-        r_sum, t_sum, n = self._swing_acc[k]
+        r_sum, t_sum, n, x_sum = self._swing_acc[k]
         self._swing_acc[k][:] = 0.0
         if n == 0:
             return
-        now = (t_sum / n, r_sum / n)
+        now = (t_sum / n, r_sum / n, x_sum / n)
         last, self._last_swing[k] = self._last_swing[k], now
         pend, self._pending[k] = self._pending[k], deque()
         bracketed = last is not None and now[0] - last[0] <= self.bracket
@@ -352,19 +388,22 @@ class BodyLoadEstimator:
         if not bracketed:
             return
         self._forget(t)
-        (t0, r0), (t1, r1) = last, now
-        for ts, rj, cr, r in pend:
+        (t0, r0, x0), (t1, r1, x1) = last, now
+        for ts, rj, cr, r, x in pend:
             w = math.exp(-(t - ts) / self.window)                    # forgotten as if added at its own time
-            base = r0 + (r1 - r0) * min(max((ts - t0) / (t1 - t0), 0.0), 1.0) if t1 > t0 else r1
-            self._b[k] += w * rj * (r - base)
-            self._d[k] += w * cr * (r - base)
+            a = min(max((ts - t0) / (t1 - t0), 0.0), 1.0) if t1 > t0 else 1.0
+            r, x = r - (r0 + (r1 - r0) * a), x - (x0 + (x1 - x0) * a)
+            self._b[k] += w * rj * r
+            self._d[k] += w * cr * r
+            self._bx[k] += w * rj * x
+            self._dx[k] += w * cr * x
             self._jw[k] += w
 
     def _forget(self, t: float) -> None:
         """Decay the sums to time ``t`` (forgetting with time constant ``window``)."""
         if math.isfinite(self._t_sums):
             lam = math.exp(-max(t - self._t_sums, 0.0) / self.window)
-            for arr in (self._b, self._d, self._jw, self._links):
+            for arr in (self._b, self._d, self._bx, self._dx, self._jw, self._links):
                 arr *= lam
             self._w *= lam
         self._t_sums = t
@@ -377,6 +416,16 @@ class BodyLoadEstimator:
         w = self._jw[:, None]
         force = (self._b / w).sum(axis=0)
         moment = (self._d / w).sum(axis=0)
+        lag = 0.0
+        if self.fit_lag:
+            # Over a window the feet's horizontal forces sum to zero (the body's momentum does not grow; world
+            # axes, on a slope too). A move the servo ran ``lag`` s after its given set-point shifts its torque
+            # by kp * rate * lag, and walking makes that a horizontal force along the walk: the lag that balances
+            # them, ridged towards 0 where the set-points hardly move (standing: nothing to fit).
+            fx, mx = (self._bx / w).sum(axis=0), (self._dx / w).sum(axis=0)
+            lag = -float(force[:2] @ fx[:2]) / (float(fx[:2] @ fx[:2]) + LAG_RIDGE)
+            lag = min(max(lag, -self.max_lag), self.max_lag)
+            force, moment = force + lag * fx, moment + lag * mx
         links = self._links / self._w
         mass = force[2] / G - self.legs_mass
         # moment = g (R h_total) x z: its x is g h_y, its y is -g h_x (world axes, the body near level)
@@ -384,7 +433,7 @@ class BodyLoadEstimator:
         com = self.body_com_model.copy()
         if mass > 0:
             com[:2] = h / mass
-        return BodyEstimate(float(mass), com, float(self.seconds))
+        return BodyEstimate(float(mass), com, float(self.seconds), lag)
 
 
 class ReadingPairs:

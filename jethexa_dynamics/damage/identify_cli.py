@@ -146,7 +146,7 @@ def _body(body):
     if est is None or implausible(est, body.robot):
         return None
     return {"mass_kg": round(est.mass, 4), "com_m": [round(float(c), 5) for c in est.com],
-            "seconds": round(est.seconds, 2), "urdf_mass_kg": body.body_mass_model,
+            "seconds": round(est.seconds, 2), "servo_lag_s": round(est.lag, 5), "urdf_mass_kg": body.body_mass_model,
             "urdf_com_m": [float(c) for c in body.body_com_model]}
 
 

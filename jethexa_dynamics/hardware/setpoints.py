@@ -40,6 +40,14 @@ class ServoMoves:
         s[moving] = np.clip((t - self.t0[moving]) / self.duration[moving], 0.0, 1.0)
         return self.start + s * (self.goal - self.start)
 
+    def rate(self, t: float) -> np.ndarray:
+        """Set-point rates [rad/s] at ``t`` [s]: a move's slope while it runs, 0 before and after it (NaN for a
+        joint never commanded)."""
+        moving = (self.duration > 0) & (self.t0 <= t) & (t < self.t0 + self.duration)
+        r = np.where(np.isnan(self.goal), np.nan, 0.0)
+        r[moving] = (self.goal[moving] - self.start[moving]) / self.duration[moving]
+        return r
+
     def command(self, t: float, idx: np.ndarray, q: np.ndarray, move_time: float) -> None:
         """A move sent at ``t`` [s]: joints ``idx`` to ``q`` [rad] in ``move_time`` [s]."""
         now = self.at(t)[idx]

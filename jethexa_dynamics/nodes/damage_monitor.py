@@ -551,7 +551,8 @@ class DamageMonitor(ThinNode):
         msg.inertia.m = float(est.mass)
         msg.inertia.com.x, msg.inertia.com.y, msg.inertia.com.z = map(float, est.com)
         self.body_pub.publish(msg)
-        return values + [("body_mass", "%.4f" % est.mass), ("body_com", "%.4f,%.4f,%.4f" % tuple(est.com))]
+        return values + [("body_mass", "%.4f" % est.mass), ("body_com", "%.4f,%.4f,%.4f" % tuple(est.com)),
+                         ("body_servo_lag_ms", "%.2f" % (1e3 * est.lag))]
 
     # ------------------------------------------------------------------ parameters and decisions
     def apply_params(self, changed: Dict[str, Any]) -> None:
