@@ -111,7 +111,8 @@ def quota_walk(opts, workdir, cgroup):
     4/``opts.factor`` core (no break)."""
     quota = nano.NANO_CORES / opts.factor if cgroup[0] else None
     run = types.SimpleNamespace(speed=nano.SPEED, timeout=600.0, warmup=2.0, break_at=0.0, break_spec="",
-                                seconds=opts.minutes * 60.0, name_timeout=0.0, shares=opts.shares)
+                                seconds=opts.minutes * 60.0, name_timeout=0.0, shares=opts.shares,
+                                body_estimate=False)
     return nano.run_case("%gx" % opts.factor if quota else "unconstrained", LAYOUT, quota, run, workdir, cgroup,
                          0.0)
 
