@@ -114,6 +114,8 @@ def main(argv=None):
     ap.add_argument("--walk", type=float, default=40.0)
     ap.add_argument("--world-rate", type=float, default=0.0, help="robot_emulator rate [Hz] (0: its config's)")
     ap.add_argument("--read-dither", type=int, default=1, choices=(0, 1), help="servo_driver read_dither")
+    ap.add_argument("--composed", choices=("false", "split", "true"), default="false",
+                    help="the launch's composed: a process per node (default), two (as launched) or one")
     ap.add_argument("--mass-scale", type=float, default=1.25)
     ap.add_argument("--com-shift", type=float, default=0.01)
     ap.add_argument("--timeout", type=float, default=240.0)
@@ -140,7 +142,7 @@ def main(argv=None):
     print("world body: %.4f kg, CoM (%.4f, %.4f) m; URDF %.4f kg; emulator servo_timing %s" % (
         truth_m, truth_c[0], truth_c[1], robot.description.body_mass, args.timing), flush=True)
 
-    plan = processes("sim", {"port_link": "/tmp/jethexa_body_bus_%d" % os.getpid(), "composed": "false"})
+    plan = processes("sim", {"port_link": "/tmp/jethexa_body_bus_%d" % os.getpid(), "composed": args.composed})
     for p in plan:
         for entry, params in p.nodes:
             if entry.name == "robot_emulator":
@@ -176,14 +178,17 @@ def main(argv=None):
         g.start()
         t_launch = time.monotonic()
         for p in plan:
-            name = p.name or p.executable
+            name = p.label
             procs[name], logs[name] = start_process(p, workdir)
         up = wait_for(lambda: w.count("mocap/pose") > 10 and w.count("joint_states/setpoint") > 50
                       and monitor_values(w) is not None, args.timeout, poll=0.2)
         if not up:
             raise RuntimeError("graph not up after %.0f s; logs in %s" % (time.monotonic() - t_launch, workdir))
         print("graph up after %.1f s (logs in %s)" % (time.monotonic() - t_launch, workdir), flush=True)
-        pids = {n: procs[n].pid for n in ("servo_driver", "damage_monitor", "robot_emulator")}
+        # the processes of the servo driver and of the damage monitor (robot_control / robot_model when composed)
+        host = {n: next(p.label for p in plan if n in [e.name for e, _ in p.nodes])
+                for n in ("servo_driver", "damage_monitor", "robot_emulator")}
+        pids = {n: procs[host[n]].pid for n in host}
         time.sleep(2.0)
         cpu0 = {n: proc_cpu(pid) for n, pid in pids.items()}
         v0 = monitor_values(w)

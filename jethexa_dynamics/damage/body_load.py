@@ -79,9 +79,11 @@ with it. Measured on the engine's streams read at every phase of the moves (``te
 body +25 %, CoM +1 cm: moves 4 ms late put the CoM 11 mm behind and the mass +11 %, 3 ms early 9 mm ahead and
 -13 %; fitted: 4.1 and -3.0 ms, CoM within 1.3 mm, mass within 9 %. On time the fit finds 0.15-0.3 ms (what
 the model leaves of the horizontal force, 0.1-0.3 N, read as a lag) and moves the CoM by 0.5-0.8 mm. In the
-sim graph (``benchmarks/bench_body_graph.py``, 3 runs on 5 Dec, the machine otherwise idle) it finds 0.3-0.6 ms
-and moves the CoM by +0.6..+1.7 mm (x at 30 s +6.5, +2.4, +1.2 mm off with it, +4.8, +0.6, +0.5 without), and
-the commands replayed 2 ms late are found 1.8-2.8 ms early. Why it is on by default: on the robot the moves are
+sim graph (``benchmarks/bench_body_graph.py``, 9 runs on 5 Dec: a process per node and as launched, idle and beside
+two busy loops; each run's streams replayed with and without the fit) it finds 0.2-1.0 ms and moves the CoM by
++0.6..+3.0 mm, 1.5 mm on average (x at 30 s -0.2..+8.8 mm off with it, -1.5..+8.0 without; within 5 mm both ways
+in 6 of 9 runs with it, 7 of 9 without; the mass within 6 % either way), and the commands replayed 2 ms late are
+found 1.8-2.8 ms early. Why it is on by default: on the robot the moves are
 late by what this module does not model -- the serial adapter's latency (USB: 1-16 ms), the frames' wire time
 (0.9 ms a servo at 115200 baud), the board's forwarding -- each a shift of 4 % of the mass and 3 mm of CoM per
 ms; a joint's viscous friction is a torque proportional to its rate, so the fit takes it in too. A zero-mean
