@@ -83,7 +83,9 @@ sim graph (``benchmarks/bench_body_graph.py``, 9 runs on 5 Dec: a process per no
 two busy loops; each run's streams replayed with and without the fit) it finds 0.2-1.0 ms and moves the CoM by
 +0.6..+3.0 mm, 1.5 mm on average (x at 30 s -0.2..+8.8 mm off with it, -1.5..+8.0 without; within 5 mm both ways
 in 6 of 9 runs with it, 7 of 9 without; the mass within 6 % either way), and the commands replayed 2 ms late are
-found 1.8-2.8 ms early. Why it is on by default: on the robot the moves are
+found 1.8-2.8 ms early. Walking straight, an attitude bias looks alike: the IMU's pitch 0.5 deg off tilts
+0.25 N of the weight along the walk, which the fit reads as 0.2 ms (the CoM +0.8 mm with the fit, +0.2 without;
+turning or walking sideways would tell them apart: not done). Why it is on by default: on the robot the moves are
 late by what this module does not model -- the serial adapter's latency (USB: 1-16 ms), the frames' wire time
 (0.9 ms a servo at 115200 baud), the board's forwarding -- each a shift of 4 % of the mass and 3 mm of CoM per
 ms; a joint's viscous friction is a torque proportional to its rate, so the fit takes it in too. A zero-mean
