@@ -130,11 +130,13 @@ def test_reading_pairs_match_by_stamp_in_either_order_and_drop_the_unmatched():
     assert rp.add(True, (3, 0), 3.0, ["a"], [0.0]) is None       # its twin was dropped: waits, never paired
 
 
-def _streams_with_partial_reads(cfg, per_message=3):
+def _streams_with_partial_reads(cfg, per_message=3, lag=0.0):
     """The plant's streams as the running graph has them: each joints sample carries ``per_message`` joints in
     turn (the bus reads a few servos per cycle), read in whole ticks (0.24 deg, the servo's resolution: give
     ``cfg`` no joint noise of its own), with each one's set-point at that reading (the oracle: the commands
-    replayed at their true times, the engine's own interpolation)."""
+    replayed at their true times, the engine's own interpolation). ``lag`` [s]: the set-points given are the
+    servos' own shifted by it, as if the servos ran every move that long after the time the driver gave it (a
+    starved emulator or driver thread; negative: before)."""
     from jethexa_dynamics.sim.streams import walk_streams
 
     streams, eng = walk_streams(cfg)
@@ -142,7 +144,7 @@ def _streams_with_partial_reads(cfg, per_message=3):
     k, out = 0, []
     for t, kind, payload in streams:
         if kind == "cmd":
-            moves.command(t, payload[2], payload[0], payload[1])
+            moves.command(t - lag, payload[2], payload[0], payload[1])
             out.append((t, kind, payload))
         elif kind == "joints":
             q = np.full(eng.nj, np.nan)
@@ -186,29 +188,6 @@ def test_set_points_at_the_readings_give_the_body_despite_late_commands_and_part
     assert abs(bad.mass - truth) > 0.10 * truth or np.linalg.norm(bad.com[:2] - [0.01, 0.0]) > 0.005, bad
 
 
-def _streams_with_late_moves(cfg, lag, per_message=3):
-    """Like ``_streams_with_partial_reads``, but the set-points given with the readings are the servos' own
-    shifted by ``lag`` s: the servos ran every move ``lag`` s after the time the driver gave it (a starved
-    emulator or driver thread; negative: before)."""
-    from jethexa_dynamics.sim.streams import walk_streams
-
-    streams, eng = walk_streams(cfg)
-    given = ServoMoves(eng.nj)
-    k, out = 0, []
-    for t, kind, payload in streams:
-        if kind == "cmd":
-            given.command(t - lag, payload[2], payload[0], payload[1])
-        elif kind == "joints":
-            idx = [(k + i) % eng.nj for i in range(per_message)]
-            k += per_message
-            q, s = np.full(eng.nj, np.nan), np.full(eng.nj, np.nan)
-            q[idx] = np.round(payload[idx] / TICK) * TICK
-            s[idx] = given.at(t)[idx]
-            payload = (q, s)
-        out.append((t, kind, payload))
-    return out
-
-
 @pytest.mark.parametrize("lag", [-0.003, 0.0, 0.004])
 def test_moves_run_off_the_given_set_points_are_fitted_from_the_horizontal_force_balance(lag):
     """Body +25 %, CoM +1 cm; the servos ran their moves ``lag`` s off the set-points given (the graph's moves on
@@ -221,7 +200,7 @@ def test_moves_run_off_the_given_set_points_are_fitted_from_the_horizontal_force
 
     cfg = WalkConfig(duration=31.0, segments=[Segment(0.0, "walk", (0.05, 0.0, 0.0))], mass_scale=1.25,
                      body_com_offset=(0.01, 0.0, 0.0), seed=1, joint_noise=0.0, joint_rate=250.0)
-    streams = _streams_with_late_moves(cfg, lag)
+    streams = _streams_with_partial_reads(cfg, lag=lag)
     fitted = _feed(BodyLoadEstimator(), streams)
     blind = _feed(BodyLoadEstimator(fit_lag=False), streams)
     truth = BodyLoadEstimator().body_mass_model * 1.25

@@ -90,7 +90,9 @@ late by what this module does not model -- the serial adapter's latency (USB: 1-
 (0.9 ms a servo at 115200 baud), the board's forwarding -- each a shift of 4 % of the mass and 3 mm of CoM per
 ms; a joint's viscous friction is a torque proportional to its rate, so the fit takes it in too. A zero-mean
 jitter of the moves (sigma 2-4 ms, each move on its own) is no lag: it cuts the moves' corners and reads the
-mass 10-17 % light, which no single lag undoes (the CoM stays within 2 mm). CPU: the ``body`` stage 23-30 ms
+mass 10-17 % light, which no single lag undoes (the CoM stays within 2 mm).
+
+CPU: the ``body`` stage 23-30 ms
 per second of walking in the graph here (2.3-3 % of a core; 12-15 % of a Nano core at 5x), 11-15 ms per second
 replayed offline (the per-leg loop is not what costs: all six legs at once with numpy took 14-24 ms, slower).
 
