@@ -88,7 +88,8 @@ def test_a_payload_put_on_mid_run_is_followed_and_never_taken_for_a_broken_leg()
 
 def test_bad_input_names_the_field_and_bad_samples_are_rejected():
     for kwargs, field in [({"window": 0.5}, "window"), ({"swing_height": 0.0}, "swing_height"),
-                          ({"gains": (0.0, 10.0, 1.0)}, "gains"), ({"leak": math.nan}, "leak")]:
+                          ({"gains": (0.0, 10.0, 1.0)}, "gains"), ({"leak": math.nan}, "leak"),
+                          ({"max_lag": -0.001}, "max_lag"), ({"max_lag": math.inf}, "max_lag")]:
         with pytest.raises(ValueError, match=field):
             BodyLoadEstimator(**kwargs)
     est = BodyLoadEstimator()
