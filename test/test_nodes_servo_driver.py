@@ -157,12 +157,20 @@ def test_silenced_leg_detected_within_a_few_reads_of_each_servo(rig):
 
 def test_led_alarm_setting_is_written_reported_and_never_a_fault(rig):
     """servo_driver writes led_alarm (7) with cmd 35 at start-up; every servo reads it back with 36; it is on
-    /diagnostics (node and servo statuses) and no servo status is a fault for it."""
+    /diagnostics (node and servo statuses) and no servo status is a fault for it. A status of one servo may say
+    'missed reply' for one cycle when the emulator's thread answered late on a busy machine (a clean-clone CI run,
+    5 Dec: servo 10 at the moment of the check); that clears at its next read, a fault from the alarm setting
+    would not: the check takes the first report of all 18 servos in which none missed its last reply."""
     emu, g, drv, mon, w, cmd = rig
     assert all(emu.servo(j).alarm_mask == 7 for j in JOINTS)
     assert any(c == 35 for _, _, c, _ in emu.rx_log) and any(c == 36 for _, _, c, _ in emu.rx_log)
-    assert wait_for(lambda: len(servo_statuses(w)) == 18, 10.0)
-    for st in servo_statuses(w):
+    report = []
+
+    def answered():
+        report[:] = servo_statuses(w)
+        return len(report) == 18 and not any(st.message.startswith("missed reply") for st in report)
+    assert wait_for(answered, 10.0), [(st.name, st.message) for st in report]
+    for st in report:
         kv = {k.key: k.value for k in st.values}
         assert kv["led_alarm"] == "7" and st.level == bytes([0]), (st.name, st.message)
     node = [s for a in [m for _, m in w.since("/diagnostics", 0.0)] for s in a.status
