@@ -7,8 +7,14 @@ world's body, the CPU of its ``body`` stage and of the servo_driver and damage_m
 same streams as recorded here replayed offline into the estimator: with the driver's set-points at each reading
 (what the node does), and from the commands alone timed at their receipt here (what a node without
 ``joint_states/setpoint`` can do), with the receipt moved by a few ms. ``--timing`` is the emulator's
-``servo_timing``, ``--read-dither`` servo_driver's ``read_dither`` (on: what ``body_estimate:=true`` launches).
-``--json FILE`` writes everything, ``--save-streams FILE`` the recorded streams for offline replays.
+``servo_timing``, ``--read-dither`` servo_driver's ``read_dither`` (on: what ``body_estimate:=true`` launches),
+``--bus-line 1`` the robot's 115200-baud line emulated (``bus_line:=true``). ``--json FILE`` writes everything,
+``--save-streams FILE`` the recorded streams (with mocap/pose, the world's attitude) for offline replays.
+
+    python benchmarks/bench_body_graph.py --bus-line 1 --walk 40
+
+5 Dec 03:38 UTC with the line (2 shared cores, as launched): at 30 s 3.236 kg (+92 %), CoM (-14.9, -18.7) mm,
+the lag fitted 10.2 ms; the reads land right after each move (``damage/body_load.py``).
 
     python benchmarks/bench_body_graph.py --timing exact --walk 40
 
@@ -92,7 +98,8 @@ def replay(streams, names, variant, shift=0.0, clock_offset=0.0, fit_lag=True):
 
 def plain_streams(streams):
     """The recorded messages as plain tuples (t here, topic, stamp [s], payload): joint_states and its set-points
-    (names, positions), imu/data (w, x, y, z), joint_commands (names, last point's positions, its time [s])."""
+    (names, positions), imu/data (w, x, y, z), joint_commands (names, last point's positions, its time [s]),
+    mocap/pose (the world's body: (w, x, y, z), position [m])."""
     out = []
     for t, topic, msg, _ in streams:
         if topic == "joint_commands":
@@ -102,6 +109,9 @@ def plain_streams(streams):
         elif topic == "imu/data":
             o = msg.orientation
             payload = (o.w, o.x, o.y, o.z)
+        elif topic == "mocap/pose":
+            o, p = msg.pose.orientation, msg.pose.position
+            payload = ((o.w, o.x, o.y, o.z), (p.x, p.y, p.z))
         else:
             payload = (list(msg.name), list(msg.position))
         out.append((t, topic, stamp(msg.header.stamp), payload))
@@ -116,6 +126,8 @@ def main(argv=None):
     ap.add_argument("--read-dither", type=int, default=1, choices=(0, 1), help="servo_driver read_dither")
     ap.add_argument("--composed", choices=("false", "split", "true"), default="false",
                     help="the launch's composed: a process per node (default), two (as launched) or one")
+    ap.add_argument("--bus-line", type=int, default=0, choices=(0, 1), help="the robot's 115200-baud line emulated "
+                    "(robot_emulator bus_line, servo_driver line_model)")
     ap.add_argument("--mass-scale", type=float, default=1.25)
     ap.add_argument("--com-shift", type=float, default=0.01)
     ap.add_argument("--timeout", type=float, default=240.0)
@@ -147,13 +159,13 @@ def main(argv=None):
         for entry, params in p.nodes:
             if entry.name == "robot_emulator":
                 params.update(body_mass_scale=args.mass_scale, body_com_shift=[args.com_shift, 0.0, 0.0],
-                              servo_timing=args.timing)
+                              servo_timing=args.timing, bus_line=bool(args.bus_line))
                 if args.world_rate:
                     params.update(rate=args.world_rate)
             if entry.name == "damage_monitor":
                 params.update(body_estimate=True)
             if entry.name == "servo_driver":
-                params.update(read_dither=bool(args.read_dither))
+                params.update(read_dither=bool(args.read_dither), line_model=bool(args.bus_line))
     g = Graph()
     w = g.add(Watcher)
     w.msgs = defaultdict(lambda: deque(maxlen=200000))
@@ -233,7 +245,7 @@ def main(argv=None):
         res["exit_codes"] = codes
     # offline replays of what was recorded here
     streams = []
-    for topic in ("joint_states", "joint_states/setpoint", "imu/data", "joint_commands"):
+    for topic in ("joint_states", "joint_states/setpoint", "imu/data", "joint_commands", "mocap/pose"):
         for t, m in w.since(topic, 0.0):
             streams.append((t, topic, m, t_walk))
     streams.sort(key=lambda s: s[0])

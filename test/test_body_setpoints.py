@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from jethexa_dynamics.damage.body_load import BodyLoadEstimator, ReadingPairs, ServoMoves
+from jethexa_dynamics.hardware import protocol as P
 from jethexa_dynamics.hardware.bus import open_bus
 from jethexa_dynamics.hardware.emulator import BusEmulator
 from jethexa_dynamics.hardware.joints import JointServoBus
@@ -28,41 +29,101 @@ class Clock:
         return self.t
 
 
-@pytest.fixture
-def rig():
+def _handled(em, n_frames, timeout=10.0):
+    """Wait until the emulator's pty thread has executed ``n_frames`` frames in all (the driver's write returns
+    before that; the test's clock must not move on until then)."""
+    import time
+    t_end = time.monotonic() + timeout
+    while em.frames_executed < n_frames:
+        assert time.monotonic() < t_end, "the emulator did not get the frames"
+        time.sleep(0.0005)
+
+
+def _rig(line: bool):
     table = load_servo_table()
     clock = Clock()
-    em = BusEmulator(table, time_fn=clock).start()
-    joints = JointServoBus(open_bus("uart", em.port, reply_timeout=0.5), table, read_timeout=0.5, time_fn=clock)
-    yield clock, em, joints, table
+    em = BusEmulator(table, time_fn=clock, line_rate="auto" if line else None).start()
+    joints = JointServoBus(open_bus("uart", em.port, reply_timeout=0.5), table, read_timeout=0.5, time_fn=clock,
+                           line_model=line)
+    return clock, em, joints, table
+
+
+@pytest.fixture(params=[False, True], ids=["no line", "line"])
+def rig(request):
+    """The driver's joint layer on the emulated bus, on the test's clock: without a line (the sim graph's) and
+    with the robot's 115200 baud line modelled on both sides."""
+    clock, em, joints, table = r = _rig(request.param)
+    yield r
+    joints.close()
+    em.stop()
+
+
+@pytest.fixture
+def line_rig():
+    clock, em, joints, table = r = _rig(True)
+    yield r
     joints.close()
     em.stop()
 
 
 def test_set_points_at_each_read_are_the_emulated_servos_commanded_trajectory(rig):
     """Random group moves of random subsets, overlapping (a move sent while the last one runs), and scheduled
-    reads in between: each read's set-point as the driver replays it is the servo's own commanded trajectory at
-    that instant (the moves' goals as sent: whole ticks)."""
+    reads in between, some while a move's bytes are still on the line: each read's time as the driver gives it is
+    the instant its request was through the emulated line (the emulator's own line clock, ``rx_log``), and its
+    set-point as the driver replays it is the servo's own commanded trajectory at that instant (the moves' goals
+    as sent: whole ticks; each servo's move from its frame's last byte)."""
     clock, em, joints, table = rig
     rng = np.random.default_rng(5)
     names = list(table.joint_names)
+    ids = {s.joint: s.servo_id for s in table}
     joints.command({n: 0.0 for n in names}, 0.0)
-    checked = 0
+    checked = queued = 0
     for k in range(30):
         sub = sorted(rng.choice(len(names), size=int(rng.integers(1, len(names) + 1)), replace=False))
         goal = {names[i]: float(rng.uniform(-0.4, 0.4)) for i in sub}
+        n = em.frames_executed + len(goal)
         joints.command(goal, float(rng.choice([0.0, 0.02, 0.05, 0.3])))
-        joints.bus.read_position(table[0].servo_id, 0.5)   # the move is in (the bytes are handled in order)
+        _handled(em, n)                                   # arrived at the clock's value, as the driver wrote it
         for _ in range(int(rng.integers(1, 5))):
             clock.t += float(rng.uniform(0.0, 0.03))
+            queued += clock.t < joints.line_free        # the line still carries the move (line only)
             readings = joints.poll(1.0, max_reads=3)       # the emulator answers at the clock's value
             sp = joints.setpoints_at(readings)
             assert set(sp) == set(readings.positions) == set(readings.read_times)
             for j, s in sp.items():
-                assert readings.read_times[j] == clock.t
-                assert s == pytest.approx(em.commanded_position(j, em.now()), abs=1e-9)
+                t_emu = next(t for t, sid, cmd, _ in reversed(em.rx_log) if sid == ids[j] and cmd == P.Cmd.POS_READ)
+                assert em.now(readings.read_times[j]) == pytest.approx(t_emu, abs=1e-9)
+                assert s == pytest.approx(em.commanded_position(j, t_emu), abs=1e-9)
                 checked += 1
-    assert checked > 50
+    assert checked > 50 and (queued > 5 or not joints.line_model)
+
+
+def test_a_group_moves_servos_start_on_their_frames_last_byte_in_the_driver_and_the_emulator(line_rig):
+    """An 18-servo MOVE_TIME_WRITE group write at 115200 8N1: servo j (in the write's order) has its move when its
+    10-byte frame is through, (j + 1) x 0.868 ms after the first byte (reference §1: 15.6 ms for 18). The
+    emulator executes each frame then (its ``rx_log``), the driver's set-points start each move then, and a read
+    written meanwhile goes out after the move (its time: the line free plus its 6-byte request), its reply
+    timeout counted from then (the emulator answers when the reply is through the line: 16.8 ms after the write)."""
+    clock, em, joints, table = line_rig
+    names = list(table.joint_names)
+    joints.command({n: 0.0 for n in names}, 0.0)
+    _handled(em, 18)
+    clock.t += 1.0
+    n0, t_write = len(em.rx_log), clock.t
+    joints.command({n: 0.2 for n in names}, 0.1)
+    _handled(em, n0 + 18)
+    assert joints.bus.move_receipts(18)[-1] == pytest.approx(0.0156, abs=1e-4)
+    frames = list(em.rx_log)[n0:n0 + 18]
+    for j, (t, sid, cmd, _) in enumerate(frames):
+        assert cmd == P.Cmd.MOVE_TIME_WRITE and sid == table[j].servo_id
+        assert t == pytest.approx(em.now(t_write) + (j + 1) * 100 / 115200, abs=1e-9)
+        s = joints.setpoints
+        assert s.at(names[j], t_write + (j + 1) * 100 / 115200 - 1e-6) == pytest.approx(0.0, abs=1e-3)
+        assert s.at(names[j], t_write + (j + 1) * 100 / 115200 + 0.05) == pytest.approx(0.1, abs=3e-3)
+    joints.read_timeout = 0.004        # shorter than the wait for the line: the reply timeout starts after it
+    readings = joints.poll(1.0, max_reads=1)
+    (j, t_read), = readings.read_times.items()
+    assert t_read == pytest.approx(t_write + 18 * 100 / 115200 + 60 / 115200, abs=1e-9)
 
 
 def test_servo_setpoints_model_a_move_a_stop_and_a_joint_never_moved():
@@ -283,13 +344,14 @@ def test_standing_before_the_walk_does_not_bias_the_body():
     assert abs(e.mass - truth) <= 0.10 * truth and np.linalg.norm(e.com[:2] - [0.01, 0.0]) <= 0.005, e
 
 
-def _pipeline(phase_of, duration=30.5, settle=3.0):
+def _pipeline(phase_of, duration=30.5, settle=3.0, line=False):
     """The graph's data path on a clock the test moves (1 ms steps): the gait's commands at 50 Hz through the
     joint layer and the pty to the emulated servos, the emulator's exact world (``follow_commanded``, brought up
     to each transaction's arrival by ``before_bytes``) on a plant with its body +25 % and CoM +1 cm, 3 reads per
     cycle at ``phase_of(rng)`` ms into it with each read's set-point (``setpoints_at``), the commands (the swing
     phase's commanded feet) and the IMU's attitude at 100 Hz: into ``BodyLoadEstimator``, as damage_monitor feeds
-    it. Returns its estimate and the plant's body mass."""
+    it, each sample at its reads' mean instant (servo_driver's stamp). ``line``: the robot's 115200 baud line
+    modelled on both sides (``line_rate``, ``line_model``). Returns its estimate and the plant's body mass."""
     import threading
 
     from jethexa_dynamics.hardware.emulator import follow_commanded
@@ -305,9 +367,10 @@ def _pipeline(phase_of, duration=30.5, settle=3.0):
     names = list(eng.robot.joint_names)
     index = {n: i for i, n in enumerate(names)}
     table, clock = load_servo_table(), Clock()
-    em = BusEmulator(table, time_fn=clock).start()
+    em = BusEmulator(table, time_fn=clock, line_rate="auto" if line else None).start()
     em.set_positions(dict(zip(names, map(float, eng.joint_angles))))
-    joints = JointServoBus(open_bus("uart", em.port, reply_timeout=0.5), table, read_timeout=0.5, time_fn=clock)
+    joints = JointServoBus(open_bus("uart", em.port, reply_timeout=0.5), table, read_timeout=0.5, time_fn=clock,
+                           line_model=line)
     offset, lock = em.now() - eng.time, threading.Lock()
 
     def world(t=None):                 # the robot_emulator's world: up to the arrival, reads carried from there
@@ -327,8 +390,9 @@ def _pipeline(phase_of, duration=30.5, settle=3.0):
             if ms % 20 == 0:
                 cmd, q, move_time = loop.command(0.02, ms >= 1000 * settle)
                 if len(cmd):
+                    n = em.frames_executed + len(cmd)
                     joints.command(dict(zip(cmd, map(float, q))), move_time)
-                    joints.bus.read_position(table[0].servo_id, 0.5)    # executed before the clock moves on
+                    _handled(em, n)                                     # executed before the clock moves on
                     est.on_command(clock.t, np.asarray(q, float), clock.t + move_time, [index[j] for j in cmd])
                 phase = phase_of(rng)
             if ms % 10 == 0:
@@ -340,7 +404,8 @@ def _pipeline(phase_of, duration=30.5, settle=3.0):
                 q, s = np.full(len(names), np.nan), np.full(len(names), np.nan)
                 for j, v in readings.positions.items():
                     q[index[j]], s[index[j]] = v, sp[j]
-                est.on_joints(clock.t, q, s)
+                # stamped at the reads' mean instant, as servo_driver does (behind a move: after the clock's)
+                est.on_joints(float(np.mean(list(readings.read_times.values()))), q, s)
     finally:
         joints.close()
         em.stop()

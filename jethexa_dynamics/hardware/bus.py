@@ -89,6 +89,16 @@ class ServoBus(abc.ABC):
     def move_time(self, n_servos: int) -> float:
         """Wire time [s] of a group move of ``n_servos``."""
 
+    def move_receipts(self, n_servos: int) -> Tuple[float, ...]:
+        """When each servo of a group move of ``n_servos`` has its move [s after its first byte went out], in the
+        targets' order: a servo acts on its frame's last byte. Here all at the move's end (one packet; what a
+        board does after it is not modelled)."""
+        return (self.move_time(n_servos),) * n_servos
+
+    @abc.abstractmethod
+    def request_time(self, kind: str = "position") -> float:
+        """Wire time [s] of the request of a read of ``kind``: the servo samples when it has it."""
+
     # -- optional ---------------------------------------------------------------------------------------
     def _unsupported(self, what: str, servo_id: Optional[int] = None):
         raise UnsupportedCommand(servo_id, "not supported by %s" % type(self).__name__, command=what)
@@ -306,7 +316,7 @@ class DirectUartBus(_SerialBus):
     _READ_REPLY_BYTES = {"position": 8, "voltage": 8, "temperature": 7, "load": 7, "limits": 17}
     _READ_REQUESTS = {"limits": 2}
 
-    def __init__(self, port: str = "/dev/ttyTHS1", baudrate: int = 115200, reply_timeout: float = 0.02,
+    def __init__(self, port: str = "/dev/ttyTHS1", baudrate: int = P.BAUDRATE, reply_timeout: float = 0.02,
                  gpio=None, rx_con_pin: int = 17, tx_con_pin: int = 27, turnaround_s: float = 0.0,
                  retries: int = 0, sync_start: bool = False,
                  serial_factory: Optional[Callable[..., serial.SerialBase]] = None):
@@ -352,6 +362,16 @@ class DirectUartBus(_SerialBus):
 
     def move_time(self, n_servos: int) -> float:
         return P.frame_wire_time(10 * n_servos + (6 if self.sync_start else 0), self.baudrate)
+
+    def move_receipts(self, n_servos: int) -> Tuple[float, ...]:
+        # MOVE_TIME_WRITE x N: servo j acts on its own frame's last byte (0.868 ms a frame at 115200: the 18th
+        # 15.6 ms after the first); with sync_start all on the broadcast MOVE_START's
+        if self.sync_start:
+            return (self.move_time(n_servos),) * n_servos
+        return tuple(P.frame_wire_time(10 * (j + 1), self.baudrate) for j in range(n_servos))
+
+    def request_time(self, kind: str = "position") -> float:
+        return P.frame_wire_time(self._READ_REQUESTS.get(kind, 1) * self.REQUEST_BYTES, self.baudrate)
 
     # -- generic ----------------------------------------------------------------------------------------
     def request(self, servo_id: int, cmd: P.Cmd, timeout: Optional[float] = None) -> tuple:
@@ -485,7 +505,7 @@ class RrcBoardBus(_SerialBus):
     LED_ERROR, MOVE_START and motor mode are not carried by the board.
     """
 
-    def __init__(self, port: str = "/dev/rrc", baudrate: int = 1_000_000, reply_timeout: float = 0.05,
+    def __init__(self, port: str = "/dev/rrc", baudrate: int = R.BAUDRATE, reply_timeout: float = 0.05,
                  retries: int = 0, torque_off_sub: int = R.Sub.TORQUE_OFF, torque_on_sub: int = R.Sub.TORQUE_ON,
                  serial_factory: Optional[Callable[..., serial.SerialBase]] = None):
         self._parser = R.PacketParser()
@@ -500,6 +520,9 @@ class RrcBoardBus(_SerialBus):
 
     def move_time(self, n_servos: int) -> float:
         return P.frame_wire_time(9 + 3 * n_servos, self.baudrate)
+
+    def request_time(self, kind: str = "position") -> float:
+        return P.frame_wire_time(7 * (2 if kind == "limits" else 1), self.baudrate)
 
     def _read(self, sub: R.Sub, servo_id: int, timeout: Optional[float]) -> tuple:
         fmt = R.READ_REPLY_FMT[sub]

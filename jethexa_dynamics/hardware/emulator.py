@@ -16,10 +16,11 @@ Units: joint angles rad (URDF joint convention), servo positions ticks, voltage 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import deque
-from typing import Callable, Dict, Mapping, Optional, Tuple
+from typing import Callable, Dict, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -33,6 +34,9 @@ from .servo_faults import FaultSpec, Key, ReplyFaults, parse_faults
 from .servo_model import EmulatedServo
 from .servo_table import ServoTable, load_servo_table
 
+#: each transport's line rate [baud] (``BusEmulator`` ``line_rate='auto'``)
+LINE_RATES = {"uart": P.BAUDRATE, "rrc": R.BAUDRATE}
+
 __all__ = ["BusEmulator", "follow_commanded"]
 
 log = logging.getLogger(__name__)
@@ -45,13 +49,25 @@ class BusEmulator:
     at centre, unloaded, 11.1 V, 35 deg C. ``transport``: 'uart' (0x55 frames) or 'rrc' (board packets).
     ``faults``: fault specs applied at start. ``time_fn``: clock for motion and timed faults. ``seed``: random
     source of the probabilistic faults. ``reply_delay_s``: delay of every reply [s].
+    ``line_rate``: the bus line's rate [baud, 8N1] ('auto': the transport's, 115200 for 'uart', 1 000 000 for
+    'rrc'; None, the default: no line, every frame executed on arrival). With a line a frame is executed when its
+    last byte is through it, the frames of a write one after the other and behind the bytes still on it (replies
+    included): a servo late in an 18-servo move starts 15.6 ms after the write, as on the robot's UART
+    (reference §1: 0.868 ms per 10-byte frame), and ``JointServoBus(line_model=True)`` times its set-points so;
+    a reply leaves when its bytes are through the line too (a read written right after an 18-servo move is
+    answered 16.8 ms later) and carries the world at its frame's time.
     """
 
     def __init__(self, servo_table: Optional[ServoTable] = None, faults=None, transport: str = "uart",
                  time_fn: Callable[[], float] = time.monotonic, seed: Optional[int] = 0,
-                 reply_delay_s: float = 0.0):
+                 reply_delay_s: float = 0.0, line_rate: Union[str, int, None] = None):
         if transport not in ("uart", "rrc"):
             raise ParameterError("transport", transport, detail="expected 'uart' or 'rrc'")
+        if line_rate == "auto":
+            line_rate = LINE_RATES[transport]
+        if line_rate is not None and not (isinstance(line_rate, (int, float)) and 1200 <= line_rate <= 10_000_000):
+            raise ParameterError("line_rate", line_rate, 1200, 10_000_000, "baud, 'auto' or None")
+        self.line_rate = None if line_rate is None else float(line_rate)
         self.table = servo_table if servo_table is not None else load_servo_table(urdf=False)
         self.transport = transport
         self.time_fn = time_fn
@@ -63,17 +79,22 @@ class BusEmulator:
         self._t_start = time_fn()
         self._pending_faults = parse_faults(faults)
         self._parser = P.FrameParser() if transport == "uart" else R.PacketParser()
-        self._arrival: Optional[float] = None   # while a batch of bytes is executed with before_bytes: its arrival
+        self._frame_t: Optional[float] = None   # the time the frame being executed runs at [time_fn]
+        self._line_free = -math.inf             # when the line is through with the bytes on it (line_rate)
         self._frames = ServoFrameDispatcher(self._servos, self._frame_time, self._replies)
         self._packets = RrcPacketDispatcher(self._frames)
         self._pty = PtyTransport(self._on_bytes, name="jethexa-bus-emulator")
-        #: called with the arrival time of each batch of received bytes [s, ``time_fn``'s] before it is executed,
-        #: outside the emulator's lock: a simulation brings its world up to that time there. The batch's frames
-        #: are then executed at that time (not after the world's step): a read gives the angle at its arrival, a
-        #: move starts there (None: the simulation's own timer only; frames at their execution time)
+        #: called with the arrival time of each batch of received bytes [s, ``time_fn``'s] before it is executed, and
+        #: with a read's time when the line held it back (``line_rate``), outside the emulator's lock: a simulation
+        #: brings its world up to that time there. The frames are then executed at their time (not after the
+        #: world's step): a read gives the angle at its time, a move starts there (None: the simulation's own timer
+        #: only)
         self.before_bytes: Optional[Callable[[float], None]] = None
-        #: received valid frames/packets: (emulator time of their arrival, servo_id or None, command, payload); bounded
+        #: received valid frames/packets: (emulator time of their execution, servo_id or None, command, payload);
+        #: bounded
         self.rx_log: deque = deque(maxlen=20000)
+        #: valid frames/packets executed since the start
+        self.frames_executed = 0
         for f in self._pending_faults:
             self._servo(f.servo)  # fail early on an unknown servo
         self._arm_faults()
@@ -281,45 +302,77 @@ class BusEmulator:
 
     # -- serving (the pty thread) -----------------------------------------------------------------------
     def _on_bytes(self, data: bytes) -> Replies:
-        """What the client wrote: the simulation brought up to now (``before_bytes``), due faults armed, then every
-        complete frame/packet executed (under the lock)."""
-        if self.before_bytes is None:
+        """What the client wrote: due faults armed, then every complete frame/packet executed (under the lock) at its
+        time (``_frame_time``), a simulation brought up to it first (``before_bytes``, outside the lock: at the
+        batch's arrival, and again for a read the line holds back)."""
+        if self.before_bytes is None and self.line_rate is None:
             with self._lock:
                 self._arm_faults()
                 return self._handle_bytes(data)
         t = self.time_fn()
-        self.before_bytes(t)
-        with self._lock:
-            self._arrival = t
-            try:
-                self._arm_faults()
-                return self._handle_bytes(data)
-            finally:
-                self._arrival = None
+        out: Replies = []
+        world = None            # the time the simulation was brought up to
+        for ev in self._parser.feed(data):
+            if not isinstance(ev, (P.Frame, R.Packet)):
+                continue        # bad checksums: a real servo ignores the frame
+            t_ev = t
+            if self.line_rate:  # 0x55 0x55 id len cmd params chk / 0xAA 0x55 func len data crc
+                size = 6 + len(ev.params) if isinstance(ev, P.Frame) else 5 + len(ev.data)
+                t_ev = max(t, self._line_free) + self._wire(size)
+            # a read (no parameters; a board packet may be one) gives the world at its time
+            if self.before_bytes is not None and (world is None or (
+                    t_ev > world and (isinstance(ev, R.Packet) or not ev.params))):
+                self.before_bytes(t_ev)
+                world = t_ev
+            with self._lock:
+                self._frame_t = t_ev
+                try:
+                    self._arm_faults()
+                    replies = self._execute(ev)
+                finally:
+                    self._frame_t = None
+            if self.line_rate:  # half duplex: the replies take the line after their frame, and arrive through it
+                self._line_free, held = t_ev, []
+                for delay, b in replies:
+                    self._line_free = t_ev + delay + self._wire(len(b))
+                    held.append((max(delay, self._line_free - self.time_fn()), b))
+                replies = held
+            out.extend(replies)
+        return out
 
     def _frame_time(self) -> float:
-        """The time frames are executed at: the batch's arrival with ``before_bytes``, else now."""
-        return self.time_fn() if self._arrival is None else self._arrival
+        """The time a frame is executed at: its last byte through the line (``line_rate``), else the batch's arrival
+        (``before_bytes``), else now."""
+        return self.time_fn() if self._frame_t is None else self._frame_t
+
+    def _wire(self, n_bytes: int) -> float:
+        return P.frame_wire_time(n_bytes, self.line_rate)
 
     def _handle_bytes(self, data: bytes) -> Replies:
         out: Replies = []
         for ev in self._parser.feed(data):
-            if isinstance(ev, P.Frame):
-                self.rx_log.append((self._frame_time() - self._t_start, ev.servo_id, ev.cmd, ev.params))
-                out.extend(self._frames.handle(ev))
-            elif isinstance(ev, R.Packet):
-                self.rx_log.append((self._frame_time() - self._t_start, None, ev.func, ev.data))
-                out.extend(self._packets.handle(ev))
-            # bad checksums: a real servo ignores the frame
+            if isinstance(ev, (P.Frame, R.Packet)):   # bad checksums: a real servo ignores the frame
+                out.extend(self._execute(ev))
         return out
+
+    def _execute(self, ev) -> Replies:
+        """One frame or board packet, at ``_frame_time``."""
+        self.frames_executed += 1
+        if isinstance(ev, P.Frame):
+            self.rx_log.append((self._frame_time() - self._t_start, ev.servo_id, ev.cmd, ev.params))
+            return self._frames.handle(ev)
+        self.rx_log.append((self._frame_time() - self._t_start, None, ev.func, ev.data))
+        return self._packets.handle(ev)
 
 
 def follow_commanded(bus: BusEmulator, engine, joints: Mapping[int, str], target: float, offset: float,
                      fixed: Optional[Mapping[int, float]] = None) -> None:
     """Advance a simulation ``engine`` (``sim.engine.Engine``: ``time``, ``dt``, ``setpoints``,
-    ``set_joint_targets``, ``advance``) to ``target`` [s, its time] with its servos' set-points the emulated
-    servos' commanded trajectories as they were over that span: cut where a move starts or ends
-    (:meth:`BusEmulator.breakpoints`), linear between (the engine's own move, on its steps).
+    ``set_joint_targets``, ``advance``) to ``target`` [s, its time, rounded to whole steps] with its servos'
+    set-points the emulated servos' commanded trajectories as they were over that span: cut at the end of each
+    step in which a move starts or ends (:meth:`BusEmulator.breakpoints`), linear between (the engine's own move,
+    on its steps). A kink inside a step is cut at the step's end, never held or jumped: the 18 moves of a group
+    write start 0.87 ms apart (the line), less than a 1 ms step.
     ``joints`` {engine joint index: joint name};
     ``offset`` = emulator time - engine time; ``fixed`` {engine joint index: rad} held there instead (seized)."""
     idx = list(joints)
@@ -327,13 +380,18 @@ def follow_commanded(bus: BusEmulator, engine, joints: Mapping[int, str], target
 
     def at(t):
         return [fixed[i] if i in fixed else bus.commanded_position(joints[i], t) for i in idx]
-    cuts = list(bus.breakpoints(engine.time + offset, target + offset)) + [target + offset]
-    for k, b in enumerate(cuts):
-        if b - offset - engine.time < 0.5 * engine.dt and k < len(cuts) - 1:
-            continue
-        now = np.asarray(at(engine.time + offset))       # a move of no duration steps the set-point: at once
-        if np.abs(now - engine.setpoints()[idx]).max(initial=0.0) > 1e-12:
-            engine.set_joint_targets(now, move_time=0.0, joints=idx)
-        # towards the value just before the cut (the move that starts there is the next stretch's)
-        engine.set_joint_targets(at(b - 1e-9), move_time=max(0.0, b - offset - engine.time), joints=idx)
-        engine.advance(b - offset)
+    dt, t0 = engine.dt, engine.time
+    n_total = int(round((target - t0) / dt))
+    if n_total <= 0:
+        return
+    now = np.asarray(at(t0 + offset))       # a move of no duration steps the set-point: at once
+    if np.abs(now - engine.setpoints()[idx]).max(initial=0.0) > 1e-12:
+        engine.set_joint_targets(now, move_time=0.0, joints=idx)
+    ends = {n_total} | {min(n_total, max(1, math.ceil((b - offset - t0) / dt - 1e-9)))
+                        for b in bus.breakpoints(t0 + offset, t0 + n_total * dt + offset)}
+    done = 0
+    for n in sorted(ends):
+        # towards the value just before the step's end (a move that starts there is the next stretch's)
+        engine.set_joint_targets(at(t0 + n * dt + offset - 1e-9), move_time=(n - done) * dt, joints=idx)
+        engine.advance(t0 + n * dt)
+        done = n

@@ -49,9 +49,11 @@ class JointReadings:
     torque on), limits ((temp_max [deg C], vin_min [mV], vin_max [mV]) read from the servo), faults (a
     :class:`ServoFault` for a voltage/temperature read outside that servo's limits), errors (the typed
     exception of each failed read), ``stamp`` (time_fn at the start), ``elapsed`` [s] spent on the bus,
-    ``reads`` attempted, ``read_times`` (time_fn at the middle of each position read: request sent, reply in),
-    ``read_spans`` [s] (each position read's round trip: its time is known to half of it). Only joints read in
-    this poll appear.
+    ``reads`` attempted, ``read_times`` (time_fn at the middle of each position read: request sent, reply in;
+    with the line modelled (``JointServoBus`` ``line_model``) when its request was through the line: the servo
+    samples then, and a request written while the line still carries earlier bytes goes out after them),
+    ``read_spans`` [s] (each position read's round trip, from when its request could go out: a longer one than the
+    wire time leaves its instant uncertain). Only joints read in this poll appear.
     """
 
     stamp: float
@@ -101,13 +103,20 @@ class JointServoBus:
     reads.
     ``offline_after`` consecutive failures mark a servo offline; offline servos are retried once every
     ``offline_retry_every`` read rounds.
+    ``line_model``: the set-points and read times follow the bytes through the line (``ServoBus.move_receipts``:
+    each servo acts on its frame's last byte, the 18th of a group move 15.6 ms after the first at 115200 baud; a
+    read written behind a move waits for it), as on the robot's UART and ``BusEmulator(line_rate=...)``; off
+    (default) for a bus with no line time (the emulator as the sim graph runs it): moves start, and reads are
+    timed, as written. A line shared by an 18-servo move at 50 Hz has 4.4 ms of each 20 ms free, so reads land
+    right after the moves, in phase with them: what the body estimate cannot take (``damage.body_load``).
     """
 
     AUX_KINDS = ("voltage", "temperature", "load")
 
     def __init__(self, bus: ServoBus, table: ServoTable, limits: Optional[Mapping[str, Tuple[float, float]]] = None,
                  read_timeout: Optional[float] = None, aux_every: int = 6, offline_after: int = 3,
-                 offline_retry_every: int = 5, time_fn: Callable[[], float] = time.monotonic):
+                 offline_retry_every: int = 5, time_fn: Callable[[], float] = time.monotonic,
+                 line_model: bool = False):
         if aux_every < 1:
             raise ParameterError("aux_every", aux_every, 1, None)
         self.bus = bus
@@ -132,6 +141,10 @@ class JointServoBus:
         self.last_command_time: Optional[float] = None
         #: each servo's set-point over time from the moves sent (goals as sent: whole ticks, whole ms)
         self.setpoints = ServoSetpoints(self.joint_names)
+        #: time_fn value when the line is through with the moves and reads sent (a write queues behind it;
+        #: ``line_model`` only)
+        self.line_free = -math.inf
+        self.line_model = bool(line_model)
 
     # -- properties -------------------------------------------------------------------------------------
     @property
@@ -180,14 +193,20 @@ class JointServoBus:
         targets = [(spec.servo_id, spec.to_ticks(q)) for spec, q in items]  # raises before any byte is sent
         ms = int(round(d * 1000.0))
         # the move starts when its bytes go out, not when the write returned: the thread may get the GIL (or the
-        # CPU) back ms later, and every set-point of the move would be that late (the sim graph: -0.85 ms median)
+        # CPU) back ms later, and every set-point of the move would be that late (the sim graph: -0.85 ms median);
+        # each servo has it when its frame is through the line (up to 15.6 ms later for 18 at 115200 baud)
         now = self.time_fn()
+        start = max(now, self.line_free)
         self.bus.move(targets, ms)
+        receipts = ()
+        if self.line_model:
+            self.line_free = start + self.bus.move_time(len(targets))
+            receipts = self.bus.move_receipts(len(targets))
         for spec, q in items:
             self.last_command[spec.joint] = float(q)
         self.last_command_duration, self.last_command_time = d, now
-        self.setpoints.move(now, {spec.joint: spec.to_rad(ticks) for (spec, _), (_, ticks) in zip(items, targets)},
-                            ms / 1000.0)
+        self.setpoints.move(start, {spec.joint: spec.to_rad(ticks) for (spec, _), (_, ticks) in zip(items, targets)},
+                            ms / 1000.0, receipts)
 
     def setpoints_at(self, readings: JointReadings, max_slack: float = READ_TIME_SLACK_S) -> Dict[str, float]:
         """Each position read of ``readings`` whose time is known well enough: the servo's set-point at its read
@@ -282,26 +301,28 @@ class JointServoBus:
     def _read(self, spec: ServoSpec, kind: str, out: JointReadings) -> None:
         h = self.health[spec.joint]
         t0 = time.monotonic()
+        ta = max(self.time_fn(), self.line_free)    # the request goes out once the line is free
+        timeout = self._timeout(self.read_timeout, ta)
         try:
             if kind == "position":
-                ta = self.time_fn()
-                out.positions[spec.joint] = spec.to_rad(self.bus.read_position(spec.servo_id, self.read_timeout))
+                out.positions[spec.joint] = spec.to_rad(self.bus.read_position(spec.servo_id, timeout))
                 tb = self.time_fn()
-                out.read_times[spec.joint] = 0.5 * (ta + tb)
+                out.read_times[spec.joint] = ta + self.bus.request_time("position") if self.line_model \
+                    else 0.5 * (ta + tb)
                 out.read_spans[spec.joint] = tb - ta
             elif kind == "voltage":
-                h.vin_mv = float(self.bus.read_voltage(spec.servo_id, self.read_timeout))
+                h.vin_mv = float(self.bus.read_voltage(spec.servo_id, timeout))
                 out.voltages[spec.joint] = h.vin_mv / 1000.0
                 self._classify(spec, h, out)
             elif kind == "temperature":
-                h.temperature_c = float(self.bus.read_temperature(spec.servo_id, self.read_timeout))
+                h.temperature_c = float(self.bus.read_temperature(spec.servo_id, timeout))
                 out.temperatures[spec.joint] = h.temperature_c
                 self._classify(spec, h, out)
             elif kind == "load":
-                out.loads[spec.joint] = bool(self.bus.read_torque(spec.servo_id, self.read_timeout))
+                out.loads[spec.joint] = bool(self.bus.read_torque(spec.servo_id, timeout))
             else:  # limits
-                lo, hi = self.bus.read_voltage_limits(spec.servo_id, self.read_timeout)
-                tmax = self.bus.read_temperature_limit(spec.servo_id, self.read_timeout)
+                lo, hi = self.bus.read_voltage_limits(spec.servo_id, timeout)
+                tmax = self.bus.read_temperature_limit(spec.servo_id, timeout)
                 h.vin_limits_mv, h.temp_limit_c = (float(lo), float(hi)), float(tmax)
                 out.limits[spec.joint] = (h.temp_limit_c, h.vin_limits_mv[0], h.vin_limits_mv[1])
                 self._classify(spec, h, out)
@@ -326,10 +347,31 @@ class JointServoBus:
             h.online = True
         finally:
             out.reads += 1
+            if self.line_model:     # request and reply through
+                self.line_free = max(self.time_fn(), ta + self._read_time(kind))
             dt = time.monotonic() - t0
             old = self._cost.get(kind)
             # cost estimate of successful-or-not reads; the wire time is the floor
             self._cost[kind] = max(self._read_time(kind), dt if old is None else 0.8 * old + 0.2 * dt)
+
+    def read_position(self, joint: str, timeout: Optional[float] = None) -> float:
+        """One position read of ``joint`` [rad] outside the schedule (no health bookkeeping; the bus's errors
+        raised), its request after the bytes still on the line."""
+        spec = self.table.by_joint(joint)
+        ta = max(self.time_fn(), self.line_free)
+        try:
+            return spec.to_rad(self.bus.read_position(spec.servo_id, self._timeout(timeout, ta)))
+        finally:
+            if self.line_model:
+                self.line_free = max(self.time_fn(), ta + self._read_time("position"))
+
+    def _timeout(self, timeout: Optional[float], ta: float) -> Optional[float]:
+        """A read's reply timeout [s] from its write: ``timeout`` (None: the bus's) plus the wait for the line
+        (``line_model``: a request written behind a move goes out up to 15.6 ms later)."""
+        wait = ta - self.time_fn() if self.line_model else 0.0
+        if wait <= 0.0:
+            return timeout
+        return (self.bus.reply_timeout if timeout is None else timeout) + wait
 
     def _read_time(self, kind: str) -> float:
         t = self._wire.get(kind)
@@ -389,7 +431,9 @@ class JointServoBus:
         if not budget_s > 0:
             raise ParameterError("budget_s", budget_s, "> 0", None)
         out = JointReadings(stamp=self.time_fn())
-        t0 = time.monotonic()
+        # the budget runs from when the line is free (a move's bytes may still be on it: up to 15.6 ms)
+        t_start = time.monotonic()
+        t0 = t_start + max(0.0, self.line_free - out.stamp)
         while True:
             spec, kind = self._next()
             self._read(spec, kind, out)
@@ -400,7 +444,7 @@ class JointServoBus:
                       for k in ["position"] + list(self._aux))
             if remaining < nxt:
                 break
-        out.elapsed = time.monotonic() - t0
+        out.elapsed = time.monotonic() - t_start
         return out
 
     def tick(self, budget_s: float = 0.004) -> JointReadings:

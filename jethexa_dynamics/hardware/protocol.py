@@ -32,6 +32,8 @@ __all__ = [
 ]
 
 HEADER = b"\x55\x55"
+#: the bus servos' line rate [baud, 8N1] (the Jetson Nano's UART to them: reference §1.4)
+BAUDRATE = 115200
 BROADCAST_ID = 0xFE
 #: Longest LEN of any command in the table (3 + 4 parameter bytes); bounds the resync look-ahead.
 MAX_LEN = 7

@@ -23,6 +23,8 @@ __all__ = [
 ]
 
 RRC_HEADER = b"\xAA\x55"
+#: the board's line rate [baud] (reference §1.5)
+BAUDRATE = 1_000_000
 
 
 class Func(enum.IntEnum):

@@ -7,8 +7,9 @@ so the driver can say, for each position it read, what the servo was asked to be
 servo's tracking error -- its load -- is made of (``damage.body_load``). The same model as ``EmulatedServo.logical``
 and ``Engine.set_joint_targets``. A joint never moved has no set-point (NaN): its first move starts at its goal.
 
-Times are the caller's clock (the joint layer's ``time_fn``); a move is taken to start when it was written
-(the servo's receipt, the wire time of the frames, is not modelled: under 16 ms for 18 servos at 115200 baud).
+Times are the caller's clock (the joint layer's ``time_fn``); a move starts at each servo's receipt of it, which
+the caller gives (``ServoBus.move_receipts``: a servo acts on its frame's last byte, the 18th of a group move 15.6 ms
+after the first at 115200 baud).
 """
 from __future__ import annotations
 
@@ -48,9 +49,16 @@ class ServoMoves:
         r[moving] = (self.goal[moving] - self.start[moving]) / self.duration[moving]
         return r
 
-    def command(self, t: float, idx: np.ndarray, q: np.ndarray, move_time: float) -> None:
-        """A move sent at ``t`` [s]: joints ``idx`` to ``q`` [rad] in ``move_time`` [s]."""
-        now = self.at(t)[idx]
+    def command(self, t, idx: np.ndarray, q: np.ndarray, move_time: float) -> None:
+        """A move that starts at ``t`` [s] (one time, or one per joint of ``idx``): joints ``idx`` to ``q`` [rad] in
+        ``move_time`` [s]."""
+        idx = np.asarray(idx, dtype=int)
+        if np.ndim(t):
+            t0 = self.t0.copy()
+            t0[idx] = t
+            now = self.at(t0)[idx]
+        else:
+            now = self.at(t)[idx]
         self.start[idx] = np.where(np.isnan(now), q, now)
         self.goal[idx] = q
         self.t0[idx] = t
@@ -78,10 +86,12 @@ class ServoSetpoints:
         s = self._moves.at(t)
         return {j: float(s[self._index[j]]) for j in times}
 
-    def move(self, t: float, goals: Mapping[str, float], duration: float) -> None:
-        """Moves sent at ``t``: each joint of ``goals`` from its set-point now to its goal [rad] in ``duration`` s."""
+    def move(self, t: float, goals: Mapping[str, float], duration: float, receipts: Sequence[float] = ()) -> None:
+        """Moves sent at ``t``: each joint of ``goals`` from its set-point then to its goal [rad] in ``duration`` s,
+        starting ``receipts`` [s] (one per goal, in its order; none: 0) after ``t``."""
         idx = np.array([self._index[j] for j in goals], dtype=int)
-        self._moves.command(float(t), idx, np.fromiter(goals.values(), float, len(idx)), float(duration))
+        starts = float(t) + np.asarray(receipts, dtype=float) if len(receipts) else float(t)
+        self._moves.command(starts, idx, np.fromiter(goals.values(), float, len(idx)), float(duration))
 
     def stop(self, t: float, joints: Iterable[str] = None) -> None:
         """A stop at ``t``: the joints (default all moved ones) hold their set-point of now."""

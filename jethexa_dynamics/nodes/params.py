@@ -59,6 +59,7 @@ SERVO_DRIVER = ParamSet("servo_driver", [
       "the same rate instead of locked to one. The body "
       "estimate (damage_monitor body_estimate) needs it: locked, it sees one phase of every 20 ms move and foot "
       "impact and its CoM is off by up to 9 mm. false: reads at the cycle's start", read_only=True),
+    P("line_model", "bool", True, "the driver's set-points and read times follow the bytes through the bus line (each servo acts on its frame's last byte: the 18th of a group move 15.6 ms after the first at 115200 baud; a read written behind a move goes out after it): true for the robot's UART; false for a bus with no line time (robot_emulator without bus_line, the sim graph's default)", read_only=True),
     P("reply_timeout", "double", 0.012, "wait for a servo reply before counting a miss", lo=0.001, hi=0.5,
       unit="s", read_only=True),
     P("confirm_timeout", "double", 0.1, "a servo that missed a read while others answered is read once more with "
@@ -292,6 +293,7 @@ ROBOT_EMULATOR = ParamSet("robot_emulator", [
       "heavier than its URDF, a payload; the nodes' models are not told)", lo=0.5, hi=2.0, read_only=True),
     P("body_com_shift", "double_array", [0.0, 0.0, 0.0], "the world's robot body: its CoM moved by this from the "
       "URDF's (x, y, z in base_link)", lo=-0.05, hi=0.05, length=3, unit="m", read_only=True),
+    P("bus_line", "bool", False, "the emulated bus has the robot's line: frames executed and replies sent when their bytes are through it at the transport's rate (115200 baud), as on the robot (servo_driver line_model must then be true: sim launch argument bus_line)", read_only=True),
     P("servo_timing", "string", "tick", "how the world follows the servos: 'tick' (each world update drives the "
       "engine toward the servos' commanded positions one update ahead; reads give the last update's angles) or "
       "'exact' (the engine follows the commanded trajectories as they were, cut where a move starts or ends; "

@@ -60,7 +60,7 @@ class RobotEmulator(ThinNode):
         # the emulated servos act on a frame when the pty thread has read it: that thread must get the GIL from
         # the executor's at once (``_common.BUS_SWITCH_INTERVAL``), or a move starts late in the world
         switch_for_bus()
-        self.bus = BusEmulator(seed=self.p["seed"]).start()
+        self.bus = BusEmulator(seed=self.p["seed"], line_rate="auto" if self.p["bus_line"] else None).start()
         self._hold_standing_pose()
         self.port = self.bus.port
         self._link_port()

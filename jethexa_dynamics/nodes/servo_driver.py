@@ -4,7 +4,8 @@
   ``time_from_start``); joint limits are enforced by the joint layer before a byte is sent.
 * ``joint_states`` (sensor_msgs/JointState) at ``publish_rate``: measured positions only, of the joints the
   read scheduler read in that cycle (Hiwonder's bus cannot read 18 positions at 50 Hz), stamped with the
-  time of the reads; a cycle without a position read publishes nothing. With ``read_dither`` the reads of each
+  mean instant of its reads (``JointReadings.read_times``: a read written while a move is still on the line goes
+  out after it, up to 15.6 ms later); a cycle without a position read publishes nothing. With ``read_dither`` the reads of each
   cycle start at a delay in the cycle that walks a golden-ratio sequence from a random start (not in phase with
   the commands, which come at the same rate).
 * ``joint_states/setpoint`` (sensor_msgs/JointState) with each ``joint_states`` message while the topic has a
@@ -32,6 +33,7 @@ import threading
 import time
 from typing import Any, Dict, Optional
 
+from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
@@ -113,7 +115,8 @@ class ServoDriver(ThinNode):
                     "robot powered and the port right (or the emulator still starting)?"
                     % (now - self._t_start, self._open_attempts, self.open_error))
             return False
-        self.joints = JointServoBus(bus, self.table, read_timeout=self.p["reply_timeout"])
+        self.joints = JointServoBus(bus, self.table, read_timeout=self.p["reply_timeout"],
+                                    line_model=self.p["line_model"])
         self.open_error = ""
         self.get_logger().info("servo bus open on %s (%s, %d baud, %d servos)" % (
             self.p["port"], self.p["transport"], self.p["baudrate"], len(self.table)))
@@ -231,12 +234,15 @@ class ServoDriver(ThinNode):
         in their place: the predictor anchors on these as measurements)."""
         if self.p["reads_per_cycle"] <= 0 or self.joints.emergency_stopped:
             return
-        stamp = self.get_clock().now()     # the reads happen during the poll, right after this
+        stamp, t_poll = self.get_clock().now(), self.joints.time_fn()
         try:
             readings = self.joints.poll(0.5 / self.p["publish_rate"], max_reads=self.p["reads_per_cycle"])
         except HardwareError as exc:
             self.reject("servo bus", str(exc))
             return
+        if readings.read_times:   # stamped at the reads' mean instant (behind a move they wait up to 15.6 ms)
+            shift = sum(readings.read_times.values()) / len(readings.read_times) - t_poll
+            stamp = Time(nanoseconds=stamp.nanoseconds + int(round(shift * 1e9)), clock_type=stamp.clock_type)
         with self._tracker_lock:
             self.tracker.ingest(time.monotonic(), readings)
         names = [j for j in self.joint_names if j in readings.positions]
@@ -269,7 +275,6 @@ class ServoDriver(ThinNode):
             joint = self.tracker.pending_confirmation()
         if joint is None or self.joints.emergency_stopped:
             return
-        spec = self.table.by_joint(joint)
         timeout = self.p["confirm_timeout"]
         values, timed_out = {}, False
         # bracketed by another servo answering promptly just before and just after: only then was the bus, and
@@ -278,7 +283,7 @@ class ServoDriver(ThinNode):
         before = self._witness(joint)
         t0 = time.monotonic()
         try:
-            values["measured"] = spec.to_rad(self.joints.bus.read_position(spec.servo_id, timeout))
+            values["measured"] = self.joints.read_position(joint, timeout)
             self.joints.mark_responsive(joint)
         except ServoTimeout:
             timed_out = True
@@ -302,10 +307,10 @@ class ServoDriver(ThinNode):
         # prompt = within a third of the confirmation's timeout: a starved bus or emulator is late across all
         # three reads, while the reading thread itself may wait for the interpreter a few tens of ms (a node
         # sharing its process with the whole robot graph: a witness held to reply_timeout failed there)
-        spec, timeout = self.table.by_joint(other), max(self.p["reply_timeout"], self.p["confirm_timeout"] / 3.0)
+        timeout = max(self.p["reply_timeout"], self.p["confirm_timeout"] / 3.0)
         t0 = time.monotonic()
         try:
-            q = spec.to_rad(self.joints.bus.read_position(spec.servo_id, timeout))
+            q = self.joints.read_position(other, timeout)
         except HardwareError:     # silent too, corrupted, or the bus failed: the confirmation proves nothing
             return False
         now = time.monotonic()
