@@ -86,11 +86,33 @@ in 6 of 9 runs with it, 7 of 9 without; the mass within 6 % either way), and the
 found 1.8-2.8 ms early. Walking straight, an attitude bias looks alike: the IMU's pitch 0.5 deg off tilts
 0.25 N of the weight along the walk, which the fit reads as 0.2 ms (the CoM +0.8 mm with the fit, +0.2 without;
 turning or walking sideways would tell them apart: not done). Why it is on by default: on the robot the moves are
-late by what this module does not model -- the serial adapter's latency (USB: 1-16 ms), the frames' wire time
-(0.9 ms a servo at 115200 baud), the board's forwarding -- each a shift of 4 % of the mass and 3 mm of CoM per
-ms; a joint's viscous friction is a torque proportional to its rate, so the fit takes it in too. A zero-mean
+late by what the driver does not model -- a USB serial adapter's latency (1-16 ms), the RRC board's forwarding,
+the servo's own reaction (the frames' wire time, 0.87 ms a servo at 115200 baud, the driver models:
+``line_model``) -- each a shift of 4 % of the mass and 3 mm of CoM per ms; a joint's viscous friction is a torque proportional to its rate, so the fit takes it in too. A zero-mean
 jitter of the moves (sigma 2-4 ms, each move on its own) is no lag: it cuts the moves' corners and reads the
 mass 10-17 % light, which no single lag undoes (the CoM stays within 2 mm).
+
+What limits it on time-exact data: the servos' 0.24 deg ticks. Engine streams read 3 joints per 20 ms cycle (as
+the graph; ``test/test_body_setpoints.py`` ``_streams_with_partial_reads``) at 12 read phases: CoM x -2.7..+3.9
+mm off (sd 1.7), y -1.0..+4.0 (sd 1.8), mass -6.4..-4.2 %; the same reads unrounded: sd 0.7 and 0.5 mm; rounded
+but read 4x as often (5 ms cycles): 0.8 mm. Most of it comes in through the swings' baseline (a swing's mean of ~5 rounded reads:
+0.03 N m of noise per swing); with the baseline from the unrounded run the scatter halves (x sd 0.9 mm), but a
+baseline smoothed over 4-6 swings (local linear) or from swing samples of moving joints only did no better, nor
+did integrating each joint's samples by the trapezoid rule. A real servo's position read has its own noise,
+which dithers the ticks (not modelled). In the graph (bench_body_graph.py, 11 runs on 5 Dec 02:53-03:06, 2
+shared cores, a process per node and as launched, the machine otherwise idle): at 30 s the CoM x +0.6..+7.1 mm
+off, y -2.0..+2.9 mm, the mass -2.1..+4.4 %, within 5 mm both ways in 10 of 11 (each run's streams replayed
+without the fit: x -0.5..+5.2 mm, 10 of 11); the IMU's attitude against the world's (3 runs): pitch -0.02..-0.19
+deg, and the estimate from the world's attitude instead moves the CoM by 0.1-0.4 mm.
+
+On the robot's line (115200 baud, ``JointServoBus(line_model=True)`` with ``BusEmulator(line_rate='auto')``):
+an 18-servo move takes 15.6 ms of every 20 ms cycle, each servo starting its move on its own frame's last byte,
+and a read written meanwhile goes out after it. The driver's set-points and read times follow that exactly
+(``test/test_body_setpoints.py``), but the reads then land right after each move, in phase with it, and each
+servo's read at its own fixed point of its move (the frames' order): the estimate on that data path reads the
+mass +40-44 %, the CoM 19-20 mm behind and 25-30 mm to the right (``_pipeline(line=True)``, 2 dither starts;
+the fit finds 5.9 ms); with the frames' order rotated at each write (a trial) +28 % and within 4 mm. On the
+robot the estimate needs reads spread over the moves (fewer servos or a lower rate per write): not done.
 
 CPU: the ``body`` stage 23-30 ms
 per second of walking in the graph here (2.3-3 % of a core; 12-15 % of a Nano core at 5x), 11-15 ms per second
