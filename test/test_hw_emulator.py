@@ -33,3 +33,13 @@ def test_set_positions_in_rad_and_ticks_reach_reads_and_commands():
         assert em.servo(5).target == before
     finally:
         em.stop()
+
+
+@pytest.mark.parametrize("bad", [10, 2e7, "fast", float("nan")])
+def test_a_line_rate_outside_its_range_is_refused_with_its_name(bad):
+    """``line_rate``: None, 'auto' or a rate in [1200, 10 000 000] baud; anything else is one clear error."""
+    with pytest.raises(ParameterError, match=r"line_rate.*1200"):
+        BusEmulator(line_rate=bad)
+    assert BusEmulator(line_rate="auto").line_rate == 115200.0
+    assert BusEmulator(transport="rrc", line_rate="auto").line_rate == 1e6
+    assert BusEmulator().line_rate is None

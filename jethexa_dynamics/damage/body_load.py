@@ -99,10 +99,10 @@ but read 4x as often (5 ms cycles): 0.8 mm. Most of it comes in through the swin
 0.03 N m of noise per swing); with the baseline from the unrounded run the scatter halves (x sd 0.9 mm), but a
 baseline smoothed over 4-6 swings (local linear) or from swing samples of moving joints only did no better, nor
 did integrating each joint's samples by the trapezoid rule. A real servo's position read has its own noise,
-which dithers the ticks (not modelled). In the graph (bench_body_graph.py, 11 runs on 5 Dec 02:53-03:06, 2
-shared cores, a process per node and as launched, the machine otherwise idle): at 30 s the CoM x +0.6..+7.1 mm
-off, y -2.0..+2.9 mm, the mass -2.1..+4.4 %, within 5 mm both ways in 10 of 11 (each run's streams replayed
-without the fit: x -0.5..+5.2 mm, 10 of 11); the IMU's attitude against the world's (3 runs): pitch -0.02..-0.19
+which dithers the ticks (not modelled). In the graph (bench_body_graph.py, 13 runs on 5 Dec 02:53-03:44, 2
+shared cores, a process per node and as launched, the machine otherwise idle): at 30 s the CoM x -1.0..+7.1 mm
+off (+2.5 on average), y -2.0..+2.9 mm, the mass -2.1..+4.4 %, within 5 mm both ways in 11 of 13 (each run's
+streams replayed without the fit: x -2.9..+5.2 mm, +1.4 on average, 12 of 13); the IMU's attitude against the world's (3 runs): pitch -0.02..-0.19
 deg, and the estimate from the world's attitude instead moves the CoM by 0.1-0.4 mm.
 
 On the robot's line (115200 baud, ``JointServoBus(line_model=True)`` with ``BusEmulator(line_rate='auto')``):
