@@ -128,6 +128,10 @@ def main(argv=None):
                     help="the launch's composed: a process per node (default), two (as launched) or one")
     ap.add_argument("--bus-line", type=int, default=0, choices=(0, 1), help="the robot's 115200-baud line emulated "
                     "(robot_emulator bus_line, servo_driver line_model)")
+    ap.add_argument("--sync-start", type=int, default=1, choices=(0, 1), help="servo_driver sync_start (on: what "
+                    "body_estimate:=true launches)")
+    ap.add_argument("--control-rate", type=float, default=0.0, help="gait_controller control_rate [Hz] (0: its "
+                    "config's, 50; 25 on the robot's line)")
     ap.add_argument("--mass-scale", type=float, default=1.25)
     ap.add_argument("--com-shift", type=float, default=0.01)
     ap.add_argument("--timeout", type=float, default=240.0)
@@ -165,7 +169,10 @@ def main(argv=None):
             if entry.name == "damage_monitor":
                 params.update(body_estimate=True)
             if entry.name == "servo_driver":
-                params.update(read_dither=bool(args.read_dither), line_model=bool(args.bus_line))
+                params.update(read_dither=bool(args.read_dither), line_model=bool(args.bus_line),
+                              sync_start=bool(args.sync_start))
+            if entry.name == "gait_controller" and args.control_rate:
+                params.update(control_rate=args.control_rate)
     g = Graph()
     w = g.add(Watcher)
     w.msgs = defaultdict(lambda: deque(maxlen=200000))

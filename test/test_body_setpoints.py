@@ -43,8 +43,8 @@ def _rig(line: bool):
     table = load_servo_table()
     clock = Clock()
     em = BusEmulator(table, time_fn=clock, line_rate="auto" if line else None).start()
-    joints = JointServoBus(open_bus("uart", em.port, reply_timeout=0.5), table, read_timeout=0.5, time_fn=clock,
-                           line_model=line)
+    joints = JointServoBus(open_bus("uart", em.port, reply_timeout=0.5, sync_start=sync_start), table,
+                           read_timeout=0.5, time_fn=clock, line_model=line)
     return clock, em, joints, table
 
 
@@ -344,14 +344,15 @@ def test_standing_before_the_walk_does_not_bias_the_body():
     assert abs(e.mass - truth) <= 0.10 * truth and np.linalg.norm(e.com[:2] - [0.01, 0.0]) <= 0.005, e
 
 
-def _pipeline(phase_of, duration=30.5, settle=3.0, line=False):
+def _pipeline(phase_of, duration=30.5, settle=3.0, line=False, period=20, sync_start=False):
     """The graph's data path on a clock the test moves (1 ms steps): the gait's commands at 50 Hz through the
     joint layer and the pty to the emulated servos, the emulator's exact world (``follow_commanded``, brought up
     to each transaction's arrival by ``before_bytes``) on a plant with its body +25 % and CoM +1 cm, 3 reads per
     cycle at ``phase_of(rng)`` ms into it with each read's set-point (``setpoints_at``), the commands (the swing
     phase's commanded feet) and the IMU's attitude at 100 Hz: into ``BodyLoadEstimator``, as damage_monitor feeds
     it, each sample at its reads' mean instant (servo_driver's stamp). ``line``: the robot's 115200 baud line
-    modelled on both sides (``line_rate``, ``line_model``). Returns its estimate and the plant's body mass."""
+    modelled on both sides (``line_rate``, ``line_model``); ``period`` [ms] the commands' (each a move of that
+    long); ``sync_start`` the moves started together (MOVE_START). Returns its estimate and the plant's body mass."""
     import threading
 
     from jethexa_dynamics.hardware.emulator import follow_commanded
@@ -369,8 +370,8 @@ def _pipeline(phase_of, duration=30.5, settle=3.0, line=False):
     table, clock = load_servo_table(), Clock()
     em = BusEmulator(table, time_fn=clock, line_rate="auto" if line else None).start()
     em.set_positions(dict(zip(names, map(float, eng.joint_angles))))
-    joints = JointServoBus(open_bus("uart", em.port, reply_timeout=0.5), table, read_timeout=0.5, time_fn=clock,
-                           line_model=line)
+    joints = JointServoBus(open_bus("uart", em.port, reply_timeout=0.5, sync_start=sync_start), table,
+                           read_timeout=0.5, time_fn=clock, line_model=line)
     offset, lock = em.now() - eng.time, threading.Lock()
 
     def world(t=None):                 # the robot_emulator's world: up to the arrival, reads carried from there
@@ -387,13 +388,14 @@ def _pipeline(phase_of, duration=30.5, settle=3.0, line=False):
         phase = 0
         for ms in range(int(round((duration + settle) * 1000))):
             clock.t = 100.0 + 1e-3 * ms
-            if ms % 20 == 0:
-                cmd, q, move_time = loop.command(0.02, ms >= 1000 * settle)
+            if ms % period == 0:
+                cmd, q, move_time = loop.command(period / 1000.0, ms >= 1000 * settle)
                 if len(cmd):
-                    n = em.frames_executed + len(cmd)
+                    n = em.frames_executed + len(cmd) + int(sync_start)
                     joints.command(dict(zip(cmd, map(float, q))), move_time)
                     _handled(em, n)                                     # executed before the clock moves on
                     est.on_command(clock.t, np.asarray(q, float), clock.t + move_time, [index[j] for j in cmd])
+            if ms % 20 == 0:
                 phase = phase_of(rng)
             if ms % 10 == 0:
                 world()
@@ -434,6 +436,29 @@ def test_the_graphs_data_path_gives_the_body_with_reads_dithered_not_locked_to_t
         assert np.linalg.norm(dithered.com[:2] - [0.01, 0.0]) <= 0.005, (start, dithered)
     locked, _ = _pipeline(lambda rng: 0)
     assert abs(locked.mass - truth) > 0.10 * truth or np.linalg.norm(locked.com[:2] - [0.01, 0.0]) > 0.005, locked
+
+
+@pytest.mark.slow
+def test_on_the_robots_line_the_body_needs_the_moves_started_together():
+    """The same data path with the robot's 115200 baud line on both sides (an 18-servo write takes 15.6 ms of the
+    20 ms cycle; a read waits behind it). Each servo starting on its own frame's last byte (Hiwonder's
+    MOVE_TIME_WRITE), the reads land in phase with the moves and the estimate reads the mass more than 20 % heavy;
+    with every move started at once (``sync_start``: MOVE_START) and the commands at 25 Hz (40 ms moves, so that
+    the reads fall over them) the body settles within 10 % and 5 mm."""
+    from jethexa_dynamics.hardware.joints import READ_DITHER_STEP
+
+    def dither():
+        state = [0.0]
+
+        def phase(rng):
+            state[0] = (state[0] + READ_DITHER_STEP) % 1.0
+            return int(20 * state[0])
+        return phase
+    good, truth = _pipeline(dither(), line=True, period=40, sync_start=True)
+    assert abs(good.mass - truth) <= 0.10 * truth, good
+    assert np.linalg.norm(good.com[:2] - [0.01, 0.0]) <= 0.005, good
+    staggered, _ = _pipeline(dither(), line=True)
+    assert staggered.mass - truth > 0.20 * truth, staggered
 
 
 def test_a_read_whose_instant_is_uncertain_gets_no_set_point_and_is_not_used(rig):

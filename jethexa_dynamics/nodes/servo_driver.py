@@ -100,8 +100,9 @@ class ServoDriver(ThinNode):
         if self.closed:
             return False
         try:
+            extra = {"sync_start": self.p["sync_start"]} if self.p["transport"] == "uart" else {}
             bus = open_bus(self.p["transport"], self.p["port"], baudrate=self.p["baudrate"],
-                           reply_timeout=self.p["reply_timeout"])
+                           reply_timeout=self.p["reply_timeout"], **extra)
         except Exception as exc:  # noqa: BLE001 - serial errors vary by platform; retried
             self.open_error = "cannot open %s (%s): %s" % (self.p["port"], self.p["transport"], exc)
             self._open_attempts += 1
