@@ -69,41 +69,41 @@ In the graph (``test/test_nodes_body_graph.py``, 5 runs each): CoM x error -6.7.
 -6..+16 % before; x -7.9..+0.9 mm (within 5 mm in 4 of 5), y -2.7..+3.4 mm, mass -1.7..+7.4 % after.
 On the deterministic data path (5 dither starts) within 3.1 mm and -0.6..-3.1 %.
 
-What is left of the moves' timing is fitted (``fit_lag``, on by default): a move the servo ran ``lag`` s after
-the set-point given shifts its joint's torque by kp * (set-point rate) * lag, and while walking that is a force
-along the walk at every stance foot; but over the window the feet's horizontal forces sum to zero (the body's
-momentum does not grow: world axes, on a slope too). So the sums are kept twice, of ``N - tau`` and of
-``kp * rate`` (the rate from the commands' moves), and the lag that zeroes the horizontal mean force (least
-squares, ridged towards 0 where nothing moves, within ``max_lag``) corrects the vertical force and the moments
-with it. Measured on the engine's streams read at every phase of the moves (``test/test_body_setpoints.py``),
-body +25 %, CoM +1 cm: moves 4 ms late put the CoM 11 mm behind and the mass +11 %, 3 ms early 9 mm ahead and
--13 %; fitted: 4.1 and -3.0 ms, CoM within 1.3 mm, mass within 9 %. On time the fit finds 0.15-0.3 ms (what
-the model leaves of the horizontal force, 0.1-0.3 N, read as a lag) and moves the CoM by 0.5-0.8 mm. In the
-sim graph (``benchmarks/bench_body_graph.py``, 9 runs on 5 Dec: a process per node and as launched, idle and beside
-two busy loops; each run's streams replayed with and without the fit) it finds 0.2-1.0 ms and moves the CoM by
-+0.6..+3.0 mm, 1.5 mm on average (x at 30 s -0.2..+8.8 mm off with it, -1.5..+8.0 without; within 5 mm both ways
-in 6 of 9 runs with it, 7 of 9 without; the mass within 6 % either way), and the commands replayed 2 ms late are
-found 1.8-2.8 ms early. Walking straight, an attitude bias looks alike: the IMU's pitch 0.5 deg off tilts
-0.25 N of the weight along the walk, which the fit reads as 0.2 ms (the CoM +0.8 mm with the fit, +0.2 without;
-turning or walking sideways would tell them apart: not done). Why it is on by default: on the robot the moves are
-late by what the driver does not model -- a USB serial adapter's latency (1-16 ms), the RRC board's forwarding,
-the servo's own reaction (the frames' wire time, 0.87 ms a servo at 115200 baud, the driver models:
-``line_model``) -- each a shift of 4 % of the mass and 3 mm of CoM per ms; a joint's viscous friction is a torque proportional to its rate, so the fit takes it in too. A zero-mean
-jitter of the moves (sigma 2-4 ms, each move on its own) is no lag: it cuts the moves' corners and reads the
-mass 10-17 % light, which no single lag undoes (the CoM stays within 2 mm).
+What is left of the moves' timing is fitted (``fit_lag``, on by default): a move the servo ran ``lag`` s after the
+set-point given shifts its joint's torque by kp * (set-point rate) * lag, and while walking that is a force along
+the walk at every stance foot; but over the window the feet's horizontal forces sum to zero (the body's momentum
+does not grow: world axes, on a slope too). So the sums are kept twice, of ``N - tau`` and of ``kp * rate`` (the
+rate from the commands' moves), and the lag that zeroes the horizontal mean force (least squares, ridged towards 0
+where nothing moves, within ``max_lag``) corrects the vertical force and the moments with it. Measured on the
+engine's streams read at every phase of the moves (``test/test_body_setpoints.py``), body +25 %, CoM +1 cm: moves 4
+ms late put the CoM 11 mm behind and the mass +11 %, 3 ms early 9 mm ahead and -13 %; fitted: 4.1 and -3.0 ms, CoM
+within 1.3 mm, mass within 9 %. On time the fit finds 0.15-0.3 ms (what the model leaves of the horizontal force,
+0.1-0.3 N, read as a lag) and moves the CoM by 0.5-0.8 mm. In the sim graph (``benchmarks/bench_body_graph.py``, 9
+runs on 5 Dec: a process per node and as launched, idle and beside two busy loops; each run's streams replayed with
+and without the fit) it finds 0.2-1.0 ms and moves the CoM by +0.6..+3.0 mm, 1.5 mm on average (x at 30 s -0.2..+8.8
+mm off with it, -1.5..+8.0 without; within 5 mm both ways in 6 of 9 runs with it, 7 of 9 without; the mass within 6
+% either way), and the commands replayed 2 ms late are found 1.8-2.8 ms early. Walking straight, an attitude bias
+looks alike: the IMU's pitch 0.5 deg off tilts 0.25 N of the weight along the walk, which the fit reads as 0.2 ms
+(the CoM +0.8 mm with the fit, +0.2 without; turning or walking sideways would tell them apart: not done). Why it is
+on by default: on the robot the moves are late by what the driver does not model -- a USB serial adapter's latency
+(1-16 ms), the RRC board's forwarding, the servo's own reaction (the frames' wire time, 0.87 ms a servo at 115200
+baud, the driver models: ``line_model``) -- each a shift of 4 % of the mass and 3 mm of CoM per ms; a joint's
+viscous friction is a torque proportional to its rate, so the fit takes it in too. A zero-mean jitter of the moves
+(sigma 2-4 ms, each move on its own) is no lag: it cuts the moves' corners and reads the mass 10-17 % light, which
+no single lag undoes (the CoM stays within 2 mm).
 
-What limits it on time-exact data: the servos' 0.24 deg ticks. Engine streams read 3 joints per 20 ms cycle (as
-the graph; ``test/test_body_setpoints.py`` ``_streams_with_partial_reads``) at 12 read phases: CoM x -2.7..+3.9
-mm off (sd 1.7), y -1.0..+4.0 (sd 1.8), mass -6.4..-4.2 %; the same reads unrounded: sd 0.7 and 0.5 mm; rounded
-but read 4x as often (5 ms cycles): 0.8 mm. Most of it comes in through the swings' baseline (a swing's mean of ~5 rounded reads:
-0.03 N m of noise per swing); with the baseline from the unrounded run the scatter halves (x sd 0.9 mm), but a
-baseline smoothed over 4-6 swings (local linear) or from swing samples of moving joints only did no better, nor
-did integrating each joint's samples by the trapezoid rule. A real servo's position read has its own noise,
-which dithers the ticks (not modelled). In the graph (bench_body_graph.py, 13 runs on 5 Dec 02:53-03:44, 2
-shared cores, a process per node and as launched, the machine otherwise idle): at 30 s the CoM x -1.0..+7.1 mm
-off (+2.5 on average), y -2.0..+2.9 mm, the mass -2.1..+4.4 %, within 5 mm both ways in 11 of 13 (each run's
-streams replayed without the fit: x -2.9..+5.2 mm, +1.4 on average, 12 of 13); the IMU's attitude against the world's (3 runs): pitch -0.02..-0.19
-deg, and the estimate from the world's attitude instead moves the CoM by 0.1-0.4 mm.
+What limits it on time-exact data: the servos' 0.24 deg ticks. Engine streams read 3 joints per 20 ms cycle (as the
+graph; ``test/test_body_setpoints.py`` ``_streams_with_partial_reads``) at 12 read phases: CoM x -2.7..+3.9 mm off
+(sd 1.7), y -1.0..+4.0 (sd 1.8), mass -6.4..-4.2 %; the same reads unrounded: sd 0.7 and 0.5 mm; rounded but read 4x
+as often (5 ms cycles): 0.8 mm. Most of it comes in through the swings' baseline (a swing's mean of ~5 rounded
+reads: 0.03 N m of noise per swing); with the baseline from the unrounded run the scatter halves (x sd 0.9 mm), but
+a baseline smoothed over 4-6 swings (local linear) or from swing samples of moving joints only did no better, nor
+did integrating each joint's samples by the trapezoid rule. A real servo's position read has its own noise, which
+dithers the ticks (not modelled). In the graph (bench_body_graph.py, 13 runs on 5 Dec 02:53-03:44, 2 shared cores, a
+process per node and as launched, the machine otherwise idle): at 30 s the CoM x -1.0..+7.1 mm off (+2.5 on
+average), y -2.0..+2.9 mm, the mass -2.1..+4.4 %, within 5 mm both ways in 11 of 13 (each run's streams replayed
+without the fit: x -2.9..+5.2 mm, +1.4 on average, 12 of 13); the IMU's attitude against the world's (3 runs): pitch
+-0.02..-0.19 deg, and the estimate from the world's attitude instead moves the CoM by 0.1-0.4 mm.
 
 On the robot's line (115200 baud, ``JointServoBus(line_model=True)`` with ``BusEmulator(line_rate='auto')``):
 an 18-servo move takes 15.6 ms of every 20 ms cycle, each servo starting its move on its own frame's last byte,

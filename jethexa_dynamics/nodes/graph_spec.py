@@ -131,7 +131,8 @@ GRAPHS: Dict[str, Dict[str, Any]] = {
                      (("robot_emulator", "servo_timing"),)),
             Argument("bus_line", "false", "emulate the robot's 115200-baud bus line (true/false): moves reach the "
                      "servos frame by frame, 15.6 ms for 18, and reads wait behind them, as on the robot; the servo "
-                     "driver's line_model follows it", (("robot_emulator", "bus_line"), ("servo_driver", "line_model"))),
+                     "driver's line_model follows it",
+                     (("robot_emulator", "bus_line"), ("servo_driver", "line_model"))),
         ] + _COMMON_ARGS,
     },
 }

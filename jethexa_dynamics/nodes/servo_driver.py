@@ -5,9 +5,9 @@
 * ``joint_states`` (sensor_msgs/JointState) at ``publish_rate``: measured positions only, of the joints the
   read scheduler read in that cycle (Hiwonder's bus cannot read 18 positions at 50 Hz), stamped with the
   mean instant of its reads (``JointReadings.read_times``: a read written while a move is still on the line goes
-  out after it, up to 15.6 ms later); a cycle without a position read publishes nothing. With ``read_dither`` the reads of each
-  cycle start at a delay in the cycle that walks a golden-ratio sequence from a random start (not in phase with
-  the commands, which come at the same rate).
+  out after it, up to 15.6 ms later); a cycle without a position read publishes nothing. With ``read_dither``
+  the reads of each cycle start at a delay in the cycle that walks a golden-ratio sequence from a random start
+  (not in phase with the commands, which come at the same rate).
 * ``joint_states/setpoint`` (sensor_msgs/JointState) with each ``joint_states`` message while the topic has a
   subscriber (damage_monitor with ``body_estimate``), published just before it: the same header stamp and names
   (less joints never moved and reads whose instant is uncertain: a round trip 1 ms over its wire time,
