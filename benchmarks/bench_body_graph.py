@@ -139,6 +139,8 @@ def main(argv=None):
     ap.add_argument("--save-streams", default="", help="pickle the recorded streams here (plain tuples, see "
                     "plain_streams) for offline replays")
     args = ap.parse_args(argv)
+    if args.control_rate and not 1.0 <= args.control_rate <= 200.0:
+        ap.error("--control-rate %g outside [1, 200] Hz (0: the gait controller's config)" % args.control_rate)
 
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import PoseStamped, Twist
