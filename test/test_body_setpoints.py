@@ -43,8 +43,8 @@ def _rig(line: bool):
     table = load_servo_table()
     clock = Clock()
     em = BusEmulator(table, time_fn=clock, line_rate="auto" if line else None).start()
-    joints = JointServoBus(open_bus("uart", em.port, reply_timeout=0.5, sync_start=sync_start), table,
-                           read_timeout=0.5, time_fn=clock, line_model=line)
+    joints = JointServoBus(open_bus("uart", em.port, reply_timeout=0.5), table, read_timeout=0.5, time_fn=clock,
+                           line_model=line)
     return clock, em, joints, table
 
 
