@@ -105,19 +105,20 @@ average), y -2.0..+2.9 mm, the mass -2.1..+4.4 %, within 5 mm both ways in 11 of
 without the fit: x -2.9..+5.2 mm, +1.4 on average, 12 of 13); the IMU's attitude against the world's (3 runs): pitch
 -0.02..-0.19 deg, and the estimate from the world's attitude instead moves the CoM by 0.1-0.4 mm.
 
-On the robot's line (115200 baud, ``JointServoBus(line_model=True)`` with ``BusEmulator(line_rate='auto')``):
-an 18-servo move takes 15.6 ms of every 20 ms cycle, each servo starting its move on its own frame's last byte,
-and a read written meanwhile goes out after it. The driver's set-points and read times follow that exactly
-(``test/test_body_setpoints.py``), but the reads then land right after each move, in phase with it, and each
-servo's read at its own fixed point of its move (the frames' order): the estimate on that data path reads the
-mass +40-44 %, the CoM 19-20 mm behind and 25-30 mm to the right (``_pipeline(line=True)``, 2 dither starts;
-the fit finds 5.9 ms); trials: the frames' order rotated at each write +28 % (CoM within 4 mm), unchanged goals
-not re-sent +35 %, 25 Hz writes of 40 ms moves +27 %. What works: every servo starting at once (servo_driver
-``sync_start``: MOVE_TIME_WAIT_WRITE x 18 + a broadcast MOVE_START, the moves all on the write's last byte) and
-the commands at 25 Hz (``control_rate``), so that the reads fall over the 40 ms moves: mass -2.4, -3.6, -4.9 %,
-CoM (+3.3, +2.0), (+6.8, -0.3), (+1.8, +4.6) mm (3 dither starts); at 50 Hz with sync_start the reads stay in
-phase with the moves (CoM +9.0, +5.9 mm); in the graph (``bench_body_graph.py --bus-line 1 --control-rate 25``,
-2 runs on 5 Dec) mass -0.7 and +1.9 %, CoM (+6.0, +3.7) and (-0.3, +1.8) mm. ``body_estimate:=true`` launches
+On the robot's line (115200 baud, ``JointServoBus(line_model=True)`` with ``BusEmulator(line_rate='auto')``): an
+18-servo move takes 15.6 ms of every 20 ms cycle, each servo starting its move on its own frame's last byte
+(Hiwonder's MOVE_TIME_WRITE), and a read written meanwhile goes out after it. The driver's set-points and read times
+follow that exactly (``test/test_body_setpoints.py``: against the emulator's line clock, set-points and reads match
+the world to 0.1 mrad and one tick), yet with the moves staggered so and the reads right after the write the
+estimate on that data path reads the mass +40-44 %, the CoM 19-20 mm behind and 25-30 mm to the right
+(``_pipeline(line=True)``, 2 dither starts; the fit finds 5.9 ms), +92 % in the graph; why the stagger does it is
+not explained. Trials: the frames' order rotated at each write +28 % (CoM within 4 mm), unchanged goals not re-sent
++35 %, 25 Hz writes of 40 ms moves +27 %. What works: every servo starting at once (servo_driver ``sync_start``:
+MOVE_TIME_WAIT_WRITE x 18 + a broadcast MOVE_START, the moves all on the write's last byte) and the commands at 25
+Hz (``control_rate``), so that the reads fall over the 40 ms moves: mass -2.4, -3.6, -4.9 %, CoM (+3.3, +2.0),
+(+6.8, -0.3), (+1.8, +4.6) mm (3 dither starts); at 50 Hz with sync_start the mass is right (-1.5 %) but the reads
+stay in phase with the moves (CoM +9.0, +5.9 mm); in the graph (``bench_body_graph.py --bus-line 1 --control-rate
+25``, 2 runs on 5 Dec) mass -0.7 and +1.9 %, CoM (+6.0, +3.7) and (-0.3, +1.8) mm. ``body_estimate:=true`` launches
 sync_start; on the robot give it ``control_rate:=25.0``.
 
 CPU: the ``body`` stage 23-30 ms
