@@ -367,7 +367,7 @@ class DirectUartBus(_SerialBus):
         # MOVE_TIME_WRITE x N: servo j acts on its own frame's last byte (0.868 ms a frame at 115200: the 18th
         # 15.6 ms after the first); with sync_start all on the broadcast MOVE_START's
         if self.sync_start:
-            return (self.move_time(n_servos),) * n_servos
+            return super().move_receipts(n_servos)
         return tuple(P.frame_wire_time(10 * (j + 1), self.baudrate) for j in range(n_servos))
 
     def request_time(self, kind: str = "position") -> float:

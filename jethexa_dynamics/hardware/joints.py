@@ -302,7 +302,7 @@ class JointServoBus:
     def _read(self, spec: ServoSpec, kind: str, out: JointReadings) -> None:
         h = self.health[spec.joint]
         t0 = time.monotonic()
-        ta = max(self.time_fn(), self.line_free)    # the request goes out once the line is free
+        ta = self._line_start()
         timeout = self._timeout(self.read_timeout, ta)
         try:
             if kind == "position":
@@ -348,8 +348,7 @@ class JointServoBus:
             h.online = True
         finally:
             out.reads += 1
-            if self.line_model:     # request and reply through
-                self.line_free = max(self.time_fn(), ta + self._read_time(kind))
+            self._line_through(ta, kind)
             dt = time.monotonic() - t0
             old = self._cost.get(kind)
             # cost estimate of successful-or-not reads; the wire time is the floor
@@ -359,12 +358,21 @@ class JointServoBus:
         """One position read of ``joint`` [rad] outside the schedule (no health bookkeeping; the bus's errors
         raised), its request after the bytes still on the line."""
         spec = self.table.by_joint(joint)
-        ta = max(self.time_fn(), self.line_free)
+        ta = self._line_start()
         try:
             return spec.to_rad(self.bus.read_position(spec.servo_id, self._timeout(timeout, ta)))
         finally:
-            if self.line_model:
-                self.line_free = max(self.time_fn(), ta + self._read_time("position"))
+            self._line_through(ta, "position")
+
+    def _line_start(self) -> float:
+        """When a request written now goes out [time_fn]: now, or once the line is through with what is on it."""
+        return max(self.time_fn(), self.line_free)
+
+    def _line_through(self, ta: float, kind: str) -> None:
+        """A read of ``kind`` whose request went out at ``ta`` is over: the line is free once its request and reply
+        are through (``line_model``; a real read that took longer: when it returned)."""
+        if self.line_model:
+            self.line_free = max(self.time_fn(), ta + self._read_time(kind))
 
     def _timeout(self, timeout: Optional[float], ta: float) -> Optional[float]:
         """A read's reply timeout [s] from its write: ``timeout`` (None: the bus's) plus the wait for the line
