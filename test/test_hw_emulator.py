@@ -43,3 +43,29 @@ def test_a_line_rate_outside_its_range_is_refused_with_its_name(bad):
     assert BusEmulator(line_rate="auto").line_rate == 115200.0
     assert BusEmulator(transport="rrc", line_rate="auto").line_rate == 1e6
     assert BusEmulator().line_rate is None
+
+
+def test_a_servos_commanded_trajectory_before_its_latest_move_is_the_move_that_ran_then():
+    """A move cut short by the next keeps its own trajectory for the times before the next began: an emulator on
+    the robot's line executes a write's frames ahead of the world brought up to them, which then asks for the
+    past. Oracle: the piecewise-linear law by hand (500 -> 600 over 1 s from t=0, then at 0.5 s from 550 -> 400
+    over 1 s)."""
+    from jethexa_dynamics.hardware.servo_model import MOVE_HISTORY, EmulatedServo
+
+    s = EmulatedServo(servo_id=1)
+    s.place(500.0, 0.0)
+    s.move(600, 1000, 0.0)
+    s.move(400, 1000, 0.5)
+    assert s.logical(0.25) == pytest.approx(525.0)          # the first move, not the second's start held
+    assert s.logical(0.5) == pytest.approx(550.0)
+    assert s.logical(0.75) == pytest.approx(512.5)
+    assert s.logical(2.0) == pytest.approx(400.0)
+    assert s.logical(-1.0) == pytest.approx(500.0)          # before any move: at rest where it was placed
+    assert {0.0, 1.0, 0.5, 1.5} <= set(s.kinks())
+    s.freeze(1.0)                                            # a stop holds where it was and keeps the past
+    assert s.logical(1.5) == pytest.approx(475.0) and s.logical(0.75) == pytest.approx(512.5)
+    s.place(700.0, 3.0)                                      # placed, not moved: no past
+    assert s.logical(0.75) == 700.0 and s.kinks() == (3.0, 3.0)
+    for k in range(2 * MOVE_HISTORY):                        # a bounded past: the oldest moves are let go
+        s.move(500 + k, 10, 4.0 + 0.01 * k)
+    assert len(s.history) == MOVE_HISTORY

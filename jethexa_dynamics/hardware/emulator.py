@@ -201,9 +201,7 @@ class BusEmulator:
                     ticks[s.servo_id] = v
             t = self.time_fn()
             for sid, v in ticks.items():
-                s = self._servos[sid]
-                s.start = s.target = v
-                s.t0, s.duration = t, 0.0
+                self._servos[sid].place(v, t)
 
     def set_measured_positions(self, positions: Mapping[Key, float], rates: Optional[Mapping[Key, float]] = None,
                                t: Optional[float] = None) -> None:
@@ -226,7 +224,7 @@ class BusEmulator:
         starts or ends), sorted: between two of them every commanded trajectory is linear."""
         with self._lock:
             a, b = self._abs(t_from), self._abs(t_to)
-            cuts = {t for s in self._servos.values() for t in (s.t0, s.t0 + s.duration) if a < t < b}
+            cuts = {t for s in self._servos.values() for t in s.kinks() if a < t < b}
             return tuple(sorted(t - self._t_start for t in cuts))
 
     def clear_measured_positions(self) -> None:
@@ -368,7 +366,8 @@ class BusEmulator:
 def follow_commanded(bus: BusEmulator, engine, joints: Mapping[int, str], target: float, offset: float,
                      fixed: Optional[Mapping[int, float]] = None) -> None:
     """Advance a simulation ``engine`` (``sim.engine.Engine``: ``time``, ``dt``, ``setpoints``,
-    ``set_joint_targets``, ``advance``) to ``target`` [s, its time, rounded to whole steps] with its servos'
+    ``set_joint_targets``, ``advance``) to ``target`` [s, its time, the last whole step not after it: a world ahead
+    of the bus would have run past a move that is yet to arrive] with its servos'
     set-points the emulated servos' commanded trajectories as they were over that span: cut at the end of each
     step in which a move starts or ends (:meth:`BusEmulator.breakpoints`), linear between (the engine's own move,
     on its steps). A kink inside a step is cut at the step's end, never held or jumped: the 18 moves of a group
@@ -381,7 +380,7 @@ def follow_commanded(bus: BusEmulator, engine, joints: Mapping[int, str], target
     def at(t):
         return [fixed[i] if i in fixed else bus.commanded_position(joints[i], t) for i in idx]
     dt, t0 = engine.dt, engine.time
-    n_total = int(round((target - t0) / dt))
+    n_total = int(math.floor((target - t0) / dt + 1e-9))
     if n_total <= 0:
         return
     now = np.asarray(at(t0 + offset))       # a move of no duration steps the set-point: at once

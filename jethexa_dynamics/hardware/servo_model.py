@@ -13,8 +13,9 @@ back inside, then holds its requested torque state again. The state faults of :m
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Deque, Dict, Optional, Tuple
 
 from . import protocol as P
 from .servo_faults import FaultSpec
@@ -24,6 +25,9 @@ __all__ = ["EmulatedServo"]
 OVERTEMP_MARGIN_C = 5      # an ``overtemp`` servo reads at least this far above its TEMP_MAX_LIMIT [deg C]
 OVERVOLT_MARGIN_MV = 500   # an ``overvolt`` servo reads at least this far above its VIN maximum [mV]
 MAX_EXTRAPOLATION_S = 0.03  # a simulation-driven position is carried forward at its rate this long at most [s]
+#: superseded moves a servo keeps (see ``EmulatedServo.logical``): on the robot's line a group write's frames are
+#: executed at their own times, up to 15.6 ms ahead of a world that is then brought up to them
+MOVE_HISTORY = 4
 
 
 @dataclass
@@ -57,14 +61,43 @@ class EmulatedServo:
     measured_rate: float = 0.0      # [ticks/s] of ``measured``, carried forward from ``measured_t`` (None: held)
     measured_t: Optional[float] = None
     faults: Dict[str, FaultSpec] = field(default_factory=dict)
+    #: the moves the current one cut short, newest last: (t0, start, target, duration)
+    history: Deque[Tuple[float, float, float, float]] = field(default_factory=lambda: deque(maxlen=MOVE_HISTORY))
 
     def logical(self, t: float) -> float:
-        """Commanded trajectory at time ``t`` [ticks, servo frame]."""
-        if self.duration <= 0 or t >= self.t0 + self.duration:
-            return self.target
-        if t <= self.t0:
-            return self.start
-        return self.start + (self.target - self.start) * (t - self.t0) / self.duration
+        """Commanded trajectory at time ``t`` [ticks, servo frame]. Before the current move began it is the move
+        that was running then (``history``), not the current one's start held: an emulator on the robot's line
+        executes a group write's frames at their own times, ahead of the simulation brought up to them after,
+        which asks for the trajectory as it was (the servo's last frame 15.6 ms after the first at 115200 baud)."""
+        t0, start, target, duration = self.t0, self.start, self.target, self.duration
+        if t < t0:
+            for move in reversed(self.history):
+                t0, start, target, duration = move
+                if t >= t0:
+                    break
+        if duration <= 0 or t >= t0 + duration:
+            return target
+        if t <= t0:
+            return start
+        return start + (target - start) * (t - t0) / duration
+
+    def kinks(self) -> Tuple[float, ...]:
+        """Times [s] where the commanded trajectory may bend: each kept move's start and end."""
+        moves = list(self.history) + [(self.t0, self.start, self.target, self.duration)]
+        return tuple(t for t0, _, _, d in moves for t in (t0, t0 + d))
+
+    def place(self, pos: float, t: float) -> None:
+        """At rest at ``pos`` [ticks] from ``t`` on, with no past (placed there, not moved)."""
+        self.history.clear()
+        self.start = self.target = float(pos)
+        self.t0, self.duration = t, 0.0
+
+    def _begin(self, t: float, target: float, duration: float) -> None:
+        """A new commanded trajectory from ``t``: from where the current one is then to ``target`` over
+        ``duration`` s (0: held there); the current one is kept for the times before ``t``."""
+        start = self.logical(t)
+        self.history.append((self.t0, self.start, self.target, self.duration))
+        self.start, self.target, self.t0, self.duration = start, target, t, duration
 
     def physical(self, t: float) -> float:
         """Where the horn is [ticks]: locked (stall) if so, else the simulation's angle if set (carried forward
@@ -84,14 +117,12 @@ class EmulatedServo:
         return self.torque and not self.protected
 
     def freeze(self, t: float) -> None:
-        self.start = self.target = self.logical(t)
-        self.duration = 0.0
+        self._begin(t, self.logical(t), 0.0)
 
     def move(self, pos: int, time_ms: int, t: float) -> None:
         lo, hi = self.angle_limits
-        self.start = self.logical(t)
-        self.target = float(min(max(pos, lo), hi))  # a real servo clamps to its angle limits
-        self.t0, self.duration, self.move_time_ms = t, time_ms / 1000.0, time_ms
+        self._begin(t, float(min(max(pos, lo), hi)), time_ms / 1000.0)  # a real servo clamps to its angle limits
+        self.move_time_ms = time_ms
         self.torque = True  # a move command loads the motor (Hiwonder's stack never sends LOAD; VERIFY)
 
     # -- readings and protection -------------------------------------------------------------------------
