@@ -13,8 +13,10 @@ same streams as recorded here replayed offline into the estimator: with the driv
 
     python benchmarks/bench_body_graph.py --bus-line 1 --walk 40
 
-5 Dec 03:38 UTC with the line (2 shared cores, as launched): at 30 s 3.236 kg (+92 %), CoM (-14.9, -18.7) mm,
-the lag fitted 10.2 ms; the reads land right after each move (``damage/body_load.py``).
+5 Dec 06:23-06:37 UTC with the line (2 shared cores, a process per node), world body 1.6875 kg / CoM +10 mm: at 30 s
+the mass -5.8..+1.3 %, CoM x +0.2..+9.4 mm, y -5.7..+4.1 mm off, within 5 mm both ways in 4 of 9 runs;
+``--control-rate 25``: -2.5, -4.8 %, (+1.6, -0.6), (+0.4, +0.8) mm. Before the emulator kept each servo's superseded moves (a world brought
+up after a group write's frames had run got their trajectories wrong) this read the mass +92 %.
 
     python benchmarks/bench_body_graph.py --timing exact --walk 40
 
@@ -128,10 +130,10 @@ def main(argv=None):
                     help="the launch's composed: a process per node (default), two (as launched) or one")
     ap.add_argument("--bus-line", type=int, default=0, choices=(0, 1), help="the robot's 115200-baud line emulated "
                     "(robot_emulator bus_line, servo_driver line_model)")
-    ap.add_argument("--sync-start", type=int, default=1, choices=(0, 1), help="servo_driver sync_start (on: what "
-                    "body_estimate:=true launches)")
+    ap.add_argument("--sync-start", type=int, default=0, choices=(0, 1), help="servo_driver sync_start (off: what "
+                    "body_estimate:=true launches, each servo's move on its own frame)")
     ap.add_argument("--control-rate", type=float, default=0.0, help="gait_controller control_rate [Hz] (0: its "
-                    "config's, 50; 25 on the robot's line)")
+                    "config's, 50)")
     ap.add_argument("--mass-scale", type=float, default=1.25)
     ap.add_argument("--com-shift", type=float, default=0.01)
     ap.add_argument("--timeout", type=float, default=240.0)

@@ -109,17 +109,21 @@ On the robot's line (115200 baud, ``JointServoBus(line_model=True)`` with ``BusE
 18-servo move takes 15.6 ms of every 20 ms cycle, each servo starting its move on its own frame's last byte
 (Hiwonder's MOVE_TIME_WRITE), and a read written meanwhile goes out after it. The driver's set-points and read times
 follow that exactly (``test/test_body_setpoints.py``: against the emulator's line clock, set-points and reads match
-the world to 0.1 mrad and one tick), yet with the moves staggered so and the reads right after the write the
-estimate on that data path reads the mass +40-44 %, the CoM 19-20 mm behind and 25-30 mm to the right
-(``_pipeline(line=True)``, 2 dither starts; the fit finds 5.9 ms), +92 % in the graph; why the stagger does it is
-not explained. Trials: the frames' order rotated at each write +28 % (CoM within 4 mm), unchanged goals not re-sent
-+35 %, 25 Hz writes of 40 ms moves +27 %. What works: every servo starting at once (servo_driver ``sync_start``:
-MOVE_TIME_WAIT_WRITE x 18 + a broadcast MOVE_START, the moves all on the write's last byte) and the commands at 25
-Hz (``control_rate``), so that the reads fall over the 40 ms moves: mass -2.4, -3.6, -4.9 %, CoM (+3.3, +2.0),
-(+6.8, -0.3), (+1.8, +4.6) mm (3 dither starts); at 50 Hz with sync_start the mass is right (-1.5 %) but the reads
-stay in phase with the moves (CoM +9.0, +5.9 mm); in the graph (``bench_body_graph.py --bus-line 1 --control-rate
-25``, 2 runs on 5 Dec) mass -0.7 and +1.9 %, CoM (+6.0, +3.7) and (-0.3, +1.8) mm. ``body_estimate:=true`` launches
-sync_start; on the robot give it ``control_rate:=25.0``.
+the world to 0.1 mrad and one tick). The reads land right after the write, each at its own instant of each servo's
+move (the stagger dithers them): on that data path (``_pipeline(line=True)``, 5 dither starts) the mass -5.0..-6.9 %,
+the CoM (+3.6, -1.8), (+3.6, -2.3), (+2.5, -3.2), (+3.8, -3.8), (+5.2, -3.3) mm off; with the commands at 25 Hz
+(40 ms moves) -4.2 and -4.3 %, (-2.6, -1.6) and (+1.2, +2.0) mm. In the graph (``bench_body_graph.py --bus-line
+1``, 5 Dec, 2 shared cores, a process per node) at 30 s: at 50 Hz (9 runs) mass -5.8..+1.3 %, CoM x +0.2..+9.4 mm
+(+4.7 on average), y -5.7..+4.1 mm, within 5 mm both ways in 4 of 9 (without the line 11 of 13, above); at 25 Hz
+-2.5 and -4.8 %, (+1.6, -0.6) and (+0.4, +0.8) mm. The line's forward bias in the graph is not explained: the
+estimator's command-timed set-points (``moves``) re-timed to the driver's per-servo starts move the data path's
+CoM by under 1 mm. Every move started at once instead (servo_driver ``sync_start``:
+MOVE_TIME_WAIT_WRITE x 18 + a broadcast MOVE_START, on the write's last byte) puts each read at the same instant of
+every move at 50 Hz: mass -6.7..-7.7 %, CoM 8.7-10.9 mm off (5 dither starts), so ``body_estimate:=true`` leaves the
+servos' own MOVE_TIME_WRITE. An earlier reading here of +40-44 % (+92 % in the graph) with the stagger was the
+emulator's, not the estimate's: its servos kept only their last move, and the world, brought up to a write after
+its frames had run up to 15.6 ms ahead, got those moves' starts held over the steps before them (set-points jumping
+by up to 83 mrad; ``servo_model.EmulatedServo.logical`` now keeps the moves a new one cut short).
 
 CPU: the ``body`` stage 23-30 ms
 per second of walking in the graph here (2.3-3 % of a core; 12-15 % of a Nano core at 5x), 11-15 ms per second

@@ -108,8 +108,7 @@ class JointServoBus:
     read written behind a move waits for it), as on the robot's UART and ``BusEmulator(line_rate=...)``; off
     (default) for a bus with no line time (the emulator as the sim graph runs it): moves start, and reads are
     timed, as written. A line shared by an 18-servo move at 50 Hz has 4.4 ms of each 20 ms free, so reads land
-    right after the moves (for the body estimate: the moves started together, ``sync_start``, and 25 Hz commands;
-    ``damage.body_load``).
+    right after the moves, each servo's at its own instant of its move (``damage.body_load``).
     """
 
     AUX_KINDS = ("voltage", "temperature", "load")

@@ -59,7 +59,7 @@ SERVO_DRIVER = ParamSet("servo_driver", [
       "the same rate instead of locked to one. The body "
       "estimate (damage_monitor body_estimate) needs it: locked, it sees one phase of every 20 ms move and foot "
       "impact and its CoM is off by up to 9 mm. false: reads at the cycle's start", read_only=True),
-    P("sync_start", "bool", False, "group moves as MOVE_TIME_WAIT_WRITE per servo + one broadcast MOVE_START (uart transport): every servo starts its move at once, when the write is through (15.6 ms + 0.5 ms for 18 at 115200 baud), instead of each on its own frame (Hiwonder's MOVE_TIME_WRITE). The body estimate needs it on the robot's line (with control_rate 25 Hz there: reads spread over the 40 ms moves); body_estimate sets it", read_only=True),
+    P("sync_start", "bool", False, "group moves as MOVE_TIME_WAIT_WRITE per servo + one broadcast MOVE_START (uart transport): every servo starts its move at once, when the write is through (15.6 ms + 0.5 ms for 18 at 115200 baud), instead of each on its own frame (Hiwonder's MOVE_TIME_WRITE). Not needed by the body estimate (with every move started at the write's end its reads fall in phase with the moves at 50 Hz; damage/body_load.py)", read_only=True),
     P("line_model", "bool", True, "the driver's set-points and read times follow the bytes through the bus line (each servo acts on its frame's last byte: the 18th of a group move 15.6 ms after the first at 115200 baud; a read written behind a move goes out after it): true for the robot's UART; false for a bus with no line time (robot_emulator without bus_line, the sim graph's default)", read_only=True),
     P("reply_timeout", "double", 0.012, "wait for a servo reply before counting a miss", lo=0.001, hi=0.5,
       unit="s", read_only=True),
