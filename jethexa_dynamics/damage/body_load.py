@@ -115,9 +115,13 @@ the CoM (+3.6, -1.8), (+3.6, -2.3), (+2.5, -3.2), (+3.8, -3.8), (+5.2, -3.3) mm 
 (40 ms moves) -4.2 and -4.3 %, (-2.6, -1.6) and (+1.2, +2.0) mm. In the graph (``bench_body_graph.py --bus-line
 1``, 5 Dec, 2 shared cores, a process per node) at 30 s: at 50 Hz (9 runs) mass -5.8..+1.3 %, CoM x +0.2..+9.4 mm
 (+4.7 on average), y -5.7..+4.1 mm, within 5 mm both ways in 4 of 9 (without the line 11 of 13, above); at 25 Hz
--2.5 and -4.8 %, (+1.6, -0.6) and (+0.4, +0.8) mm. The line's forward bias in the graph is not explained: the
-estimator's command-timed set-points (``moves``) re-timed to the driver's per-servo starts move the data path's
-CoM by under 1 mm. Every move started at once instead (servo_driver ``sync_start``:
+-2.5 and -4.8 %, (+1.6, -0.6) and (+0.4, +0.8) mm. Without the line the same data path holds -0.1..-1.9 % and 3 mm
+(5 dither starts): the line's own share at 50 Hz is about -5 % of mass and (+3.7, -2.9) mm. At 50 Hz the line
+leaves the reads only the 4.4 ms after each write (76 % of them 16-20 ms into the cycle, whatever the dither),
+each servo read in a 4 ms window of its own moves; at 25 Hz they spread over 16-40 ms. Not what it is: the
+estimator's command-timed set-points (``moves``) re-timed to the driver's per-servo starts move the CoM by under
+1 mm; the frames' order rotated at each write (each servo's window moving over its moves) gave -0.1..-4.2 % and
+2.9-6.1 mm (3 dither starts): not kept. On the robot ``body_estimate:=true control_rate:=25.0``. Every move started at once instead (servo_driver ``sync_start``:
 MOVE_TIME_WAIT_WRITE x 18 + a broadcast MOVE_START, on the write's last byte) puts each read at the same instant of
 every move at 50 Hz: mass -6.7..-7.7 %, CoM 8.7-10.9 mm off (5 dither starts), so ``body_estimate:=true`` leaves the
 servos' own MOVE_TIME_WRITE. An earlier reading here of +40-44 % (+92 % in the graph) with the stagger was the

@@ -69,7 +69,8 @@ _COMMON_ARGS = [
     Argument("publish_slip", "false", "also run the slip model (second opinion) and publish slip/pose, slip/odom "
              "(true/false; a third of the predictor's CPU)", (("predictor", "publish_slip"),)),
     Argument("body_estimate", "false", "estimate the body's mass and CoM online (damage_monitor, from the servos' "
-             "load; the servo driver's reads dithered for it) and give it to the predictor's models (true/false)",
+             "load; the servo driver's reads dithered for it; on the robot with control_rate:=25.0) and give it to the "
+             "predictor's models (true/false)",
              (("damage_monitor", "body_estimate"), ("predictor", "body_estimate"), ("servo_driver", "read_dither"))),
     Argument("control_rate", "50.0", "gait controller rate [Hz] (the 115200-baud bus carries 50 Hz)",
              (("gait_controller", "control_rate"),)),
