@@ -15,8 +15,9 @@ same streams as recorded here replayed offline into the estimator: with the driv
 
 5 Dec 06:23-06:37 UTC with the line (2 shared cores, a process per node), world body 1.6875 kg / CoM +10 mm: at 30 s
 the mass -5.8..+1.3 %, CoM x +0.2..+9.4 mm, y -5.7..+4.1 mm off, within 5 mm both ways in 4 of 9 runs;
-``--control-rate 25``: -2.5, -4.8 %, (+1.6, -0.6), (+0.4, +0.8) mm. Before the emulator kept each servo's superseded moves (a world brought
-up after a group write's frames had run got their trajectories wrong) this read the mass +92 %.
+``--control-rate 25`` (7 runs to 07:05): -5.9..0.0 %, x -6.4..+3.7 mm, y -8.6..+2.2 mm, 5 of 7. Before the
+emulator kept each servo's superseded moves (a world brought up after a group write's frames had run got their
+trajectories wrong) this read the mass +92 %.
 
     python benchmarks/bench_body_graph.py --timing exact --walk 40
 

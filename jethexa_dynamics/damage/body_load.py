@@ -111,26 +111,29 @@ On the robot's line (115200 baud, ``JointServoBus(line_model=True)`` with ``BusE
 follow that exactly (``test/test_body_setpoints.py``: against the emulator's line clock, set-points and reads match
 the world to 0.1 mrad and one tick). The reads land right after the write, each at its own instant of each servo's
 move (the stagger dithers them): on that data path (``_pipeline(line=True)``, 5 dither starts) the mass -5.0..-6.9 %,
-the CoM (+3.6, -1.8), (+3.6, -2.3), (+2.5, -3.2), (+3.8, -3.8), (+5.2, -3.3) mm off; with the commands at 25 Hz
-(40 ms moves) -4.2 and -4.3 %, (-2.6, -1.6) and (+1.2, +2.0) mm. In the graph (``bench_body_graph.py --bus-line
-1``, 5 Dec, 2 shared cores, a process per node) at 30 s: at 50 Hz (9 runs) mass -5.8..+1.3 %, CoM x +0.2..+9.4 mm
-(+4.7 on average), y -5.7..+4.1 mm, within 5 mm both ways in 4 of 9 (without the line 11 of 13, above); at 25 Hz
--2.5 and -4.8 %, (+1.6, -0.6) and (+0.4, +0.8) mm. Without the line the same data path holds -0.1..-1.9 % and 3 mm
-(5 dither starts): the line's own share at 50 Hz is about -5 % of mass and (+3.7, -2.9) mm. At 50 Hz the line
-leaves the reads only the 4.4 ms after each write (76 % of them 16-20 ms into the cycle, whatever the dither),
-each servo read in a 4 ms window of its own moves; at 25 Hz they spread over 16-40 ms. Not what it is: the
-estimator's command-timed set-points (``moves``) re-timed to the driver's per-servo starts move the CoM by under
-1 mm; the frames' order rotated at each write (each servo's window moving over its moves) gave -0.1..-4.2 % and
-2.9-6.1 mm (3 dither starts): not kept. On the robot ``body_estimate:=true control_rate:=25.0``. Every move started at once instead (servo_driver ``sync_start``:
-MOVE_TIME_WAIT_WRITE x 18 + a broadcast MOVE_START, on the write's last byte) puts each read at the same instant of
-every move at 50 Hz: mass -6.7..-7.7 %, CoM 8.7-10.9 mm off (5 dither starts), so ``body_estimate:=true`` leaves the
-servos' own MOVE_TIME_WRITE. An earlier reading here of +40-44 % (+92 % in the graph) with the stagger was the
-emulator's, not the estimate's: its servos kept only their last move, and the world, brought up to a write after
-its frames had run up to 15.6 ms ahead, got those moves' starts held over the steps before them (set-points jumping
-by up to 83 mrad; ``servo_model.EmulatedServo.logical`` now keeps the moves a new one cut short).
+the CoM (+3.6, -1.8), (+3.6, -2.3), (+2.5, -3.2), (+3.8, -3.8), (+5.2, -3.3) mm off; with the commands at 25 Hz (40 ms
+moves) -4.2 and -4.3 %, (-2.6, -1.6) and (+1.2, +2.0) mm. In the graph (``bench_body_graph.py --bus-line 1``, 5 Dec, 2
+shared cores, a process per node) at 30 s: at 50 Hz (9 runs) mass -5.8..+1.3 %, CoM x +0.2..+9.4 mm (+4.7 on average),
+y -5.7..+4.1 mm, within 5 mm both ways in 4 of 9 (without the line 4 of 4 the same hour, 11 of 13 above); at 25 Hz (7
+runs) -5.9..0.0 %, x -6.4..+3.7 mm, y -8.6..+2.2 mm, 5 of 7. Without the line the same data path holds -0.1..-1.9 %
+and 3 mm (5 dither starts): the line's own share at 50 Hz is about -5 % of mass and (+3.7, -2.9) mm. At 50 Hz the line
+leaves the reads only the 4.4 ms after each write (76 % of them 16-20 ms into the cycle, whatever the dither), each
+servo read in a 4 ms window of its own moves; at 25 Hz they spread over 16-40 ms. A window fixed in the moves is
+enough to bias it: without the line, reads confined to 16-20 ms gave +3 % and CoM x -11 mm (3 dither starts); on the
+line each servo's window sits elsewhere in its moves. Not what it is: the lag fit (off: (+4.4, -3.5) mm instead of
+(+5.2, -3.3), one dither start replayed); the estimator's command-timed set-points (``moves``) re-timed to the
+driver's per-servo starts move the CoM by under 1 mm; the frames' order rotated at each write (each servo's window
+moving over its moves) gave -0.1..-4.2 % and 2.9-6.1 mm (3 dither starts): not kept. Every move started at once
+instead (servo_driver ``sync_start``: MOVE_TIME_WAIT_WRITE x 18 + a broadcast MOVE_START, on the write's last byte)
+puts each read at the same instant of every move at 50 Hz: mass -6.7..-7.7 %, CoM 8.7-10.9 mm off (5 dither starts),
+so ``body_estimate:=true`` leaves the servos' own MOVE_TIME_WRITE. An earlier reading here of +40-44 % (+92 % in the
+graph) with the stagger was the emulator's, not the estimate's: its servos kept only their last move, and the world,
+brought up to a write after its frames had run up to 15.6 ms ahead, got those moves' starts held over the steps before
+them (set-points jumping by up to 83 mrad; ``servo_model.EmulatedServo.logical`` now keeps the moves a new one cut
+short). On the robot ``body_estimate:=true control_rate:=25.0``.
 
-CPU: the ``body`` stage 23-30 ms
-per second of walking in the graph here (2.3-3 % of a core; 12-15 % of a Nano core at 5x), 11-15 ms per second
+CPU: the ``body`` stage 23-37 ms per second of walking in the graph here (2.3-3.7 % of a core; 12-19 % of a Nano
+core at 5x; the most on 5 Dec 07:01-07:09, the same code as 23-28 an hour before: the machine's), 11-15 ms per second
 replayed offline (the per-leg loop is not what costs: all six legs at once with numpy took 14-24 ms, slower).
 
 Example::
