@@ -15,7 +15,9 @@ same streams as recorded here replayed offline into the estimator: with the driv
 
 5 Dec 06:23-06:37 UTC with the line (2 shared cores, a process per node), world body 1.6875 kg / CoM +10 mm: at 30 s
 the mass -5.8..+1.3 %, CoM x +0.2..+9.4 mm, y -5.7..+4.1 mm off, within 5 mm both ways in 4 of 9 runs;
-``--control-rate 25`` (7 runs to 07:05): -5.9..0.0 %, x -6.4..+3.7 mm, y -8.6..+2.2 mm, 5 of 7. Before the
+``--control-rate 25`` (7 runs to 07:05): -5.9..0.0 %, x -6.4..+3.7 mm, y -8.6..+2.2 mm, 5 of 7; with
+``--reads-per-cycle 6`` too (the line has room for them at 25 Hz; 5 runs, 07:30-07:34): -2.6..+3.2 %, x 0.0..+8.1
+mm, y -4.4..+6.0 mm, 4 of 5, the body stage 39-42 ms of CPU per second of walking. Before the
 emulator kept each servo's superseded moves (a world brought up after a group write's frames had run got their
 trajectories wrong) this read the mass +92 %.
 
@@ -135,6 +137,8 @@ def main(argv=None):
                     "body_estimate:=true launches, each servo's move on its own frame)")
     ap.add_argument("--control-rate", type=float, default=0.0, help="gait_controller control_rate [Hz] (0: its "
                     "config's, 50)")
+    ap.add_argument("--reads-per-cycle", type=int, default=0, help="servo_driver reads_per_cycle [1, 18] (0: its "
+                    "config's, 3)")
     ap.add_argument("--mass-scale", type=float, default=1.25)
     ap.add_argument("--com-shift", type=float, default=0.01)
     ap.add_argument("--timeout", type=float, default=240.0)
@@ -144,6 +148,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.control_rate and not 1.0 <= args.control_rate <= 200.0:
         ap.error("--control-rate %g outside [1, 200] Hz (0: the gait controller's config)" % args.control_rate)
+    if args.reads_per_cycle and not 1 <= args.reads_per_cycle <= 18:
+        ap.error("--reads-per-cycle %d outside [1, 18] (0: the servo driver's config)" % args.reads_per_cycle)
 
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import PoseStamped, Twist
@@ -176,6 +182,8 @@ def main(argv=None):
             if entry.name == "servo_driver":
                 params.update(read_dither=bool(args.read_dither), line_model=bool(args.bus_line),
                               sync_start=bool(args.sync_start))
+                if args.reads_per_cycle:
+                    params.update(reads_per_cycle=args.reads_per_cycle)
             if entry.name == "gait_controller" and args.control_rate:
                 params.update(control_rate=args.control_rate)
     g = Graph()

@@ -123,14 +123,17 @@ enough to bias it: without the line, reads confined to 16-20 ms gave +3 % and Co
 line each servo's window sits elsewhere in its moves. Not what it is: the lag fit (off: (+4.4, -3.5) mm instead of
 (+5.2, -3.3), one dither start replayed); the estimator's command-timed set-points (``moves``) re-timed to the
 driver's per-servo starts move the CoM by under 1 mm; the frames' order rotated at each write (each servo's window
-moving over its moves) gave -0.1..-4.2 % and 2.9-6.1 mm (3 dither starts): not kept. Every move started at once
-instead (servo_driver ``sync_start``: MOVE_TIME_WAIT_WRITE x 18 + a broadcast MOVE_START, on the write's last byte)
-puts each read at the same instant of every move at 50 Hz: mass -6.7..-7.7 %, CoM 8.7-10.9 mm off (5 dither starts),
-so ``body_estimate:=true`` leaves the servos' own MOVE_TIME_WRITE. An earlier reading here of +40-44 % (+92 % in the
-graph) with the stagger was the emulator's, not the estimate's: its servos kept only their last move, and the world,
-brought up to a write after its frames had run up to 15.6 ms ahead, got those moves' starts held over the steps before
-them (set-points jumping by up to 83 mrad; ``servo_model.EmulatedServo.logical`` now keeps the moves a new one cut
-short). On the robot ``body_estimate:=true control_rate:=25.0``.
+moving over its moves) gave -0.1..-4.2 % and 2.9-6.1 mm (3 dither starts): not kept. At 25 Hz the line has room for 6
+reads per 20 ms cycle: on the data path mass -1.8 and -1.7 %, CoM (+1.1, +0.9) and (+1.7, +0.7) mm (2 dither starts),
+in the graph 4 of 5 runs within 5 mm (-2.6..+3.2 %, one at (+8.1, +6.0) mm) for 39-42 ms of CPU per second instead of
+31-35: not made the default. Every move started at once instead (servo_driver ``sync_start``: MOVE_TIME_WAIT_WRITE x
+18 + a broadcast MOVE_START, on the write's last byte) puts each read at the same instant of every move at 50 Hz: mass
+-6.7..-7.7 %, CoM 8.7-10.9 mm off (5 dither starts), so ``body_estimate:=true`` leaves the servos' own
+MOVE_TIME_WRITE. An earlier reading here of +40-44 % (+92 % in the graph) with the stagger was the emulator's, not the
+estimate's: its servos kept only their last move, and the world, brought up to a write after its frames had run up to
+15.6 ms ahead, got those moves' starts held over the steps before them (set-points jumping by up to 83 mrad;
+``servo_model.EmulatedServo.logical`` now keeps the moves a new one cut short). On the robot ``body_estimate:=true
+control_rate:=25.0``.
 
 CPU: the ``body`` stage 23-37 ms per second of walking in the graph here (2.3-3.7 % of a core; 12-19 % of a Nano
 core at 5x; the most on 5 Dec 07:01-07:09, the same code as 23-28 an hour before: the machine's), 11-15 ms per second
