@@ -228,3 +228,16 @@ def test_bench_identify_probe_refuses_bad_arguments_before_any_work(argv, option
     assert r.returncode == 2 and r.stdout == ""
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("bench_identify.py: error: %s" % option), r.stderr
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--control-rate", "500"], "--control-rate 500 outside [1, 200] Hz"),
+    (["--reads-per-cycle", "40"], "--reads-per-cycle 40 outside [1, 18]"),
+    (["--reads-per-cycle", "-1"], "--reads-per-cycle -1 outside [1, 18]")])
+def test_bench_body_graph_refuses_bad_arguments_before_any_work(argv, message):
+    """One line naming the option and its range, exit 2, before the graph starts (nothing printed on stdout)."""
+    r = subprocess.run([sys.executable, "bench_body_graph.py"] + argv, cwd=BENCH, capture_output=True, text=True,
+                       timeout=300)      # guard against a hang only
+    assert r.returncode == 2 and r.stdout == ""
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("bench_body_graph.py: error: %s" % message), r.stderr
