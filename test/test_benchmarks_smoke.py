@@ -10,6 +10,14 @@ import pytest
 BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks")
 
 
+def _refusal(script, argv):
+    """``script argv`` exits 2 with nothing on stdout (refused before any work): its stderr's lines."""
+    r = subprocess.run([sys.executable, script] + argv, cwd=BENCH, capture_output=True, text=True,
+                       timeout=300)      # guard against a hang only
+    assert r.returncode == 2 and r.stdout == "", r.stdout[-2000:] + r.stderr[-2000:]
+    return r.stderr.strip().splitlines()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("script", ["bench_sim.py", "bench_model.py", "bench_predictor_node.py", "bench_slip.py"])
 def test_benchmark_smoke(script):
@@ -24,20 +32,15 @@ def test_benchmark_smoke(script):
 
 def test_bench_slip_refuses_an_unknown_reference_commit_before_any_work():
     pytest.importorskip("mujoco")       # the script imports it first
-    r = subprocess.run([sys.executable, "bench_slip.py", "--smoke", "--reference", "0123456789abcdef"], cwd=BENCH,
-                       capture_output=True, text=True, timeout=300)      # guard against a hang only
-    assert r.returncode == 2 and r.stdout == ""
-    assert r.stderr.strip().splitlines()[-1] == ("bench_slip.py: error: --reference: '0123456789abcdef' is not a "
-                                                 "commit of this checkout ('' = no reference)")
+    lines = _refusal("bench_slip.py", ["--smoke", "--reference", "0123456789abcdef"])
+    assert lines[-1] == ("bench_slip.py: error: --reference: '0123456789abcdef' is not a "
+                         "commit of this checkout ('' = no reference)")
 
 
 @pytest.mark.parametrize("argv, option", [(["--repeats", "0"], "--repeats"), (["--seconds", "0"], "--seconds")])
 def test_bench_predictor_node_refuses_bad_counts_before_any_work(argv, option):
-    r = subprocess.run([sys.executable, "bench_predictor_node.py"] + argv, cwd=BENCH, capture_output=True, text=True,
-                       timeout=300)      # guard against a hang only
-    assert r.returncode == 2 and r.stdout == ""
-    last = r.stderr.strip().splitlines()[-1]
-    assert last.startswith("bench_predictor_node.py: error: %s must be" % option), r.stderr
+    lines = _refusal("bench_predictor_node.py", argv)
+    assert lines[-1].startswith("bench_predictor_node.py: error: %s must be" % option), lines
 
 
 def _table(text, heading):
@@ -63,11 +66,8 @@ def _smoke_results(script, tmp_path):
 
 def _refuses(script, argv, option):
     """``script argv`` exits 2 before any work, with one line naming ``option``."""
-    r = subprocess.run([sys.executable, script] + argv, cwd=BENCH, capture_output=True, text=True,
-                       timeout=300)      # guard against a hang only
-    assert r.returncode == 2 and r.stdout == ""
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("%s: error: argument %s: " % (script, option)), r.stderr
+    lines = _refusal(script, argv)
+    assert len(lines) == 1 and lines[0].startswith("%s: error: argument %s: " % (script, option)), lines
 
 
 @pytest.mark.slow
@@ -223,11 +223,8 @@ def test_bench_false_damage_refuses_bad_arguments_before_any_work(argv, option):
                                           (["--contact-dt", "0"], "--contact-dt must be within"),
                                           (["--calibrate", "--contact-dt", "50"], "--calibrate and --contact-dt")])
 def test_bench_identify_probe_refuses_bad_arguments_before_any_work(argv, option):
-    r = subprocess.run([sys.executable, "bench_identify.py", "--probe"] + argv, cwd=BENCH, capture_output=True,
-                       text=True, timeout=300)      # guard against a hang only
-    assert r.returncode == 2 and r.stdout == ""
-    last = r.stderr.strip().splitlines()[-1]
-    assert last.startswith("bench_identify.py: error: %s" % option), r.stderr
+    lines = _refusal("bench_identify.py", ["--probe"] + argv)
+    assert lines[-1].startswith("bench_identify.py: error: %s" % option), lines
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -236,8 +233,5 @@ def test_bench_identify_probe_refuses_bad_arguments_before_any_work(argv, option
     (["--reads-per-cycle", "-1"], "--reads-per-cycle -1 outside [1, 18]")])
 def test_bench_body_graph_refuses_bad_arguments_before_any_work(argv, message):
     """One line naming the option and its range, exit 2, before the graph starts (nothing printed on stdout)."""
-    r = subprocess.run([sys.executable, "bench_body_graph.py"] + argv, cwd=BENCH, capture_output=True, text=True,
-                       timeout=300)      # guard against a hang only
-    assert r.returncode == 2 and r.stdout == ""
-    last = r.stderr.strip().splitlines()[-1]
-    assert last.startswith("bench_body_graph.py: error: %s" % message), r.stderr
+    lines = _refusal("bench_body_graph.py", argv)
+    assert lines[-1].startswith("bench_body_graph.py: error: %s" % message), lines
