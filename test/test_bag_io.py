@@ -95,8 +95,9 @@ def test_round_trip_against_rosbags_reader(tmp_path, storage):
     p = S.write_synthetic_bag(tmp_path / "b", duration=3.0, storage=storage, damage_at=1.5)
     d = bag_io.read_bag(p)
     assert d.storage == storage and d.metadata_version == 8
-    assert d.topics == {"commands": "/joint_commands", "joint_states": "/joint_states", "imu": "/imu/data",
-                        "morphology": "/morphology", "ground_truth": "/mocap/pose"}
+    assert d.topics == {"commands": "/joint_commands", "joint_states": "/joint_states", "setpoints": None,
+                        "imu": "/imu/data", "morphology": "/morphology", "ground_truth": "/mocap/pose"}
+    assert d.setpoints is None
     with AnyReader([p], default_typestore=M.typestore()) as r:
         t0 = r.start_time
         imu, gt, cmd = [], [], []
@@ -134,6 +135,32 @@ def test_joint_names_reordered_and_forward_filled(tmp_path):
     np.testing.assert_array_equal(d.commands.q[0], np.arange(18.0))
     np.testing.assert_array_equal(d.commands.q[1], -np.arange(18.0))
     np.testing.assert_array_equal(d.commands.q[2], np.r_[7, 8, 9, -np.arange(3, 18.0)])
+
+
+def test_set_points_are_paired_with_joint_states_by_header_stamp_in_either_order(tmp_path):
+    """servo_driver's joint_states/setpoint twin has its joint_states message's header stamp and may be recorded
+    before or after it: each joint_states row gets its twin's values in its own columns; a row without a twin,
+    a joint its twin does not carry and a set-point message with no joint_states of its stamp leave NaN."""
+    names = list(S.JOINT_NAMES)
+    with bag_io.BagWriter(tmp_path / "b") as w:
+        w.write("joint_commands", 1, M.joint_trajectory(1, names, np.zeros(18)))
+        for k in range(4):
+            w.write("imu/data", 1 + k, M.imu(1 + k, (1, 0, 0, 0)))
+        w.write("joint_states/setpoint", 10, M.joint_state(100, names[3:5], [0.3, 0.4]))   # before its twin
+        w.write("joint_states", 11, M.joint_state(100, names[3:6], [1.3, 1.4, 1.5]))
+        w.write("joint_states", 12, M.joint_state(200, names[:2], [1.0, 1.1]))             # no twin
+        w.write("joint_states", 13, M.joint_state(300, names[6:7], [1.6]))
+        w.write("joint_states/setpoint", 14, M.joint_state(300, names[6:7], [0.6]))        # after it
+        w.write("joint_states/setpoint", 15, M.joint_state(400, names[:1], [9.9]))         # nobody's
+    d = bag_io.read_bag(tmp_path / "b", max_gap=1.0)
+    assert d.topics["setpoints"] == "/joint_states/setpoint"
+    col = {n: k for k, n in enumerate(d.setpoints.names)}
+    assert d.setpoints.names == d.joint_states.names and d.setpoints.q.shape == d.joint_states.q.shape
+    expect = np.full(d.setpoints.q.shape, np.nan)
+    expect[0, [col[names[3]], col[names[4]]]] = [0.3, 0.4]
+    expect[2, col[names[6]]] = 0.6
+    np.testing.assert_array_equal(d.setpoints.q, expect)
+    np.testing.assert_array_equal(d.setpoints.carried, ~np.isnan(expect))
 
 
 def test_window_keeps_last_command_and_morphology_before_it(tmp_path):

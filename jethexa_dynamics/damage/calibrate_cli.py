@@ -16,11 +16,10 @@ from jethexa_dynamics.model import body_params
 from jethexa_dynamics.validation import bag_io
 from jethexa_dynamics.validation.cli import add_window_and_topic_arguments, topics_from_args
 from jethexa_dynamics.validation.errors import BagError
-from jethexa_dynamics.validation.replay import carried_matrix
 
-from .body_load import TIMING_NOTE, BodyLoadEstimator, implausible, partial_reads
+from .body_load import TIMING_NOTE, BodyLoadEstimator, implausible
 from .identification import DamageIdentifier
-from .identify_cli import identify
+from .identify_cli import body_unreadable, identify
 
 
 def build_parser():
@@ -49,9 +48,7 @@ def run(args) -> dict:
     robot = LeggedRobot.jethexa()
     bag = bag_io.read_bag(args.bag, topics=topics_from_args(args), start=args.start, end=args.end,
                           max_gap=args.max_gap)
-    if bag.joint_states is None:
-        raise ValueError("%s: no joint_states (the servos' readings) in the window" % bag.path)
-    why = partial_reads(carried_matrix(bag.joint_states, robot.joint_names))
+    why = body_unreadable(bag, robot)
     if why:
         raise ValueError("%s: %s; not written" % (bag.path, why))
     body = BodyLoadEstimator(robot)

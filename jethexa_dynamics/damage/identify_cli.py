@@ -93,9 +93,11 @@ def identify(bag, idf, initial, body=None):
         raise ValueError("commands name joints the robot does not have: %s" % ", ".join(unknown))
     cols = np.array([index[n] for n in bag.commands.names], dtype=np.int64)
     js = None if bag.joint_states is None else joint_matrix(bag.joint_states, idf.joint_names)
-    # the body estimator takes only the joints each message read (a bus reads a few servos per cycle)
+    # the body estimator takes only the joints each message read (a bus reads a few servos per cycle), with each
+    # one's set-point at its reading where the bag has servo_driver's (joint_states/setpoint)
     read = None if js is None or body is None else np.where(carried_matrix(bag.joint_states, idf.joint_names),
                                                            js, np.nan)
+    sp = None if read is None or bag.setpoints is None else joint_matrix(bag.setpoints, idf.joint_names)
     cmd, imu, mo = bag.commands, bag.imu, bag.morphology
     tic = time.perf_counter()
     sinks = (idf,) if body is None else (idf, body)
@@ -110,7 +112,7 @@ def identify(bag, idf, initial, body=None):
         elif kind == JOINT_STATES:
             idf.on_joints(t, js[i])
             if body is not None:
-                body.on_joints(t, read[i])
+                body.on_joints(t, read[i], None if sp is None else sp[i])
         elif kind == MORPHOLOGY:
             idf.on_servo_morphology(t, [min(int(a), b) for a, b in zip(mo.links[i], initial)])
         if body is not None:
@@ -137,6 +139,19 @@ def report(idf, t0, initial, wall, bag, body=None):
             "windows": idf.windows, "bank_windows": idf.bank_windows, "final_top": top,
             "rejected_samples": dict(idf.rejections), "gyro_bias_z_rad_s": idf.gyro_bias,
             "body": _body(body)}
+
+
+def body_unreadable(bag, robot) -> str:
+    """Why ``bag`` cannot give the body from the servos' load ('' if it can): no joint_states, or joint_states
+    carrying a few joints per message (each reading's time only the message's) without the servo driver's
+    set-point at each reading (``joint_states/setpoint``, which gives the body estimate what it needs)."""
+    if bag.joint_states is None:
+        return "no joint_states (the servos' readings) in the window"
+    if bag.setpoints is not None and bag.setpoints.carried.any():
+        return ""
+    why = partial_reads(carried_matrix(bag.joint_states, robot.joint_names))
+    return why and why + ", and the bag has no set-point at each reading (servo_driver's joint_states/setpoint, " \
+        "--setpoints-topic)"
 
 
 def _body(body):
@@ -212,9 +227,7 @@ def run(args) -> dict:
     bag = bag_io.read_bag(args.bag, topics=topics, start=args.start, end=args.end, max_gap=args.max_gap)
     idf = DamageIdentifier(robot, window=args.window, threshold=args.threshold, confirm=args.confirm,
                            morphology=initial)
-    # the body from the servos' load needs every joint in every joint_states message (body_load.partial_reads)
-    full = bag.joint_states is not None and not partial_reads(carried_matrix(bag.joint_states, robot.joint_names))
-    body = BodyLoadEstimator(robot) if full else None
+    body = None if body_unreadable(bag, robot) else BodyLoadEstimator(robot)
     wall = identify(bag, idf, initial, body)
     out = Path(args.out) if args.out else bag.path.parent / (bag.path.name + "_identify")
     out.mkdir(parents=True, exist_ok=True)

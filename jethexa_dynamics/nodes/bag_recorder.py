@@ -229,5 +229,4 @@ def declare_record_parameters(node, default_path: str = "", default_storage: str
     node.declare_parameter("record_storage", default_storage, ParameterDescriptor(
         description="bag storage: 'mcap' (default) or 'sqlite3'"))
     node.declare_parameter("record_topics", "", ParameterDescriptor(
-        description="comma-separated topics to record ('' = joint_commands, joint_states, imu/data_raw, imu/data, "
-                    "morphology, mocap/pose, predicted/pose, measured/pose, cmd_vel)"))
+        description="comma-separated topics to record ('' = %s)" % ", ".join(DEFAULT_RECORD_TOPICS)))

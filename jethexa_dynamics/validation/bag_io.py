@@ -204,6 +204,8 @@ class BagData:
     commands: JointSeries               # includes the last command before the window
     imu: ImuSeries
     joint_states: Optional[JointSeries] = None
+    #: per ``joint_states`` row, the set-points of the ``setpoints`` message with its header stamp (NaN: none)
+    setpoints: Optional[JointSeries] = None
     morphology: Optional[MorphologySeries] = None   # includes the last entry before the window
     ground_truth: Optional[PoseSeries] = None
     n_messages: int = 0                 # messages of the used topics inside the window
@@ -382,6 +384,10 @@ def _read_open(reader, bag, topics, start, end, max_gap) -> BagData:
         if m.any():
             joint_states = JointSeries(s.t[m], s.names, s.q[m], carried=s.carried[m])
             n_msgs += int(m.sum())
+    setpoints = None
+    if joint_states is not None and found["setpoints"] is not None:
+        setpoints = _setpoints_by_stamp(raw, joint_states, np.asarray(raw.stamps["joint_states"], np.int64)[m])
+        n_msgs += int(setpoints.carried.any(axis=1).sum())
     morphology = None
     if found["morphology"] is not None and raw.mo_t:
         morphology, n = _morphology_from_window(raw, found["morphology"], w0)
@@ -398,8 +404,23 @@ def _read_open(reader, bag, topics, start, end, max_gap) -> BagData:
 
     return BagData(path=bag, storage=storage, metadata_version=version, start_ns=t0_ns, duration=duration,
                    window=(w0, min(w1, duration)), topics=found, available=available, commands=commands, imu=imu,
-                   joint_states=joint_states, morphology=morphology, ground_truth=ground_truth, n_messages=n_msgs,
-                   notes=notes)
+                   joint_states=joint_states, setpoints=setpoints, morphology=morphology, ground_truth=ground_truth,
+                   n_messages=n_msgs, notes=notes)
+
+
+def _setpoints_by_stamp(raw, joint_states: JointSeries, stamps_ns: np.ndarray) -> JointSeries:
+    """Each ``joint_states`` row's set-points: the ``setpoints`` message with the same header stamp (servo_driver
+    gives both one stamp; they may be recorded in either order), in ``joint_states``' columns; NaN where there is
+    none (no twin, an unset stamp, a joint it does not carry)."""
+    col = {n: k for k, n in enumerate(joint_states.names)}
+    q = np.full(joint_states.q.shape, np.nan)
+    for k, st in enumerate(stamps_ns):
+        twin = raw.setpoints.get(int(st)) if st > 0 else None
+        if twin is not None:
+            for n, v in zip(*twin):
+                if n in col:
+                    q[k, col[n]] = v
+    return JointSeries(joint_states.t, joint_states.names, q, carried=~np.isnan(q))
 
 
 def _version_and_storage(bag):
@@ -457,6 +478,7 @@ class _Messages:
     gt_stamp: list = field(default_factory=list)
     mo_t: list = field(default_factory=list)
     mo_l: list = field(default_factory=list)
+    setpoints: dict = field(default_factory=dict)      # header stamp [ns] -> (names, positions)
     stamps: dict = field(default_factory=lambda: {"commands": [], "joint_states": []})
     msg_t: dict = field(default_factory=lambda: {"commands": [], "joint_states": []})
 
@@ -478,6 +500,11 @@ class _Messages:
             self.stamps["joint_states"].append(_stamp_ns(msg.header.stamp))
             self.msg_t["joint_states"].append(t)
             self.joint_states.add(t, list(msg.name), list(msg.position))
+        elif role == "setpoints":
+            if len(msg.name) != len(msg.position):
+                raise CorruptBagError("joint message with {} names but {} positions".format(
+                    len(msg.name), len(msg.position)))
+            self.setpoints[_stamp_ns(msg.header.stamp)] = (list(msg.name), [float(v) for v in msg.position])
         elif role == "morphology":
             self.mo_t.append(t)
             label = msg.layout.dim[0].label if len(msg.layout.dim) else ""

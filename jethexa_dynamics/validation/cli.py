@@ -83,6 +83,10 @@ def add_window_and_topic_arguments(p: argparse.ArgumentParser) -> None:
                    help="trajectory_msgs/JointTrajectory (required)")
     g.add_argument("--joint-states-topic", default=d.joint_states, type=topic_name,
                    help="sensor_msgs/JointState (optional)")
+    g.add_argument("--setpoints-topic", default=d.setpoints, type=topic_name,
+                   help="sensor_msgs/JointState, each read servo's set-point at its reading, paired with "
+                        "joint_states by header stamp (optional; the body estimate needs it when joint_states "
+                        "carries a few joints per message)")
     g.add_argument("--imu-topic", default=d.imu, type=topic_name, help="sensor_msgs/Imu with orientation (required)")
     g.add_argument("--morphology-topic", default=d.morphology, type=topic_name,
                    help="std_msgs/UInt8MultiArray, intact links per leg (optional: absent = intact)")
@@ -94,8 +98,9 @@ def add_window_and_topic_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def topics_from_args(args) -> TopicNames:
-    return TopicNames(commands=args.commands_topic, joint_states=args.joint_states_topic, imu=args.imu_topic,
-                      morphology=args.morphology_topic, ground_truth=args.ground_truth_topic)
+    return TopicNames(commands=args.commands_topic, joint_states=args.joint_states_topic,
+                      setpoints=args.setpoints_topic, imu=args.imu_topic, morphology=args.morphology_topic,
+                      ground_truth=args.ground_truth_topic)
 
 
 def output_paths(args) -> "tuple[Path, Path]":

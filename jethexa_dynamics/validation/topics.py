@@ -14,6 +14,7 @@ TWIST = "geometry_msgs/msg/Twist"
 ROLE_TYPES = {
     "commands": (JOINT_TRAJECTORY,),
     "joint_states": (JOINT_STATE,),
+    "setpoints": (JOINT_STATE,),
     "imu": (IMU,),
     "morphology": (UINT8_MULTI_ARRAY,),
     "ground_truth": (POSE_STAMPED,),
@@ -23,6 +24,7 @@ ROLE_TYPES = {
 DEFAULT_RECORD_TOPICS = {
     "joint_commands": JOINT_TRAJECTORY,
     "joint_states": JOINT_STATE,
+    "joint_states/setpoint": JOINT_STATE,
     "imu/data_raw": IMU,
     "imu/data": IMU,
     "morphology": UINT8_MULTI_ARRAY,
@@ -38,6 +40,7 @@ DEFAULT_RECORD_TOPICS = {
 TOPIC_QOS = {
     "joint_commands": "reliable",
     "joint_states": "sensor",
+    "joint_states/setpoint": "sensor",
     "imu/data_raw": "sensor",
     "imu/data": "sensor",
     "morphology": "latched",
@@ -58,10 +61,13 @@ def normalize(topic: str) -> str:
 
 @dataclass(frozen=True)
 class TopicNames:
-    """Which bag topic plays which role. Names are matched with or without the leading slash."""
+    """Which bag topic plays which role. Names are matched with or without the leading slash. ``setpoints``:
+    servo_driver's ``joint_states/setpoint`` (each read servo's set-point at its reading, the same header stamp as
+    its ``joint_states`` message): what the body estimate needs from a bus that reads a few servos per cycle."""
 
     commands: str = "joint_commands"
     joint_states: str = "joint_states"
+    setpoints: str = "joint_states/setpoint"
     imu: str = "imu/data"
     morphology: str = "morphology"
     ground_truth: str = "mocap/pose"
