@@ -42,6 +42,45 @@ def test_calibrate_writes_the_body_and_validate_replays_on_it(heavy_bag, tmp_pat
     assert abs(z["calibrated"]) < abs(z["urdf"]), z
 
 
+@pytest.mark.slow
+def test_a_bag_read_as_the_robots_bus_reads_gives_the_body_from_its_set_points(tmp_path, capsys):
+    """The robot's bag: joint_states with 3 servos per 20 ms cycle in whole ticks, each message with servo_driver's
+    joint_states/setpoint twin (``write_sim_bag(reads_per_message=3)``), body +25 % and CoM +1 cm: calibrate
+    writes the body within 10 % and 5 mm of the plant's (the oracle) after 35 s, and jethexa-identify reports the
+    same body; the same bag without the set-point topic is refused as before (one line, nothing written)."""
+    from jethexa_dynamics.damage import identify_cli
+
+    bag = tmp_path / "robot_bus"
+    write_sim_bag(bag, duration=36.0, robot=scaled_body_robot(SCALE, OFFSET), command=(0.05, 0.0, 0.0),
+                  imu_noise_deg=0.1, reads_per_message=3)
+    out = tmp_path / "body.yaml"
+    assert calibrate_cli.main([str(bag), "--out", str(out)]) == 0
+    params = body_params.read(out)
+    truth = LeggedRobot.jethexa().description.body_mass * SCALE
+    assert abs(params.mass - truth) <= 0.10 * truth, params
+    assert np.linalg.norm(np.subtract(params.com_offset, OFFSET)[:2]) <= 0.005, params
+    assert identify_cli.main([str(bag), "--out", str(tmp_path / "id"), "--no-plots", "--quiet"]) == 0
+    body = json.loads((tmp_path / "id" / "identify.json").read_text())["body"]
+    assert body["mass_kg"] == pytest.approx(params.mass, abs=1e-4), body
+    capsys.readouterr()
+    out2 = tmp_path / "body2.yaml"
+    assert calibrate_cli.main([str(bag), "--out", str(out2), "--setpoints-topic", "no/such/topic"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "3.0 of 18 joints per message" in err[0] and "set-point" in err[0], err
+    assert not out2.exists()
+
+
+def test_simbag_reads_per_message_outside_its_range_is_one_line_and_exit_2_with_nothing_written(tmp_path, capsys):
+    from jethexa_dynamics.validation import simbag
+
+    for bad in ("0", "19"):
+        bag = tmp_path / ("b" + bad)
+        assert simbag.main([str(bag), "--duration", "1", "--reads-per-message", bad]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "reads_per_message=%s outside the allowed range [1, 18]" % bad in err[0], err
+        assert not bag.exists()
+
+
 def test_too_little_walking_is_one_line_and_exit_2_with_nothing_written(tmp_path, capsys):
     bag = tmp_path / "short"
     write_sim_bag(bag, duration=3.0)
@@ -71,8 +110,9 @@ def test_parameters_file_round_trip_and_bad_files_name_the_field(tmp_path):
 def test_a_bag_whose_joint_states_carry_a_few_joints_each_is_refused_and_identify_reports_no_body(tmp_path,
                                                                                                     capsys):
     """The real bus reads 3 servos per 20 ms cycle: each joint's reading time is then only the message's, and the
-    estimate needs it to the millisecond (``body_load.TIMING_NOTE``): calibrate refuses with one line and writes
-    nothing; jethexa-identify reports ``body: null`` (its other keys unchanged)."""
+    estimate needs it to the millisecond (``body_load.TIMING_NOTE``): without servo_driver's set-point at each
+    reading (joint_states/setpoint) calibrate refuses with one line and writes nothing; jethexa-identify reports
+    ``body: null`` (its other keys unchanged)."""
     from jethexa_dynamics.damage import identify_cli
     from jethexa_dynamics.validation import bag_messages as M
     from jethexa_dynamics.validation.bag_io import BagWriter

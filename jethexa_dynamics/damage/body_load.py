@@ -40,7 +40,8 @@ Measured on the project's engine (tripod at 0.05 m/s, joint noise 0.24 deg per s
 30 s of walking the body mass within 5 % and the CoM within 3 mm, for the URDF's body and for one 25 % heavier
 with its CoM 1 cm forward; a 150 g payload put on mid-run is followed to within 1 % and 3 mm 30 s later
 (``test/test_damage_body_load.py``). It needs the set-points' timing against the readings to about a millisecond
-(``TIMING_NOTE``): what a bag of the running graph does not give (``partial_reads``). Cost: 14 ms of CPU
+(``TIMING_NOTE``): what a bag of partial reads gives only with the driver's set-points (``partial_reads``; with
+``joint_states/setpoint`` recorded, ``jethexa-calibrate`` reads the node's estimate from the bag). Cost: 14 ms of CPU
 per second of data here (1.4 % of a core; 6-8 % of a Nano core at 4-6x; ``benchmarks/bench_identify.py``).
 
 In the running graph the servo driver gives each reading's set-point (``joint_states/setpoint``: the moves it

@@ -116,6 +116,11 @@ class ServoSpec:
         ticks = int(round(self.center + real * self.ticks_per_rad))
         return min(max(ticks, 0), self.ticks_per_range)
 
+    def reported(self, q: float) -> float:
+        """Joint angle [rad] a position read of this servo at ``q`` [rad] gives: whole ticks (no limit check: a
+        servo reports where it is)."""
+        return self.to_rad(round(self.center + self.direction * (self.offset + float(q)) * self.ticks_per_rad))
+
     def to_rad(self, ticks: float) -> float:
         """Servo position [ticks] (as read back, may be slightly outside 0..1000) -> joint angle [rad]."""
         real = (ticks - self.center) / self.ticks_per_rad
