@@ -47,98 +47,15 @@ per second of data here (1.4 % of a core; 6-8 % of a Nano core at 4-6x; ``benchm
 In the running graph the servo driver gives each reading's set-point (``joint_states/setpoint``: the moves it
 sent, replayed at the read's time; none for a read whose round trip was held up; ``on_joints(..., setpoints)``,
 paired by ``ReadingPairs``). The estimate is as good as that timing: a set-point 1 ms ahead of its reading moves
-the mass by +4 % and the CoM by -4 mm. What biased it there, found on the graph's data path replayed on a
-simulated clock (``test/test_body_setpoints.py``, ``_pipeline``) and measured on the graph: (1) the samples of
-the standing before the walk, the servo integral's change read as load (fixed by the swings' baseline above);
-(2) the emulated world's reads carried forward from its last 100 Hz update (a lag or lead of up to 10 ms: -15 %
-on the engine; fixed in the emulator: each bus transaction brings the world up to its arrival and runs there);
-(3) the frames run after that world step instead of at their arrival (the moves late: +5..9 %); (4) reads locked
-in phase with the 50 Hz commands: each read sees the same instant of every move and foot impact (+16 % read where
-the commands are written, CoM 2-14 mm depending on the phase; servo_driver ``read_dither``: delays by the
-golden-ratio sequence, the phases covered evenly); (5) the moves' timing on a loaded machine: an emulated servo
-acts on a frame when robot_emulator's pty thread has read it, and servo_driver stamped each move after its write
-had returned; both threads waited for the GIL behind the executor's (Python's 5 ms switch interval) and for the
-CPU (2 cores shared). Measured against the driver's set-point clock the world's moves started -12..+26 ms off
-(p1, p99; 44 % of them more than 1 ms), and that jitter put on the deterministic data path's moves took its
-estimate from +0.3 % / 1 mm to +2..+16 % and CoM x -15..+1 mm, y -7..+6 mm (6 draws): the graph's scatter, x and
-y. The graph's inputs as the node gave them, replayed into this class offline, gave the node's estimate exactly;
-the IMU's attitude (0.3 deg off, or 0.6 deg noise: 0.1 mm) and the commands' timing (+-10 ms: 1.5 mm) barely
-move it. Fixed: both processes switch the GIL every 0.5 ms (``nodes._common.BUS_SWITCH_INTERVAL``; servo_driver
-when its reads are dithered for this estimate, as the ``body_estimate`` launch argument sets them; the moves'
-start p1/p99 then -3..-4 / +3.5..4.6 ms) and the driver stamps a move before its write (``JointServoBus.command``).
-In the graph (``test/test_nodes_body_graph.py``, 5 runs each): CoM x error -6.7..+18.6 mm, y -8.3..+9.8 mm, mass
--6..+16 % before; x -7.9..+0.9 mm (within 5 mm in 4 of 5), y -2.7..+3.4 mm, mass -1.7..+7.4 % after.
-On the deterministic data path (5 dither starts) within 3.1 mm and -0.6..-3.1 %.
-
-What is left of the moves' timing is fitted (``fit_lag``, on by default): a move the servo ran ``lag`` s after the
-set-point given shifts its joint's torque by kp * (set-point rate) * lag, and while walking that is a force along
-the walk at every stance foot; but over the window the feet's horizontal forces sum to zero (the body's momentum
-does not grow: world axes, on a slope too). So the sums are kept twice, of ``N - tau`` and of ``kp * rate`` (the
-rate from the commands' moves), and the lag that zeroes the horizontal mean force (least squares, ridged towards 0
-where nothing moves, within ``max_lag``) corrects the vertical force and the moments with it. Measured on the
-engine's streams read at every phase of the moves (``test/test_body_setpoints.py``), body +25 %, CoM +1 cm: moves 4
-ms late put the CoM 11 mm behind and the mass +11 %, 3 ms early 9 mm ahead and -13 %; fitted: 4.1 and -3.0 ms, CoM
-within 1.3 mm, mass within 9 %. On time the fit finds 0.15-0.3 ms (what the model leaves of the horizontal force,
-0.1-0.3 N, read as a lag) and moves the CoM by 0.5-0.8 mm. In the sim graph (``benchmarks/bench_body_graph.py``, 9
-runs on 5 Dec: a process per node and as launched, idle and beside two busy loops; each run's streams replayed with
-and without the fit) it finds 0.2-1.0 ms and moves the CoM by +0.6..+3.0 mm, 1.5 mm on average (x at 30 s -0.2..+8.8
-mm off with it, -1.5..+8.0 without; within 5 mm both ways in 6 of 9 runs with it, 7 of 9 without; the mass within 6
-% either way), and the commands replayed 2 ms late are found 1.8-2.8 ms early. Walking straight, an attitude bias
-looks alike: the IMU's pitch 0.5 deg off tilts 0.25 N of the weight along the walk, which the fit reads as 0.2 ms
-(the CoM +0.8 mm with the fit, +0.2 without; turning or walking sideways would tell them apart: not done). Why it is
-on by default: on the robot the moves are late by what the driver does not model -- a USB serial adapter's latency
-(1-16 ms), the RRC board's forwarding, the servo's own reaction (the frames' wire time, 0.87 ms a servo at 115200
-baud, the driver models: ``line_model``) -- each a shift of 4 % of the mass and 3 mm of CoM per ms; a joint's
-viscous friction is a torque proportional to its rate, so the fit takes it in too. A zero-mean jitter of the moves
-(sigma 2-4 ms, each move on its own) is no lag: it cuts the moves' corners and reads the mass 10-17 % light, which
-no single lag undoes (the CoM stays within 2 mm).
-
-What limits it on time-exact data: the servos' 0.24 deg ticks. Engine streams read 3 joints per 20 ms cycle (as the
-graph; ``test/test_body_setpoints.py`` ``_streams_with_partial_reads``) at 12 read phases: CoM x -2.7..+3.9 mm off
-(sd 1.7), y -1.0..+4.0 (sd 1.8), mass -6.4..-4.2 %; the same reads unrounded: sd 0.7 and 0.5 mm; rounded but read 4x
-as often (5 ms cycles): 0.8 mm. Most of it comes in through the swings' baseline (a swing's mean of ~5 rounded
-reads: 0.03 N m of noise per swing); with the baseline from the unrounded run the scatter halves (x sd 0.9 mm), but
-a baseline smoothed over 4-6 swings (local linear) or from swing samples of moving joints only did no better, nor
-did integrating each joint's samples by the trapezoid rule. A real servo's position read has its own noise, which
-dithers the ticks (not modelled). In the graph (bench_body_graph.py, 13 runs on 5 Dec 02:53-03:44, 2 shared cores, a
-process per node and as launched, the machine otherwise idle): at 30 s the CoM x -1.0..+7.1 mm off (+2.5 on
-average), y -2.0..+2.9 mm, the mass -2.1..+4.4 %, within 5 mm both ways in 11 of 13 (each run's streams replayed
-without the fit: x -2.9..+5.2 mm, +1.4 on average, 12 of 13); the IMU's attitude against the world's (3 runs): pitch
--0.02..-0.19 deg, and the estimate from the world's attitude instead moves the CoM by 0.1-0.4 mm.
-
-On the robot's line (115200 baud, ``JointServoBus(line_model=True)`` with ``BusEmulator(line_rate='auto')``): an
-18-servo move takes 15.6 ms of every 20 ms cycle, each servo starting its move on its own frame's last byte
-(Hiwonder's MOVE_TIME_WRITE), and a read written meanwhile goes out after it. The driver's set-points and read times
-follow that exactly (``test/test_body_setpoints.py``: against the emulator's line clock, set-points and reads match
-the world to 0.1 mrad and one tick). The reads land right after the write, each at its own instant of each servo's
-move (the stagger dithers them): on that data path (``_pipeline(line=True)``, 5 dither starts) the mass -5.0..-6.9 %,
-the CoM (+3.6, -1.8), (+3.6, -2.3), (+2.5, -3.2), (+3.8, -3.8), (+5.2, -3.3) mm off; with the commands at 25 Hz (40 ms
-moves) -4.2 and -4.3 %, (-2.6, -1.6) and (+1.2, +2.0) mm. In the graph (``bench_body_graph.py --bus-line 1``, 5 Dec, 2
-shared cores, a process per node) at 30 s: at 50 Hz (9 runs) mass -5.8..+1.3 %, CoM x +0.2..+9.4 mm (+4.7 on average),
-y -5.7..+4.1 mm, within 5 mm both ways in 4 of 9 (without the line 4 of 4 the same hour, 11 of 13 above); at 25 Hz (7
-runs) -5.9..0.0 %, x -6.4..+3.7 mm, y -8.6..+2.2 mm, 5 of 7. Without the line the same data path holds -0.1..-1.9 %
-and 3 mm (5 dither starts): the line's own share at 50 Hz is about -5 % of mass and (+3.7, -2.9) mm. At 50 Hz the line
-leaves the reads only the 4.4 ms after each write (76 % of them 16-20 ms into the cycle, whatever the dither), each
-servo read in a 4 ms window of its own moves; at 25 Hz they spread over 16-40 ms. A window fixed in the moves is
-enough to bias it: without the line, reads confined to 16-20 ms gave +3 % and CoM x -11 mm (3 dither starts); on the
-line each servo's window sits elsewhere in its moves. Not what it is: the lag fit (off: (+4.4, -3.5) mm instead of
-(+5.2, -3.3), one dither start replayed); the estimator's command-timed set-points (``moves``) re-timed to the
-driver's per-servo starts move the CoM by under 1 mm; the frames' order rotated at each write (each servo's window
-moving over its moves) gave -0.1..-4.2 % and 2.9-6.1 mm (3 dither starts): not kept. At 25 Hz the line has room for 6
-reads per 20 ms cycle: on the data path mass -1.8 and -1.7 %, CoM (+1.1, +0.9) and (+1.7, +0.7) mm (2 dither starts),
-in the graph 4 of 5 runs within 5 mm (-2.6..+3.2 %, one at (+8.1, +6.0) mm) for 39-42 ms of CPU per second instead of
-31-35: not made the default. Every move started at once instead (servo_driver ``sync_start``: MOVE_TIME_WAIT_WRITE x
-18 + a broadcast MOVE_START, on the write's last byte) puts each read at the same instant of every move at 50 Hz: mass
--6.7..-7.7 %, CoM 8.7-10.9 mm off (5 dither starts), so ``body_estimate:=true`` leaves the servos' own
-MOVE_TIME_WRITE. An earlier reading here of +40-44 % (+92 % in the graph) with the stagger was the emulator's, not the
-estimate's: its servos kept only their last move, and the world, brought up to a write after its frames had run up to
-15.6 ms ahead, got those moves' starts held over the steps before them (set-points jumping by up to 83 mrad;
-``servo_model.EmulatedServo.logical`` now keeps the moves a new one cut short). On the robot ``body_estimate:=true
-control_rate:=25.0``.
-
-CPU: the ``body`` stage 23-37 ms per second of walking in the graph here (2.3-3.7 % of a core; 12-19 % of a Nano
-core at 5x; the most on 5 Dec 07:01-07:09, the same code as 23-28 an hour before: the machine's), 11-15 ms per second
-replayed offline (the per-leg loop is not what costs: all six legs at once with numpy took 14-24 ms, slower).
+the mass by +4 % and the CoM by -4 mm. What is left of the moves' timing is fitted (``fit_lag``, on by default):
+a move the servo ran ``lag`` s after the set-point given shifts its joint's torque by kp * (set-point rate) * lag,
+a force along the walk at every stance foot, and over the window the feet's horizontal forces sum to zero, so
+the lag that zeroes them corrects the vertical force and the moments (``estimate``). What biased it in the graph
+and on the robot's 115200-baud line (``line_model``), what was fixed, and every figure measured -- the servos'
+ticks as the floor (CoM sd 1.7 mm per axis on time-exact data), the graph within 5 mm in 11 of 13 runs, the line
+at 50 Hz in 4 of 9 and at 25 Hz in 5 of 7, hence ``body_estimate:=true control_rate:=25.0`` on the robot -- are in
+docs/identification.md ("The body estimate's timing, measured"). CPU: the ``body`` stage 23-37 ms per second of
+walking in the graph (12-19 % of a Nano core at 5x).
 
 Example::
 
