@@ -39,6 +39,7 @@ BAD = {  # (script, option) -> bad values
     ("jethexa-demo", "--record"): [EXISTING, "/proc/x"],
     ("jethexa-demo", "--record-storage"): ["rosbag1"],
     ("jethexa-demo", "--network"): ["--network=yes"],
+    ("jethexa-demo", "--body-estimate"): ["--body-estimate=yes"],
     ("jethexa-sim", "--scenario"): ["damage3"],
     ("jethexa-sim", "--gait"): ["trot"],
     ("jethexa-sim", "--duration"): ["0"],
