@@ -92,12 +92,14 @@ def test_the_body_estimate_in_the_running_graph_settles_and_the_predictor_uses_i
     finally:
         g.close()
     # the run's bag (the emulator's record: joint_states with joint_states/setpoint) gives jethexa-calibrate the
-    # node's estimate (the bag runs on a little longer and times each message at its receipt; 5 Dec, 2 runs: 0.2
-    # and 2.8 % apart, CoM 0.5 and 0.6 mm); a bag of these partial reads without the set-points is refused
+    # node's estimate: the bag runs on a few s longer (the estimate still moving 1-2 % and 1-3 mm in 5 s) and times
+    # each message at its receipt (5 Dec, 4 runs: 0.1-2.8 % apart, CoM 0.5-2.2 mm), hence the acceptance's 10 % and
+    # twice its 5 mm of the node's (set-points 5 ms off their readings move the mass ~35 %: TIMING_NOTE); a bag of
+    # these partial reads without the set-points is refused
     from jethexa_dynamics.damage import calibrate_cli
     from jethexa_dynamics.model import body_params
 
     assert calibrate_cli.main([str(tmp_path / "bag"), "--out", str(tmp_path / "body.yaml")]) == 0
     off = body_params.read(tmp_path / "body.yaml")
-    assert abs(off.mass - mass) <= 0.05 * mass and np.linalg.norm(np.subtract(off.com_offset[:2], com[:2])) <= 0.005, (
+    assert abs(off.mass - mass) <= 0.10 * mass and np.linalg.norm(np.subtract(off.com_offset[:2], com[:2])) <= 0.010, (
         off, mass, com)
