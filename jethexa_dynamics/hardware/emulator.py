@@ -214,8 +214,7 @@ class BusEmulator:
             for key, q in positions.items():
                 s = self._servo(key)
                 spec = self.table.lookup(s.joint if s.joint else s.servo_id)
-                real = spec.direction * (spec.offset + float(q))
-                s.measured = spec.center + real * spec.ticks_per_rad
+                s.measured = spec.position(q)
                 s.measured_t = t_abs
                 s.measured_rate = 0.0 if t_abs is None else spec.direction * float(rates[key]) * spec.ticks_per_rad
 

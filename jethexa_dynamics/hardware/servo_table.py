@@ -110,16 +110,20 @@ class ServoSpec:
             raise JointLimitError(self.joint, qf, self.lower, self.upper)
         return qf
 
+    def position(self, q: float) -> float:
+        """Joint angle [rad] -> the servo's position [ticks, not rounded], no limit check (where a servo at ``q``
+        is; ``to_ticks`` checks and rounds it for a command)."""
+        return self.center + self.direction * (self.offset + float(q)) * self.ticks_per_rad
+
     def to_ticks(self, q: float) -> int:
         """Joint angle [rad] -> servo position [ticks]; checks the limits first."""
-        real = self.direction * (self.offset + self.check(q))
-        ticks = int(round(self.center + real * self.ticks_per_rad))
+        ticks = int(round(self.position(self.check(q))))
         return min(max(ticks, 0), self.ticks_per_range)
 
     def reported(self, q: float) -> float:
         """Joint angle [rad] a position read of this servo at ``q`` [rad] gives: whole ticks (no limit check: a
         servo reports where it is)."""
-        return self.to_rad(round(self.center + self.direction * (self.offset + float(q)) * self.ticks_per_rad))
+        return self.to_rad(round(self.position(q)))
 
     def to_rad(self, ticks: float) -> float:
         """Servo position [ticks] (as read back, may be slightly outside 0..1000) -> joint angle [rad]."""
