@@ -163,6 +163,24 @@ def test_set_points_are_paired_with_joint_states_by_header_stamp_in_either_order
     np.testing.assert_array_equal(d.setpoints.carried, ~np.isnan(expect))
 
 
+def test_bad_set_point_messages_are_named(tmp_path):
+    """A set-point message naming more joints than it gives positions is a corrupt bag, as a joint_states one is;
+    another message type on the set-point topic is named with the type it should have."""
+    names = list(S.JOINT_NAMES)
+    for kind, msg, error, match in (
+            ("short", M.joint_state(100, names[:2], []), CorruptBagError, "joint message with 2 names but 0 positions"),
+            ("imu", M.imu(100, (1, 0, 0, 0)), UnknownMessageTypeError,
+             "/joint_states/setpoint .*sensor_msgs/msg/Imu.*JointState")):
+        with bag_io.BagWriter(tmp_path / kind) as w:
+            w.write("joint_commands", 1, M.joint_trajectory(1, names, np.zeros(18)))
+            for k in range(4):
+                w.write("imu/data", 1 + k, M.imu(1 + k, (1, 0, 0, 0)))
+            w.write("joint_states", 2, M.joint_state(100, names[:2], [0.1, 0.2]))
+            w.write("joint_states/setpoint", 3, msg)
+        with pytest.raises(error, match=match):
+            bag_io.read_bag(tmp_path / kind, max_gap=1.0)
+
+
 def test_window_keeps_last_command_and_morphology_before_it(tmp_path):
     p = S.write_synthetic_bag(tmp_path / "b", duration=4.0, damage_at=1.0)
     d = bag_io.read_bag(p, start=2.0, end=3.0)

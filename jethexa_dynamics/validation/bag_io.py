@@ -242,6 +242,12 @@ def _stamp_ns(stamp) -> int:
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
+def _check_joint_lengths(names, values) -> None:
+    """A joint message names each of its positions (CorruptBagError otherwise)."""
+    if len(names) != len(values):
+        raise CorruptBagError("joint message with {} names but {} positions".format(len(names), len(values)))
+
+
 class _JointAccumulator:
     """Forward-fills joint vectors by name (messages may carry a subset or another order)."""
 
@@ -251,8 +257,7 @@ class _JointAccumulator:
         self.rows, self.t, self.t_target, self.carried = [], [], [], []
 
     def add(self, t, names, values, t_target=None):
-        if len(names) != len(values):
-            raise CorruptBagError("joint message with {} names but {} positions".format(len(names), len(values)))
+        _check_joint_lengths(names, values)
         for n, v in zip(names, values):
             i = self.index.get(n)
             if i is None:
@@ -501,9 +506,7 @@ class _Messages:
             self.msg_t["joint_states"].append(t)
             self.joint_states.add(t, list(msg.name), list(msg.position))
         elif role == "setpoints":
-            if len(msg.name) != len(msg.position):
-                raise CorruptBagError("joint message with {} names but {} positions".format(
-                    len(msg.name), len(msg.position)))
+            _check_joint_lengths(msg.name, msg.position)
             self.setpoints[_stamp_ns(msg.header.stamp)] = (list(msg.name), [float(v) for v in msg.position])
         elif role == "morphology":
             self.mo_t.append(t)
