@@ -155,6 +155,9 @@ def main(argv=None):
         ap.error("--control-rate %g outside [1, 200] Hz (0: the gait controller's config)" % args.control_rate)
     if args.reads_per_cycle and not 1 <= args.reads_per_cycle <= 18:
         ap.error("--reads-per-cycle %d outside [1, 18] (0: the servo driver's config)" % args.reads_per_cycle)
+    if args.record and os.path.exists(args.record):
+        # robot_emulator would refuse it after the graph started: the run would wait for a graph never up
+        ap.error("--record %s exists (a bag never overwrites one: give a new directory)" % args.record)
 
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import PoseStamped, Twist

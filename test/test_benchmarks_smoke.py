@@ -230,7 +230,8 @@ def test_bench_identify_probe_refuses_bad_arguments_before_any_work(argv, option
 @pytest.mark.parametrize("argv, message", [
     (["--control-rate", "500"], "--control-rate 500 outside [1, 200] Hz"),
     (["--reads-per-cycle", "40"], "--reads-per-cycle 40 outside [1, 18]"),
-    (["--reads-per-cycle", "-1"], "--reads-per-cycle -1 outside [1, 18]")])
+    (["--reads-per-cycle", "-1"], "--reads-per-cycle -1 outside [1, 18]"),
+    (["--record", "."], "--record . exists")])
 def test_bench_body_graph_refuses_bad_arguments_before_any_work(argv, message):
     """One line naming the option and its range, exit 2, before the graph starts (nothing printed on stdout)."""
     lines = _refusal("bench_body_graph.py", argv)
