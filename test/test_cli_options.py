@@ -96,6 +96,10 @@ BAD = {  # (script, option) -> bad values
     ("jethexa-identify", "--commands-topic"): ["joint commands"],
     ("jethexa-identify", "--joint-states-topic"): ["1joint_states"],
     ("jethexa-identify", "--setpoints-topic"): ["1joint_states/setpoint"],
+    ("jethexa-identify", "--servo-kp"): ["1e9"],
+    ("jethexa-identify", "--servo-ki"): ["nan"],
+    ("jethexa-identify", "--servo-kd"): ["-0.5"],
+    ("jethexa-identify", "--servo-damping"): [""],
     ("jethexa-identify", "--imu-topic"): ["imu//data"],
     ("jethexa-identify", "--morphology-topic"): ["morph-ology"],
     ("jethexa-identify", "--ground-truth-topic"): [""],
@@ -119,6 +123,10 @@ BAD = {  # (script, option) -> bad values
     ("jethexa-calibrate", "--morphology-topic"): ["morph-ology"],
     ("jethexa-calibrate", "--ground-truth-topic"): [""],
     ("jethexa-calibrate", "--max-gap"): ["0"],
+    ("jethexa-calibrate", "--servo-kp"): ["0", "x"],
+    ("jethexa-calibrate", "--servo-ki"): ["-1"],
+    ("jethexa-calibrate", "--servo-kd"): ["101"],
+    ("jethexa-calibrate", "--servo-damping"): ["measured"],
 }
 
 

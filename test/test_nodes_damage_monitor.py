@@ -162,6 +162,16 @@ def test_garbage_set_points_are_rejected_each_and_the_body_estimate_keeps_pairin
     assert mon.rejected.get("joint_states/setpoint", 0) == len(garbage) and graph.spin_error is None
 
 
+def test_the_body_estimate_reads_the_load_with_the_servo_law_given(graph):
+    """``body_servo_kp/ki/kd/damping`` reach the estimator; a value outside its range falls back to the default
+    (the emulated servo's law) with one rejection naming it."""
+    mon = graph.add(DamageMonitor, {"body_estimate": True, "body_servo_ki": 0.0, "body_servo_damping": "rate"})
+    assert (mon.body.kp, mon.body.ki, mon.body.kd, mon.body.damping) == (50.0, 0.0, 1.0, "rate")
+    mon = graph.add(DamageMonitor, {"body_estimate": True, "body_servo_kp": 0.0, "body_servo_damping": "measured"})
+    assert (mon.body.kp, mon.body.damping) == (50.0, "error")
+    assert mon.rejected.get("parameter body_servo_kp") == 1 and mon.rejected.get("parameter body_servo_damping") == 1
+
+
 def test_wake_on_chooses_the_input_that_wakes_the_monitor_and_polls_the_other(graph):
     """``wake_on``: joint_states (default) wakes the node and its IMU is polled (taken at those wake-ups), or the
     reverse with imu/data (beside the predictor); a value outside the two falls back to the default."""

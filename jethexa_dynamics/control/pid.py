@@ -11,7 +11,7 @@ rad/s, N·m; gains per joint (N·m/rad, N·m·s/rad, N·m/(rad·s)).
 import numpy as np
 from numba import njit
 
-PAPER_GAINS = (50.0, 10.0, 1.0)   # (kp, ki, kd) of Farghdani et al. Sec. VI-A
+from .servo_law import PAPER_GAINS  # noqa: F401 (the paper's gains: this module's defaults, re-exported)
 
 
 @njit(cache=True)

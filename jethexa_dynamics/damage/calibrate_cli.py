@@ -17,9 +17,9 @@ from jethexa_dynamics.validation import bag_io
 from jethexa_dynamics.validation.cli import add_window_and_topic_arguments, topics_from_args
 from jethexa_dynamics.validation.errors import BagError
 
-from .body_load import TIMING_NOTE, BodyLoadEstimator, implausible
+from .body_load import TIMING_NOTE, implausible
 from .identification import DamageIdentifier
-from .identify_cli import body_unreadable, identify
+from .identify_cli import add_servo_law_arguments, body_estimator, body_unreadable, identify
 
 
 def build_parser():
@@ -39,6 +39,7 @@ def build_parser():
     p.add_argument("--min-seconds", type=number(5.0, 3600.0, unit="s"), default=20.0, metavar="S",
                    help="healthy walking the estimate must rest on, [5, 3600] s (default 20)")
     add_window_and_topic_arguments(p)
+    add_servo_law_arguments(p)
     return p
 
 
@@ -51,7 +52,7 @@ def run(args) -> dict:
     why = body_unreadable(bag, robot)
     if why:
         raise ValueError("%s: %s; not written" % (bag.path, why))
-    body = BodyLoadEstimator(robot)
+    body = body_estimator(robot, args)
     identify(bag, DamageIdentifier(robot), [3] * len(robot.leg_names), body)
     est = body.estimate(min_seconds=args.min_seconds)
     if est is None:

@@ -18,7 +18,8 @@ hypotheses' probabilities over time)::
 that leg's probability is at least ``AMBIGUOUS_SHARE`` (0.2): the motion did not tell them apart.
 ``body`` (null with less than 5 s of usable walking, when joint_states messages carry only some joints, or for an
 estimate no body can have): the main body's mass and CoM (base_link; z the URDF's) from the servos' load
-(:mod:`~jethexa_dynamics.damage.body_load`, the emulated servo's gains), beside the URDF's.
+(:mod:`~jethexa_dynamics.damage.body_load`, the servo law of ``--servo-kp/-ki/-kd/-damping``: by default
+the emulated servo's), beside the URDF's.
 Exit status 0 done, 2 bad bag or option (one line on stderr, before any work).
 """
 from __future__ import annotations
@@ -44,6 +45,28 @@ from .identification import FORMAT, DamageIdentifier, IdentifierConfig
 def _initial_spec(text: str):
     from jethexa_dynamics.model import LeggedRobot, Morphology
     return Morphology.parse(LeggedRobot.jethexa(), text)
+
+
+def add_servo_law_arguments(p: argparse.ArgumentParser) -> None:
+    """The servo law the body estimate reads the load with (``control.servo_law``; damage_monitor's
+    ``body_servo_*`` parameters): ``--servo-kp``, ``--servo-ki``, ``--servo-kd``, ``--servo-damping``."""
+    from jethexa_dynamics.cli_args import number
+    from jethexa_dynamics.control.servo_law import PAPER_GAINS, SERVO_DAMPING, SERVO_GAINS
+
+    g = p.add_argument_group("servo law (the body estimate)")
+    for (name, lo, hi, unit), default in zip(SERVO_GAINS, PAPER_GAINS):
+        g.add_argument("--servo-" + name, type=number(lo, hi, unit=unit), default=default, metavar="X",
+                       help="the servos' %s, [%g, %g] %s (default %g, the emulated servo's)" % (
+                           name, lo, hi, unit, default))
+    g.add_argument("--servo-damping", choices=SERVO_DAMPING, default=SERVO_DAMPING[0],
+                   help="where the servos' kd acts: error (the tracking error's rate, the emulated servo) or rate "
+                        "(the joint's own rate, a position actuator) (default error)")
+
+
+def body_estimator(robot, args) -> BodyLoadEstimator:
+    """The body estimator with the servo law of ``args`` (``add_servo_law_arguments``)."""
+    return BodyLoadEstimator(robot, gains=(args.servo_kp, args.servo_ki, args.servo_kd),
+                             damping=args.servo_damping)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--initial", default="healthy", metavar="SPEC", type=checked(_initial_spec),
                    help="morphology at the bag start: healthy, LM:1, 'LM:1 RR:1', scenario2 ... (default healthy)")
     add_window_and_topic_arguments(p)   # as jethexa-validate (the morphology topic counts as servo evidence)
+    add_servo_law_arguments(p)
     g = p.add_argument_group("output")
     g.add_argument("--out", metavar="DIR", default=None, type=output_dir,
                    help="output directory (default: <bag>_identify)")
@@ -227,7 +251,7 @@ def run(args) -> dict:
     bag = bag_io.read_bag(args.bag, topics=topics, start=args.start, end=args.end, max_gap=args.max_gap)
     idf = DamageIdentifier(robot, window=args.window, threshold=args.threshold, confirm=args.confirm,
                            morphology=initial)
-    body = None if body_unreadable(bag, robot) else BodyLoadEstimator(robot)
+    body = None if body_unreadable(bag, robot) else body_estimator(robot, args)
     wall = identify(bag, idf, initial, body)
     out = Path(args.out) if args.out else bag.path.parent / (bag.path.name + "_identify")
     out.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,8 @@ Body estimate (``body_estimate``, off by default): the body's mass and CoM from 
 driver's ``joint_states/setpoint`` (each servo's set-point at its own reading), ``joint_commands`` (the swing
 phase) and ``imu/data`` (the attitude), while the morphology is healthy; on ``body/inertia``
 (geometry_msgs/InertiaStamped, frame base_link: m and com; the inertia tensor is not estimated, zero) and on
-``/diagnostics`` (``body_mass``, ``body_com``), at ``check_rate``. Its CPU is the ``body`` stage.
+``/diagnostics`` (``body_mass``, ``body_com``), at ``check_rate``. Its CPU is the ``body`` stage. The servos' law it
+reads the load with: ``body_servo_kp``, ``body_servo_ki``, ``body_servo_kd``, ``body_servo_damping``.
 
 Active probe (``probe``, on by default; issue 23 point 1): when the identifier names a broken leg (with
 ``probe_always`` false: only when its event lists ``alternatives``, link counts of that leg the walk could not rule
@@ -293,7 +294,9 @@ class DamageMonitor(ThinNode):
         if self.p["body_estimate"]:
             from jethexa_dynamics.damage.body_load import BodyLoadEstimator, ReadingPairs
 
-            self.body = BodyLoadEstimator(jethexa(), window=self.p["body_window"])
+            p = self.p
+            self.body = BodyLoadEstimator(jethexa(), window=p["body_window"], damping=p["body_servo_damping"],
+                                          gains=(p["body_servo_kp"], p["body_servo_ki"], p["body_servo_kd"]))
             self.body_pairs = ReadingPairs(self.joint_names)
             self.body_pub = self.create_publisher(InertiaStamped, "body/inertia", RELIABLE_QOS)
             self.sub(JointState, "joint_states/setpoint", self._on_setpoints, SENSOR_QOS, wake=False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from jethexa_dynamics.control.servo_law import PAPER_GAINS, SERVO_DAMPING, SERVO_GAINS
 from jethexa_dynamics.hardware.protocol import MAX_MOVE_TIME_S
 
 from .param_spec import ParamError, ParamSet, ParamSpec, config_dir, load_node_yaml  # noqa: F401 (re-exported)
@@ -248,6 +249,17 @@ DAMAGE_MONITOR = ParamSet("damage_monitor", [
       read_only=True),
     P("body_window", "double", 30.0, "body estimate: forgetting time constant", lo=1.0, hi=600.0, unit="s",
       read_only=True),
+    *[P("body_servo_" + name, "double", default, "body estimate: the servo law's " + what, lo=lo, hi=hi,
+        unit=unit, read_only=True)
+      for (name, lo, hi, unit), default, what in zip(SERVO_GAINS, PAPER_GAINS, (
+          "stiffness kp (its tracking error times kp is the torque it holds; the emulated servo's, the paper's; "
+          "a real servo's is found once against a known body, docs/identification.md)",
+          "integral gain ki (0: a servo without one, MuJoCo's position actuator)",
+          "derivative gain kd (see body_servo_damping)"))],
+    P("body_servo_damping", "string", "error", "body estimate: where the servo's kd acts: error (kd on the "
+      "tracking error's rate: the paper's PID, the emulated servo; averages out) or rate (kd on the joint's own "
+      "rate, a position actuator's damping: modelled from the moves; damage/body_load.py SERVO_DAMPING)",
+      choices=SERVO_DAMPING, read_only=True),
     P("probe", "bool", True, "active probe (damage.active_probe): when the identifier names a broken leg (with "
       "probe_always false: only when its event lists alternatives, other link counts the walk could not rule "
       "out), stand on the other legs, have the gait controller move the leg for 2 s (damage/probe) and score its "
