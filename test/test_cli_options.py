@@ -124,6 +124,7 @@ BAD = {  # (script, option) -> bad values
     ("jethexa-calibrate", "--ground-truth-topic"): [""],
     ("jethexa-calibrate", "--max-gap"): ["0"],
     ("jethexa-calibrate", "--servo-kp"): ["0", "x"],
+    ("jethexa-calibrate", "--known-body-mass"): ["0", "-1.35", "heavy"],
     ("jethexa-calibrate", "--servo-ki"): ["-1"],
     ("jethexa-calibrate", "--servo-kd"): ["101"],
     ("jethexa-calibrate", "--servo-damping"): ["measured"],

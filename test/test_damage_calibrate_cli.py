@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+import yaml
 
 from jethexa_dynamics.damage import calibrate_cli
 from jethexa_dynamics.model import LeggedRobot, body_params
@@ -40,6 +41,31 @@ def test_calibrate_writes_the_body_and_validate_replays_on_it(heavy_bag, tmp_pat
     assert reports["calibrated"]["options"]["params"] == str(out)
     z = {k: r["results"][0]["overall"]["position"]["mean_xyz_m"][2] for k, r in reports.items()}
     assert abs(z["calibrated"]) < abs(z["urdf"]), z
+
+
+@pytest.mark.slow
+def test_a_known_body_gives_the_servos_law(heavy_bag, tmp_path, capsys):
+    """``--known-body-mass``: the bag's body known (the plant's, 1.6875 kg), the servos' gains given 20 % low:
+    calibrate tries both dampings, keeps the plant's own law (the engine's PID: kd on the error) and scales the
+    gains back to the plant's (50, 10, 1; the oracle) within 5 %, and writes them with the body as damage_monitor
+    takes them."""
+    from jethexa_dynamics.nodes.params import DAMAGE_MONITOR
+
+    out = tmp_path / "law.yaml"
+    truth = LeggedRobot.jethexa().description.body_mass * SCALE
+    assert calibrate_cli.main([str(heavy_bag), "--out", str(out), "--known-body-mass", str(truth),
+                               "--servo-kp", "40", "--servo-ki", "8", "--servo-kd", "0.8"]) == 0
+    assert "servo law: damping error" in capsys.readouterr().out
+    values = yaml.safe_load(out.read_text())["/**"]["ros__parameters"]
+    assert values["body_servo_damping"] == "error"
+    np.testing.assert_allclose([values["body_servo_" + k] for k in ("kp", "ki", "kd")], [50.0, 10.0, 1.0],
+                               rtol=0.05)
+    for name, value in values.items():
+        if name.startswith("body_servo_"):
+            DAMAGE_MONITOR.specs[name].validate(value)
+    params = body_params.read(out)
+    assert abs(params.mass - truth) <= 0.01 * truth
+    assert np.linalg.norm(np.subtract(params.com_offset, OFFSET)[:2]) <= 0.005, params
 
 
 @pytest.mark.slow

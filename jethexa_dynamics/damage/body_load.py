@@ -476,6 +476,38 @@ class ReadingPairs:
         return tq, q, s
 
 
+@dataclass
+class ServoLawFit:
+    """The servo law found from walking with a known body (``fit_servo_law``): ``gains`` (kp, ki, kd) and
+    ``damping``, the ``scale`` the given gains were multiplied by, the body estimated with them (``body``) and
+    the estimate each damping gave with the given gains (``tried``: damping -> BodyEstimate or None)."""
+    gains: tuple
+    damping: str
+    scale: float
+    body: Optional[BodyEstimate]
+    tried: dict
+
+
+def fit_servo_law(estimate_with, known_mass: float, legs_mass: float,
+                  gains: Sequence[float] = PAPER_GAINS) -> Optional[ServoLawFit]:
+    """The servo law (where kd acts, and the gains' scale) under which walking with a body of ``known_mass`` [kg]
+    reads that mass. ``estimate_with(laws)`` reads the same data through each law of ``laws`` ((gains, damping)
+    pairs) and returns their ``BodyEstimate``s (None where too little data). Each damping (``SERVO_DAMPING``) is
+    tried with ``gains``; the one whose estimate of the whole robot's weight is nearer (by ratio) is kept, and the
+    gains are scaled by (known + legs) / (estimated + legs), the robot's known over its estimated weight (the feet
+    carry the whole robot; the estimated force is linear in the gains); then the body is estimated with the scaled
+    gains. None if no damping gave an estimate."""
+    laws = [(tuple(float(g) for g in gains), d) for d in SERVO_DAMPING]
+    tried = dict(zip(SERVO_DAMPING, estimate_with(laws)))
+    ratios = {d: (known_mass + legs_mass) / (e.mass + legs_mass) for d, e in tried.items()
+              if e is not None and e.mass + legs_mass > 0}
+    if not ratios:
+        return None
+    damping = min(ratios, key=lambda d: abs(math.log(ratios[d])))
+    scaled = tuple(float(g) * ratios[damping] for g in gains)
+    return ServoLawFit(scaled, damping, ratios[damping], estimate_with([(scaled, damping)])[0], tried)
+
+
 #: what a body estimate may be beside the URDF's (mass ratio, CoM shift [m]); beyond, the data did not carry the
 #: load (see ``implausible``)
 PLAUSIBLE = ((0.5, 2.0), 0.05)

@@ -106,9 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def identify(bag, idf, initial, body=None):
-    """Feed ``bag`` (``BagData``) through ``idf`` (and ``body``, a ``BodyLoadEstimator``, told the identifier's
-    morphology); returns the wall time (s)."""
+def identify(bag, idf, initial, *bodies):
+    """Feed ``bag`` (``BagData``) through ``idf`` (and ``bodies``, ``BodyLoadEstimator``s, each told the
+    identifier's morphology); returns the wall time (s)."""
     from jethexa_dynamics.validation.replay import COMMAND, IMU, JOINT_STATES, MORPHOLOGY, bag_events, joint_matrix
 
     index = {n: k for k, n in enumerate(idf.joint_names)}
@@ -119,12 +119,12 @@ def identify(bag, idf, initial, body=None):
     js = None if bag.joint_states is None else joint_matrix(bag.joint_states, idf.joint_names)
     # the body estimator takes only the joints each message read (a bus reads a few servos per cycle), with each
     # one's set-point at its reading where the bag has servo_driver's (joint_states/setpoint)
-    read = None if js is None or body is None else np.where(carried_matrix(bag.joint_states, idf.joint_names),
-                                                           js, np.nan)
+    read = None if js is None or not bodies else np.where(carried_matrix(bag.joint_states, idf.joint_names),
+                                                         js, np.nan)
     sp = None if read is None or bag.setpoints is None else joint_matrix(bag.setpoints, idf.joint_names)
     cmd, imu, mo = bag.commands, bag.imu, bag.morphology
     tic = time.perf_counter()
-    sinks = (idf,) if body is None else (idf, body)
+    sinks = (idf,) + bodies
     for t, kind, i in bag_events(bag):
         i, kind = int(i), int(kind)
         if kind == COMMAND:
@@ -135,11 +135,11 @@ def identify(bag, idf, initial, body=None):
                 s.on_imu(t, imu.quat[i], imu.gyro[i], imu.accel[i])
         elif kind == JOINT_STATES:
             idf.on_joints(t, js[i])
-            if body is not None:
+            for body in bodies:
                 body.on_joints(t, read[i], None if sp is None else sp[i])
         elif kind == MORPHOLOGY:
             idf.on_servo_morphology(t, [min(int(a), b) for a, b in zip(mo.links[i], initial)])
-        if body is not None:
+        for body in bodies:
             body.on_morphology(idf.morphology)
     return time.perf_counter() - tic
 
@@ -252,7 +252,7 @@ def run(args) -> dict:
     idf = DamageIdentifier(robot, window=args.window, threshold=args.threshold, confirm=args.confirm,
                            morphology=initial)
     body = None if body_unreadable(bag, robot) else body_estimator(robot, args)
-    wall = identify(bag, idf, initial, body)
+    wall = identify(bag, idf, initial, *(() if body is None else (body,)))
     out = Path(args.out) if args.out else bag.path.parent / (bag.path.name + "_identify")
     out.mkdir(parents=True, exist_ok=True)
     rep = report(idf, bag.window[0], initial, wall, bag, body)

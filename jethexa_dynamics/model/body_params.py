@@ -93,13 +93,16 @@ def body_of(robot) -> Tuple[float, np.ndarray]:
     return float(data[kernels.D_BODY_MASS][0]), np.asarray(data[kernels.D_BODY_COM], dtype=float).reshape(3).copy()
 
 
-def write(path, params: BodyParams, comment: Sequence[str] = ()) -> Path:
-    """Write ``params`` as a ROS 2 parameters file (for every node, ``/**``); ``comment`` lines go on top."""
+def write(path, params: BodyParams, comment: Sequence[str] = (), extra: Sequence[Tuple[str, object]] = ()) -> Path:
+    """Write ``params`` as a ROS 2 parameters file (for every node, ``/**``); ``comment`` lines go on top;
+    ``extra`` (name, number or word) parameters go beside them (e.g. damage_monitor's servo law)."""
     path = Path(path)
     lines = ["# " + c for c in comment]
     # fixed-point: every value a YAML float (YAML 1.1 reads 2e-05 as a string) and one type per list (rcl's rule)
     lines += ["/**:", "  ros__parameters:", "    body_mass: %.6f" % params.mass,
-              "    body_com_offset: [%s]" % ", ".join("%.6f" % float(v) for v in params.com_offset), ""]
+              "    body_com_offset: [%s]" % ", ".join("%.6f" % float(v) for v in params.com_offset)]
+    lines += ["    %s: %s" % (k, v if isinstance(v, str) else "%.6f" % float(v)) for k, v in extra]
+    lines.append("")
     path.write_text("\n".join(lines))
     return path
 
