@@ -72,7 +72,8 @@ def run(args) -> dict:
     if args.known_body_mass is None:
         est = estimate_with([(gains, args.servo_damping)])[0]
     else:
-        law = fit_servo_law(estimate_with, args.known_body_mass, BodyLoadEstimator(robot).legs_mass, gains)
+        legs = float(robot.total_mass) - float(robot.description.body_mass)
+        law = fit_servo_law(estimate_with, args.known_body_mass, legs, gains)
         est = None if law is None else law.body
     if est is None:
         raise ValueError("%s: %.1f s of healthy walking with a swing phase on every leg; --min-seconds asks for "
