@@ -112,6 +112,24 @@ def test_the_servos_law_found_once_against_the_urdf_body_reads_a_heavier_one_on_
     assert abs(e.mass - 1.25 * BODY) <= 0.05 * 1.25 * BODY and np.linalg.norm(e.com[:2] - [0.01, 0.0]) <= 0.005, e
 
 
+def test_fit_servo_law_keeps_the_nearer_damping_and_scales_the_gains_to_the_known_weight():
+    """``fit_servo_law`` with a reader whose estimate is linear in the gains (the force plate's): the damping whose
+    weight is nearer by ratio is kept, the gains scaled by the known over the estimated weight, and the scaled law
+    read once more; no estimate at all -> None."""
+    from jethexa_dynamics.damage.body_load import BodyEstimate, fit_servo_law
+
+    legs, known = 1.2, 1.35
+    weight = {"error": 4.0, "rate": 2.3}          # the robot's weight [kg] each damping reads with gains x1
+
+    def reader(laws):
+        return [BodyEstimate(weight[d] * g[0] / 50.0 - legs, np.zeros(3), 30.0) for g, d in laws]
+    law = fit_servo_law(reader, known, legs)
+    assert law.damping == "rate" and law.scale == pytest.approx(2.55 / 2.3)
+    assert law.gains == pytest.approx(tuple(g * 2.55 / 2.3 for g in (50.0, 10.0, 1.0)))
+    assert law.body.mass == pytest.approx(known) and law.tried["error"].mass == pytest.approx(2.8)
+    assert fit_servo_law(lambda laws: [None] * len(laws), known, legs) is None
+
+
 def test_a_servo_damping_its_joints_rate_is_modelled_as_its_set_point_rate_through_its_lag():
     """``damping='rate'``: the joint's rate is the set-point rate through the first-order lag kd/kp (the servo
     kp (s - q) - kd qdot, unloaded, no inertia): checked against that ODE integrated finely, over ramps that
