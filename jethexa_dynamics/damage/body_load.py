@@ -38,7 +38,7 @@ the stance sweeps each joint one way and the swing the other, and around each li
 its set-point by kd/kp, so the swings' baseline and the stance read different mean rates; the estimator then adds
 -kd qdot with the rate modelled from the moves (``_follow_moves``: the set-point rate through the lag kd/kp). On
 the MuJoCo plant (kp 50, kv 1, no integral; body +25 %, CoM +1 cm, 30 s) the 'error' law reads the mass +146 %,
-the 'rate' law -3..-9 % and the CoM within 3.2 mm (``test/test_damage_body_load.py``). A real servo's law is not
+the 'rate' law -3..-9 % and the CoM within 3.7 mm (``test/test_damage_body_load.py``). A real servo's law is not
 published: it is found once against a known body (the URDF's, or weighed; docs/identification.md). Also a
 healthy morphology (a leg that lost links breaks the force balance: samples are not used while the
 morphology is not the healthy one); level, rigid ground. Servo zero offsets are not observable this way (a
