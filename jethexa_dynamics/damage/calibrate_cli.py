@@ -20,7 +20,7 @@ from jethexa_dynamics.validation.errors import BagError
 
 from .body_load import TIMING_NOTE, BodyLoadEstimator, fit_servo_law, implausible
 from .identification import DamageIdentifier
-from .identify_cli import add_servo_law_arguments, body_unreadable, identify
+from .identify_cli import add_servo_law_arguments, body_unreadable, identify, servo_law
 
 
 def build_parser():
@@ -67,10 +67,10 @@ def run(args) -> dict:
         seconds[0] = bodies[0].seconds
         return [b.estimate(min_seconds=args.min_seconds) for b in bodies]
 
-    gains = (args.servo_kp, args.servo_ki, args.servo_kd)
+    gains, damping = servo_law(args)
     law = None
     if args.known_body_mass is None:
-        est = estimate_with([(gains, args.servo_damping)])[0]
+        est = estimate_with([(gains, damping)])[0]
     else:
         legs = float(robot.total_mass) - float(robot.description.body_mass)
         law = fit_servo_law(estimate_with, args.known_body_mass, legs, gains)

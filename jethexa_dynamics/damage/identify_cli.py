@@ -63,10 +63,9 @@ def add_servo_law_arguments(p: argparse.ArgumentParser) -> None:
                         "(the joint's own rate, a position actuator) (default error)")
 
 
-def body_estimator(robot, args) -> BodyLoadEstimator:
-    """The body estimator with the servo law of ``args`` (``add_servo_law_arguments``)."""
-    return BodyLoadEstimator(robot, gains=(args.servo_kp, args.servo_ki, args.servo_kd),
-                             damping=args.servo_damping)
+def servo_law(args):
+    """The servo law of ``args`` (``add_servo_law_arguments``): ((kp, ki, kd), damping)."""
+    return (args.servo_kp, args.servo_ki, args.servo_kd), args.servo_damping
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -251,7 +250,8 @@ def run(args) -> dict:
     bag = bag_io.read_bag(args.bag, topics=topics, start=args.start, end=args.end, max_gap=args.max_gap)
     idf = DamageIdentifier(robot, window=args.window, threshold=args.threshold, confirm=args.confirm,
                            morphology=initial)
-    body = None if body_unreadable(bag, robot) else body_estimator(robot, args)
+    gains, damping = servo_law(args)
+    body = None if body_unreadable(bag, robot) else BodyLoadEstimator(robot, gains=gains, damping=damping)
     wall = identify(bag, idf, initial, *(() if body is None else (body,)))
     out = Path(args.out) if args.out else bag.path.parent / (bag.path.name + "_identify")
     out.mkdir(parents=True, exist_ok=True)
