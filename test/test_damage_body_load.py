@@ -128,6 +128,8 @@ def test_fit_servo_law_keeps_the_nearer_damping_and_scales_the_gains_to_the_know
     assert law.gains == pytest.approx(tuple(g * 2.55 / 2.3 for g in (50.0, 10.0, 1.0)))
     assert law.body.mass == pytest.approx(known) and law.tried["error"].mass == pytest.approx(2.8)
     assert fit_servo_law(lambda laws: [None] * len(laws), known, legs) is None
+    with pytest.raises(ValueError, match="no damping reads a positive weight"):
+        fit_servo_law(lambda laws: [BodyEstimate(-legs - 0.1, np.zeros(3), 30.0)] * len(laws), known, legs)
 
 
 def test_a_servo_damping_its_joints_rate_is_modelled_as_its_set_point_rate_through_its_lag():

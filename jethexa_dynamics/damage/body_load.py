@@ -496,13 +496,18 @@ def fit_servo_law(estimate_with, known_mass: float, legs_mass: float,
     tried with ``gains``; the one whose estimate of the whole robot's weight is nearer (by ratio) is kept, and the
     gains are scaled by (known + legs) / (estimated + legs), the robot's known over its estimated weight (the feet
     carry the whole robot; the estimated force is linear in the gains); then the body is estimated with the scaled
-    gains. None if no damping gave an estimate."""
+    gains. None if no damping gave an estimate (too little data); ValueError if none read a positive weight (the
+    gains too far from the servo's to scale)."""
     laws = [(tuple(float(g) for g in gains), d) for d in SERVO_DAMPING]
     tried = dict(zip(SERVO_DAMPING, estimate_with(laws)))
+    if all(e is None for e in tried.values()):
+        return None
     ratios = {d: (known_mass + legs_mass) / (e.mass + legs_mass) for d, e in tried.items()
               if e is not None and e.mass + legs_mass > 0}
     if not ratios:
-        return None
+        raise ValueError("with gains %s no damping reads a positive weight (%s): give gains nearer the servos'" % (
+            tuple(gains), ", ".join("%s %.3f kg" % (d, e.mass + legs_mass) for d, e in tried.items()
+                                    if e is not None)))
     damping = min(ratios, key=lambda d: abs(math.log(ratios[d])))
     scaled = tuple(float(g) * ratios[damping] for g in gains)
     return ServoLawFit(scaled, damping, ratios[damping], estimate_with([(scaled, damping)])[0], tried)
