@@ -108,7 +108,7 @@ def test_unreachable_targets_raise_clear_errors(geo):
     ('<origin xyz="0.123 0 0" rpy="0 0 0"/>', '<origin xyz="0.123 0.01 0" rpy="0 0 0"/>'),            # foot off-axis
 ])
 def test_leg_layout_outside_the_closed_form_is_refused(old, new):
-    """Each assumption of the closed form (URDF layout documented in DEV_NOTES) is checked: changing one of
+    """Each assumption of the closed form (URDF layout documented in docs/development.md) is checked: changing one of
     them on the first leg (LF) is refused with the leg named; the bundled URDF is accepted (fixture ``geo``)."""
     from jethexa_dynamics.model.urdf import parse_urdf_string
     with open(URDF) as f:

@@ -18,7 +18,7 @@ def test_names_and_dimensions(hexa):
 
 
 def test_paper_damage_scenarios_dimensions(hexa):
-    # paper leg numbers: 1=RF 2=LF 3=RM 4=LM 5=RR 6=LR (docs/DEV_NOTES.md)
+    # paper leg numbers: 1=RF 2=LF 3=RM 4=LM 5=RR 6=LR (docs/development.md)
     d1 = hexa.with_morphology(Morphology.healthy(hexa).without_leg("RM").without_leg("LM"))
     assert d1.nv == 18 and d1.tip_jacobian(np.zeros(12)).shape == (24, 18)
     assert list(d1.morphology.leg_existence) == [1, 0, 1, 1, 0, 1]

@@ -6,7 +6,7 @@ foot, tibia bent 85 deg down from the femur line at zero angle). Masses/inertias
 (body 1.35 kg, links 0.02/0.07/0.11 kg). The paper's body frame has x lateral, y forward; REP-103 has x
 forward, y left, so the paper's (Ixb, Iyb, Izb) = (46, 9.36, 52)e-4 become (Ixx, Iyy, Izz) = (9.36, 46, 52)e-4.
 Link frames have x along the link, so the link's smallest inertia (Table II "xx") is about x; the link CoM is
-at mid-length (not in the paper: an assumption, documented in the README).
+at mid-length (not in the paper: an assumption, documented in docs/model.md).
 
 Joint axes (our choice, the paper gives none): coxa about +z of its mount (positive = counter-clockwise seen
 from above); femur and tibia about -y of the leg frame, so positive angles lift the link.

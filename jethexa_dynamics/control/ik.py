@@ -1,7 +1,7 @@
 """Closed-form forward/inverse kinematics of the 3-DoF JetHexa leg (coxa yaw, femur and tibia pitch).
 
 Frames and units: positions in metres in ``base_link`` (REP-103, x forward, y left, z up), angles in rad.
-Joint conventions (docs/DEV_NOTES.md): the coxa turns about +z of its mount (positive = CCW from above);
+Joint conventions (docs/development.md): the coxa turns about +z of its mount (positive = CCW from above);
 femur and tibia turn about -y of the leg frame (positive lifts the link). At zero the coxa is radial, the
 femur horizontal and the tibia ``bend`` (85 deg) below the femur line. In the vertical plane of the leg,
 with ``r`` the horizontal distance from the coxa axis and ``z`` the height above the hip:
@@ -176,7 +176,7 @@ class LegGeometry:
         """Build from a parsed URDF (``model.urdf.parse_urdf``) and each leg's (coxa, femur, tibia) joints.
 
         ``hip_poses`` (4x4 per leg, base_link) default to the coxa joint origins (coxa on the root link).
-        Checks the leg has the layout the closed form assumes (DEV_NOTES joint conventions).
+        Checks the leg has the layout the closed form assumes (docs/development.md, conventions).
         """
         from jethexa_dynamics.model.urdf import origin_to_matrix
 

@@ -6,7 +6,7 @@ Hiwonder's map (reference §1.3, ``x_joint_control.py``)::
     ticks = center + real * ticks_per_range / (2 * servo_range)
 
 Hiwonder truncates with ``int()``; we round to the nearest tick (half a tick = 0.12 deg less bias).
-Joint angles follow the URDF convention (docs/DEV_NOTES.md); zero = servo centre.
+Joint angles follow the URDF convention (docs/development.md); zero = servo centre.
 """
 from __future__ import annotations
 

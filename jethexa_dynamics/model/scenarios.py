@@ -1,6 +1,6 @@
 """The paper's damage scenarios (Farghdani et al. Sec. VI-B) as morphologies of our robot: the one table.
 
-Paper leg numbers -> ours (docs/DEV_NOTES.md): 1=RF, 2=LF, 3=RM, 4=LM, 5=RR, 6=LR.
+Paper leg numbers -> ours (docs/development.md): 1=RF, 2=LF, 3=RM, 4=LM, 5=RR, 6=LR.
 
 - ``healthy``: all 18 links.
 - ``damage1`` (alias ``scenario1``): legs 3 and 4 removed = RM and LM (one leg of each tripod group);

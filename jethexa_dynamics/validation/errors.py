@@ -1,7 +1,7 @@
 """Typed errors for bag validation.
 
 Every problem with the *input* (the bag, the window, the options) raises a subclass of
-:class:`BagError` (itself a ``ValueError``, see DEV_NOTES) whose message is meant for the user;
+:class:`BagError` (itself a ``ValueError``, see docs/development.md) whose message is meant for the user;
 ``jethexa-validate`` prints it and exits with :data:`EXIT_BAD_INPUT` instead of a traceback.
 """
 from __future__ import annotations
