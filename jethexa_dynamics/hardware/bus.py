@@ -15,6 +15,7 @@ import logging
 import struct
 import threading
 import time
+from collections import deque
 from typing import Callable, Optional, Sequence, Tuple, Union
 
 import serial
@@ -212,6 +213,16 @@ class _SerialBus(ServoBus):
         #: counters for diagnostics
         self.stats = {"requests": 0, "timeouts": 0, "checksum_errors": 0, "stray_replies": 0, "writes": 0}
 
+    def _report(self, t: float, event) -> bool:
+        """Take ``event`` (received at ``t`` [s, monotonic]) if it is an unasked report of the device, not a reply
+        (True); the servos' own bus has none."""
+        return False
+
+    def _flush_stale(self) -> None:
+        """Before a request: drop the bytes received since the last one (late replies) and any partial frame."""
+        self._ser.reset_input_buffer()
+        self._parser.reset()
+
     def _check_open(self) -> None:
         if self._closed:
             raise BusClosedError("%s on %s is closed" % (type(self).__name__, self.port))
@@ -228,10 +239,15 @@ class _SerialBus(ServoBus):
         while True:
             n = self._ser.in_waiting
             chunk = self._ser.read(n) if last_drain else self._ser.read(n if n > 0 else 1)
+            t_chunk = time.monotonic()
+            found = None
             for ev in self._parser.feed(chunk) if chunk else ():
+                if self._report(t_chunk, ev) or found is not None:
+                    continue    # a report (kept), or what came after the reply in its chunk (a report kept)
                 kind = matches(ev)
                 if kind == "ok":
-                    return ev
+                    found = ev
+                    continue
                 if kind == "bad":
                     # our reply, corrupted: it will not come again, fail now instead of at the deadline
                     self.stats["checksum_errors"] += 1
@@ -241,6 +257,8 @@ class _SerialBus(ServoBus):
                     bad = ev
                 else:
                     self.stats["stray_replies"] += 1
+            if found is not None:
+                return found
             if last_drain:
                 break
             if time.monotonic() >= deadline:
@@ -265,8 +283,7 @@ class _SerialBus(ServoBus):
             self._check_open()
             for attempt in range(self.retries + 1):
                 try:
-                    self._ser.reset_input_buffer()  # late replies of an earlier, timed-out request
-                    self._parser.reset()
+                    self._flush_stale()     # late replies of an earlier, timed-out request
                     self.stats["requests"] += 1
                     self._write(request, then_receive=True)
                     return self._await(matches, servo_id, name, timeout)
@@ -498,19 +515,94 @@ class DirectUartBus(_SerialBus):
 class RrcBoardBus(_SerialBus):
     """The Orin-era JetHexa: bus servos behind Hiwonder's STM32 board (0xAA 0x55 + CRC-8, 1 Mbaud, USB).
 
-    A move of all servos is one packet. The board also streams IMU/key/battery packets; they are skipped.
-    A read whose servo does not answer comes back with a non-zero status byte (-> :class:`ServoTimeout`).
-    ``torque_off_sub``/``torque_on_sub``: the board document says 0x0B = off, 0x0C = on; Hiwonder's SDK
-    uses them the other way round, so they are parameters (VERIFY on the robot, see docs/hardware.md).
+    A move of all servos is one packet. A read whose servo does not answer comes back with a non-zero status byte
+    (-> :class:`ServoTimeout`). ``torque_off_sub``/``torque_on_sub``: the board document says 0x0B = off, 0x0C =
+    on; Hiwonder's SDK uses them the other way round, so they are parameters (VERIFY on the robot).
     LED_ERROR, MOVE_START and motor mode are not carried by the board.
+
+    The board also sends, unasked, IMU and battery reports (and keys, gamepad) in the same byte stream as the
+    servo replies. Every byte read -- while a read waits for its reply, before a request, or by
+    :meth:`poll_reports` (non-blocking: only what has arrived) -- goes through one parser; packets are sorted by
+    function: servo replies to the read waiting for them, the rest to :class:`~.board_reports.BoardReports`
+    (checked, counted in ``board.counts``), whose IMU and battery reports wait, stamped with the monotonic time
+    their bytes were read, until :meth:`take_reports`. Nothing is ever waited for on their account.
     """
+
+    #: reports kept between two :meth:`take_reports` (the oldest dropped beyond: counted in ``reports_dropped``)
+    MAX_REPORTS = 1000
 
     def __init__(self, port: str = "/dev/rrc", baudrate: int = R.BAUDRATE, reply_timeout: float = 0.05,
                  retries: int = 0, torque_off_sub: int = R.Sub.TORQUE_OFF, torque_on_sub: int = R.Sub.TORQUE_ON,
                  serial_factory: Optional[Callable[..., serial.SerialBase]] = None):
+        from .board_reports import BoardReports
+
         self._parser = R.PacketParser()
         self.torque_off_sub, self.torque_on_sub = int(torque_off_sub), int(torque_on_sub)
+        self.board = BoardReports()
+        self._reports: deque = deque()
+        self.reports_dropped = 0
         super().__init__(port, baudrate, reply_timeout, retries, serial_factory)
+
+    # -- the board's unasked reports ----------------------------------------------------------------------
+    def _report(self, t: float, event) -> bool:
+        if event.func == R.Func.BUS_SERVO:
+            return False
+        report = self.board.feed(t, event)
+        if report is not None:
+            if len(self._reports) >= self.MAX_REPORTS:
+                self._reports.popleft()
+                self.reports_dropped += 1
+            self._reports.append(report)
+        return True
+
+    def _flush_stale(self) -> None:
+        # read what has arrived (the reports in it are kept) instead of discarding it; a servo packet left
+        # incomplete is an earlier read's late reply: dropped, a report's beginning is kept
+        self._drain(stale=True)
+        if self._parser.pending_func == R.Func.BUS_SERVO:
+            self._parser.reset()
+
+    def _drain(self, stale: bool) -> None:
+        n = self._ser.in_waiting
+        if n <= 0:
+            return
+        chunk = self._ser.read(n)
+        t = time.monotonic()
+        for ev in self._parser.feed(chunk):
+            if not self._report(t, ev) and stale:
+                self.stats["stray_replies"] += 1
+
+    def poll_reports(self) -> list:
+        """Read whatever the board has sent (never waits), then :meth:`take_reports`."""
+        with self._lock:
+            self._check_open()
+            try:
+                self._drain(stale=True)
+            except _PORT_ERRORS as exc:
+                raise BusIOError("servo bus %s: reading the board's reports failed: %s" % (self.port, exc)) from exc
+        return self.take_reports()
+
+    def take_reports(self) -> list:
+        """The reports received since the last call, oldest first (:class:`~.board_reports.ImuReport`,
+        :class:`~.board_reports.BatteryReport`)."""
+        out = []
+        while self._reports:
+            out.append(self._reports.popleft())
+        return out
+
+    def report_counts(self) -> dict:
+        """What the board sent besides the servo replies, by kind (``board_reports.COUNTERS``; unknown functions
+        from the parser), and the reports dropped unread."""
+        counts = dict(self.board.counts, unknown_function=self._parser.unknown_functions)
+        counts["dropped"] = self.reports_dropped
+        return counts
+
+    def fileno(self) -> Optional[int]:
+        """The port's file descriptor (readable when the board has sent something), None if it has none."""
+        try:
+            return self._ser.fileno()
+        except (AttributeError, *_PORT_ERRORS):
+            return None
 
     def read_time(self, kind: str) -> float:
         if kind == "limits":   # READ_VIN_LIMIT (4 value bytes) + READ_TEMP_LIMIT (1)

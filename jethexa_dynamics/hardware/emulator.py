@@ -20,13 +20,17 @@ import math
 import threading
 import time
 from collections import deque
-from typing import Callable, Dict, Mapping, Optional, Tuple, Union
+from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from transforms3d.euler import euler2mat
+
 from . import protocol as P
 from . import rrc as R
+from .board_reports import battery_report, imu_report
 from .errors import ParameterError
+from .mpu6050 import STANDARD_GRAVITY
 from .pty_transport import PtyTransport, Replies
 from .rrc_dispatch import RrcPacketDispatcher
 from .servo_dispatch import ServoFrameDispatcher
@@ -34,6 +38,10 @@ from .servo_faults import FaultSpec, Key, ReplyFaults, parse_faults
 from .servo_model import EmulatedServo
 from .servo_table import ServoTable, load_servo_table
 
+#: the emulated world's gravity [m/s^2] (the simulation engine's): the specific force of a robot at rest
+GRAVITY = 9.81
+#: the battery voltage [mV] the emulated board reports at start (the emulated servos' supply)
+DEFAULT_BATTERY_MV = 11100
 #: each transport's line rate [baud] (``BusEmulator`` ``line_rate='auto'``)
 LINE_RATES = {"uart": P.BAUDRATE, "rrc": R.BAUDRATE}
 
@@ -56,13 +64,37 @@ class BusEmulator:
     (reference §1: 0.868 ms per 10-byte frame), and ``JointServoBus(line_model=True)`` times its set-points so;
     a reply leaves when its bytes are through the line too (a read written right after an 18-servo move is
     answered 16.8 ms later) and carries the world at its frame's time.
+
+    The board (``transport='rrc'``) also sends, unasked, what Hiwonder's board sends beside the servo replies
+    (:mod:`.board_reports`, the layout of Hiwonder's SDK): an IMU report every ``1/imu_rate`` s (default 100 Hz:
+    the rate of the Nano kit's MPU6050 sampling, so that both kits feed the models alike; Hiwonder's own node
+    reads at most 50 Hz, the firmware's rate is not documented; 0: a board that streams no IMU) from the motion
+    the simulation gives (:meth:`set_imu`; at rest, level, until then), turned into the chip's axes by
+    ``imu_mount_rpy`` (the chip's axes in base_link, as a URDF origin's rpy), with noise; and a battery report
+    every ``1/battery_rate`` s (default 1 Hz: a battery's voltage moves over minutes) of :attr:`battery_mv`.
+    They go over the board's USB link, not the servo line: ``line_rate`` does not hold them.
     """
 
     def __init__(self, servo_table: Optional[ServoTable] = None, faults=None, transport: str = "uart",
                  time_fn: Callable[[], float] = time.monotonic, seed: Optional[int] = 0,
-                 reply_delay_s: float = 0.0, line_rate: Union[str, int, None] = None):
+                 reply_delay_s: float = 0.0, line_rate: Union[str, int, None] = None, imu_rate: float = 100.0,
+                 battery_rate: float = 1.0, imu_mount_rpy: Sequence[float] = (0.0, 0.0, -math.pi / 2),
+                 accel_noise: float = 0.025, gyro_noise: float = 6e-4):
         if transport not in ("uart", "rrc"):
             raise ParameterError("transport", transport, detail="expected 'uart' or 'rrc'")
+        for name, v in (("imu_rate [Hz]", imu_rate), ("battery_rate [Hz]", battery_rate)):
+            if not (math.isfinite(v) and 0.0 <= v <= 1000.0):
+                raise ParameterError(name, v, 0.0, 1000.0)
+        self.imu_rate, self.battery_rate = float(imu_rate), float(battery_rate)
+        self._to_chip = euler2mat(*map(float, imu_mount_rpy), "sxyz").T     # chip = M^T body
+        self.accel_noise, self.gyro_noise = float(accel_noise), float(gyro_noise)
+        self._imu_rng = np.random.default_rng(seed)
+        self._imu_state = (np.zeros(3), np.array([0.0, 0.0, GRAVITY]))   # at rest, level
+        #: the battery's voltage [mV] the board reports (:meth:`set_voltage` for all servos sets it too)
+        self.battery_mv = DEFAULT_BATTERY_MV
+        #: the board's unasked reports sent so far
+        self.imu_reports_sent = 0
+        self.battery_reports_sent = 0
         if line_rate == "auto":
             line_rate = LINE_RATES[transport]
         if line_rate is not None and not (isinstance(line_rate, (int, float)) and 1200 <= line_rate <= 10_000_000):
@@ -102,8 +134,37 @@ class BusEmulator:
     # -- lifecycle --------------------------------------------------------------------------------------
     def start(self) -> "BusEmulator":
         """Open the pty and serve in a background thread. Returns self (``.port`` is set)."""
+        if self.transport == "rrc" and not self._pty._streams:
+            if self.imu_rate > 0:
+                self._pty.stream(1.0 / self.imu_rate, self._imu_packet)
+            if self.battery_rate > 0:
+                self._pty.stream(1.0 / self.battery_rate, self._battery_packet)
         self._pty.start()
         return self
+
+    # -- the board's unasked reports (transport rrc) ----------------------------------------------------------
+    def set_imu(self, gyro_body: Sequence[float], specific_force_body: Sequence[float]) -> None:
+        """The motion the board's IMU reports from now on: body rates [rad/s] and specific force [m/s^2] at the
+        IMU, in base_link axes (``sim.engine.Engine.imu``)."""
+        state = (np.array(gyro_body, dtype=float), np.array(specific_force_body, dtype=float))
+        with self._lock:
+            self._imu_state = state
+
+    def set_battery(self, mv: int) -> None:
+        """The battery voltage [mV] the board reports (the servos' supply is :meth:`set_voltage`)."""
+        self.battery_mv = int(mv)
+
+    def _imu_packet(self) -> bytes:
+        with self._lock:
+            gyro, force = self._imu_state
+        accel = self._to_chip @ force + self._imu_rng.normal(0.0, self.accel_noise, 3)
+        rate = self._to_chip @ gyro + self._imu_rng.normal(0.0, self.gyro_noise, 3)
+        self.imu_reports_sent += 1
+        return imu_report((accel / STANDARD_GRAVITY).tolist(), np.degrees(rate).tolist())
+
+    def _battery_packet(self) -> bytes:
+        self.battery_reports_sent += 1
+        return battery_report(min(max(self.battery_mv, 0), 0xFFFF))
 
     def stop(self) -> None:
         """Stop serving and close the pty (clients then see a hang-up)."""
@@ -237,8 +298,11 @@ class BusEmulator:
             return self._servo(key).loaded
 
     def set_voltage(self, mv: int, key: Optional[Key] = None) -> None:
-        """Supply voltage [mV] seen by one servo (or all); outside its VIN limits it unloads."""
+        """Supply voltage [mV] seen by one servo (or all: the battery's, which the board reports too); outside its
+        VIN limits a servo unloads."""
         with self._lock:
+            if key is None:
+                self.battery_mv = int(mv)
             t = self.time_fn()
             for s in ([self._servo(key)] if key is not None else self._servos.values()):
                 s.vin_mv = int(mv)

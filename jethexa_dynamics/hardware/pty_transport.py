@@ -38,6 +38,27 @@ class PtyTransport:
         self.port: Optional[str] = None
         self.bytes_received = 0
         self.bytes_sent = 0
+        #: unasked output: [next due (monotonic s), period (s), source() -> bytes or None], sent when due
+        self._streams: List[list] = []
+
+    def stream(self, period: float, source: Callable[[], Optional[bytes]]) -> None:
+        """Send ``source()`` every ``period`` s, unasked (a device's reports), from the serving thread. A stream
+        that fell behind (the thread starved) skips what it missed: a gap, never a burst."""
+        self._streams.append([time.monotonic() + period, float(period), source])
+
+    def _emit_streams(self, now: float) -> float:
+        """Send the streams that are due; the time until the next one [s]."""
+        wait = POLL_S
+        for s in self._streams:
+            if s[0] <= now:
+                out = s[2]()
+                if out:
+                    self._emit(out)
+                s[0] += s[1]
+                if s[0] <= now:            # behind by more than a period: resume from now
+                    s[0] = now + s[1]
+            wait = min(wait, max(0.0, s[0] - now))
+        return wait
 
     def start(self) -> None:
         """Open the pty and serve in a background thread (``port`` is set); nothing if already serving."""
@@ -74,7 +95,8 @@ class PtyTransport:
             now = time.monotonic()
             while outq and outq[0][0] <= now:
                 self._emit(heapq.heappop(outq)[2])
-            wait = POLL_S if not outq else min(POLL_S, max(0.0, outq[0][0] - now))
+            wait = self._emit_streams(now) if self._streams else POLL_S
+            wait = wait if not outq else min(wait, max(0.0, outq[0][0] - now))
             try:
                 r, _, _ = select.select([self._master], [], [], wait)
             except (OSError, ValueError):

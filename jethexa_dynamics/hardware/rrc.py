@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import struct
-from typing import Iterable, NamedTuple, Sequence, Tuple, Union
+from typing import Iterable, NamedTuple, Optional, Sequence, Tuple, Union
 
 from .errors import ParameterError
 from .protocol import MAX_MOVE_TIME_MS, StreamParser
@@ -158,7 +158,7 @@ class PacketParser(StreamParser):
     """Streaming parser for RRC packets: :class:`Packet` events, :class:`BadPacket` on a CRC mismatch.
 
     ``max_func`` rejects headers with an unknown function byte early (the board streams IMU/key packets
-    too, so a false header must not swallow much of the stream).
+    too, so a false header must not swallow much of the stream); ``unknown_functions`` counts them.
     """
 
     header = RRC_HEADER
@@ -166,9 +166,18 @@ class PacketParser(StreamParser):
     def __init__(self, max_func: int = max(Func)):
         super().__init__()
         self.max_func = max_func
+        self.unknown_functions = 0
 
     def _total(self, buf):
-        return buf[3] + 5 if buf[2] <= self.max_func else None
+        if buf[2] <= self.max_func:
+            return buf[3] + 5
+        self.unknown_functions += 1
+        return None
+
+    @property
+    def pending_func(self) -> Optional[int]:
+        """The function byte of the incomplete packet buffered, None if there is none (or not that far)."""
+        return self._buf[2] if len(self._buf) >= 3 else None
 
     def _decode(self, raw):
         body = raw[2:-1]
