@@ -2,6 +2,7 @@
 import contextlib
 import os
 import signal
+import time
 import subprocess
 import sys
 
@@ -47,6 +48,24 @@ def test_cli_serves_until_sigint(transport):
         assert list(errs) == ["coxa_joint_LM"] and isinstance(errs["coxa_joint_LM"], ServoTimeout)
         assert all(abs(v - 0.25) < 0.003 for v in pos.values()) and len(pos) == 17
         joints.close()
+
+
+def test_cli_board_streams_its_imu_and_battery():
+    from jethexa_dynamics.hardware.board_reports import BatteryReport, ImuReport
+
+    with serving("--transport", "rrc", "--battery-rate", "10") as (proc, port):
+        bus = open_bus("rrc", port)
+        try:
+            got = []
+            deadline = time.monotonic() + 20.0
+            while time.monotonic() < deadline and not (any(isinstance(r, BatteryReport) for r in got)
+                                                       and sum(isinstance(r, ImuReport) for r in got) > 5):
+                got += bus.poll_reports()
+                time.sleep(0.02)
+            assert any(isinstance(r, BatteryReport) and r.mv == 11100 for r in got)
+            assert sum(isinstance(r, ImuReport) for r in got) > 5
+        finally:
+            bus.close()
 
 
 def test_cli_rejects_bad_fault_spec():

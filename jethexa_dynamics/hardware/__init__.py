@@ -10,7 +10,8 @@ No rclpy here (the nodes wrap these classes). Typical use::
 
 Modules:
 
-- :mod:`.protocol` (0x55 0x55 servo frames), :mod:`.rrc` (the STM32 board's packets): bytes only, no I/O.
+- :mod:`.protocol` (0x55 0x55 servo frames), :mod:`.rrc` (the STM32 board's packets), :mod:`.board_reports` (the
+  board's unasked IMU and battery reports, checked): bytes only, no I/O.
 - :mod:`.bus` -- the transports (direct UART, RRC board); :mod:`.joints` -- radians in URDF order on top of them;
   :mod:`.servo_table` -- IDs, directions, offsets, limits, rad <-> ticks; :mod:`.errors` -- the typed errors.
 - Servo-bus emulator: :mod:`.emulator` (``BusEmulator``, the simulation's and tests' side) built from

@@ -34,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated fault specs, e.g. '5:no_reply,11:vanish@2.0'")
     p.add_argument("--transport", choices=("uart", "rrc"), default="uart",
                    help="uart: 0x55 0x55 servo frames (Jetson Nano JetHexa); rrc: STM32 board packets")
+    p.add_argument("--imu-rate", type=number(0.0, 1000.0, unit="Hz"), default=100.0,
+                   help="rrc: the board's IMU reports per second, unasked, of a robot at rest (0: a board that "
+                        "streams no IMU; default %(default)s)")
+    p.add_argument("--battery-rate", type=number(0.0, 1000.0, unit="Hz"), default=1.0,
+                   help="rrc: the board's battery reports per second (default %(default)s)")
     p.add_argument("--link", type=output_file, help="also create this symlink to the pty (removed on exit)")
     p.add_argument("--seed", type=number(0, 2 ** 32 - 1, integer=True), default=0,
                    help="random seed of probabilistic faults")
@@ -47,7 +52,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return exc.code
     try:
         table = load_servo_table(args.config, urdf=False)
-        em = BusEmulator(table, faults=parse_faults(args.faults), transport=args.transport, seed=args.seed)
+        em = BusEmulator(table, faults=parse_faults(args.faults), transport=args.transport, seed=args.seed,
+                         imu_rate=args.imu_rate, battery_rate=args.battery_rate)
     except (ParameterError, OSError) as exc:
         print("jethexa-bus-emulator: %s" % exc, file=sys.stderr)
         return 2
