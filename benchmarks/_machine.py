@@ -56,12 +56,27 @@ def describe(*packages):
             "- " + versions(*packages)]
 
 
-def write_results(text, path):
-    """Print a benchmark's markdown and write it to ``path`` (benchmarks/results/<topic>.md)."""
+def front_matter(date, machine, command, current=()):
+    """The YAML block a results file begins with (benchmarks/HEADER.md gives the format; collect.py reads it):
+    ``current`` is a list of dicts with ``area``, ``figure``, ``value`` and optionally ``nano``, ``target``."""
+    import yaml
+    meta = {"date": date, "machine": machine, "command": command, "current": [dict(row) for row in current]}
+    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000) + "---\n"
+
+
+def write_results(text, path, front=None):
+    """Print a benchmark's markdown and write it to ``path`` (benchmarks/results/<topic>.md), after the front
+    matter ``front`` (:func:`front_matter`). Without ``front`` the file's existing front matter is kept: its date
+    then no longer matches the run's, and collect.py says so until the current figures are brought up to date."""
     print(text)
+    if front is None and os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+        end = old.find("\n---\n", 4) if old.startswith("---\n") else -1
+        front = old[:end + 5] if end > 0 else ""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
-        f.write(text)
+        f.write((front or "") + text)
 
 
 CLK = os.sysconf("SC_CLK_TCK")
