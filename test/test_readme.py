@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import numpy as np
+from test_startup import _console_scripts
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
@@ -94,18 +95,6 @@ def _bash_lines():
                 lines.append(line)
     return lines
 
-
-def _console_scripts():
-    import runpy
-    import setuptools
-    captured = {}
-    real = setuptools.setup
-    setuptools.setup = lambda **kw: captured.update(kw)
-    try:
-        runpy.run_path(os.path.join(ROOT, "setup.py"), run_name="__main__")
-    finally:
-        setuptools.setup = real
-    return dict(line.replace(" ", "").split("=") for line in captured["entry_points"]["console_scripts"])
 
 
 def test_readme_is_a_guide_short_without_dates_or_issue_numbers():
