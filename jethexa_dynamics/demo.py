@@ -32,6 +32,7 @@ EMULATOR = "robot_emulator"  # the hardware's stand-in: a process of its own
 
 def build_parser() -> argparse.ArgumentParser:
     from jethexa_dynamics.cli_args import ArgumentParser, checked, new_dir, number, param
+    from jethexa_dynamics.nodes.graph_spec import KIT_DEFAULT, KITS
     from jethexa_dynamics.nodes.params import GAIT_CONTROLLER, PREDICTOR
 
     vmax = GAIT_CONTROLLER["max_linear_speed"].hi
@@ -71,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="estimate the body's mass and CoM online (sim.launch.py body_estimate:=true "
                          "servo_timing:=exact: the reads dithered, the emulated servos timed exactly); a --record "
                          "bag of it gives jethexa-calibrate the body (20 s of healthy walking at least)")
+    ap.add_argument("--kit", default=None, choices=sorted(KITS),
+                    help="which JetHexa is emulated (sim.launch.py kit:=): orin (today's kit: the STM32 board "
+                         "carries the servos and the IMU; servo_driver publishes imu/data) or nano (the Jetson Nano "
+                         "kit: UART servos, MPU6050 on the imu node) (default: the sim graph's, %s)"
+                         % KIT_DEFAULT["sim"])
     ap.add_argument("--network", action="store_true",
                     help="use the ROS discovery settings of the environment instead of forcing loopback only")
     return ap
@@ -205,6 +211,8 @@ def _graph_overrides(args: argparse.Namespace, link: str) -> Dict[str, str]:
            "predictor_rate": str(args.predictor_rate), "record": args.record or "",
            "record_storage": args.record_storage, "recovery": "true" if args.recovery == "on" else "false",
            "publish_slip": "true"}   # the demo shows the second opinion beside the model
+    if args.kit:
+        out["kit"] = args.kit
     if args.body_estimate:
         # the emulator's default answers reads from its last 100 Hz update: too coarse for the body (a bag of it
         # read 1.22 kg and CoM -18 mm for the URDF's 1.35 kg; docs/identification.md)
@@ -363,9 +371,11 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     say("jethexa-demo: the sim.launch.py graph (the robot's nodes in this process, the emulated robot in its "
         "own); DDS %s, ROS_DOMAIN_ID=%s" % (
         "as configured by the environment" if args.network else "on loopback only", env["ROS_DOMAIN_ID"]))
-    say("  walk %.3f m/s for %.0f s; %s; predictor %s (re-anchored every %.1f s)" % (
-        args.speed, args.duration, "no damage" if damage is None else "%s %s at %.1f s" % (
-            "silent break" if silent else "damage", format_morphology(damage, legs), args.damage_at),
+    from jethexa_dynamics.nodes.graph_spec import KIT_DEFAULT, KITS
+    kit = args.kit or KIT_DEFAULT["sim"]
+    say("  kit %s (%s); walk %.3f m/s for %.0f s; %s; predictor %s (re-anchored every %.1f s)" % (
+        kit, KITS[kit].description, args.speed, args.duration, "no damage" if damage is None else "%s %s at %.1f s"
+        % ("silent break" if silent else "damage", format_morphology(damage, legs), args.damage_at),
         args.predictor, args.horizon))
     from jethexa_dynamics import warmup
     warmup.ensure_kernels(tuple(warmup.GROUPS), log=lambda line: say("  " + line))  # says compiling only if so

@@ -139,6 +139,7 @@ def test_launch_description_starts_the_processes_with_the_resolved_parameters(mo
     if importlib.util.find_spec("launch_ros") is not None:
         pytest.skip("the real launch_ros is installed: test_generate_launch_description_when_launch_is_installed")
     launch_stub.install(monkeypatch)
+    monkeypatch.setattr(graph_spec, "missing_device", lambda kit, exists=None: None)    # the robot's devices
     mod, _ = _load_launch_module(graph)
     values = {"composed": composed, "predictor_rate": "80.0"}
     declared, actions = launch_stub.evaluate(mod.generate_launch_description(), values)
@@ -156,7 +157,8 @@ def test_launch_description_starts_the_processes_with_the_resolved_parameters(mo
     assert sorted(hosted) == sorted(e.name for e, _ in graph_spec.node_parameters(graph, values))  # each node once
     if composed != "false":
         groups = [n.kwargs["arguments"] for n in nodes if n.kwargs["executable"] == "robot"]
-        assert groups == [list(m) for _, m in graph_spec.LAYOUTS[composed]]
+        present = {e.name for e, _ in graph_spec.node_parameters(graph, values)}     # the kit's nodes
+        assert groups == [[x for x in m if x in present] for _, m in graph_spec.LAYOUTS[composed]]
     resolved = dict((e.name, p) for e, p in graph_spec.node_parameters(graph, values))
     for n in nodes:
         (path,) = n.kwargs["parameters"]
@@ -196,3 +198,50 @@ def test_robot_executable_names_a_bad_node_in_one_line_and_exits_2(capsys):
         assert exc.value.code == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "robot: error: node" in err[0] and "servo_driver" in err[0]
+
+
+def test_one_kit_argument_selects_the_devices_and_who_reads_the_imu():
+    """kit:=orin (the robot's default): servo_driver on the STM32 board (/dev/rrc, rrc at 1 Mbaud), which also
+    publishes imu/data, and no imu node; kit:=nano: the Jetson's UART with GPIO 17/27 and the MPU6050 on I2C bus 1
+    (the imu node). The sim graph: the same kits, emulated (its default: the Nano kit)."""
+    def params(graph, kit=None):
+        return {e.name: p for e, p in graph_spec.node_parameters(graph, {"kit": kit} if kit else {})}
+
+    orin, nano = params("bringup"), params("bringup", "nano")
+    assert [a.name for a in graph_spec.GRAPHS["bringup"]["arguments"]][0] == "kit"
+    assert (orin["servo_driver"]["transport"], orin["servo_driver"]["port"], orin["servo_driver"]["baudrate"]) == \
+        ("rrc", "/dev/rrc", 1000000) and "imu" not in orin
+    assert orin["servo_driver"]["imu_mount_rpy"] == pytest.approx([0.0, 0.0, -1.5707963])
+    assert (nano["servo_driver"]["transport"], nano["servo_driver"]["port"], nano["servo_driver"]["gpio"],
+            nano["servo_driver"]["baudrate"]) == ("uart", "/dev/ttyTHS1", "jetson", 115200)
+    assert (nano["imu"]["source"], nano["imu"]["i2c_bus"]) == ("i2c", 1)
+    sim_orin, sim = params("sim", "orin"), params("sim")
+    assert sim_orin["robot_emulator"]["transport"] == sim_orin["servo_driver"]["transport"] == "rrc"
+    assert "imu" not in sim_orin and sim_orin["servo_driver"]["port"] == graph_spec.BUS_LINK
+    assert sim["robot_emulator"]["transport"] == sim["servo_driver"]["transport"] == "uart"
+    assert sim["imu"]["source"] == "emulator"
+    # a process layout without the imu node: robot_control hosts the driver and the gait
+    control = [p for p in graph_spec.processes("bringup") if p.label == "robot_control"][0]
+    assert [e.name for e, _ in control.nodes] == ["servo_driver", "gait_controller"]
+    with pytest.raises(ValueError, match=r"launch argument kit:='xavier': must be orin or nano"):
+        graph_spec.node_parameters("bringup", {"kit": "xavier"})
+
+
+def test_a_wrong_kit_fails_in_one_line_naming_the_missing_device_before_any_node(monkeypatch):
+    there = {"/dev/ttyTHS1", "/dev/i2c-1", "/dev/gpiochip0"}             # a Jetson Nano kit
+    line = graph_spec.missing_device("orin", exists=there.__contains__)
+    assert line == ("kit:=orin: /dev/rrc not found (the STM32 board's udev link); on the Jetson Nano kit use "
+                    "kit:=nano")
+    assert graph_spec.missing_device("nano", exists=there.__contains__) is None
+    line = graph_spec.missing_device("nano", exists={"/dev/rrc"}.__contains__)
+    assert line.startswith("kit:=nano: /dev/ttyTHS1 not found") and line.endswith("use kit:=orin")
+    assert "\n" not in line
+    if importlib.util.find_spec("launch_ros") is not None:
+        pytest.skip("the real launch_ros is installed")
+    launch_stub.install(monkeypatch)
+    check = graph_spec.missing_device
+    monkeypatch.setattr(graph_spec, "missing_device", lambda kit: check(kit, exists=there.__contains__))
+    with pytest.raises(RuntimeError, match=r"^kit:=orin: /dev/rrc not found"):
+        launch_stub.evaluate(graph_spec.launch_description("bringup"), {})
+    _, actions = launch_stub.evaluate(graph_spec.launch_description("bringup"), {"kit": "nano"})
+    assert {n.kwargs["executable"] for n in actions if type(n).__name__ == "Node"} >= {"robot"}

@@ -144,6 +144,6 @@ def urdf_imu_rotation(path: Optional[str] = None) -> np.ndarray:
 def chip_to_imu_link(mount_rpy: Sequence[float], urdf_path: Optional[str] = None) -> np.ndarray:
     """The matrix that turns a vector in the IMU chip's axes into the URDF's ``imu_link``: the chip's mount in
     ``base_link`` (``mount_rpy``, roll pitch yaw as a URDF origin [rad]) followed by base_link -> imu_link."""
-    from transforms3d.euler import euler2mat
+    from .joint_map import mount_rotation
 
-    return urdf_imu_rotation(urdf_path).T @ euler2mat(*map(float, mount_rpy), "sxyz")
+    return urdf_imu_rotation(urdf_path).T @ mount_rotation(mount_rpy)

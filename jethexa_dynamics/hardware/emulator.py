@@ -24,12 +24,11 @@ from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from transforms3d.euler import euler2mat
-
 from . import protocol as P
 from . import rrc as R
 from .board_reports import battery_report, imu_report
 from .errors import ParameterError
+from .joint_map import IMU_MOUNT_HIWONDER_ROS2, mount_rotation
 from .mpu6050 import STANDARD_GRAVITY
 from .pty_transport import PtyTransport, Replies
 from .rrc_dispatch import RrcPacketDispatcher
@@ -78,7 +77,7 @@ class BusEmulator:
     def __init__(self, servo_table: Optional[ServoTable] = None, faults=None, transport: str = "uart",
                  time_fn: Callable[[], float] = time.monotonic, seed: Optional[int] = 0,
                  reply_delay_s: float = 0.0, line_rate: Union[str, int, None] = None, imu_rate: float = 100.0,
-                 battery_rate: float = 1.0, imu_mount_rpy: Sequence[float] = (0.0, 0.0, -math.pi / 2),
+                 battery_rate: float = 1.0, imu_mount_rpy: Sequence[float] = IMU_MOUNT_HIWONDER_ROS2,
                  accel_noise: float = 0.025, gyro_noise: float = 6e-4):
         if transport not in ("uart", "rrc"):
             raise ParameterError("transport", transport, detail="expected 'uart' or 'rrc'")
@@ -86,7 +85,7 @@ class BusEmulator:
             if not (math.isfinite(v) and 0.0 <= v <= 1000.0):
                 raise ParameterError(name, v, 0.0, 1000.0)
         self.imu_rate, self.battery_rate = float(imu_rate), float(battery_rate)
-        self._to_chip = euler2mat(*map(float, imu_mount_rpy), "sxyz").T     # chip = M^T body
+        self._to_chip = mount_rotation(imu_mount_rpy).T     # chip = M^T body
         self.accel_noise, self.gyro_noise = float(accel_noise), float(gyro_noise)
         self._imu_rng = np.random.default_rng(seed)
         self._imu_state = (np.zeros(3), np.array([0.0, 0.0, GRAVITY]))   # at rest, level
@@ -153,6 +152,10 @@ class BusEmulator:
     def set_battery(self, mv: int) -> None:
         """The battery voltage [mV] the board reports (the servos' supply is :meth:`set_voltage`)."""
         self.battery_mv = int(mv)
+
+    def send_unasked(self, data: bytes) -> None:
+        """Send ``data`` now as if the board had sent it unasked (tests: malformed reports)."""
+        self._pty._emit(bytes(data))
 
     def _imu_packet(self) -> bytes:
         with self._lock:

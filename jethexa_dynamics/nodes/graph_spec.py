@@ -38,6 +38,67 @@ class NodeEntry:
 
 
 BUS_LINK = "/tmp/jethexa_emulated_bus"
+
+
+@dataclass(frozen=True)
+class Kit:
+    """One JetHexa kit (launch argument ``kit``): the devices the robot's nodes open (each with what it is, for
+    the one line that names a missing one), the parameters it sets per node, and the nodes it has not (its IMU
+    is read by another)."""
+    description: str
+    devices: Tuple[Tuple[str, str], ...]
+    params: Dict[str, Dict[str, Any]]
+    sim_params: Dict[str, Dict[str, Any]]
+    without: Tuple[str, ...] = ()
+
+
+#: The kits, by the names of launch argument ``kit`` (bringup, sim) and ``jethexa-demo --kit``.
+#: ``orin``: today's JetHexa (Jetson Orin Nano/NX, Ubuntu 22.04 with Humble preinstalled): the servos and the IMU
+#: (a QMI8658) behind Hiwonder's STM32 board on USB, ``/dev/rrc``; servo_driver reads the board's IMU reports
+#: and publishes imu/data itself (no imu node). ``nano``: the first JetHexa (Jetson Nano): the servos on the
+#: Jetson's UART ``/dev/ttyTHS1`` with the direction on GPIO 17/27, an MPU6050 on I2C bus 1 (the imu node).
+KITS: Dict[str, Kit] = {
+    "orin": Kit("today's kit: Jetson Orin, the STM32 board on USB with the servos and the IMU",
+                (("/dev/rrc", "the STM32 board's udev link"),),
+                {"servo_driver": {"transport": "rrc", "port": "/dev/rrc", "baudrate": 1000000}},
+                {"servo_driver": {"transport": "rrc", "baudrate": 1000000}, "robot_emulator": {"transport": "rrc"}},
+                without=("imu",)),
+    "nano": Kit("the Jetson Nano kit: servos on the Jetson's UART with GPIO 17/27, an MPU6050 on I2C",
+                (("/dev/ttyTHS1", "the Jetson Nano's servo UART"), ("/dev/i2c-1", "the MPU6050's I2C bus"),
+                 ("/dev/gpiochip0", "the GPIO controller of the bus's direction lines")),
+                {"servo_driver": {"transport": "uart", "port": "/dev/ttyTHS1", "baudrate": 115200, "gpio": "jetson"},
+                 "imu": {"source": "i2c", "i2c_bus": 1}},
+                {"servo_driver": {"transport": "uart", "baudrate": 115200}, "robot_emulator": {"transport": "uart"}}),
+}
+#: the robot's default: today's kit is the one sold (the Nano kit is no longer); the sim's: the Nano kit, the
+#: profile every published figure was measured with (kit:=orin runs the board profile)
+KIT_DEFAULT = {"bringup": "orin", "sim": "nano"}
+
+
+def kit_argument(graph: str) -> "Argument":
+    return Argument("kit", KIT_DEFAULT[graph], "which JetHexa: orin (today's kit: the STM32 board on /dev/rrc "
+                    "drives the servos and carries the IMU) or nano (the Jetson Nano kit: servos on /dev/ttyTHS1 with "
+                    "GPIO 17/27, MPU6050 on I2C)%s" % (" -- emulated" if graph == "sim" else ""), ())
+
+
+def launch_kit(text: str) -> Kit:
+    """Launch argument ``kit`` -> its :class:`Kit`; anything else is a ValueError naming the argument."""
+    kit = KITS.get(str(text).strip().lower())
+    if kit is None:
+        raise ValueError("launch argument kit:=%r: must be %s" % (text, " or ".join(KITS)))
+    return kit
+
+
+def missing_device(kit_name: str, exists=os.path.exists) -> Optional[str]:
+    """One line naming the first device of the kit that is not there (None: all are): what a wrong ``kit`` says
+    before any node starts."""
+    kit = launch_kit(kit_name)
+    for path, what in kit.devices:
+        if not exists(path):
+            other = [k for k in KITS if k != kit_name.strip().lower()][0]
+            return "kit:=%s: %s not found (%s); on %s use kit:=%s" % (
+                kit_name, path, what, KITS[other].description.split(":")[0], other)
+    return None
 #: the nodes that run on the robot's computer (``robot_emulator`` stands in for the hardware)
 ROBOT_NODES = ("servo_driver", "imu", "gait_controller", "predictor", "damage_monitor")
 #: How the robot's nodes are split into processes (launch argument ``composed``): {value: ((process, nodes), ...)}.
@@ -94,13 +155,7 @@ GRAPHS: Dict[str, Dict[str, Any]] = {
         "nodes": [NodeEntry("servo_driver", "servo_driver"), NodeEntry("imu", "imu"),
                   NodeEntry("gait_controller", "gait_controller"), NodeEntry("predictor", "predictor"),
                   NodeEntry("damage_monitor", "damage_monitor")],
-        "arguments": [
-            Argument("port", "/dev/ttyTHS1", "servo bus serial device", (("servo_driver", "port"),)),
-            Argument("transport", "uart", "bus transport: uart (Jetson Nano UART) or rrc (STM32 board)",
-                     (("servo_driver", "transport"),)),
-            Argument("baudrate", "115200", "bus baud rate (1000000 for rrc)", (("servo_driver", "baudrate"),)),
-            Argument("i2c_bus", "1", "I2C bus of the MPU6050", (("imu", "i2c_bus"),)),
-        ] + _COMMON_ARGS,
+        "arguments": [kit_argument("bringup")] + _COMMON_ARGS,
     },
     "sim": {
         "nodes": [NodeEntry("robot_emulator", "robot_emulator"),
@@ -116,6 +171,7 @@ GRAPHS: Dict[str, Dict[str, Any]] = {
                   NodeEntry("gait_controller", "gait_controller"), NodeEntry("predictor", "predictor"),
                   NodeEntry("damage_monitor", "damage_monitor")],
         "arguments": [
+            kit_argument("sim"),
             Argument("port_link", BUS_LINK, "where the emulator links its pty (servo_driver opens it)",
                      (("robot_emulator", "port_link"), ("servo_driver", "port"))),
             Argument("damage", "", "damage in the emulated world at start ('' healthy, scenario1, scenario2, "
@@ -186,6 +242,7 @@ _IMU, _JS, _TRAJ = "sensor_msgs/msg/Imu", "sensor_msgs/msg/JointState", "traject
 _POSE, _ODOM, _MORPH = "geometry_msgs/msg/PoseStamped", "nav_msgs/msg/Odometry", "std_msgs/msg/UInt8MultiArray"
 _EVIDENCE = "diagnostic_msgs/msg/DiagnosticStatus"
 _RECOVERY = When("recovery", (True,))
+_BOARD = When("transport", ("rrc",))
 
 #: the topics and services each node of the package creates, besides ``THIN_NODE``'s (test/test_security_policy.py
 #: starts every node and compares)
@@ -193,6 +250,9 @@ ENDPOINTS: Dict[str, Tuple[Endpoint, ...]] = {
     "servo_driver": (
         Endpoint("publish", "joint_states", _JS),
         Endpoint("publish", "joint_states/setpoint", _JS),
+        Endpoint("publish", "imu/data_raw", _IMU, _BOARD),
+        Endpoint("publish", "imu/data", _IMU, _BOARD),
+        Endpoint("publish", "battery", "sensor_msgs/msg/BatteryState", _BOARD),
         Endpoint("subscribe", "joint_commands", _TRAJ),
         Endpoint("reply", "~/emergency_stop", "std_srvs/srv/Trigger"),
         Endpoint("reply", "~/set_torque", "std_srvs/srv/SetBool"),
@@ -239,7 +299,7 @@ ENDPOINTS: Dict[str, Tuple[Endpoint, ...]] = {
     ),
     "robot_emulator": (
         Endpoint("publish", "mocap/pose", _POSE),
-        Endpoint("publish", "emulator/imu_motion", _IMU),
+        Endpoint("publish", "emulator/imu_motion", _IMU, When("transport", ("uart",))),
     ) + tuple(Endpoint("subscribe", t, ty, When("record", nonempty=True)) for t, ty in DEFAULT_RECORD_TOPICS.items()),
 }
 
@@ -275,6 +335,9 @@ def _reachable(graph: str, entry: NodeEntry, param: str) -> Optional[List[Any]]:
         return [entry.fixed[param]]
     if any((entry.name, param) in a.targets for a in GRAPHS[graph]["arguments"]):
         return None
+    by_kit = [kit_params(graph, k).get(entry.name, {}) for k in KITS]
+    if any(param in p for p in by_kit):
+        return [p[param] for p in by_kit if param in p]
     values = load_node_yaml(config_file(entry.executable), entry.executable)
     return [values.get(param, node_params.ALL[entry.executable][param].default)]
 
@@ -308,17 +371,30 @@ def _convert(argument: str, node: str, param: str, text: str) -> Any:
             argument, text, "an integer" if kind == "int" else "a number")) from None
 
 
+def kit_params(graph: str, kit: str) -> Dict[str, Dict[str, Any]]:
+    """{node: {parameter: value}} the kit sets in ``graph`` (the robot's devices in bringup, the emulated bus in
+    sim)."""
+    k = launch_kit(kit)
+    return k.params if graph == "bringup" else k.sim_params
+
+
 def node_parameters(graph: str, arguments: Optional[Dict[str, str]] = None) -> List[Tuple[NodeEntry, Dict[str, Any]]]:
-    """(node, parameters) of a graph: config/<node>.yaml, then the graph's fixed values, then the arguments."""
+    """(node, parameters) of a graph: config/<node>.yaml, then the kit's values, then the graph's fixed values, then
+    the arguments; a node the kit has not (the imu node on today's kit) is left out."""
     spec = GRAPHS[graph]
     args = {a.name: a.default for a in spec["arguments"]}
     unknown = set(arguments or {}) - set(args)
     if unknown:
         raise ValueError("unknown %s.launch.py arguments: %s (known: %s)" % (graph, sorted(unknown), sorted(args)))
     args.update(arguments or {})
+    kit = launch_kit(args["kit"])
+    by_kit = kit_params(graph, args["kit"])
     out = []
     for entry in spec["nodes"]:
+        if entry.name in kit.without:
+            continue
         values = load_node_yaml(config_file(entry.executable), entry.executable)
+        values.update(by_kit.get(entry.name, {}))
         values.update(entry.fixed)
         for a in spec["arguments"]:
             for node, param in a.targets:
@@ -436,6 +512,10 @@ def launch_description(graph: str):
         import tempfile
 
         args = {a.name: LaunchConfiguration(a.name).perform(context) for a in spec["arguments"]}
+        if graph == "bringup":      # a wrong kit fails here, before any node starts (nothing moves)
+            missing = missing_device(args["kit"])
+            if missing is not None:
+                raise RuntimeError(missing)
         directory = tempfile.mkdtemp(prefix="jethexa_%s_launch_" % graph)
         return [Node(package=PACKAGE, executable=p.executable, name=p.name, arguments=list(p.arguments),
                      parameters=[write_parameters(p, directory)], output="screen", emulate_tty=True,

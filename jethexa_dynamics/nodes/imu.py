@@ -11,6 +11,10 @@
 * Covariances are diagonal, from the ``*_stddev`` parameters.
 * ``source: emulator`` runs the MPU6050 register model (``hardware.mpu6050_emulator``) fed by the emulated
   robot's motion on ``emulator/imu_motion``; the driver and filter are the same as on the robot.
+
+The publishing path (filter, gap rule, messages) is :class:`ImuPublisher`, one implementation for both kits: this
+node drives it with the MPU6050's samples (the Jetson Nano kit); ``servo_driver`` with the STM32 board's IMU
+reports, which only the process owning ``/dev/rrc`` can read (today's kit, ``transport: rrc``).
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import time
 from typing import Any, Dict, Optional
 
 import numpy as np
+from rclpy.time import Time
 from sensor_msgs.msg import Imu
 
 from jethexa_dynamics.hardware.errors import HardwareError
@@ -35,24 +40,88 @@ def _diag(stddev: float) -> list:
     return [v, 0.0, 0.0, 0.0, v, 0.0, 0.0, 0.0, v]
 
 
+class ImuPublisher:
+    """``imu/data_raw`` and ``imu/data`` of ``node`` from body-frame samples: the Madgwick filter, the gap rule
+    and the messages, with the node's parameters ``<prefix>frame_id``, ``<prefix>filter_beta``, ... (``nodes/params.py``
+    ``_imu_publishing``). :meth:`sample` takes one sample at its time ``t`` [s, monotonic], ``period`` [s] the
+    expected time between samples."""
+
+    def __init__(self, node: ThinNode, prefix: str = ""):
+        self.node, self.prefix = node, prefix
+        self.filter = MadgwickFilter(beta=self._p("filter_beta"), init_time=self._p("filter_init_time"))
+        self.samples = 0
+        self.gaps = 0         # samples after a gap (the filter stepped one period, not across the gap)
+        self._last_stamp: Optional[float] = None
+        self.raw_pub = node.create_publisher(Imu, "imu/data_raw", SENSOR_QOS)
+        self.data_pub = node.create_publisher(Imu, "imu/data", SENSOR_QOS)
+        # the two messages are built once and refilled at every sample (rclpy's publish serializes at once):
+        # frame and covariances change only with the parameters
+        self.raw_msg, self.data_msg = Imu(), Imu()
+        self.fill_constant_fields()
+
+    def _p(self, name: str):
+        return self.node.p[self.prefix + name]
+
+    def reset(self) -> None:
+        """A (re)started sensor: the filter initialises again."""
+        self.filter.reset()
+
+    def fill_constant_fields(self) -> None:
+        """frame_id and covariances of both messages, from the parameters."""
+        self.filter.beta = self._p("filter_beta")
+        for msg in (self.raw_msg, self.data_msg):
+            msg.header.frame_id = self._p("frame_id")
+            msg.angular_velocity_covariance = _diag(self._p("angular_velocity_stddev"))
+            msg.linear_acceleration_covariance = _diag(self._p("linear_acceleration_stddev"))
+        self.raw_msg.orientation_covariance = [-1.0] + [0.0] * 8    # imu/data_raw carries no orientation
+        self.data_msg.orientation_covariance = _diag(self._p("orientation_stddev"))
+
+    def sample(self, t: float, gyro, accel, period: float) -> None:
+        """One sample: body rates ``gyro`` [rad/s] and specific force ``accel`` [m/s^2] in ``frame_id``, taken at
+        ``t`` [s, time.monotonic: the MPU6050's read, the board report's receipt], stamped with it."""
+        dt = period if self._last_stamp is None else max(t - self._last_stamp, 1e-4)
+        if dt > GAP_PERIODS * period:
+            # a paused or starved node, not a long step: integrating the gyro over the gap would tilt the
+            # attitude by degrees that the filter then takes seconds to correct (a model would read it as damage)
+            self.gaps += 1
+            dt = period
+        self._last_stamp = t
+        qw, qx, qy, qz = self.filter.update(gyro, accel, dt).tolist()
+        now = self.node.get_clock().now()
+        stamp = Time(nanoseconds=now.nanoseconds - int(round((time.monotonic() - t) * 1e9)),
+                     clock_type=now.clock_type).to_msg()
+        gx, gy, gz = (float(v) for v in gyro)
+        ax, ay, az = (float(v) for v in accel)
+        # imu/data_raw is published only while someone subscribes (nobody in the launch graphs; a recorder or
+        # a tool does): a publish costs more than the sample itself; imu/data waits for the filter's initialisation
+        wanted = ((self.raw_msg, self.raw_pub, self.raw_pub.get_subscription_count() > 0),
+                  (self.data_msg, self.data_pub, not self.filter.initialising))
+        for msg, pub, publish in wanted:
+            if publish:
+                msg.header.stamp = stamp
+                v, a = msg.angular_velocity, msg.linear_acceleration
+                v.x, v.y, v.z = gx, gy, gz
+                a.x, a.y, a.z = ax, ay, az
+                if pub is self.data_pub:
+                    o = msg.orientation
+                    o.w, o.x, o.y, o.z = qw, qx, qy, qz
+                pub.publish(msg)
+        self.samples += 1
+
+    def status(self) -> str:
+        return "initialising the attitude" if self.filter.initialising else "publishing"
+
+
 class ImuNode(ThinNode):
     def __init__(self, **kwargs):
         super().__init__(node_params.IMU, **kwargs)
         self.bus = None
         self.chip: Optional[Mpu6050] = None
-        self.filter = MadgwickFilter(beta=self.p["filter_beta"], init_time=self.p["filter_init_time"])
         self.init_error = ""
         self.failures = 0
-        self.samples = 0
-        self.gaps = 0         # samples after a gap (the filter stepped one period, not across the gap)
-        self._last_stamp: Optional[float] = None
         self.motion_seen = self.p["source"] != "emulator"  # the emulated chip waits for its robot's motion
-        self.raw_pub = self.create_publisher(Imu, "imu/data_raw", SENSOR_QOS)
-        self.data_pub = self.create_publisher(Imu, "imu/data", SENSOR_QOS)
-        # the two messages are built once and refilled at every sample (rclpy's publish serializes at once):
-        # frame and covariances change only with the parameters
-        self.raw_msg, self.data_msg = Imu(), Imu()
-        self._fill_constant_fields()
+        self.out = ImuPublisher(self)
+        self.filter, self.raw_pub, self.data_pub = self.out.filter, self.out.raw_pub, self.out.data_pub
         if self.p["source"] == "emulator":
             from jethexa_dynamics.hardware.mpu6050_emulator import Mpu6050Emulator
 
@@ -90,7 +159,7 @@ class ImuNode(ThinNode):
             self.chip = None
             return False
         self.chip, self.init_error, self.failures = chip, "", 0
-        self.filter.reset()
+        self.out.reset()
         self.get_logger().info("MPU6050 ready on %s at %.0f Hz" % (self._where(), self.p["rate"]))
         return True
 
@@ -98,18 +167,7 @@ class ImuNode(ThinNode):
         return "the emulated robot" if self.p["source"] == "emulator" else "/dev/i2c-%d" % self.p["i2c_bus"]
 
     def apply_params(self, changed: Dict[str, Any]) -> None:
-        if "filter_beta" in changed:
-            self.filter.beta = changed["filter_beta"]
-        self._fill_constant_fields()
-
-    def _fill_constant_fields(self) -> None:
-        """frame_id and covariances of both messages, from the parameters."""
-        for msg in (self.raw_msg, self.data_msg):
-            msg.header.frame_id = self.p["frame_id"]
-            msg.angular_velocity_covariance = _diag(self.p["angular_velocity_stddev"])
-            msg.linear_acceleration_covariance = _diag(self.p["linear_acceleration_stddev"])
-        self.raw_msg.orientation_covariance = [-1.0] + [0.0] * 8    # imu/data_raw carries no orientation
-        self.data_msg.orientation_covariance = _diag(self.p["orientation_stddev"])
+        self.out.fill_constant_fields()
 
     # ------------------------------------------------------------------ callbacks
     def _on_motion(self, msg: Imu) -> None:
@@ -137,40 +195,21 @@ class ImuNode(ThinNode):
                 self.chip = None
             return
         self.failures = 0
-        now = time.monotonic()
-        period = 1.0 / self.p["rate"]
-        dt = period if self._last_stamp is None else max(now - self._last_stamp, 1e-4)
-        if dt > GAP_PERIODS * period:
-            # a paused or starved node, not a long step: integrating the gyro over the gap would tilt the
-            # attitude by degrees that the filter then takes seconds to correct (a model would read it as damage)
-            self.gaps += 1
-            dt = period
-        self._last_stamp = now
-        qw, qx, qy, qz = self.filter.update(sample.gyro, sample.accel, dt).tolist()
-        stamp = self.get_clock().now().to_msg()
-        gx, gy, gz = sample.gyro.tolist()
-        ax, ay, az = sample.accel.tolist()
-        # imu/data_raw is published only while someone subscribes (nobody in the launch graphs; a recorder or
-        # a tool does): a publish costs more than the sample itself; imu/data waits for the filter's initialisation
-        wanted = ((self.raw_msg, self.raw_pub, self.raw_pub.get_subscription_count() > 0),
-                  (self.data_msg, self.data_pub, not self.filter.initialising))
-        for msg, pub, publish in wanted:
-            if publish:
-                msg.header.stamp = stamp
-                v, a = msg.angular_velocity, msg.linear_acceleration
-                v.x, v.y, v.z = gx, gy, gz
-                a.x, a.y, a.z = ax, ay, az
-                if pub is self.data_pub:
-                    o = msg.orientation
-                    o.w, o.x, o.y, o.z = qw, qx, qy, qz
-                pub.publish(msg)
-        self.samples += 1
+        self.out.sample(time.monotonic(), sample.gyro, sample.accel, 1.0 / self.p["rate"])
+
+    @property
+    def samples(self) -> int:
+        return self.out.samples
+
+    @property
+    def gaps(self) -> int:
+        return self.out.gaps
 
     def _on_diag(self) -> None:
         if self.chip is None:
             level, message = 2, "MPU6050 not available: " + self.init_error
         else:
-            level, message = 0, "initialising the attitude" if self.filter.initialising else "publishing"
+            level, message = 0, self.out.status()
         values = [("source", self.p["source"]), ("samples", self.samples), ("read_failures", self.failures),
                   ("gaps", self.gaps)]
         if self.chip is not None:

@@ -5,9 +5,11 @@ validate against (the launch tests check that each YAML only names parameters de
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from jethexa_dynamics.control.servo_law import PAPER_GAINS, SERVO_DAMPING, SERVO_GAINS
+from jethexa_dynamics.hardware.joint_map import IMU_MOUNT_HIWONDER_ROS2
 from jethexa_dynamics.hardware.protocol import MAX_MOVE_TIME_S
 
 from .param_spec import ParamError, ParamSet, ParamSpec, config_dir, load_node_yaml  # noqa: F401 (re-exported)
@@ -37,6 +39,28 @@ def _morphology_authority() -> list:
     ]
 
 
+def _imu_publishing(prefix: str = "", read_only: bool = False, note: str = "") -> list:
+    """The parameters of the IMU publishing path (``nodes/imu.py`` ``ImuPublisher``: filter, covariances, frame),
+    declared by the imu node (no prefix) and by servo_driver for the STM32 board's IMU (prefix ``imu_``, fixed at
+    start-up there)."""
+    specs = [
+        P("frame_id", "string", "imu_link", "frame_id of the published messages (REP-145)"),
+        P("linear_acceleration_stddev", "double", 0.04, "accelerometer noise std dev (covariance diagonal = its "
+          "square)", lo=0.0, hi=10.0, unit="m/s^2"),
+        P("angular_velocity_stddev", "double", 0.005, "gyroscope noise std dev", lo=0.0, hi=10.0, unit="rad/s"),
+        P("orientation_stddev", "double", 0.02, "filtered orientation std dev (roll/pitch; yaw drifts without a "
+          "magnetometer)", lo=0.0, hi=math.pi, unit="rad"),
+        P("filter_beta", "double", 0.033, "Madgwick filter gain (gyro error, rad/s); larger trusts the "
+          "accelerometer tilt more", lo=0.0, hi=1.0, unit="rad/s"),
+        P("filter_init_time", "double", 2.0, "the filter's initialisation: its gain falls from 1 rad/s to "
+          "filter_beta over this many seconds of samples after a (re)start, and imu/data is published only after "
+          "it (a wrong first tilt is corrected instead of read by the models)", lo=0.0, hi=30.0, unit="s",
+          read_only=True),
+    ]
+    return [dataclasses.replace(s, name=prefix + s.name, description=note + s.description,
+                                read_only=s.read_only or read_only) for s in specs]
+
+
 SERVO_DRIVER = ParamSet("servo_driver", [
     P("transport", "string", "uart", "bus transport (hardware.open_bus, as jethexa-bus-emulator --transport): "
       "uart (direct Jetson UART, 0x55 0x55 frames) or rrc (STM32 robot controller board, 0xAA 0x55 + CRC8)",
@@ -45,6 +69,9 @@ SERVO_DRIVER = ParamSet("servo_driver", [
       read_only=True),
     P("baudrate", "int", 115200, "serial baud rate (115200 direct UART, 1000000 RRC board)", lo=9600, hi=3000000,
       unit="baud", read_only=True),
+    P("gpio", "string", "", "transport uart: who switches the half-duplex bus's direction lines (BCM 17 RX_CON, "
+      "27 TX_CON): jetson (Jetson.GPIO, the Jetson Nano kit's expansion board) or '' (nobody: an adapter with "
+      "automatic direction, the emulator)", choices=("", "jetson"), read_only=True),
     P("servo_table", "string", "", "servo table YAML (IDs, directions, offsets, limits); empty = the packaged "
       "config/servos.yaml", read_only=True),
     P("open_timeout", "double", 10.0, "log a warning (repeated every 30 s, with the attempt count) when the "
@@ -81,6 +108,25 @@ SERVO_DRIVER = ParamSet("servo_driver", [
       "board does not carry cmd 35/36)", lo=-1, hi=7, read_only=True),
     P("stamp_tolerance", "double", 2.0, "joint_commands stamped more than this far from the node's clock are "
       "rejected (all-zero stamps pass as 'not stamped')", lo=0.01, hi=1.0e9, unit="s"),
+    # the STM32 board (transport rrc): its IMU and battery reports, read from the same byte stream
+    P("imu_rate", "double", 100.0, "transport rrc: the rate the board sends its IMU reports at (the emulated "
+      "board's; the real board's is not documented: check `ros2 topic hz imu/data`); a report later than 5 of "
+      "its periods after the one before follows a gap (the filter steps one period, not across the gap)",
+      lo=1.0, hi=1000.0, unit="Hz", read_only=True),
+    P("imu_mount_rpy", "double_array", list(IMU_MOUNT_HIWONDER_ROS2), "transport rrc: the board IMU's axes in "
+      "base_link (roll, pitch, yaw as a URDF origin); its reports are turned into the URDF's imu_link with it. "
+      "Default: Hiwonder's description of its Orin-kit hexapod mounts imu_link at yaw -90 deg (verify on your "
+      "robot: at rest imu/data's linear_acceleration reads +9.8 on z, and walking forward turns no yaw)",
+      lo=-math.pi, hi=math.pi, length=3, unit="rad", read_only=True),
+    P("imu_timeout", "double", 1.0, "transport rrc: no valid IMU report from the board for this long is an "
+      "error (one line, /diagnostics ERROR): imu/data stops and the predictor and the damage monitor lose "
+      "the body's motion", lo=0.1, hi=60.0, unit="s", read_only=True),
+    *_imu_publishing("imu_", read_only=True, note="transport rrc, imu/data of the board's IMU: "),
+    P("battery_warn_voltage", "double", 10.5, "transport rrc: battery below this is a warning on /diagnostics "
+      "(0.5 V above the manual's 10 V stop: time to stop walking and charge)", lo=0.0, hi=30.0, unit="V",
+      read_only=True),
+    P("battery_error_voltage", "double", 10.0, "transport rrc: battery below this is an error on /diagnostics "
+      "(Hiwonder's manual: stop operating below 10 V)", lo=0.0, hi=30.0, unit="V", read_only=True),
 ])
 
 IMU = ParamSet("imu", [
@@ -90,17 +136,7 @@ IMU = ParamSet("imu", [
     P("address", "int", 0x68, "MPU6050 I2C address (0x68, or 0x69 with AD0 high)", lo=0x68, hi=0x69,
       read_only=True),
     P("rate", "double", 100.0, "sampling and publication rate", lo=1.0, hi=1000.0, unit="Hz"),
-    P("frame_id", "string", "imu_link", "frame_id of the published messages (REP-145)"),
-    P("linear_acceleration_stddev", "double", 0.04, "accelerometer noise std dev (covariance diagonal = its "
-      "square)", lo=0.0, hi=10.0, unit="m/s^2"),
-    P("angular_velocity_stddev", "double", 0.005, "gyroscope noise std dev", lo=0.0, hi=10.0, unit="rad/s"),
-    P("orientation_stddev", "double", 0.02, "filtered orientation std dev (roll/pitch; yaw drifts without a "
-      "magnetometer)", lo=0.0, hi=math.pi, unit="rad"),
-    P("filter_beta", "double", 0.033, "Madgwick filter gain (gyro error, rad/s); larger trusts the "
-      "accelerometer tilt more", lo=0.0, hi=1.0, unit="rad/s"),
-    P("filter_init_time", "double", 2.0, "the filter's initialisation: its gain falls from 1 rad/s to filter_beta "
-      "over this many seconds of samples after a (re)start, and imu/data is published only after it (a wrong "
-      "first tilt is corrected instead of read by the models)", lo=0.0, hi=30.0, unit="s", read_only=True),
+    *_imu_publishing(),
     P("accel_range_g", "int", 4, "accelerometer full scale (2, 4, 8 or 16 g)", lo=2, hi=16, unit="g",
       choices=(2, 4, 8, 16), read_only=True),
     P("gyro_range_dps", "int", 500, "gyro full scale (250, 500, 1000 or 2000 deg/s)", lo=250, hi=2000,
@@ -281,12 +317,16 @@ DAMAGE_MONITOR = ParamSet("damage_monitor", [
 ])
 
 ROBOT_EMULATOR = ParamSet("robot_emulator", [
+    P("transport", "string", "uart", "the emulated robot's bus (as servo_driver's transport): uart (the Jetson "
+      "Nano kit: 0x55 0x55 servo frames; its IMU is the imu node's MPU6050 model, fed on emulator/imu_motion) or "
+      "rrc (today's kit: the STM32 board, which also streams its IMU reports at imu_rate and a battery report "
+      "every second from the world's motion; no emulator/imu_motion)", choices=("uart", "rrc"), read_only=True),
     P("port_link", "string", "/tmp/jethexa_emulated_bus", "path of a symlink to the emulated bus pty (what "
       "servo_driver's port points at)", read_only=True),
     P("rate", "double", 100.0, "world update rate (the engine substeps inside) and joint-feedback rate",
       lo=10.0, hi=1000.0, unit="Hz"),
     P("imu_rate", "double", 100.0, "emulator/imu_motion publication rate (every round(rate/imu_rate)-th world "
-      "tick)", lo=1.0, hi=1000.0, unit="Hz"),
+      "tick); with transport rrc the board's IMU report rate (taken at start-up)", lo=1.0, hi=1000.0, unit="Hz"),
     P("mocap_rate", "double", 50.0, "mocap/pose (ground truth) publication rate (every round(rate/mocap_rate)-th "
       "world tick)", lo=1.0, hi=1000.0, unit="Hz"),
     P("damage", "string", "", "damage in the world, any morphology spec: '' (healthy), damage1/damage2 (aliases "

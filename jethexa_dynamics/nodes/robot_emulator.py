@@ -7,7 +7,9 @@
   position reads report the engine's joint angles.
 * IMU: the motion source of the MPU6050 model in the ``imu`` node (``source: emulator``) on
   ``emulator/imu_motion`` (sensor_msgs/Imu): orientation world<-base_link, body angular velocity [rad/s] and
-  the IMU point's linear acceleration in the world frame, gravity excluded [m/s^2].
+  the IMU point's linear acceleration in the world frame, gravity excluded [m/s^2]. With ``transport: rrc``
+  (today's kit) the emulated STM32 board reports the same motion (``BusEmulator.set_imu``) in its own IMU
+  reports on the bus, as the board does, and no ``emulator/imu_motion`` is published.
 * Ground truth: ``mocap/pose`` (geometry_msgs/PoseStamped, frame ``world``).
 * Damage injection: parameter ``damage`` (``ros2 param set /robot_emulator damage scenario1``) removes links
   in the world and silences their servos; the damage monitor has to find out by itself.
@@ -60,7 +62,9 @@ class RobotEmulator(ThinNode):
         # the emulated servos act on a frame when the pty thread has read it: that thread must get the GIL from
         # the executor's at once (``_common.BUS_SWITCH_INTERVAL``), or a move starts late in the world
         switch_for_bus()
-        self.bus = BusEmulator(seed=self.p["seed"], line_rate="auto" if self.p["bus_line"] else None).start()
+        self.board = self.p["transport"] == "rrc"
+        self.bus = BusEmulator(seed=self.p["seed"], line_rate="auto" if self.p["bus_line"] else None,
+                               transport=self.p["transport"], imu_rate=self.p["imu_rate"]).start()
         self._hold_standing_pose()
         self.port = self.bus.port
         self._link_port()
@@ -71,7 +75,7 @@ class RobotEmulator(ThinNode):
         self._t0 = time.monotonic()
         self._wall_offset = 0.0  # wall seconds the world skipped (fell behind)
         self.mocap_pub = self.create_publisher(PoseStamped, "mocap/pose", SENSOR_QOS)
-        self.imu_pub = self.create_publisher(Imu, "emulator/imu_motion", SENSOR_QOS)
+        self.imu_pub = None if self.board else self.create_publisher(Imu, "emulator/imu_motion", SENSOR_QOS)
         self.recorder = None
         if self.p["record"]:
             from jethexa_dynamics.nodes.bag_recorder import BagRecorder
@@ -212,6 +216,9 @@ class RobotEmulator(ThinNode):
         with self.lock:
             gyro, specific_force = self.engine.imu()
             R = self.engine.pose[:3, :3]
+        if self.board:     # the board's IMU reports it (its own thread, at imu_rate)
+            self.bus.set_imu(gyro, specific_force)
+            return
         acc_world = R @ specific_force + GRAVITY  # the IMU point's acceleration, gravity excluded
         msg = Imu()
         self._stamp(msg, "imu_link")

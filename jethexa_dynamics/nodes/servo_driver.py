@@ -24,14 +24,27 @@
   is configuration: the reply of cmd 36 is never taken for active faults.
 * Services ``~/emergency_stop`` (std_srvs/Trigger: stop + torque off, refuse moves) and ``~/set_torque``
   (std_srvs/SetBool: true = clear the e-stop and load, false = unload). Torque off on shutdown.
+* ``transport: rrc`` (today's kit: Hiwonder's STM32 board on ``/dev/rrc``): the board sends its IMU and battery
+  reports unasked in the same byte stream as the servo replies, so this node, which owns the port, reads them
+  (``hardware.board_reports``): the bus thread waits on the port as well as on commands and reads what has
+  arrived without waiting for more (a command is sent first, whenever it comes). IMU reports go through the IMU
+  publishing path of the imu node (``nodes.imu.ImuPublisher``: the same filter, gap rule and messages) to
+  ``imu/data`` and ``imu/data_raw``, turned into the URDF's ``imu_link`` by ``imu_mount_rpy`` and stamped with
+  the time their bytes were read (the host's receipt: the board sends no time of its own). The battery's
+  voltage goes to ``battery`` (sensor_msgs/BatteryState) and, with WARN/ERROR levels, to ``/diagnostics``
+  (status ``<node>: board``), which also counts the reports skipped (bad CRC, unknown function, short IMU report,
+  values not finite or beyond the QMI8658's full scale). No IMU report for ``imu_timeout`` is one ERROR line
+  and an ERROR on /diagnostics: imu/data stops, nothing stands in for it.
 """
 from __future__ import annotations
 
 import math
+import os
 import random
+import select
 import threading
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
@@ -49,6 +62,172 @@ from jethexa_dynamics.nodes._common import (RELIABLE_QOS, SENSOR_QOS, ThinNode, 
 
 
 OPEN_LOG_PERIOD = 30.0  # s between 'waiting for the servo bus' lines
+BOARD_POLL_S = 0.002    # a board port without a file descriptor (a test's stand-in) is read this often [s]
+
+
+class _Wake:
+    """A ``threading.Event`` (set, clear, is_set) whose waits also end when a file descriptor becomes readable:
+    the bus thread waits for a command and for the board's bytes at once (a pipe written at each set)."""
+
+    def __init__(self):
+        self._event = threading.Event()
+        self._r, self._w = os.pipe()
+        self._closed = False
+        os.set_blocking(self._r, False)
+        os.set_blocking(self._w, False)
+
+    def set(self) -> None:
+        self._event.set()
+        if self._closed:
+            return
+        try:
+            os.write(self._w, b"!")
+        except (BlockingIOError, OSError):
+            pass    # full (many sets unread) or closed: the event says it anyway
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def clear(self) -> None:
+        self._event.clear()
+        try:
+            while os.read(self._r, 4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    def wait(self, timeout: float, fd: Optional[int] = None) -> None:
+        if fd is None or self._event.is_set():
+            self._event.wait(timeout)
+            return
+        try:
+            select.select([self._r, fd], [], [], timeout)
+        except (OSError, ValueError):     # the port closed under us: the loop finds out
+            self._event.wait(min(timeout, BOARD_POLL_S))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for fd in (self._r, self._w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class BoardSensors:
+    """The STM32 board's IMU and battery reports (``transport: rrc``) -> imu/data (``ImuPublisher``), battery and
+    the board's /diagnostics status, for ``node`` (the servo driver)."""
+
+    def __init__(self, node: "ServoDriver"):
+        from sensor_msgs.msg import BatteryState
+
+        from jethexa_dynamics.hardware.board_reports import chip_to_imu_link
+        from jethexa_dynamics.nodes.imu import ImuPublisher
+
+        self.node = node
+        self.imu = ImuPublisher(node, prefix="imu_")
+        self.rotation = chip_to_imu_link(node.p["imu_mount_rpy"])
+        self.battery_pub = node.create_publisher(BatteryState, "battery", SENSOR_QOS)
+        self.battery_msg = BatteryState()
+        m = self.battery_msg
+        m.present = True
+        m.current = m.charge = m.capacity = m.design_capacity = m.percentage = m.temperature = math.nan
+        m.power_supply_status = BatteryState.POWER_SUPPLY_STATUS_UNKNOWN
+        m.power_supply_health = BatteryState.POWER_SUPPLY_HEALTH_UNKNOWN
+        m.power_supply_technology = BatteryState.POWER_SUPPLY_TECHNOLOGY_UNKNOWN
+        self.battery_mv: Optional[int] = None
+        self.battery_level = 0
+        self.batteries = 0
+        self.opened_at: Optional[float] = None     # when the port opened (the IMU's silence counts from there)
+        self.last_imu: Optional[float] = None      # receive time of the last valid IMU report
+        self.imu_missing = False
+        self._counts: Dict[str, int] = {}
+
+    def opened(self, t: float) -> None:
+        self.opened_at, self.last_imu, self.imu_missing = t, None, False
+        self.imu.reset()
+
+    def ingest(self, bus, reports) -> None:
+        """Publish what ``bus.poll_reports`` gave; count and log (once per kind) what the board layer skipped."""
+        from jethexa_dynamics.hardware.board_reports import ImuReport
+
+        period = 1.0 / self.node.p["imu_rate"]
+        for r in reports:
+            if isinstance(r, ImuReport):
+                self.last_imu = r.t
+                self.imu.sample(r.t, self.rotation @ r.gyro, self.rotation @ r.accel, period)
+            else:
+                self._battery(r.t, r.mv)
+        counts = bus.report_counts()
+        for kind, n in counts.items():
+            if kind not in ("imu", "battery", "ignored") and n > self._counts.get(kind, 0):
+                self.node.reject("board report (%s)" % kind, bus.board.last_skipped or kind, once=True)
+        self._counts = counts
+
+    def _battery(self, t: float, mv: int) -> None:
+        self.battery_mv = mv
+        self.batteries += 1
+        now = self.node.get_clock().now()
+        self.battery_msg.header.stamp = Time(nanoseconds=now.nanoseconds - int(round((time.monotonic() - t) * 1e9)),
+                                             clock_type=now.clock_type).to_msg()
+        self.battery_msg.voltage = mv / 1000.0
+        self.battery_pub.publish(self.battery_msg)
+        level, text = self.battery_state()
+        if level != self.battery_level:
+            log = self.node.get_logger()    # rclpy: one severity per call site
+            if level == 2:
+                log.error("battery: " + text)
+            elif level == 1:
+                log.warning("battery: " + text)
+            else:
+                log.info("battery: " + text)
+            self.battery_level = level
+
+    def battery_state(self) -> Tuple[int, str]:
+        """(diagnostic level, text) of the battery's last report."""
+        if self.battery_mv is None:
+            return 0, "no battery report yet"
+        v, p = self.battery_mv / 1000.0, self.node.p
+        if v < p["battery_error_voltage"]:
+            return 2, "%.2f V, below %.1f V: stop and charge it (Hiwonder's manual)" % (v, p["battery_error_voltage"])
+        if v < p["battery_warn_voltage"]:
+            return 1, "%.2f V, below %.1f V: charge it soon" % (v, p["battery_warn_voltage"])
+        return 0, "%.2f V" % v
+
+    def check(self, now: float) -> None:
+        """No IMU report for imu_timeout since the port opened (or since the last): one ERROR line."""
+        if self.opened_at is None:
+            return
+        silent = now - (self.last_imu if self.last_imu is not None else self.opened_at)
+        if silent > self.node.p["imu_timeout"] and not self.imu_missing:
+            self.imu_missing = True
+            self.node.get_logger().error(
+                "no IMU report from the STM32 board on %s for %.1f s%s: imu/data is not published, so the predictor "
+                "and the damage monitor have no body motion (is another program reading the board, e.g. Hiwonder's "
+                "start_app_node.service? does its firmware stream its IMU?)" % (
+                    self.node.p["port"], silent, "" if self.last_imu is not None else " since it opened"))
+        elif self.imu_missing and silent <= self.node.p["imu_timeout"]:
+            self.imu_missing = False
+            self.node.get_logger().info("IMU reports from the STM32 board again: imu/data published")
+
+    def status(self, now: float):
+        """The board's /diagnostics status: IMU and battery, the skipped reports by kind."""
+        b_level, b_text = self.battery_state()
+        if self.imu_missing or self.opened_at is None:
+            since = self.last_imu if self.last_imu is not None else self.opened_at
+            i_level, i_text = 2, ("no IMU report for %.1f s" % (now - since) if since is not None else
+                                  "board not open")
+        else:
+            i_level, i_text = 0, "IMU " + self.imu.status()
+        values = [("imu_samples", self.imu.samples), ("imu_gaps", self.imu.gaps),
+                  ("imu_rate_expected_hz", self.node.p["imu_rate"]),
+                  ("battery_v", "nan" if self.battery_mv is None else "%.3f" % (self.battery_mv / 1000.0)),
+                  ("battery_reports", self.batteries)]
+        values += [("reports_" + k, n) for k, n in sorted(self._counts.items())]
+        return status("%s: board" % self.node.get_name(), "%s; battery %s" % (i_text, b_text),
+                      max(i_level, b_level), values, hardware_id="rrc_board")
 
 
 class ServoDriver(ThinNode):
@@ -79,7 +258,8 @@ class ServoDriver(ThinNode):
         self.rate_timer("fault_report_rate", self._on_diag, "diagnostics")
         self._pending = None
         self._pending_lock = threading.Lock()
-        self._wake, self._stop = threading.Event(), threading.Event()
+        self._wake, self._stop = _Wake(), threading.Event()
+        self.board = BoardSensors(self) if self.p["transport"] == "rrc" else None
         self._dither = random.random()   # the reads' dither (read_dither): where its sequence starts, in cycles
         with self.lock:
             self._try_open()
@@ -100,7 +280,8 @@ class ServoDriver(ThinNode):
         if self.closed:
             return False
         try:
-            extra = {"sync_start": self.p["sync_start"]} if self.p["transport"] == "uart" else {}
+            extra = ({"sync_start": self.p["sync_start"], "gpio": self.p["gpio"] or None}
+                     if self.p["transport"] == "uart" else {})
             bus = open_bus(self.p["transport"], self.p["port"], baudrate=self.p["baudrate"],
                            reply_timeout=self.p["reply_timeout"], **extra)
         except Exception as exc:  # noqa: BLE001 - serial errors vary by platform; retried
@@ -121,6 +302,8 @@ class ServoDriver(ThinNode):
         self.open_error = ""
         self.get_logger().info("servo bus open on %s (%s, %d baud, %d servos)" % (
             self.p["port"], self.p["transport"], self.p["baudrate"], len(self.table)))
+        if self.board is not None:
+            self.board.opened(time.monotonic())
         if self.p["torque_on_start"]:
             self._guarded_bus(self.joints.load_all)
             self.tracker.set_torque(True)
@@ -186,7 +369,7 @@ class ServoDriver(ThinNode):
         next_tick = time.monotonic()      # the cycle's start; its reads at read_at (read_dither later at most)
         read_at = next_tick
         while not self._stop.is_set():
-            self._wake.wait(max(0.0, read_at - time.monotonic()))
+            self._wait(max(0.0, read_at - time.monotonic()))
             self._wake.clear()
             if self._stop.is_set():
                 break
@@ -196,6 +379,8 @@ class ServoDriver(ThinNode):
                         next_tick = read_at = time.monotonic() + 0.1
                         continue
                     self._send_pending()
+                    if self.board is not None:      # after the command: what the board sent meanwhile
+                        self._board_reports()
                     now = time.monotonic()
                     if now >= read_at:
                         period = 1.0 / self.p["publish_rate"]
@@ -203,9 +388,32 @@ class ServoDriver(ThinNode):
                         read_at = next_tick + (self._next_dither() * period if self.p["read_dither"] else 0.0)
                         self._read_and_publish()
                         self._confirm_silence()
+                        if self.board is not None:  # the reports that came during the reads
+                            self._board_reports()
             except Exception as exc:  # noqa: BLE001 - the bus thread must survive anything
                 self.errors += 1
                 self.reject("bus thread", "%s: %s" % (type(exc).__name__, exc))
+
+    def _wait(self, timeout: float) -> None:
+        """Until a command comes, ``timeout`` passes or (transport rrc) the board has sent something."""
+        fd = None
+        joints = self.joints
+        if self.board is not None and joints is not None:
+            fd = joints.bus.fileno()
+            if fd is None:
+                timeout = min(timeout, BOARD_POLL_S)
+        self._wake.wait(timeout, fd)
+
+    def _board_reports(self) -> None:
+        """Read what the board has sent (never waiting for more) and publish its reports."""
+        bus = self.joints.bus
+        try:
+            reports = bus.poll_reports()
+        except HardwareError as exc:
+            self.reject("servo bus", str(exc))
+            return
+        self.board.ingest(bus, reports)
+        self.board.check(time.monotonic())
 
     def _next_dither(self) -> float:
         """The next cycle's read delay, in periods: the golden-ratio sequence (each delay as far from the earlier
@@ -382,6 +590,8 @@ class ServoDriver(ThinNode):
                 statuses.insert(0, self.node_status(message, level, [
                     ("port", self.p["port"]), ("commands_applied", self.commands_applied),
                     ("bus_silent_s", silent), ("led_alarm", self.p["led_alarm"])]))
+        if full and self.board is not None:
+            statuses.insert(1, self.board.status(time.monotonic()))
         if statuses:
             self.publish_diagnostics(statuses)
 
@@ -394,9 +604,11 @@ class ServoDriver(ThinNode):
         with self.lock:
             self.closed = True
             if self.joints is None:
+                self._wake.close()
                 return
             self.joints.close()
             self.joints = None
+            self._wake.close()
             self.get_logger().info("servos unloaded (torque off), bus closed")
 
 
