@@ -38,6 +38,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import bench_nano_budget as nano  # noqa: E402  (sets the ROS environment defaults, sys.path)
+from _nano_cgroup import cfs_slice, find_cgroup  # noqa: E402
+import _nano_graph as runner  # noqa: E402
+import _nano_measure as measure  # noqa: E402
+from _nano_proc import load_text  # noqa: E402
+import _nano_report as results  # noqa: E402
 from _machine import describe  # noqa: E402
 
 from jethexa_dynamics import cli_args  # noqa: E402
@@ -72,10 +77,10 @@ def parse_demo(text):
 
 def demo_run(i, opts, workdir):
     """One healthy demo run beside ``opts.hogs`` busy loops (started first, ended after it)."""
-    env = nano.child_env()
+    env = runner.child_env()
     hogs = [subprocess.Popen([sys.executable, "-c", HOG], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL) for _ in range(opts.hogs)]
-    load = nano.load_text()
+    load = load_text()
     t0 = time.monotonic()
     path = os.path.join(workdir, "demo_%d.log" % i)
     try:
@@ -103,17 +108,17 @@ def demo_run(i, opts, workdir):
 
 
 # ---------------------------------------------------------------------------------------------- (b) graph
-LAYOUT = nano.LAUNCHED   # as launched
+LAYOUT = runner.LAUNCHED   # as launched
 
 
 def quota_walk(opts, workdir, cgroup):
     """The launch graph as launched walking healthy for ``opts.minutes``, the robot's processes together inside
     4/``opts.factor`` core (no break)."""
-    quota = nano.NANO_CORES / opts.factor if cgroup[0] else None
-    run = types.SimpleNamespace(speed=nano.SPEED, timeout=600.0, warmup=2.0, break_at=0.0, break_spec="",
+    quota = results.NANO_CORES / opts.factor if cgroup[0] else None
+    run = types.SimpleNamespace(speed=runner.SPEED, timeout=600.0, warmup=2.0, break_at=0.0, break_spec="",
                                 seconds=opts.minutes * 60.0, name_timeout=0.0, shares=opts.shares,
                                 body_estimate=False)
-    return nano.run_case("%gx" % opts.factor if quota else "unconstrained", LAYOUT, quota, run, workdir, cgroup,
+    return runner.run_case("%gx" % opts.factor if quota else "unconstrained", LAYOUT, quota, run, workdir, cgroup,
                          0.0)
 
 
@@ -133,7 +138,7 @@ def report(opts, info, cgroup_note, demos, walk, argv_text):
               opts.runs, opts.duration, opts.hogs, HOG, MORPHOLOGY_LINE,
               graph_spec.COMPOSED_DEFAULT, ", ".join("%s (%s)" % (p, ", ".join(m))
                                                      for p, m in graph_spec.LAYOUTS[graph_spec.COMPOSED_DEFAULT]),
-              nano.SPEED,
+              runner.SPEED,
                                     opts.minutes, "%.2f core (4/%g: the Nano at a %gx slowdown per core; no credit "
                                     "for the emulated MPU6050, which spends the quota too)" % (
                                         walk["quota"], opts.factor, opts.factor) if walk["quota"] else
@@ -143,21 +148,21 @@ def report(opts, info, cgroup_note, demos, walk, argv_text):
           "morphology%s | %s |" % (
               opts.runs, opts.hogs, len(with_changes), len(demos),
               " (%s)" % "; ".join("run %d: %s" % (d["run"], ", ".join(d["named"]) or d["verdict"])
-                                  for d in with_changes) if with_changes else "", nano._met(not with_changes)),
+                                  for d in with_changes) if with_changes else "", results._met(not with_changes)),
           "| (a) every demo run clean (exit 0) | %s | %s |" % (
               ", ".join("run %d: exit %s, %s" % (d["run"], d["exit"], d["verdict"]) for d in demos
-                        if d["exit"] != 0) or "all exit 0", nano._met(all(d["exit"] == 0 for d in demos))),
+                        if d["exit"] != 0) or "all exit 0", results._met(all(d["exit"] == 0 for d in demos))),
           "| (b) no morphology change in %g min inside %s | %d change(s)%s | %s |" % (
               opts.minutes, "%.2f core" % walk["quota"] if walk["quota"] else "no quota", walk["changes"],
               " (%s)" % ", ".join(walk["false_damage"]) if walk["false_damage"] else "",
-              nano._met(walk["changes"] == 0)), "",
+              results._met(walk["changes"] == 0)), "",
           "## (a) jethexa-demo --no-damage beside %d busy loops" % opts.hogs, "",
           "| run | exit | morphology changes | named | predictor poses/s (configured) | demo's verdict | the damage "
           "monitor's reason | wall [s] | load at the start |", "|---|---|---|---|---|---|---|---|---|"]
     for d in demos:
         md.append("| %d | %s | %d | %s | %s (%s Hz) | %s | %s | %.0f | %s |" % (
-            d["run"], d["exit"], d["changes"], ", ".join(d["named"]) or "-", nano._f(d["rate"], "%d"),
-            nano._f(d["configured"], "%d"), d["verdict"], "; ".join(d["reasons"]) or "-", d["wall_s"], d["load"]))
+            d["run"], d["exit"], d["changes"], ", ".join(d["named"]) or "-", results._f(d["rate"], "%d"),
+            results._f(d["configured"], "%d"), d["verdict"], "; ".join(d["reasons"]) or "-", d["wall_s"], d["load"]))
     if rates:
         md += ["", "Predictor (%s) achieved rate over the %d runs: min %d, median %g, max %d poses/s (configured "
                "%s Hz)." % (demos[0]["model"], len(rates), min(rates), statistics.median(rates), max(rates),
@@ -170,11 +175,12 @@ def report(opts, info, cgroup_note, demos, walk, argv_text):
            "| joint_commands [Hz] | imu/data [Hz] | joint_states [Hz] | speed [m/s] | robot CPU-s/s (emulated "
            "MPU6050 in it) | robot waited for a CPU [s/s] | exits |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
            "| %s | %g | %d | %s | %s | %.1f | %.1f | %.1f | %.1f | %s | %.3f (%.3f) | %.2f | %s |" % (
-               nano._quota_text(r), opts.minutes, r["changes"], ", ".join(r["false_damage"]) or "-",
+               results._quota_text(r), opts.minutes, r["changes"], ", ".join(r["false_damage"]) or "-",
                "%d of %d (%.1f s)" % (thr["throttled"], thr["periods"], thr["throttled_s"]) if thr else "-",
                r["rates"]["predicted/pose"], r["rates"]["joint_commands"], r["rates"]["imu/data"],
-               r["rates"]["joint_states"], nano._f(r["speed"]), nano.robot_cpu(r),
-               emu.get(nano.MOTION, 0.0) + emu.get(nano.REGISTERS, 0.0), nano.robot_total(r, "threads", "wait"),
+               r["rates"]["joint_states"], results._f(r["speed"]), measure.robot_cpu(r),
+               emu.get(measure.MOTION, 0.0) + emu.get(measure.REGISTERS, 0.0),
+               measure.robot_total(r, "threads", "wait"),
                r.get("exits", "?")),
            "", "Load: (b) %s at the start, %s at the end." % (r["load_start"], r["load_end"]), "",
            "Not covered: the demo's runs beside busy loops are not inside a quota (the busy loops and the machine's "
@@ -217,21 +223,21 @@ def parse_args(argv):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     opts = parse_args(argv)
-    kind, mount, note = nano.find_cgroup(opts.cgroup)
+    kind, mount, note = find_cgroup(opts.cgroup)
     print("CPU quota: " + note, flush=True)
-    info = describe("rclpy") + ["- %s at the start; %s" % (nano.load_text(), os.environ.get(
+    info = describe("rclpy") + ["- %s at the start; %s" % (load_text(), os.environ.get(
         "RMW_IMPLEMENTATION", "default rmw"))]
     workdir = tempfile.mkdtemp(prefix="jethexa_false_damage_")
 
     def work():
-        nano.domain_free()
+        runner.domain_free()
         print("== (a) %d healthy demo runs beside %d busy loops" % (opts.runs, opts.hogs), flush=True)
         demos = [demo_run(i + 1, opts, workdir) for i in range(opts.runs)]
         print("== (b) the launch graph walking healthy for %g min" % opts.minutes, flush=True)
-        with nano.cfs_slice(opts.slice_us if kind else 0) as slice_note:
+        with cfs_slice(opts.slice_us if kind else 0) as slice_note:
             info.append("- " + slice_note)
             walk = quota_walk(opts, workdir, (kind, mount))
-        info.append("- %s at the end" % nano.load_text())
+        info.append("- %s at the end" % load_text())
         return nano.finish(opts, report(opts, info, note, demos, walk, " ".join(argv) or "(defaults)"),
                            "false_damage", workdir)
 
