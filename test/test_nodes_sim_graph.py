@@ -94,3 +94,32 @@ def test_sim_graph_walks_predicts_and_survives_a_lost_leg():
         assert {name: node.errors for name, node in nodes.items() if node.errors} == {}
     finally:
         g.close()
+
+
+def test_sim_graph_on_todays_kit_reads_the_boards_imu():
+    """kit:=orin: no imu node; the emulated STM32 board streams its IMU reports from the world's motion, the servo
+    driver publishes imu/data from them and the predictor anchors on it (measured/pose) while the robot walks."""
+    from sensor_msgs.msg import BatteryState, Imu
+
+    g = Graph()
+    try:
+        nodes = add_launch_graph(g, "sim", {"kit": "orin", "port_link": "/tmp/jethexa_test_bus_%d" % os.getpid()})
+        assert "imu" not in nodes and nodes["robot_emulator"].bus.transport == "rrc"
+        w = g.add(Watcher)
+        w.watch(PoseStamped, "measured/pose")
+        w.watch(PoseStamped, "mocap/pose", SENSOR_QOS)
+        w.watch(Imu, "imu/data", SENSOR_QOS)
+        w.watch(BatteryState, "battery", SENSOR_QOS)
+        w.drive(0.05)
+        g.start()
+        assert wait_for(lambda: w.count("measured/pose") > 20 and w.count("battery") > 0, 90.0)
+        pubs = nodes["predictor"].get_publishers_info_by_topic("/imu/data")
+        assert [p.node_name for p in pubs] == ["servo_driver"]
+        x0 = w.last("mocap/pose").pose.position.x
+        assert wait_for(lambda: w.last("mocap/pose").pose.position.x - x0 > 0.03, 20.0)
+        a = w.last("imu/data").linear_acceleration
+        assert 8.5 < a.z < 11.0 and abs(a.x) < 3.0 and abs(a.y) < 3.0     # walking, upright, in base_link axes
+        assert nodes["servo_driver"].board.imu.samples > 100 and not nodes["servo_driver"].board.imu_missing
+        assert g.spin_error is None and all(getattr(n, "errors", 0) == 0 for n in nodes.values())
+    finally:
+        g.close()
