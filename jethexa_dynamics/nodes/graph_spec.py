@@ -35,6 +35,12 @@ class NodeEntry:
     executable: str
     name: str
     fixed: Dict[str, Any] = field(default_factory=dict)  # parameters this graph sets regardless of YAML
+    #: (launch argument, its values) under which the graph has this node (None: always)
+    only_if: Optional[Tuple[str, Tuple[str, ...]]] = None
+
+    def launched(self, arguments: Dict[str, str]) -> bool:
+        """Whether a launch with these argument values (every argument given) starts this node."""
+        return self.only_if is None or str(arguments[self.only_if[0]]).strip() in self.only_if[1]
 
 
 BUS_LINK = "/tmp/jethexa_emulated_bus"
@@ -166,8 +172,8 @@ GRAPHS: Dict[str, Dict[str, Any]] = {
                   # the pty would allow more, but the robot's computer would then be measured doing work the
                   # robot cannot do)
                   NodeEntry("servo_driver", "servo_driver", {"open_timeout": 30.0, "reply_timeout": 0.03,
-                                                              "confirm_timeout": 0.3}),
-                  NodeEntry("imu", "imu", {"source": "emulator"}),
+                                                              "confirm_timeout": 0.3}, ("interface", ("bus",))),
+                  NodeEntry("imu", "imu", {"source": "emulator"}, ("interface", ("bus",))),
                   NodeEntry("gait_controller", "gait_controller"), NodeEntry("predictor", "predictor"),
                   NodeEntry("damage_monitor", "damage_monitor")],
         "arguments": [
@@ -188,6 +194,12 @@ GRAPHS: Dict[str, Dict[str, Any]] = {
                      "servos frame by frame, 15.6 ms for 18, and reads wait behind them, as on the robot; the servo "
                      "driver's line_model follows it",
                      (("robot_emulator", "bus_line"), ("servo_driver", "line_model"))),
+            Argument("interface", "bus", "how the robot's nodes reach the emulated world: bus (servo_driver on the "
+                     "emulated servo bus, imu on the MPU6050 model) or topics (no servo_driver and no imu: the "
+                     "emulator takes joint_commands and publishes joint_states and imu/data, as a robot whose "
+                     "joints come from another driver)", (("robot_emulator", "interface"),)),
+            Argument("plant", "engine", "the emulated world's physics: engine (the package's) or mujoco "
+                     "(independent contact model; needs the mujoco package)", (("robot_emulator", "plant"),)),
         ] + _COMMON_ARGS,
     },
 }
@@ -197,13 +209,24 @@ GRAPHS: Dict[str, Dict[str, Any]] = {
 @dataclass(frozen=True)
 class When:
     """The condition under which a node creates an endpoint: parameter ``param`` has one of ``values``, or (with
-    ``nonempty``) is a non-empty string. Only read-only parameters (fixed at start-up) may be conditions."""
+    ``nonempty``) is a non-empty string, and every condition of ``also`` holds too. Only read-only parameters
+    (fixed at start-up) may be conditions."""
     param: str
     values: Tuple[Any, ...] = ()
     nonempty: bool = False
+    also: Tuple["When", ...] = ()
 
     def holds(self, value: Any) -> bool:
+        """This condition alone (not ``also``) for its parameter's ``value``."""
         return bool(value) if self.nonempty else value in self.values
+
+    def conditions(self) -> Tuple["When", ...]:
+        """This condition and those of ``also``, each on one parameter."""
+        return (self,) + tuple(c for a in self.also for c in a.conditions())
+
+    def applies(self, params: Dict[str, Any]) -> bool:
+        """Every condition holds for these (validated) parameters."""
+        return all(c.holds(params[c.param]) for c in self.conditions())
 
 
 @dataclass(frozen=True)
@@ -299,7 +322,11 @@ ENDPOINTS: Dict[str, Tuple[Endpoint, ...]] = {
     ),
     "robot_emulator": (
         Endpoint("publish", "mocap/pose", _POSE),
-        Endpoint("publish", "emulator/imu_motion", _IMU, When("transport", ("uart",))),
+        Endpoint("publish", "emulator/imu_motion", _IMU, When("transport", ("uart",),
+                                                               also=(When("interface", ("bus",)),))),
+        Endpoint("publish", "joint_states", _JS, When("interface", ("topics",))),
+        Endpoint("publish", "imu/data", _IMU, When("interface", ("topics",))),
+        Endpoint("subscribe", "joint_commands", _TRAJ, When("interface", ("topics",))),
     ) + tuple(Endpoint("subscribe", t, ty, When("record", nonempty=True)) for t, ty in DEFAULT_RECORD_TOPICS.items()),
 }
 
@@ -325,7 +352,7 @@ def enclave(node: str, root: str = ENCLAVE_ROOT) -> str:
 
 def node_endpoints(executable: str, params: Dict[str, Any]) -> Tuple[Endpoint, ...]:
     """Every endpoint a node of the package creates with these (validated) parameters."""
-    return THIN_NODE + tuple(e for e in ENDPOINTS[executable] if e.when is None or e.when.holds(params[e.when.param]))
+    return THIN_NODE + tuple(e for e in ENDPOINTS[executable] if e.when is None or e.when.applies(params))
 
 
 def _reachable(graph: str, entry: NodeEntry, param: str) -> Optional[List[Any]]:
@@ -342,6 +369,12 @@ def _reachable(graph: str, entry: NodeEntry, param: str) -> Optional[List[Any]]:
     return [values.get(param, node_params.ALL[entry.executable][param].default)]
 
 
+def _can_hold(graph: str, entry: NodeEntry, when: When) -> bool:
+    """Some launch of ``graph`` gives ``entry`` a value of ``when.param`` for which ``when`` (alone) holds."""
+    values = _reachable(graph, entry, when.param)
+    return values is None or any(when.holds(v) for v in values)
+
+
 def graph_endpoints(graph: str) -> Dict[str, Tuple[Endpoint, ...]]:
     """{node name: endpoints} of ``<graph>.launch.py``: for each node every endpoint it creates in some launch of
     the graph (conditional endpoints whose parameter a launch argument sets are included), and the
@@ -350,8 +383,7 @@ def graph_endpoints(graph: str) -> Dict[str, Tuple[Endpoint, ...]]:
     for entry in GRAPHS[graph]["nodes"]:
         eps = list(THIN_NODE)
         for e in ENDPOINTS[entry.executable]:
-            values = None if e.when is None else _reachable(graph, entry, e.when.param)
-            if e.when is None or values is None or any(e.when.holds(v) for v in values):
+            if e.when is None or all(_can_hold(graph, entry, c) for c in e.when.conditions()):
                 eps.append(e)
         out[entry.name] = tuple(eps)
     out[ROBOT_STATE_PUBLISHER.name] = EXTERNAL_ENDPOINTS[ROBOT_STATE_PUBLISHER.executable]
@@ -391,7 +423,7 @@ def node_parameters(graph: str, arguments: Optional[Dict[str, str]] = None) -> L
     by_kit = kit_params(graph, args["kit"])
     out = []
     for entry in spec["nodes"]:
-        if entry.name in kit.without:
+        if entry.name in kit.without or not entry.launched(args):
             continue
         values = load_node_yaml(config_file(entry.executable), entry.executable)
         values.update(by_kit.get(entry.name, {}))

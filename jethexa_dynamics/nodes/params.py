@@ -353,6 +353,19 @@ ROBOT_EMULATOR = ParamSet("robot_emulator", [
       "each bus transaction brings the world up to its arrival and is executed there: reads give the angle at "
       "their own time; body_estimate needs it)", choices=("tick", "exact"),
       read_only=True),
+    P("interface", "string", "bus", "how the nodes reach the world: 'bus' (an emulated servo bus on a pty for "
+      "servo_driver, the MPU6050's motion on emulator/imu_motion for the imu node) or 'topics' (no servo driver: "
+      "the emulator takes joint_commands and publishes joint_states and imu/data itself, as a robot whose joints "
+      "come from another driver; sim launch argument interface)", choices=("bus", "topics"), read_only=True),
+    P("plant", "string", "engine", "the world's physics: 'engine' (the package's simulation engine) or 'mujoco' "
+      "(MuJoCo, an independent contact model; needs the mujoco package and servo_timing tick)",
+      choices=("engine", "mujoco"), read_only=True),
+    P("joint_states_rate", "double", 50.0, "joint_states publication rate with interface topics (every "
+      "round(rate/joint_states_rate)-th world tick; every joint whose servo is there)", lo=1.0, hi=1000.0,
+      unit="Hz"),
+    P("hide", "string", "", "interface topics: joints (or legs: their three joints) left out of joint_states "
+      "while the world keeps them, comma-separated (e.g. 'RM' or 'tibia_joint_LF'): a driver that cannot read "
+      "them (starved, a loose cable); '' none"),
 ])
 
 ALL = {p.node_name: p for p in (SERVO_DRIVER, IMU, GAIT_CONTROLLER, PREDICTOR, DAMAGE_MONITOR, ROBOT_EMULATOR)}

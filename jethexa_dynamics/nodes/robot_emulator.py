@@ -17,6 +17,16 @@
   servos keep answering and following commands (``Engine.set_breaks``); only the body's motion tells.
 * Seized servos: parameter ``seize`` (joint names, comma-separated) locks those joints where they are in the
   world; their servos keep answering (reads give the locked angle) and accepting moves they do not make.
+
+``interface: topics`` is a robot whose joints come from another driver (no servo bus, no servo statuses): the
+emulator itself takes ``joint_commands`` (each joint moves linearly to the last point in its ``time_from_start``,
+as a bus servo does), publishes ``joint_states`` (every joint of the servo-visible morphology at
+``joint_states_rate``; a removed link's joints vanish from it; parameter ``hide`` leaves joints out while the world
+keeps them, as a starved or faulty driver would) and ``imu/data`` (the world's body rates and specific force with
+the MPU6050's noise, filtered by the imu node's Madgwick filter with its default gain and initialisation), and no
+``emulator/imu_motion``: the graph runs without servo_driver and imu (sim launch argument ``interface``).
+``plant: mujoco`` makes the world MuJoCo (``sim.mjcf.MujocoServoPlant``, an independent contact model; needs the
+``mujoco`` package) instead of the project's engine; ``servo_timing: exact`` needs the engine.
 """
 from __future__ import annotations
 
@@ -27,19 +37,25 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
-from sensor_msgs.msg import Imu
+from sensor_msgs.msg import Imu, JointState
+from trajectory_msgs.msg import JointTrajectory
 
 from jethexa_dynamics.hardware.emulator import BusEmulator, follow_commanded
+from jethexa_dynamics.hardware.imu_filter import MadgwickFilter
+from jethexa_dynamics.hardware.servo_table import load_servo_table
 from jethexa_dynamics.model.se3 import rot_to_quat
 from jethexa_dynamics.nodes import params as node_params
 from jethexa_dynamics.damage.detection import joint_leg_link
 from jethexa_dynamics.model import Morphology, format_morphology
-from jethexa_dynamics.nodes._common import SENSOR_QOS, ThinNode, run, switch_for_bus
+from jethexa_dynamics.nodes import messages as validate
+from jethexa_dynamics.nodes._common import RELIABLE_QOS, SENSOR_QOS, ThinNode, run, stamp_to_sec, switch_for_bus
 from jethexa_dynamics.nodes._robot import jethexa
 
 GRAVITY = np.array([0.0, 0.0, -9.81])  # the engine's world gravity [m/s^2]
 MAX_CATCH_UP = 0.05  # s of simulated time per tick at most (keeps the GIL free for the bus emulator's
 #                      replies); beyond, the world falls behind real time (counted in lag_events)
+ACCEL_NOISE, GYRO_NOISE = 0.025, 6e-4   # imu/data of interface topics: the MPU6050 model's per-sample noise
+#                                         (m/s^2, rad/s: hardware.mpu6050_emulator's defaults)
 
 
 class RobotEmulator(ThinNode):
@@ -53,21 +69,36 @@ class RobotEmulator(ThinNode):
         self.joint_names = list(robot.joint_names)
         self._leg_link = joint_leg_link(self.joint_names, self.leg_names)
         self.lock = threading.RLock()
-        if self.p["body_mass_scale"] != 1.0 or any(self.p["body_com_shift"]):     # the world's body, not the URDF's
-            from jethexa_dynamics.sim.streams import scaled_body_robot
+        self.topics = self.p["interface"] == "topics"
+        if self.p["plant"] == "mujoco":
+            if self.p["servo_timing"] == "exact":
+                raise ValueError("servo_timing: 'exact' needs plant 'engine' (the MuJoCo plant follows the servos "
+                                 "on its ticks)")
+            from jethexa_dynamics.sim.mjcf import MujocoServoPlant
 
-            robot = scaled_body_robot(self.p["body_mass_scale"], self.p["body_com_shift"])
-        self.engine = Engine(robot, gait=None, record_every=0)
-        self.engine.step(0)  # compile (or load the numba cache) now, not in the first timer callback
-        # the emulated servos act on a frame when the pty thread has read it: that thread must get the GIL from
-        # the executor's at once (``_common.BUS_SWITCH_INTERVAL``), or a move starts late in the world
-        switch_for_bus()
-        self.board = self.p["transport"] == "rrc"
-        self.bus = BusEmulator(seed=self.p["seed"], line_rate="auto" if self.p["bus_line"] else None,
-                               transport=self.p["transport"], imu_rate=self.p["imu_rate"]).start()
-        self._hold_standing_pose()
-        self.port = self.bus.port
-        self._link_port()
+            self.engine = MujocoServoPlant(robot, body_scale=self.p["body_mass_scale"],
+                                           body_com_offset=self.p["body_com_shift"])
+        else:
+            if self.p["body_mass_scale"] != 1.0 or any(self.p["body_com_shift"]):  # the world's body, not the URDF's
+                from jethexa_dynamics.sim.streams import scaled_body_robot
+
+                robot = scaled_body_robot(self.p["body_mass_scale"], self.p["body_com_shift"])
+            self.engine = Engine(robot, gait=None, record_every=0)
+            self.engine.step(0)  # compile (or load the numba cache) now, not in the first timer callback
+        self.bus: Optional[BusEmulator] = None
+        self.port = ""
+        self.board = not self.topics and self.p["transport"] == "rrc"
+        if self.topics:
+            self._init_topics()
+        else:
+            # the emulated servos act on a frame when the pty thread has read it: that thread must get the GIL
+            # from the executor's at once (``_common.BUS_SWITCH_INTERVAL``), or a move starts late in the world
+            switch_for_bus()
+            self.bus = BusEmulator(seed=self.p["seed"], line_rate="auto" if self.p["bus_line"] else None,
+                                   transport=self.p["transport"], imu_rate=self.p["imu_rate"]).start()
+            self._hold_standing_pose()
+            self.port = self.bus.port
+            self._link_port()
         self.world_morphology = [3] * len(self.leg_names)
         self.silenced: List[str] = []
         self.sim_failures = 0
@@ -75,7 +106,8 @@ class RobotEmulator(ThinNode):
         self._t0 = time.monotonic()
         self._wall_offset = 0.0  # wall seconds the world skipped (fell behind)
         self.mocap_pub = self.create_publisher(PoseStamped, "mocap/pose", SENSOR_QOS)
-        self.imu_pub = None if self.board else self.create_publisher(Imu, "emulator/imu_motion", SENSOR_QOS)
+        self.imu_pub = (None if self.board or self.topics else
+                        self.create_publisher(Imu, "emulator/imu_motion", SENSOR_QOS))
         self.recorder = None
         if self.p["record"]:
             from jethexa_dynamics.nodes.bag_recorder import BagRecorder
@@ -86,19 +118,61 @@ class RobotEmulator(ThinNode):
         self._apply_damage(self.p["damage"])
         self._apply_breaks(self.p["breaks"])
         self._apply_seize(self.p["seize"])
+        self._apply_hide(self.p["hide"])
         self._ticks = 0
         # one timer: the world steps at `rate`; IMU motion and mocap go out every k-th tick (one callback
         # instead of three: the rclpy executor's per-callback cost dominates here)
         self.rate_timer("rate", self._on_tick, "world")
         self._diag_timer = self.timer(1.0, self._on_diag, "diagnostics")
-        if self.p["servo_timing"] == "exact":
+        if self.p["servo_timing"] == "exact" and not self.topics:
             # each bus transaction brings the world up to its arrival and is executed there: a read gives the
             # angle at the read to 1 ms (carried forward from the last world update at 100 Hz the readings lag or
             # lead by up to 10 ms, and the body estimate reads that lag as load)
             self.bus.before_bytes = self._on_world
-        self.get_logger().info("emulated servo bus on %s (linked at %s)" % (self.port, self.p["port_link"]))
+        if self.topics:
+            self.get_logger().info("world (%s) on topics: joint_commands in, joint_states and imu/data out"
+                                   % self.p["plant"])
+        else:
+            self.get_logger().info("emulated servo bus on %s (linked at %s)" % (self.port, self.p["port_link"]))
 
     # ------------------------------------------------------------------ set-up
+    def _init_topics(self) -> None:
+        """interface topics: the joint limits of the servo table (commands outside are rejected, as
+        servo_driver's joint layer does), joint_commands in, joint_states and imu/data out."""
+        table = load_servo_table(None)
+        by_name = {s.joint: s for s in table}
+        self.lower = [by_name[j].lower for j in self.joint_names]
+        self.upper = [by_name[j].upper for j in self.joint_names]
+        imu = node_params.IMU
+        self.imu_filter = MadgwickFilter(beta=imu["filter_beta"].default, init_time=imu["filter_init_time"].default)
+        self._rng = np.random.default_rng(self.p["seed"])
+        self._imu_time: Optional[float] = None       # the world's time of the last imu/data sample
+        self.commands_applied = 0
+        self.hidden: List[str] = []
+        self.js_pub = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
+        self.imu_data_pub = self.create_publisher(Imu, "imu/data", SENSOR_QOS)
+        self.imu_msg = Imu()
+        self.imu_msg.header.frame_id = imu["frame_id"].default
+        for field, name in (("angular_velocity_covariance", "angular_velocity_stddev"),
+                            ("linear_acceleration_covariance", "linear_acceleration_stddev"),
+                            ("orientation_covariance", "orientation_stddev")):
+            v = float(imu[name].default) ** 2
+            setattr(self.imu_msg, field, [v, 0.0, 0.0, 0.0, v, 0.0, 0.0, 0.0, v])
+        self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS)
+
+    def _on_commands(self, msg: JointTrajectory) -> None:
+        """A move of the joints named (the last point, in its time_from_start) from where their set-points are
+        now: a seized joint's is ignored, a removed joint's (no servo) too."""
+        points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
+        idx, pos, t = validate.trajectory(msg.joint_names, points, self.joint_names, self.lower, self.upper)
+        with self.lock:
+            keep = [(i, float(q)) for i, q in zip(idx, pos)
+                    if self.joint_names[i] not in self.seized and self.joint_names[i] not in self.silenced]
+            if keep:
+                self.engine.set_joint_targets([q for _, q in keep], move_time=max(0.0, t),
+                                              joints=[i for i, _ in keep])
+            self.commands_applied += 1
+
     def _hold_standing_pose(self) -> None:
         """The emulated servos start where the engine's robot stands (not at their centre)."""
         self.bus.set_positions(dict(zip(self.joint_names, map(float, self.engine.joint_angles))))
@@ -120,6 +194,32 @@ class RobotEmulator(ThinNode):
             self._apply_breaks(changed["breaks"])
         if "seize" in changed:
             self._apply_seize(changed["seize"])
+        if "hide" in changed:
+            self._apply_hide(changed["hide"])
+
+    def _joint_list(self, name: str, spec: str) -> List[str]:
+        """Joint names (or leg names: their three joints), comma-separated -> joint names; ValueError naming
+        ``name`` for an unknown one."""
+        out: List[str] = []
+        for n in (x.strip() for x in spec.split(",")):
+            if not n:
+                continue
+            if n in self.leg_names:
+                out += [j for j, (leg, _) in zip(self.joint_names, self._leg_link) if self.leg_names[leg] == n]
+            elif n in self.joint_names:
+                out.append(n)
+            else:
+                raise ValueError("%s: unknown joint or leg %s (joints like femur_joint_LM, legs like RM)" % (name, n))
+        return out
+
+    def _apply_hide(self, spec: str) -> None:
+        names = self._joint_list("hide", spec)     # ValueError -> parameter rejected
+        if names and not self.topics:
+            raise ValueError("hide: needs interface 'topics' (the emulated servo bus has no joint_states)")
+        with self.lock:
+            self.hidden = names
+        if names:
+            self.get_logger().warning("left out of joint_states (the world keeps them): %s" % ", ".join(names))
 
     def _apply_breaks(self, spec: str) -> None:
         links = list(Morphology.parse(self.engine.robot, spec).links_per_leg)  # ValueError -> parameter rejected
@@ -138,6 +238,9 @@ class RobotEmulator(ThinNode):
         with self.lock:
             q = self.engine.joint_angles
             self.seized = {n: self.seized.get(n, float(q[self.joint_names.index(n)])) for n in names}
+            if self.topics and self.seized:     # held where they are; their commands are ignored
+                idx = [self.joint_names.index(n) for n in self.seized]
+                self.engine.set_joint_targets([self.seized[n] for n in self.seized], move_time=0.0, joints=idx)
         if names:
             self.get_logger().warning("seized in the world: %s (servos keep answering)" % ", ".join(names))
 
@@ -146,13 +249,15 @@ class RobotEmulator(ThinNode):
         with self.lock:
             self.engine.set_morphology(links)
             lost = [j for j, (leg, k) in zip(self.joint_names, self._leg_link) if k >= links[leg]]
-            self.bus.clear_faults()
-            for j in lost:
-                self.bus.silence(j)
+            if self.bus is not None:
+                self.bus.clear_faults()
+                for j in lost:
+                    self.bus.silence(j)
             self.world_morphology, self.silenced = links, lost
         if spec:
-            self.get_logger().warning("damage injected in the world: %s (servos silenced: %s)" % (
-                format_morphology(links, self.leg_names), ", ".join(lost) or "none"))
+            self.get_logger().warning("damage injected in the world: %s (%s: %s)" % (
+                format_morphology(links, self.leg_names),
+                "gone from joint_states" if self.topics else "servos silenced", ", ".join(lost) or "none"))
 
     # ------------------------------------------------------------------ world
     def sim_target_time(self, now: Optional[float] = None) -> float:
@@ -164,7 +269,9 @@ class RobotEmulator(ThinNode):
         self._ticks += 1
         rate = self.p["rate"]
         if self._ticks % max(1, int(round(rate / self.p["imu_rate"]))) == 0:
-            self._on_imu()
+            self._on_imu_data() if self.topics else self._on_imu()
+        if self.topics and self._ticks % max(1, int(round(rate / self.p["joint_states_rate"]))) == 0:
+            self._on_joint_states()
         if self._ticks % max(1, int(round(rate / self.p["mocap_rate"]))) == 0:
             self._on_mocap()
 
@@ -180,6 +287,14 @@ class RobotEmulator(ThinNode):
                 target = e.time + MAX_CATCH_UP
             dt = target - e.time
             if dt < e.dt:
+                return
+            if self.topics:                    # the commands set the targets on arrival (_on_commands)
+                try:
+                    e.advance(target)
+                except self._SimulationError as exc:
+                    self.sim_failures += 1
+                    self.get_logger().error("world: %s; robot reset to standing" % exc)
+                    e.reset_standing()
                 return
             t_bus = self.bus.now(now)
             idx = [i for i, j in enumerate(self.joint_names) if j not in self.silenced]
@@ -228,6 +343,42 @@ class RobotEmulator(ThinNode):
         msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = map(float, acc_world)
         self.imu_pub.publish(msg)
 
+    def _on_joint_states(self) -> None:
+        """interface topics: every joint whose servo is there (not hidden), measured positions only."""
+        with self.lock:
+            q = self.engine.joint_angles
+            gone = set(self.silenced) | set(self.hidden)
+        names = [j for j in self.joint_names if j not in gone]
+        if not names:
+            return
+        msg = JointState()
+        self._stamp(msg, "")
+        msg.name = names
+        msg.position = [float(q[self.joint_names.index(j)]) for j in names]
+        self.js_pub.publish(msg)
+
+    def _on_imu_data(self) -> None:
+        """interface topics: imu/data as the imu node publishes it -- the body rates and specific force (with
+        the chip's noise) through its Madgwick filter, published once the filter's initialisation is over."""
+        with self.lock:
+            gyro, specific_force = self.engine.imu()
+            t = self.engine.time
+        dt = (t - self._imu_time) if self._imu_time is not None else 1.0 / self.p["imu_rate"]
+        if dt <= 0.0:
+            return
+        self._imu_time = t
+        gyro = np.asarray(gyro, dtype=float) + self._rng.normal(0.0, GYRO_NOISE, 3)
+        acc = np.asarray(specific_force, dtype=float) + self._rng.normal(0.0, ACCEL_NOISE, 3)
+        qw, qx, qy, qz = self.imu_filter.update(gyro, acc, dt).tolist()
+        if self.imu_filter.initialising:
+            return
+        msg = self.imu_msg
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.orientation.w, msg.orientation.x, msg.orientation.y, msg.orientation.z = qw, qx, qy, qz
+        msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = map(float, gyro)
+        msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = map(float, acc)
+        self.imu_data_pub.publish(msg)
+
     def _on_mocap(self) -> None:
         with self.lock:
             g = self.engine.pose
@@ -241,22 +392,27 @@ class RobotEmulator(ThinNode):
 
     def _on_diag(self) -> None:
         with self.lock:
-            sim_t, wall = self.engine.time, self.engine.wall_time
+            sim_t, wall = self.engine.time, getattr(self.engine, "wall_time", 0.0)
         rtf = sim_t / max(1e-9, time.monotonic() - self._t0)
         level = 1 if (self.lag_events or self.sim_failures) else 0
-        values = [("port", self.port), ("port_link", self.p["port_link"]), ("sim_time", sim_t),
+        values = [("interface", self.p["interface"]), ("plant", self.p["plant"]),
+                  ("port", self.port), ("port_link", self.p["port_link"]), ("sim_time", sim_t),
                   ("real_time_factor", rtf), ("engine_wall_time", wall), ("lag_events", self.lag_events),
                   ("sim_failures", self.sim_failures),
                   ("world_morphology", format_morphology(self.world_morphology, self.leg_names)),
                   ("silenced_servos", ",".join(self.silenced)),
                   ("world_breaks", format_morphology(self.world_breaks, self.leg_names)),
                   ("world_seized", ",".join(sorted(self.seized)))]
+        if self.topics:
+            values += [("commands_applied", self.commands_applied), ("hidden_joints", ",".join(self.hidden))]
         self.publish_diagnostics([self.node_status("world running", level, values)])
 
     def close(self) -> None:
         if self.recorder is not None:
             self.recorder.close()
             self.recorder = None
+        if self.bus is None:
+            return
         self.bus.stop()
         link = self.p["port_link"]
         if link and os.path.islink(link) and os.readlink(link) == self.port:

@@ -153,8 +153,9 @@ class MujocoHexapod:
 class MujocoServoPlant:
     """A ``MujocoHexapod`` driven as the engine's servo-target mode is: each joint moves its set-point linearly
     from where it is to a goal over a move time (a Hiwonder bus servo), the position actuators follow the
-    set-point every MuJoCo step. The subset of ``Engine`` an active probe and its tests use: ``dt``, ``time``,
-    ``setpoints``, ``set_joint_targets``, ``step``, ``imu``.
+    set-point every MuJoCo step. The subset of ``Engine`` an active probe, its tests and ``robot_emulator``'s
+    MuJoCo plant use: ``dt``, ``time``, ``setpoints``, ``set_joint_targets``, ``step``, ``advance``, ``imu``,
+    ``pose``, ``joint_angles``, ``joint_rates``, ``set_breaks``, ``set_morphology``.
 
     ``robot`` the healthy ``LeggedRobot``; ``links_per_leg`` the links present (a silent break: the links are not
     in the tree, the servos of the ones left still answer); ``body_scale`` and ``body_com_offset`` [m, base_link]
@@ -180,6 +181,7 @@ class MujocoServoPlant:
         self._body = (float(body_scale), off)
         self._mjcf = dict(mjcf)
         self.breaks = Morphology.parse(self.robot, links_per_leg if links_per_leg is not None else "healthy")
+        self.morphology = Morphology.parse(self.robot, "healthy")     # the servo-visible links (set_morphology)
         self.mj = self._build(self.breaks.links_per_leg)
         self.dt = float(self.mj.model.opt.timestep)
         eng = Engine(robot, gait=None, record_every=0)
@@ -213,9 +215,31 @@ class MujocoServoPlant:
         reported angle is their set-point: they move unloaded)."""
         from jethexa_dynamics.model import Morphology
 
-        new = Morphology.parse(self.robot, breaks)
+        self.breaks = Morphology.parse(self.robot, breaks)
+        self._rebuild()
+
+    def set_morphology(self, morphology):
+        """Links removed now, their servos gone with them (the engine's ``set_morphology``; ``Morphology.parse``
+        forms): the tree is rebuilt without them as for a break; the servo-visible ``morphology`` says which
+        joints still answer."""
+        from jethexa_dynamics.model import Morphology
+
+        self.morphology = Morphology.parse(self.robot, morphology)
+        self._rebuild()
+
+    @property
+    def body_morphology(self):
+        """The links physically present: ``morphology`` minus the silent ``breaks`` (as the engine's)."""
+        from jethexa_dynamics.model import Morphology
+
+        return Morphology.from_vector(self.robot, [min(a, b) for a, b in zip(self.morphology.links_per_leg,
+                                                                             self.breaks.links_per_leg)])
+
+    def _rebuild(self):
+        """The tree of ``body_morphology``, the base's and the remaining joints' positions and rates carried
+        over."""
         old, d0 = self.mj, self.mj.data
-        mj = self._build(new.links_per_leg)
+        mj = self._build(self.body_morphology.links_per_leg)
         d = mj.data
         d.time = d0.time
         d.qpos[0:7], d.qvel[0:6] = d0.qpos[0:7], d0.qvel[0:6]
@@ -226,7 +250,7 @@ class MujocoServoPlant:
                 d0.qvel[old.model.jnt_dofadr[old.model.actuator_trnid[old.act[where[j]], 0]]]
         mj.set_targets(self.setpoints())
         mj.mujoco.mj_forward(mj.model, d)
-        self.mj, self.breaks = mj, new
+        self.mj = mj
 
     @property
     def time(self) -> float:
@@ -238,6 +262,21 @@ class MujocoServoPlant:
         q = self.setpoints()
         q[self.mj.joint_index] = self.mj.data.qpos[self.mj.qadr]
         return q
+
+    @property
+    def joint_rates(self) -> np.ndarray:
+        """Joint rates [rad/s, all joints]: MuJoCo's where the joint is in the tree, 0 where not."""
+        qd = np.zeros(self.nj)
+        m = self.mj.model
+        qd[self.mj.joint_index] = self.mj.data.qvel[m.jnt_dofadr[m.actuator_trnid[self.mj.act, 0]]]
+        return qd
+
+    @property
+    def pose(self) -> np.ndarray:
+        """4x4 pose of base_link in the world (the engine's ``pose``)."""
+        g = np.eye(4)
+        g[:3, :3], g[:3, 3] = self.R, self.p
+        return g
 
     @property
     def R(self) -> np.ndarray:
@@ -269,6 +308,12 @@ class MujocoServoPlant:
         for _ in range(int(n)):
             self.mj.set_targets(self.setpoints())
             self.mj.step(1)
+
+    def advance(self, t):
+        """Step up to time ``t`` [s] (the whole steps not after it; the engine's ``advance``)."""
+        n = int(np.floor((float(t) - self.time) / self.dt + 1e-9))
+        if n > 0:
+            self.step(n)
 
     def imu(self):
         """(gyro [rad/s, base_link axes: MuJoCo's free-joint rate is in the body frame], specific force [m/s^2,
