@@ -326,6 +326,7 @@ ENDPOINTS: Dict[str, Tuple[Endpoint, ...]] = {
                                                                also=(When("interface", ("bus",)),))),
         Endpoint("publish", "joint_states", _JS, When("interface", ("topics",))),
         Endpoint("publish", "imu/data", _IMU, When("interface", ("topics",))),
+        Endpoint("publish", "imu/data_raw", _IMU, When("interface", ("topics",))),
         Endpoint("subscribe", "joint_commands", _TRAJ, When("interface", ("topics",))),
     ) + tuple(Endpoint("subscribe", t, ty, When("record", nonempty=True)) for t, ty in DEFAULT_RECORD_TOPICS.items()),
 }

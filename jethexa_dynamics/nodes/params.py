@@ -366,6 +366,7 @@ ROBOT_EMULATOR = ParamSet("robot_emulator", [
     P("hide", "string", "", "interface topics: joints (or legs: their three joints) left out of joint_states "
       "while the world keeps them, comma-separated (e.g. 'RM' or 'tibia_joint_LF'): a driver that cannot read "
       "them (starved, a loose cable); '' none"),
+    *_imu_publishing("imu_", read_only=True, note="interface topics, imu/data of the world: "),
 ])
 
 ALL = {p.node_name: p for p in (SERVO_DRIVER, IMU, GAIT_CONTROLLER, PREDICTOR, DAMAGE_MONITOR, ROBOT_EMULATOR)}

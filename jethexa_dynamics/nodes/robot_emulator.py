@@ -23,7 +23,7 @@ emulator itself takes ``joint_commands`` (each joint moves linearly to the last 
 as a bus servo does), publishes ``joint_states`` (every joint of the servo-visible morphology at
 ``joint_states_rate``; a removed link's joints vanish from it; parameter ``hide`` leaves joints out while the world
 keeps them, as a starved or faulty driver would) and ``imu/data`` (the world's body rates and specific force with
-the MPU6050's noise, filtered by the imu node's Madgwick filter with its default gain and initialisation), and no
+the MPU6050's noise, through the imu node's publishing path and filter: parameters ``imu_*``), and no
 ``emulator/imu_motion``: the graph runs without servo_driver and imu (sim launch argument ``interface``).
 ``plant: mujoco`` makes the world MuJoCo (``sim.mjcf.MujocoServoPlant``, an independent contact model; needs the
 ``mujoco`` package) instead of the project's engine; ``servo_timing: exact`` needs the engine.
@@ -41,7 +41,6 @@ from sensor_msgs.msg import Imu, JointState
 from trajectory_msgs.msg import JointTrajectory
 
 from jethexa_dynamics.hardware.emulator import BusEmulator, follow_commanded
-from jethexa_dynamics.hardware.imu_filter import MadgwickFilter
 from jethexa_dynamics.hardware.servo_table import load_servo_table
 from jethexa_dynamics.model.se3 import rot_to_quat
 from jethexa_dynamics.nodes import params as node_params
@@ -143,21 +142,13 @@ class RobotEmulator(ThinNode):
         by_name = {s.joint: s for s in table}
         self.lower = [by_name[j].lower for j in self.joint_names]
         self.upper = [by_name[j].upper for j in self.joint_names]
-        imu = node_params.IMU
-        self.imu_filter = MadgwickFilter(beta=imu["filter_beta"].default, init_time=imu["filter_init_time"].default)
+        from jethexa_dynamics.nodes.imu import ImuPublisher
+
+        self.imu_out = ImuPublisher(self, prefix="imu_")     # the imu node's filter, gap rule and messages
         self._rng = np.random.default_rng(self.p["seed"])
-        self._imu_time: Optional[float] = None       # the world's time of the last imu/data sample
         self.commands_applied = 0
         self.hidden: List[str] = []
         self.js_pub = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
-        self.imu_data_pub = self.create_publisher(Imu, "imu/data", SENSOR_QOS)
-        self.imu_msg = Imu()
-        self.imu_msg.header.frame_id = imu["frame_id"].default
-        for field, name in (("angular_velocity_covariance", "angular_velocity_stddev"),
-                            ("linear_acceleration_covariance", "linear_acceleration_stddev"),
-                            ("orientation_covariance", "orientation_stddev")):
-            v = float(imu[name].default) ** 2
-            setattr(self.imu_msg, field, [v, 0.0, 0.0, 0.0, v, 0.0, 0.0, 0.0, v])
         self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS)
 
     def _on_commands(self, msg: JointTrajectory) -> None:
@@ -358,26 +349,14 @@ class RobotEmulator(ThinNode):
         self.js_pub.publish(msg)
 
     def _on_imu_data(self) -> None:
-        """interface topics: imu/data as the imu node publishes it -- the body rates and specific force (with
-        the chip's noise) through its Madgwick filter, published once the filter's initialisation is over."""
+        """interface topics: imu/data (and imu/data_raw) as the imu node publishes them -- the body rates and
+        specific force with the chip's noise through its publishing path (``nodes.imu.ImuPublisher``: the Madgwick
+        filter, published once its initialisation is over)."""
         with self.lock:
             gyro, specific_force = self.engine.imu()
-            t = self.engine.time
-        dt = (t - self._imu_time) if self._imu_time is not None else 1.0 / self.p["imu_rate"]
-        if dt <= 0.0:
-            return
-        self._imu_time = t
         gyro = np.asarray(gyro, dtype=float) + self._rng.normal(0.0, GYRO_NOISE, 3)
         acc = np.asarray(specific_force, dtype=float) + self._rng.normal(0.0, ACCEL_NOISE, 3)
-        qw, qx, qy, qz = self.imu_filter.update(gyro, acc, dt).tolist()
-        if self.imu_filter.initialising:
-            return
-        msg = self.imu_msg
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.orientation.w, msg.orientation.x, msg.orientation.y, msg.orientation.z = qw, qx, qy, qz
-        msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = map(float, gyro)
-        msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = map(float, acc)
-        self.imu_data_pub.publish(msg)
+        self.imu_out.sample(time.monotonic(), gyro, acc, 1.0 / self.p["imu_rate"])
 
     def _on_mocap(self) -> None:
         with self.lock:
