@@ -33,8 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from jethexa_dynamics.model import format_morphology
-from jethexa_dynamics.validation import bag_io
-from jethexa_dynamics.validation.cli import add_window_and_topic_arguments, topics_from_args
+from jethexa_dynamics.validation.cli import add_window_and_topic_arguments, read_args_bag
 from jethexa_dynamics.validation.errors import BagError
 from jethexa_dynamics.validation.replay import carried_matrix
 
@@ -78,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "predictions, one per morphology hypothesis) and report the morphology changes it finds.",
         epilog="Exit status 0 on success, 2 for a bad bag or option. See docs/identification.md.")
     p.add_argument("bag", type=existing_path,
-                   help="rosbag2 directory (MCAP or sqlite3), or its metadata.yaml / storage file")
+                   help="rosbag2 directory (MCAP or sqlite3), or its metadata.yaml / storage file, or a ROS 1 .bag "
+                        "(--layout nano-ros1)")
     g = p.add_argument_group("identifier")
 
     def tuning(name, what, **kind):
@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     tuning("confirm", "consecutive windows above it", integer=True)
     g.add_argument("--initial", default="healthy", metavar="SPEC", type=checked(_initial_spec),
                    help="morphology at the bag start: healthy, LM:1, 'LM:1 RR:1', scenario2 ... (default healthy)")
-    add_window_and_topic_arguments(p)   # as jethexa-validate (the morphology topic counts as servo evidence)
+    add_window_and_topic_arguments(p, layouts=True)   # as jethexa-validate (the morphology topic: servo evidence)
     add_servo_law_arguments(p)
     g = p.add_argument_group("output")
     g.add_argument("--out", metavar="DIR", default=None, type=output_dir,
@@ -122,6 +122,12 @@ def identify(bag, idf, initial, *bodies):
                                                          js, np.nan)
     sp = None if read is None or bag.setpoints is None else joint_matrix(bag.setpoints, idf.joint_names)
     cmd, imu, mo = bag.commands, bag.imu, bag.morphology
+    # a stock bag has the commanded joints only: the identifier anchors its windows on them (servos track their
+    # commands within a move time; no measured joint, so no servo evidence from them)
+    anchor_on_commands = js is None and bag.layout != "native"
+    if anchor_on_commands:
+        cmd_full = np.full((len(cmd), len(idf.joint_names)), np.nan)
+        cmd_full[:, cols] = cmd.q
     tic = time.perf_counter()
     sinks = (idf,) + bodies
     for t, kind, i in bag_events(bag):
@@ -129,6 +135,8 @@ def identify(bag, idf, initial, *bodies):
         if kind == COMMAND:
             for s in sinks:
                 s.on_command(t, cmd.q[i], cmd.t_target[i], joints=cols)
+            if anchor_on_commands:
+                idf.on_joints(t, cmd_full[i])
         elif kind == IMU:
             for s in sinks:
                 s.on_imu(t, imu.quat[i], imu.gyro[i], imu.accel[i])
@@ -161,7 +169,8 @@ def report(idf, t0, initial, wall, bag, body=None):
             "wall_time_s": wall, "real_time_factor": (bag.window[1] - bag.window[0]) / wall if wall > 0 else None,
             "windows": idf.windows, "bank_windows": idf.bank_windows, "final_top": top,
             "rejected_samples": dict(idf.rejections), "gyro_bias_z_rad_s": idf.gyro_bias,
-            "body": _body(body)}
+            "body": _body(body), "layout": bag.layout, "unavailable": list(bag.unavailable),
+            "notes": list(bag.notes)}
 
 
 def body_unreadable(bag, robot) -> str:
@@ -207,6 +216,8 @@ def format_table(rep) -> str:
                      "(URDF (%s) mm)"
                      % ((b["seconds"], b["mass_kg"], b["urdf_mass_kg"]) + tuple(1e3 * c for c in b["com_m"])
                         + (", ".join("%.1f" % (1e3 * c) for c in b["urdf_com_m"]),)))
+    if rep.get("unavailable"):
+        lines.append("%s bag, commanded joints only: no %s" % (rep["layout"], ", no ".join(rep["unavailable"][1:])))
     if rep["rejected_samples"]:
         lines.append("rejected samples: " + ", ".join("%s %d" % kv for kv in rep["rejected_samples"].items()))
     return "\n".join(lines)
@@ -246,8 +257,7 @@ def run(args) -> dict:
     robot = LeggedRobot.jethexa()
     # the options were checked while parsing (build_parser): --initial parses, ranges hold
     initial = list(Morphology.parse(robot, args.initial).links_per_leg)
-    topics = topics_from_args(args)
-    bag = bag_io.read_bag(args.bag, topics=topics, start=args.start, end=args.end, max_gap=args.max_gap)
+    bag = read_args_bag(args)
     idf = DamageIdentifier(robot, window=args.window, threshold=args.threshold, confirm=args.confirm,
                            morphology=initial)
     gains, damping = servo_law(args)
@@ -256,6 +266,8 @@ def run(args) -> dict:
     out = Path(args.out) if args.out else bag.path.parent / (bag.path.name + "_identify")
     out.mkdir(parents=True, exist_ok=True)
     rep = report(idf, bag.window[0], initial, wall, bag, body)
+    if bag.joint_states is None and bag.layout != "native":
+        rep["notes"].append("the identifier's windows start from the commanded joint angles (none measured)")
     files = {"json": str(args.json or out / "identify.json")}
     if not args.no_plots:
         files["plot"] = str(plot_probabilities(idf, out / "probabilities.png", title=bag.path.name))

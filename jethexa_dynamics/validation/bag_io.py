@@ -210,13 +210,20 @@ class BagData:
     ground_truth: Optional[PoseSeries] = None
     n_messages: int = 0                 # messages of the used topics inside the window
     notes: list = field(default_factory=list)
+    #: the bag's layout (``validation/layouts.py``): native, hiwonder-ros2 or nano-ros1
+    layout: str = "native"
+    #: what the layout cannot give (no measured joints: servo health, seizure detection, ...)
+    unavailable: tuple = ()
 
 
 def resolve_bag_path(path) -> Path:
-    """The rosbag2 directory for ``path`` (the directory, its metadata.yaml or its storage file)."""
+    """The rosbag2 directory for ``path`` (the directory, its metadata.yaml or its storage file), or a ROS 1
+    ``.bag`` file."""
     p = Path(path)
     if not p.exists():
         raise NotABagError("{}: no such file or directory".format(p))
+    if p.is_file() and p.suffix == ".bag":
+        return p
     if p.is_file():
         if (p.parent / "metadata.yaml").is_file() and (p.name == "metadata.yaml"
                                                       or p.suffix in (".mcap", ".db3")):
@@ -327,11 +334,15 @@ def _check_gaps(topic, t, max_gap):
 
 
 def read_bag(path, topics: TopicNames = TopicNames(), start: Optional[float] = None,
-             end: Optional[float] = None, max_gap: float = DEFAULT_MAX_GAP) -> BagData:
-    """Read and check the validation inputs of a rosbag2 bag.
+             end: Optional[float] = None, max_gap: float = DEFAULT_MAX_GAP, layout: Optional[str] = None,
+             overrides: Optional[Dict[str, Optional[str]]] = None, joint_map=None) -> BagData:
+    """Read and check the validation inputs of a rosbag2 bag (or a ROS 1 ``.bag``).
 
     ``start``/``end``: window in seconds from the bag start (None = bag start/end). Raises a
     :class:`BagError` subclass for every problem with the bag (see :mod:`.errors`).
+    ``layout``: None = ``topics`` as given (this package's own layout); else a name of
+    :data:`.layouts.CHOICES` (``auto``: from the bag's topics): its topics (with ``overrides``, role -> topic),
+    its joint map (or ``joint_map``) and IMU mount turn the stock software's messages into this package's.
     """
     from rosbags.highlevel import AnyReader
 
@@ -346,7 +357,13 @@ def read_bag(path, topics: TopicNames = TopicNames(), start: Optional[float] = N
     except Exception as err:  # rosbags/apsw/mcap/yaml raise many types; all mean "cannot read this bag"
         raise CorruptBagError("bag {} is corrupt or truncated (cannot open it): {}".format(bag, _why(err))) from None
     try:
-        return _read_open(reader, bag, topics, start, end, max_gap)
+        lay = None
+        if layout is not None:
+            from . import layouts
+
+            lay = layouts.resolve(layout, {c.topic: c.msgtype for c in reader.connections}, overrides, joint_map)
+            topics = lay.topics
+        return _read_open(reader, bag, topics, start, end, max_gap, lay)
     finally:
         try:
             reader.close()
@@ -359,14 +376,16 @@ def _why(err) -> str:
     return text if len(text) < 400 else text[:400] + "..."
 
 
-def _read_open(reader, bag, topics, start, end, max_gap) -> BagData:
+def _read_open(reader, bag, topics, start, end, max_gap, layout=None) -> BagData:
     """:func:`read_bag` on the opened ``reader`` of ``bag``: the topics found, the window, the messages read
-    up to its end, then each series checked and cut to the window."""
+    up to its end, then each series checked and cut to the window (and, with a stock ``layout``, converted to this
+    package's joints and IMU axes)."""
     version, storage = _version_and_storage(bag)
     if int(reader.message_count) == 0:
         raise EmptyWindowError("bag {} holds no messages".format(bag))
     available = {c.topic: c.msgtype for c in reader.connections}
-    found, conns = _topic_connections(reader, topics, available)
+    role_types = ROLE_TYPES if layout is None else dict(ROLE_TYPES, commands=(layout.command_type,))
+    found, conns = _topic_connections(reader, topics, available, role_types)
     t0_ns = int(reader.start_time)
     duration = max(0.0, (int(reader.end_time) - 1 - t0_ns) * 1e-9)  # rosbags: end_time = last + 1 ns
     w0 = 0.0 if start is None else float(start)
@@ -379,6 +398,13 @@ def _read_open(reader, bag, topics, start, end, max_gap) -> BagData:
     notes = []
     imu = _imu_in_window(raw, found["imu"], w0, w1, duration, max_gap)
     commands, n_commands = _commands_in_window(raw, found["commands"], w0, w1)
+    unavailable = ()
+    if layout is not None and layout.name != "native":
+        commands, imu = _from_stock(layout, raw, found, commands, imu)
+        unavailable = layout.unavailable()
+        if unavailable:
+            notes.append("{} layout: the joint positions are the commanded ones, none measured: no {}".format(
+                layout.name, ", no ".join(unavailable[1:])))
     n_msgs = len(imu) + n_commands
     joint_states = None
     if found["joint_states"] is not None:
@@ -410,7 +436,34 @@ def _read_open(reader, bag, topics, start, end, max_gap) -> BagData:
     return BagData(path=bag, storage=storage, metadata_version=version, start_ns=t0_ns, duration=duration,
                    window=(w0, min(w1, duration)), topics=found, available=available, commands=commands, imu=imu,
                    joint_states=joint_states, setpoints=setpoints, morphology=morphology, ground_truth=ground_truth,
-                   n_messages=n_msgs, notes=notes)
+                   n_messages=n_msgs, notes=notes, layout="native" if layout is None else layout.name,
+                   unavailable=unavailable)
+
+
+def _from_stock(layout, raw, found, commands: JointSeries, imu: ImuSeries):
+    """The stock software's commands and IMU as this package's: its joint names and angles through the layout's
+    joint map (a foreign name: ForeignJointError, one line), the IMU checked in the layout's frame and turned into
+    base_link axes by its mount (a foreign frame: LayoutError, one line)."""
+    from jethexa_dynamics.hardware.joint_map import imu_to_base
+
+    from .layouts import LayoutError
+
+    frames = sorted(raw.imu_frames)
+    if layout.imu_frame and frames != [layout.imu_frame]:
+        other = [f for f in frames if f != layout.imu_frame]
+        raise LayoutError("{} ({} layout): IMU frame_id {!r} is not {!r}, the frame whose mount the layout knows "
+                          "(imu_link yawed as the stock URDF mounts it)".format(
+                              found["imu"], layout.name, other[0] if other else "", layout.imu_frame))
+    if layout.joint_map is not None:
+        try:
+            names, q = layout.joint_map.columns(commands.names, commands.q)
+        except ValueError as err:
+            raise LayoutError("{} ({} layout): {}".format(found["commands"], layout.name, err)) from None
+        commands = JointSeries(commands.t, names, q, commands.t_target, commands.carried)
+    if any(layout.imu_mount):
+        quat, gyro, accel = imu_to_base(layout.imu_mount, imu.quat, imu.gyro, imu.accel)
+        imu = ImuSeries(imu.t, quat, gyro, accel)
+    return commands, imu
 
 
 def _setpoints_by_stamp(raw, joint_states: JointSeries, stamps_ns: np.ndarray) -> JointSeries:
@@ -430,7 +483,9 @@ def _setpoints_by_stamp(raw, joint_states: JointSeries, stamps_ns: np.ndarray) -
 
 def _version_and_storage(bag):
     """(metadata version, storage identifier) from metadata.yaml; (-1, "unknown") if unreadable (rosbags opened
-    the bag, so this is only informative)."""
+    the bag, so this is only informative); (2, "rosbag1") for a ROS 1 bag (format 2.0)."""
+    if Path(bag).is_file() and Path(bag).suffix == ".bag":
+        return 2, "rosbag1"
     try:
         info = read_metadata_yaml(bag)
         return int(info["version"]), str(info["storage_identifier"])
@@ -438,26 +493,27 @@ def _version_and_storage(bag):
         return -1, "unknown"
 
 
-def _topic_connections(reader, topics, available):
+def _topic_connections(reader, topics, available, role_types=ROLE_TYPES):
     """({role: topic found or None}, {role: its connections}): each role's topic, matched after normalisation
-    and of a type the role accepts; MissingTopicsError names the required ones that are absent."""
+    and of a type the role accepts (``role_types``); MissingTopicsError names the required ones that are
+    absent."""
     by_norm = {}
     for c in reader.connections:
         by_norm.setdefault(normalize(c.topic), []).append(c)
     found, conns = {}, {}
     missing = []
     for role, topic in topics.items():
-        cs = by_norm.get(topic)
+        cs = by_norm.get(topic) if topic is not None else None
         if not cs:
             found[role] = None
             if role in TopicNames.REQUIRED:
                 missing.append("{} ({})".format(topic, role))
             continue
         types = {c.msgtype for c in cs}
-        if len(types) != 1 or next(iter(types)) not in ROLE_TYPES[role]:
+        if len(types) != 1 or next(iter(types)) not in role_types[role]:
             raise UnknownMessageTypeError(
                 "topic {} ({}) has message type {}; expected {}".format(
-                    topic, role, " and ".join(sorted(types)), " or ".join(ROLE_TYPES[role])))
+                    topic, role, " and ".join(sorted(types)), " or ".join(role_types[role])))
         found[role] = cs[0].topic
         conns[role] = cs
     if missing:
@@ -477,6 +533,7 @@ class _Messages:
     imu_a: list = field(default_factory=list)
     imu_stamp: list = field(default_factory=list)
     imu_has_q: list = field(default_factory=list)
+    imu_frames: set = field(default_factory=set)
     gt_t: list = field(default_factory=list)
     gt_p: list = field(default_factory=list)
     gt_q: list = field(default_factory=list)
@@ -496,6 +553,11 @@ class _Messages:
             self.imu_w.append((v.x, v.y, v.z))
             self.imu_a.append((a.x, a.y, a.z))
             self.imu_stamp.append(_stamp_ns(msg.header.stamp))
+            self.imu_frames.add(str(msg.header.frame_id))
+        elif role == "commands" and not hasattr(msg, "points"):   # a stock layout's commanded JointState
+            self.stamps["commands"].append(_stamp_ns(msg.header.stamp))
+            self.msg_t["commands"].append(t)
+            self.commands.add(t, list(msg.name), list(msg.position))
         elif role == "commands":
             self.stamps["commands"].append(_stamp_ns(msg.header.stamp))
             self.msg_t["commands"].append(t)

@@ -40,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "the measured body orientation (IMU) and position (motion capture).",
         epilog="Exit status 0 on success, 2 for a bad bag or option. See docs/validation.md.")
     p.add_argument("bag", type=existing_path,
-                   help="rosbag2 directory (MCAP or sqlite3), or its metadata.yaml / storage file")
+                   help="rosbag2 directory (MCAP or sqlite3), or its metadata.yaml / storage file, or a ROS 1 .bag "
+                        "(--layout nano-ros1)")
     g = p.add_argument_group("predictor")
     g.add_argument("--predictor", default=None, type=_predictor,
                    help="which predictor (default: %s); see --list-predictors" % DEFAULT_PREDICTOR)
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "jethexa-calibrate writes), applied to the model")
     g.add_argument("--reanchor-horizon", type=number(0.0, None, lo_open=True, unit="s"), metavar="S", default=None,
                    help="re-anchor the prediction on the measurements every S seconds (default: predictor's own)")
-    add_window_and_topic_arguments(p)
+    add_window_and_topic_arguments(p, layouts=True)
     g = p.add_argument_group("output")
     g.add_argument("--out", metavar="DIR", default=None, type=output_dir,
                    help="output directory (default: <bag>_validation next to the bag; <bag>_compare with "
@@ -69,38 +70,72 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def add_window_and_topic_arguments(p: argparse.ArgumentParser) -> None:
-    """The bag window and topic options (shared with ``jethexa-identify``), checked while parsing."""
-    from jethexa_dynamics.cli_args import number, topic_name
+def add_window_and_topic_arguments(p: argparse.ArgumentParser, layouts: bool = False) -> None:
+    """The bag window and topic options (shared with ``jethexa-identify``), checked while parsing; with
+    ``layouts`` also ``--layout`` and ``--joint-map`` (the stock software's bags, ``validation/layouts.py``)."""
+    from jethexa_dynamics.cli_args import checked, number, topic_name
+    from jethexa_dynamics.hardware.joint_map import JointMap
+
+    from .layouts import CHOICES
 
     g = p.add_argument_group("window and topics")
+    if layouts:
+        g.add_argument("--layout", choices=CHOICES, default="auto",
+                       help="which software recorded the bag: native (this package's nodes), hiwonder-ros2 "
+                            "(Hiwonder's ROS 2 stack: /controller_manager/joint_states + /imu), nano-ros1 (the "
+                            "Nano kit's ROS 1 stack, a .bag: /joint_states + /imu/filtered); auto (default): from "
+                            "the bag's topics. The stock layouts have commanded joints only: the report says what "
+                            "cannot be scored without measured ones")
+        g.add_argument("--joint-map", metavar="MAP", default=None, type=checked(JointMap.parse),
+                       help="the stock joint names and angles -> this package's, 'stock=ours[:sign[:zero]], ...' "
+                            "for all 18 joints (default: the layout's; docs/companion.md)")
     g.add_argument("--start", type=number(0.0, None, unit="s"), metavar="S", default=None,
                    help="window start, s from the bag start")
     g.add_argument("--end", type=number(0.0, None, lo_open=True, unit="s"), metavar="S", default=None,
                    help="window end, s from the bag start")
     d = TopicNames()
-    g.add_argument("--commands-topic", default=d.commands, type=topic_name,
-                   help="trajectory_msgs/JointTrajectory (required)")
-    g.add_argument("--joint-states-topic", default=d.joint_states, type=topic_name,
-                   help="sensor_msgs/JointState (optional)")
-    g.add_argument("--setpoints-topic", default=d.setpoints, type=topic_name,
+    g.add_argument("--commands-topic", default=None, type=topic_name,
+                   help="trajectory_msgs/JointTrajectory (required; default %s, or the layout's commanded "
+                        "sensor_msgs/JointState)" % d.commands)
+    g.add_argument("--joint-states-topic", default=None, type=topic_name,
+                   help="sensor_msgs/JointState, measured (optional; default %s, none in the stock layouts)"
+                        % d.joint_states)
+    g.add_argument("--setpoints-topic", default=None, type=topic_name,
                    help="sensor_msgs/JointState, each read servo's set-point at its reading, paired with "
                         "joint_states by header stamp (optional; the body estimate needs it when joint_states "
                         "carries a few joints per message)")
-    g.add_argument("--imu-topic", default=d.imu, type=topic_name, help="sensor_msgs/Imu with orientation (required)")
-    g.add_argument("--morphology-topic", default=d.morphology, type=topic_name,
-                   help="std_msgs/UInt8MultiArray, intact links per leg (optional: absent = intact)")
-    g.add_argument("--ground-truth-topic", default=d.ground_truth, type=topic_name,
+    g.add_argument("--imu-topic", default=None, type=topic_name,
+                   help="sensor_msgs/Imu with orientation (required; default %s, or the layout's)" % d.imu)
+    g.add_argument("--morphology-topic", default=None, type=topic_name,
+                   help="std_msgs/UInt8MultiArray, intact links per leg (optional: absent = intact; default %s)"
+                        % d.morphology)
+    g.add_argument("--ground-truth-topic", default=None, type=topic_name,
                    help="geometry_msgs/PoseStamped ground truth, e.g. motion capture (optional)")
     g.add_argument("--max-gap", type=number(0.0, None, lo_open=True, unit="s"), metavar="S",
                    default=bag_io.DEFAULT_MAX_GAP,
                    help="largest allowed gap between IMU messages before it counts as a time jump (default %(default)s)")
 
 
+def topic_overrides(args) -> dict:
+    """{role: topic} of the topic options given (None: not given)."""
+    return {"commands": args.commands_topic, "joint_states": args.joint_states_topic,
+            "setpoints": args.setpoints_topic, "imu": args.imu_topic, "morphology": args.morphology_topic,
+            "ground_truth": args.ground_truth_topic}
+
+
 def topics_from_args(args) -> TopicNames:
-    return TopicNames(commands=args.commands_topic, joint_states=args.joint_states_topic,
-                      setpoints=args.setpoints_topic, imu=args.imu_topic, morphology=args.morphology_topic,
-                      ground_truth=args.ground_truth_topic)
+    """The topics of this package's own layout, with the topic options given."""
+    return TopicNames(**{k: v for k, v in topic_overrides(args).items() if v is not None})
+
+
+def read_args_bag(args) -> bag_io.BagData:
+    """The bag of parsed ``args`` read in its layout (``--layout``, ``--joint-map``, the topic options)."""
+    from jethexa_dynamics.hardware.joint_map import JointMap
+
+    joint_map = None if getattr(args, "joint_map", None) is None else JointMap.parse(args.joint_map)
+    return bag_io.read_bag(args.bag, start=args.start, end=args.end, max_gap=args.max_gap,
+                           layout=getattr(args, "layout", "auto"), overrides=topic_overrides(args),
+                           joint_map=joint_map)
 
 
 def output_paths(args) -> "tuple[Path, Path]":
@@ -141,8 +176,7 @@ def run(args) -> dict:
         raise ValueError("unknown predictor {!r}; available: {}".format(
             unknown[0] if unknown else "", ", ".join(registry.predictor_names()) or "none"))
 
-    topics = topics_from_args(args)
-    bag = bag_io.read_bag(args.bag, topics=topics, start=args.start, end=args.end, max_gap=args.max_gap)
+    bag = read_args_bag(args)
     model = args.model
     if getattr(args, "params", None) is not None:   # the calibrated body on the URDF (--model's or the packaged)
         from jethexa_dynamics.model import LeggedRobot
@@ -158,7 +192,7 @@ def run(args) -> dict:
     options = {"predictors": names, "model": args.model, "params": getattr(args, "params", None),
                "reanchor_horizon_s": args.reanchor_horizon,
                "start_s": args.start, "end_s": args.end, "max_gap_s": args.max_gap,
-               "topics": dict(topics.items()), "out": str(out)}
+               "layout": bag.layout, "topics": dict(bag.topics), "out": str(out)}
     rep = report_mod.build_report(bag, results, evaluations, options)
     files = {"json": str(report_mod.write_json(rep, json_path))}
     files["csv"] = [str(report_mod.write_csv(r, out / "timeseries_{}.csv".format(r.predictor))) for r in results]

@@ -35,6 +35,8 @@ def build_report(bag, results, evaluations, options) -> dict:
             "window_s": list(bag.window),
             "topics": bag.topics,
             "messages_replayed": bag.n_messages,
+            "layout": bag.layout,
+            "unavailable": list(bag.unavailable),
         },
         "options": options,
         "notes": list(bag.notes),

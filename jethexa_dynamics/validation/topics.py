@@ -61,7 +61,8 @@ def normalize(topic: str) -> str:
 
 @dataclass(frozen=True)
 class TopicNames:
-    """Which bag topic plays which role. Names are matched with or without the leading slash. ``setpoints``:
+    """Which bag topic plays which role. Names are matched with or without the leading slash; '' = none
+    (a layout without the role, ``validation/layouts.py``). ``setpoints``:
     servo_driver's ``joint_states/setpoint`` (each read servo's set-point at its reading, the same header stamp as
     its ``joint_states`` message): what the body estimate needs from a bus that reads a few servos per cycle."""
 
@@ -76,5 +77,5 @@ class TopicNames:
     REQUIRED = ("commands", "imu")
 
     def items(self):
-        """(role, normalized topic) pairs."""
-        return [(f.name, normalize(getattr(self, f.name))) for f in fields(self)]
+        """(role, normalized topic) pairs; None for a role given no topic ('': the layout has none)."""
+        return [(f.name, normalize(getattr(self, f.name)) if getattr(self, f.name) else None) for f in fields(self)]
