@@ -7,6 +7,11 @@ The graph (nodes, parameter files, arguments) is defined once in ``jethexa_dynam
 `ros2 launch jethexa_dynamics sim.launch.py --show-args` lists the arguments. A robot_state_publisher for
 urdf/jethexa.urdf is added when that package is installed. DDS discovery is left to your environment
 (ROS_DOMAIN_ID, ROS_AUTOMATIC_DISCOVERY_RANGE / ROS_LOCALHOST_ONLY).
+
+`ros2 launch ... --launch-prefix 'gdb -ex run --args'` (valgrind, perf, `xterm -e`) reaches every process; the
+model's process, which starts under `nice -n 5`, runs as `nice -n 5 <your prefix> robot ...` (both apply, your
+tool sees the node). `--launch-prefix-filter REGEX` keeps the prefix to the executables it matches: `robot`,
+`robot_emulator`, or a node's name with `composed:=false`.
 """
 from jethexa_dynamics.nodes.graph_spec import launch_description
 

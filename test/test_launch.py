@@ -172,6 +172,47 @@ def test_launch_description_starts_the_processes_with_the_resolved_parameters(mo
     assert resolved["damage_monitor"]["wake_on"] == "joint_states"
 
 
+@pytest.mark.parametrize("graph, composed", [("sim", "split"), ("bringup", "false"), ("bringup", "true")])
+@pytest.mark.parametrize("prefix_filter", ["", "robot", "predictor"])
+def test_the_users_launch_prefix_reaches_every_process_the_niced_ones_under_nice(monkeypatch, graph, composed,
+                                                                                prefix_filter):
+    """``ros2 launch ... --launch-prefix P`` (the launch configuration ``launch-prefix``) reaches every process:
+    a process with no prefix of its own gets it from launch (prefix None: launch's default, the configuration);
+    the model's niced process gets ``nice -n 5 P``, nice wrapping P so that both apply and P (gdb, valgrind) sees
+    the node, not nice. ``--launch-prefix-filter F`` keeps P to the executables F matches, as launch does."""
+    import re
+
+    if importlib.util.find_spec("launch_ros") is not None:
+        pytest.skip("the real launch_ros is installed: test_generate_launch_description_when_launch_is_installed")
+    launch_stub.install(monkeypatch)
+    monkeypatch.setattr(graph_spec, "missing_device", lambda kit, exists=None: None)    # the robot's devices
+    mod, _ = _load_launch_module(graph)
+    user = "gdb -ex run --args"
+    values = {"composed": composed, "launch-prefix": user}
+    if prefix_filter:
+        values["launch-prefix-filter"] = prefix_filter
+    _, actions = launch_stub.evaluate(mod.generate_launch_description(), values)
+    nodes = [a for a in actions if type(a).__name__ == "Node" and a.kwargs["package"] == graph_spec.PACKAGE]
+    expected = graph_spec.processes(graph, {"composed": composed})
+    assert len(nodes) == len(expected)
+    niced = 0
+    for node, process in zip(nodes, expected):
+        hosted = {e.name for e, _ in process.nodes}
+        model_only = not {"servo_driver", "imu", "gait_controller"} & hosted and {"predictor", "damage_monitor"} & hosted
+        if not model_only:
+            assert node.kwargs["prefix"] is None, node.kwargs      # launch applies P (and F) itself
+            continue
+        niced += 1
+        reaches = not prefix_filter or re.match(prefix_filter, node.kwargs["executable"]) is not None
+        assert node.kwargs["prefix"] == ("nice -n 5 " + user if reaches else "nice -n 5"), node.kwargs
+        assert node.kwargs["prefix"].split()[:3] == ["nice", "-n", "5"]
+    assert niced == {"split": 1, "true": 0, "false": 2}[composed]
+    # without the option: nice alone, as before
+    _, actions = launch_stub.evaluate(mod.generate_launch_description(), {"composed": composed})
+    assert {a.kwargs["prefix"] for a in actions if type(a).__name__ == "Node"
+            and a.kwargs["package"] == graph_spec.PACKAGE} <= {None, "nice -n 5"}
+
+
 def test_the_damage_monitor_wakes_on_the_predictors_imu_samples_only_where_they_share_a_process():
     """composed:=split and true host the monitor beside the predictor, which wakes on each IMU sample: the
     monitor wakes on the same samples (its joint_states polled); alone, or beside a predictor on its timer, it

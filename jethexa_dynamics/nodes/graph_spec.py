@@ -10,6 +10,7 @@ starts the nodes and compares what they create with this table.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -527,11 +528,27 @@ def config_file(node: str, share_dir: Optional[str] = None) -> str:
     return os.path.join(share_dir or config_dir(), node + ".yaml")
 
 
+def launch_prefix(process: Process, user_prefix: str = "", prefix_filter: str = "") -> Optional[str]:
+    """The command prefix ``process`` starts with under ``ros2 launch``: its ``nice -n`` (:data:`NICE`) wrapping
+    the user's ``--launch-prefix`` (gdb, valgrind, perf, ``xterm -e``), so that both apply and the user's tool
+    sees the node itself: ``nice -n 5 gdb -ex run --args robot ...``. The user's prefix is left out where
+    ``--launch-prefix-filter`` (a regular expression) does not match the executable's name, as ``launch`` applies
+    the filter. None for a process without a niceness: ``launch`` then applies the user's prefix (and its filter)
+    itself, as to every node that sets no prefix of its own."""
+    if not process.nice:
+        return None
+    user = (user_prefix or "").strip()
+    if user and prefix_filter and re.match(prefix_filter, process.executable) is None:
+        user = ""
+    return " ".join(part for part in ("nice -n %d" % process.nice, user) if part)
+
+
 def launch_description(graph: str):
     """The ``LaunchDescription`` of ``<graph>.launch.py`` (needs ``launch`` and ``launch_ros``): the arguments
     declared, then (once ``ros2 launch`` has their values) the processes of :func:`processes`, each with a
     parameter file written from the graph spec (config/*.yaml of the installed share directory + the graph's
-    fixed values + the arguments: the same values the demo and the tests use)."""
+    fixed values + the arguments: the same values the demo and the tests use), and its prefix from
+    :func:`launch_prefix` (``ros2 launch --launch-prefix`` reaches every process, the niced ones too)."""
     from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
     from launch.substitutions import LaunchConfiguration
@@ -550,10 +567,15 @@ def launch_description(graph: str):
             if missing is not None:
                 raise RuntimeError(missing)
         directory = tempfile.mkdtemp(prefix="jethexa_%s_launch_" % graph)
+        # ``ros2 launch --launch-prefix P [--launch-prefix-filter F]`` arrives as the launch configurations
+        # ``launch-prefix`` and ``launch-prefix-filter``; a node with a prefix of its own no longer gets it from
+        # launch, so the niced processes compose it here
+        user_prefix = context.launch_configurations.get("launch-prefix", "")
+        prefix_filter = context.launch_configurations.get("launch-prefix-filter", "")
         return [Node(package=PACKAGE, executable=p.executable, name=p.name, arguments=list(p.arguments),
                      parameters=[write_parameters(p, directory)], output="screen", emulate_tty=True,
                      ros_arguments=["--enclave", enclave(p.label, args["enclave_root"])],
-                     prefix="nice -n %d" % p.nice if p.nice else None)
+                     prefix=launch_prefix(p, user_prefix, prefix_filter))
                 for p in processes(graph, args)]
 
     actions.append(OpaqueFunction(function=nodes))
