@@ -147,12 +147,15 @@ def wait_diag(rec, nodes, t, timeout):
         time.sleep(0.05)
 
 
-def launch_processes(layout, port_link, body_estimate=False):
+def launch_processes(layout, port_link, body_estimate=False, kit=None):
     """The processes ``sim.launch.py`` starts with ``composed:=<LAYOUTS[layout]>`` (and ``body_estimate:=true
-    servo_timing:=exact`` with ``body_estimate``): ``graph_spec.processes``, the launch file's own source."""
+    servo_timing:=exact`` with ``body_estimate``; ``kit:=<kit>`` with a kit): ``graph_spec.processes``, the launch
+    file's own source."""
     from jethexa_dynamics.nodes.graph_spec import processes
 
     args = {"port_link": port_link, "composed": LAYOUTS[layout]}
+    if kit:
+        args["kit"] = kit
     if body_estimate:
         args.update(body_estimate="true", servo_timing="exact")
     return processes("sim", args)
@@ -227,7 +230,8 @@ def run_case(label, layout, quota, opts, workdir, cgroup, credit, per_process=Fa
         t_launch = time.monotonic()
         run_dir = os.path.join(workdir, run.replace(" ", "_"))
         os.makedirs(run_dir, exist_ok=True)
-        plan = launch_processes(layout, "/tmp/jethexa_nano_bus_%d" % os.getpid(), opts.body_estimate)
+        plan = launch_processes(layout, "/tmp/jethexa_nano_bus_%d" % os.getpid(), opts.body_estimate,
+                                getattr(opts, "kit", None))
         res["processes"] = {process_name(p): node_names(p) for p in plan}
         res["robot_procs"] = [process_name(p) for p in plan if is_robot(p)]
         for p in plan:
@@ -385,6 +389,7 @@ def _print_case(res):
     line += "; morphology changes before it %d" % res["changes"] if "break" in res else \
         "; morphology changes %d" % res["changes"]
     line += "; false alarms %s" % (", ".join(res.get("false_alarms", ())) or "none")
+    line += "; per process %s" % ", ".join("%s %.3f" % (n, res["cpu"][n]) for n in sorted(res["cpu"]))
     line += "; waited for a CPU %.2f s/s" % robot_total(res, "threads", "wait")
     line += "; RSS %.0f MB (PSS %.0f)" % (robot_total(res, "mem", "rss"), robot_total(res, "mem", "pss"))
     print(line, flush=True)

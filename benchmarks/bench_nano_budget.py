@@ -168,6 +168,9 @@ def parse_args(argv):
     ap.add_argument("--repeat", type=num(1, 20, integer=True), help="unconstrained runs of the first layout (the "
                     "CPU target is judged on their median: this shared machine's speed moves a run's CPU-s/s by "
                     "+-20 %%; default 3; smoke 1)")
+    ap.add_argument("--kit", choices=("orin", "nano"), help="the emulated JetHexa (sim.launch.py kit:=): nano (the "
+                    "sim's default: the MPU6050 on the imu node) or orin (the STM32 board: servo_driver reads its IMU "
+                    "reports; no imu node, no emulated MPU6050 to count apart: pass --imu-seconds 0 --no-credit)")
     ap.add_argument("--body-estimate", action="store_true", help="launch with body_estimate:=true "
                     "servo_timing:=exact: issue 23's online body estimate on (damage_monitor's body stage, the "
                     "servo driver's set-points and dithered reads), its CPU inside the budget")

@@ -35,6 +35,23 @@ REINIT_AFTER = 10  # consecutive failed reads before the chip is re-initialised
 GAP_PERIODS = 5    # a sample later than this many periods after the previous one follows a gap
 
 
+def ros_stamp(node, t: float):
+    """The ROS time (a ``builtin_interfaces/Time``) of monotonic time ``t`` [s] on ``node``'s clock: the two
+    clocks read back to back (again if a thread switch came between them: a late read of one would shift the
+    stamp by the switch, and a stream's stamps would run backwards)."""
+    best = None
+    for _ in range(3):
+        m0 = time.monotonic()
+        now = node.get_clock().now()
+        m1 = time.monotonic()
+        if best is None or m1 - m0 < best[0]:
+            best = (m1 - m0, now, 0.5 * (m0 + m1))
+        if m1 - m0 < 2e-4:
+            break
+    _, now, m = best
+    return Time(nanoseconds=now.nanoseconds - int(round((m - t) * 1e9)), clock_type=now.clock_type).to_msg()
+
+
 def _diag(stddev: float) -> list:
     v = float(stddev) ** 2
     return [v, 0.0, 0.0, 0.0, v, 0.0, 0.0, 0.0, v]
@@ -87,9 +104,7 @@ class ImuPublisher:
             dt = period
         self._last_stamp = t
         qw, qx, qy, qz = self.filter.update(gyro, accel, dt).tolist()
-        now = self.node.get_clock().now()
-        stamp = Time(nanoseconds=now.nanoseconds - int(round((time.monotonic() - t) * 1e9)),
-                     clock_type=now.clock_type).to_msg()
+        stamp = ros_stamp(self.node, t)
         gx, gy, gz = (float(v) for v in gyro)
         ax, ay, az = (float(v) for v in accel)
         # imu/data_raw is published only while someone subscribes (nobody in the launch graphs; a recorder or

@@ -167,11 +167,11 @@ class BoardSensors:
         self._counts = counts
 
     def _battery(self, t: float, mv: int) -> None:
+        from jethexa_dynamics.nodes.imu import ros_stamp
+
         self.battery_mv = mv
         self.batteries += 1
-        now = self.node.get_clock().now()
-        self.battery_msg.header.stamp = Time(nanoseconds=now.nanoseconds - int(round((time.monotonic() - t) * 1e9)),
-                                             clock_type=now.clock_type).to_msg()
+        self.battery_msg.header.stamp = ros_stamp(self.node, t)
         self.battery_msg.voltage = mv / 1000.0
         self.battery_pub.publish(self.battery_msg)
         level, text = self.battery_state()
