@@ -5,7 +5,7 @@ from setuptools import find_namespace_packages, setup
 
 PACKAGE = "jethexa_dynamics"
 
-NODES = ["servo_driver", "imu", "gait_controller", "predictor", "damage_monitor", "robot_emulator", "robot"]
+NODES = ["servo_driver", "imu", "gait_controller", "predictor", "damage_monitor", "robot_emulator", "robot", "stock_adapter"]
 
 setup(
     name=PACKAGE,

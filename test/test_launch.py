@@ -82,7 +82,7 @@ def test_arguments_reach_the_parameters_and_bad_arguments_are_rejected():
 
 def test_launch_and_config_files_match_setup_py_globs():
     launch_files = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "launch", "*.launch.py")))
-    assert launch_files == ["bringup.launch.py", "sim.launch.py"]
+    assert launch_files == ["bringup.launch.py", "companion.launch.py", "sim.launch.py"]
     configs = {os.path.basename(p)[:-5] for p in glob.glob(os.path.join(ROOT, "config", "*.yaml"))}
     assert set(node_params.ALL) <= configs
     setup = open(os.path.join(ROOT, "setup.py")).read()

@@ -38,7 +38,8 @@ def parse(graph, path=None):
         assert {c.tag for c in profiles} == {"profile"}
         found = {}
         for prof in profiles:
-            assert prof.get("ns") == "/" and prof.get("node") and set(prof.attrib) == {"ns", "node"}
+            ns = "/" if prof.get("node") == security.OPERATOR else security.namespace(graph)
+            assert prof.get("ns") == ns and prof.get("node") and set(prof.attrib) == {"ns", "node"}
             assert prof.get("node") not in found
             rules = set()
             for group in prof:
@@ -92,20 +93,23 @@ def _write(directory, root):
 @pytest.mark.parametrize("graph", sorted(GRAPHS))
 def test_every_node_has_its_enclave_with_exactly_its_endpoints(graph):
     policy = parse(graph)
-    launched = [e.name for e in GRAPHS[graph]["nodes"]] + [graph_spec.ROBOT_STATE_PUBLISHER.name]
+    launched = [e.name for e in GRAPHS[graph]["nodes"]] + (
+        [graph_spec.ROBOT_STATE_PUBLISHER.name] if GRAPHS[graph].get("robot_state_publisher", True) else [])
     assert set(policy) == {enclave(n) for n in launched + [security.OPERATOR]}
     for node, eps in graph_spec.graph_endpoints(graph).items():
         assert policy[enclave(node)] == (node, {(e.kind, e.name) for e in eps}), node
     # each process of several robot nodes (graph_spec.LAYOUTS): one enclave with exactly its nodes' profiles
-    assert parse.robot == {enclave(label): {n: policy[enclave(n)][1] for n in members}
-                           for layout in graph_spec.LAYOUTS.values() for label, members in layout if len(members) > 1}
-    assert set(parse.robot) == {enclave("robot"), enclave("robot_control"), enclave("robot_model")}
+    assert parse.robot == {enclave(label): {n: policy[enclave(n)][1] for n in members if n in launched}
+                           for layout in graph_spec.LAYOUTS.values() for label, members in layout
+                           if len(members) > 1 and set(members) & set(launched)}
+    assert set(parse.robot) == ({enclave("robot"), enclave("robot_model")} if graph == "companion" else
+                                {enclave("robot"), enclave("robot_control"), enclave("robot_model")})
     # the enclave of a node is where the launch file puts it: <enclave_root default>/<node name>
     arg = next(a for a in GRAPHS[graph]["arguments"] if a.name == "enclave_root")
     assert arg.default == graph_spec.ENCLAVE_ROOT and arg.targets == ()
 
 
-@pytest.mark.parametrize("graph", sorted(GRAPHS))
+@pytest.mark.parametrize("graph", sorted(g for g in GRAPHS if not GRAPHS[g].get("namespace")))
 def test_only_the_damage_monitor_may_publish_morphology_and_the_operator_what_no_node_publishes(graph):
     published = {}
     for path, (node, rules) in parse(graph).items():
@@ -125,6 +129,26 @@ def test_only_the_damage_monitor_may_publish_morphology_and_the_operator_what_no
     for n in [e.name for e in GRAPHS[graph]["nodes"]]:
         assert ("request", "/%s/set_parameters" % n) in rules
     assert not [r for r in rules if r[0] == "reply"]
+
+
+def test_the_companion_policy_lives_in_its_namespace_and_reads_only_the_stock_topics():
+    """companion.launch.py: its nodes' names under /companion; stock_adapter alone publishes its joint_commands and
+    imu/data; the stock topics are read, never written, by any node of the graph."""
+    published, subscribed = {}, {}
+    for path, (node, rules) in parse("companion").items():
+        ns = "/" if node == security.OPERATOR else "/companion"
+        for kind, name in rules:
+            if kind in ("publish", "subscribe"):
+                (published if kind == "publish" else subscribed).setdefault(
+                    fully_qualified(name, node, ns), set()).add(node)
+    assert published["/companion/morphology"] == {"damage_monitor"}
+    assert published["/companion/joint_commands"] == {"stock_adapter"}
+    assert published["/companion/imu/data"] == {"stock_adapter"}
+    assert subscribed["/controller_manager/joint_states"] == {"stock_adapter"}
+    assert subscribed["/imu"] == {"stock_adapter"}
+    nodes = {"stock_adapter", "predictor", "damage_monitor"}
+    assert not nodes & (published.get("/controller_manager/joint_states", set()) | published.get("/imu", set())
+                        | published.get("/joint_commands", set()) | published.get("/joint_states", set()))
 
 
 def test_conditional_endpoints_hang_on_read_only_parameters():
@@ -149,13 +173,14 @@ def test_launch_description_gives_every_process_its_enclave(monkeypatch, compose
             _, actions = launch_stub.evaluate(graph_spec.launch_description(graph), values)
             nodes = [a for a in actions if type(a).__name__ == "Node"]
             launched = graph_spec.processes(graph, values)
+            rsp = ["robot_state_publisher"] if GRAPHS[graph].get("robot_state_publisher", True) else []
             assert [n.kwargs["name"] or n.kwargs["executable"] for n in nodes] == [
-                p.name or p.executable for p in launched] + ["robot_state_publisher"]
-            names = [p.label for p in launched] + ["robot_state_publisher"]
+                p.name or p.executable for p in launched] + rsp
+            names = [p.label for p in launched] + rsp
             present = {e.name for e, _ in graph_spec.node_parameters(graph, values)}     # the kit's nodes
             layout = [tuple(x for x in m if x in present) for _, m in graph_spec.LAYOUTS[composed]]
             assert [m for m in layout if m] == [p.arguments or (p.name,) for p in launched
-                                                if p.name != "robot_emulator"]
+                                                if p.name not in ("robot_emulator", "stock_adapter")]
             for n, name in zip(nodes, names):
                 flag, value = n.kwargs["ros_arguments"]
                 assert flag == "--enclave"

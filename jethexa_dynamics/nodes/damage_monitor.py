@@ -505,6 +505,9 @@ class DamageMonitor(ThinNode):
         # commands at arrival: the servo driver acts on them when they arrive (the predictor does the same)
         t = self.arrival_time()
         self._feed("joint_commands", "on_command", t, pos, t + t_from_start, idx)
+        if self.p["joints_from_commands"]:      # no measured joints: the windows start from the commanded ones
+            self.q_meas[idx] = pos
+            self._feed("joint_commands", "on_joints", t, self.q_meas.copy())
 
     def _on_imu(self, msg: Imu) -> None:
         if self.worker is None and self.body is None:

@@ -181,12 +181,14 @@ def node_class(executable: str):
 def add_launch_graph(graph: Graph, name: str, arguments: Optional[Dict[str, str]] = None,
                      exclude: Tuple[str, ...] = (), params: Optional[Dict[str, Dict[str, Any]]] = None
                      ) -> Dict[str, Node]:
-    """Add the nodes of ``<name>.launch.py`` (``graph_spec``) with their YAML parameters and the launch
-    ``arguments``, except those named in ``exclude``; ``params`` {node: {parameter: value}} on top (tests);
+    """Add the nodes of ``<name>.launch.py`` (``graph_spec``, in its namespace if it has one) with their YAML
+    parameters and the launch ``arguments``, except those named in ``exclude``; ``params`` {node: {parameter: value}} on top (tests);
     returns {node name: node}."""
-    from jethexa_dynamics.nodes.graph_spec import node_parameters
+    from jethexa_dynamics.nodes.graph_spec import GRAPHS, node_parameters
 
-    return {entry.name: graph.add(node_class(entry.executable), dict(values, **(params or {}).get(entry.name, {})))
+    ns = {"namespace": GRAPHS[name]["namespace"]} if GRAPHS[name].get("namespace") else {}
+    return {entry.name: graph.add(node_class(entry.executable), dict(values, **(params or {}).get(entry.name, {})),
+                                  **ns)
             for entry, values in node_parameters(name, arguments) if entry.name not in exclude}
 
 

@@ -157,6 +157,12 @@ _COMMON_ARGS = [
              "ROS_SECURITY_ENABLE=true; policy/<graph>.policy.xml, docs/security.md)", ()),
 ]
 
+#: the companion graph's arguments: the model's (no gait, bus or kit: Hiwonder's stack keeps those)
+_COMPANION_ARGS = [a for a in _COMMON_ARGS if a.name in ("predictor", "horizon", "predictor_rate", "publish_slip",
+                                                         "composed", "enclave_root")]
+
+#: a graph's optional keys: ``namespace`` (every node in it), ``robot_state_publisher`` (False: none, the stock
+#: software publishes the robot's TF)
 GRAPHS: Dict[str, Dict[str, Any]] = {
     "bringup": {
         "nodes": [NodeEntry("servo_driver", "servo_driver"), NodeEntry("imu", "imu"),
@@ -202,6 +208,22 @@ GRAPHS: Dict[str, Dict[str, Any]] = {
             Argument("plant", "engine", "the emulated world's physics: engine (the package's) or mujoco "
                      "(independent contact model; needs the mujoco package)", (("robot_emulator", "plant"),)),
         ] + _COMMON_ARGS,
+    },
+    # beside Hiwonder's own ROS 2 stack, which keeps /dev/rrc, the gait and the TF: the model's nodes read its topics
+    # through stock_adapter, in a namespace of their own (the stock stack's /joint_states are commands in its names)
+    "companion": {
+        "namespace": "companion",
+        "robot_state_publisher": False,
+        "nodes": [NodeEntry("stock_adapter", "stock_adapter"), NodeEntry("predictor", "predictor"),
+                  NodeEntry("damage_monitor", "damage_monitor", {"joints_from_commands": True})],
+        "arguments": [
+            Argument("joint_map", "", "the stock joint names and angles -> this package's ('' = Hiwonder's ROS 2 "
+                     "map; 'stock=ours:sign:zero, ...', docs/companion.md)", (("stock_adapter", "joint_map"),)),
+            Argument("commands_topic", "/controller_manager/joint_states", "the stock stack's commanded joint "
+                     "positions (sensor_msgs/JointState)", (("stock_adapter", "commands_topic"),)),
+            Argument("imu_topic", "/imu", "the stock stack's filtered IMU (sensor_msgs/Imu in imu_link)",
+                     (("stock_adapter", "imu_topic"),)),
+        ] + _COMPANION_ARGS,
     },
 }
 
@@ -321,6 +343,12 @@ ENDPOINTS: Dict[str, Tuple[Endpoint, ...]] = {
         Endpoint("subscribe", "imu/data", _IMU),
         Endpoint("reply", "~/reset", "std_srvs/srv/Trigger"),
     ),
+    "stock_adapter": (
+        Endpoint("publish", "joint_commands", _TRAJ),
+        Endpoint("publish", "imu/data", _IMU),
+        Endpoint("subscribe", "/controller_manager/joint_states", _JS),
+        Endpoint("subscribe", "/imu", _IMU),
+    ),
     "robot_emulator": (
         Endpoint("publish", "mocap/pose", _POSE),
         Endpoint("publish", "emulator/imu_motion", _IMU, When("transport", ("uart",),
@@ -388,7 +416,8 @@ def graph_endpoints(graph: str) -> Dict[str, Tuple[Endpoint, ...]]:
             if e.when is None or all(_can_hold(graph, entry, c) for c in e.when.conditions()):
                 eps.append(e)
         out[entry.name] = tuple(eps)
-    out[ROBOT_STATE_PUBLISHER.name] = EXTERNAL_ENDPOINTS[ROBOT_STATE_PUBLISHER.executable]
+    if GRAPHS[graph].get("robot_state_publisher", True):
+        out[ROBOT_STATE_PUBLISHER.name] = EXTERNAL_ENDPOINTS[ROBOT_STATE_PUBLISHER.executable]
     return out
 
 
@@ -421,11 +450,11 @@ def node_parameters(graph: str, arguments: Optional[Dict[str, str]] = None) -> L
     if unknown:
         raise ValueError("unknown %s.launch.py arguments: %s (known: %s)" % (graph, sorted(unknown), sorted(args)))
     args.update(arguments or {})
-    kit = launch_kit(args["kit"])
-    by_kit = kit_params(graph, args["kit"])
+    kit = launch_kit(args["kit"]) if "kit" in args else None        # the companion graph has no kit of its own
+    by_kit = kit_params(graph, args["kit"]) if kit is not None else {}
     out = []
     for entry in spec["nodes"]:
-        if entry.name in kit.without or not entry.launched(args):
+        if (kit is not None and entry.name in kit.without) or not entry.launched(args):
             continue
         values = load_node_yaml(config_file(entry.executable), entry.executable)
         values.update(by_kit.get(entry.name, {}))
@@ -573,6 +602,7 @@ def launch_description(graph: str):
         user_prefix = context.launch_configurations.get("launch-prefix", "")
         prefix_filter = context.launch_configurations.get("launch-prefix-filter", "")
         return [Node(package=PACKAGE, executable=p.executable, name=p.name, arguments=list(p.arguments),
+                     namespace=spec.get("namespace", ""),
                      parameters=[write_parameters(p, directory)], output="screen", emulate_tty=True,
                      ros_arguments=["--enclave", enclave(p.label, args["enclave_root"])],
                      prefix=launch_prefix(p, user_prefix, prefix_filter))
@@ -581,7 +611,9 @@ def launch_description(graph: str):
     actions.append(OpaqueFunction(function=nodes))
     share = _share_dir()
     urdf = os.path.join(share, "urdf", "jethexa.urdf")
-    if _has_package("robot_state_publisher") and os.path.exists(urdf):
+    if not spec.get("robot_state_publisher", True):
+        pass
+    elif _has_package("robot_state_publisher") and os.path.exists(urdf):
         with open(urdf, "r", encoding="utf-8") as f:
             actions.append(Node(package="robot_state_publisher", executable=ROBOT_STATE_PUBLISHER.executable,
                                 name=ROBOT_STATE_PUBLISHER.name, parameters=[{"robot_description": f.read()}],

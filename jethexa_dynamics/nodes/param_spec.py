@@ -53,6 +53,9 @@ class ParamSpec:
     read_only: bool = False
     pattern: Optional[str] = None
     pattern_text: str = ""
+    #: a parser of the package that raises ``ValueError`` naming what is wrong (e.g. a joint map's text): the
+    #: value must parse; ``pattern_text`` says what it allows
+    check: Optional[Any] = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -74,7 +77,7 @@ class ParamSpec:
             parts.append("(%s)" % self.unit)
         if self.choices:
             parts.append("one of {%s}" % ", ".join(str(c) for c in self.choices))
-        if self.pattern is not None:
+        if self.pattern is not None or self.check is not None:
             parts.append(self.pattern_text or "matching %s" % self.pattern)
         if self.length is not None:
             lens = self.length if isinstance(self.length, tuple) else (self.length,)
@@ -114,6 +117,11 @@ class ParamSpec:
             raise self._fail(v, "unknown value")
         if self.pattern is not None and re.fullmatch(self.pattern, v) is None:
             raise self._fail(v, "malformed")
+        if self.check is not None:
+            try:
+                self.check(v)
+            except ValueError as exc:
+                raise self._fail(v, str(exc)) from None
         return v
 
     def _bounded(self, v):

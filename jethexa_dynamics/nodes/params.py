@@ -227,6 +227,10 @@ IDENTIFIER_PARAMS = (("identify_window", "window"), ("identify_threshold", "thre
                      ("identify_confirm", "confirm"), ("identify_max_gap", "max_gap"))
 
 DAMAGE_MONITOR = ParamSet("damage_monitor", [
+    P("joints_from_commands", "bool", False, "no measured joint positions (the companion graph beside the stock "
+      "software, docs/companion.md): the identifier's windows start from the commanded joint angles of "
+      "joint_commands instead of joint_states; servo-health and seizure evidence need measured joints and stay "
+      "silent (none arrives)", read_only=True),
     P("morphology", "int_array", [-1] * LEGS, "manual override, one entry per leg (LF LM LR RF RM RR) = intact "
       "links; -1 = automatic detection for that leg", lo=-1, hi=3, length=LEGS),
     P("no_reply_timeout", "double", 0.4, "a servo without a valid reply this long (and min_missed_reads misses "
@@ -369,4 +373,42 @@ ROBOT_EMULATOR = ParamSet("robot_emulator", [
     *_imu_publishing("imu_", read_only=True, note="interface topics, imu/data of the world: "),
 ])
 
-ALL = {p.node_name: p for p in (SERVO_DRIVER, IMU, GAIT_CONTROLLER, PREDICTOR, DAMAGE_MONITOR, ROBOT_EMULATOR)}
+
+
+def _joint_map_text(text: str) -> None:
+    """A ``joint_map`` value parses ('' = the stock map)."""
+    from jethexa_dynamics.hardware.joint_map import JointMap
+
+    if text.strip():
+        JointMap.parse(text)
+
+
+STOCK_ADAPTER = ParamSet("stock_adapter", [
+    P("commands_topic", "string", "/controller_manager/joint_states", "the stock software's commanded joint "
+      "positions (sensor_msgs/JointState; Hiwonder's ROS 2 stack: its controller_manager's, 50 Hz), republished "
+      "as joint_commands in this package's joint names and angles", read_only=True, pattern=r"/?[A-Za-z_~][\w/]*",
+      pattern_text="a topic name"),
+    P("imu_topic", "string", "/imu", "the stock software's filtered IMU (sensor_msgs/Imu with orientation; "
+      "Hiwonder's: imu_filter_madgwick's output), republished as imu/data in base_link axes", read_only=True,
+      pattern=r"/?[A-Za-z_~][\w/]*", pattern_text="a topic name"),
+    P("joint_map", "string", "", "the stock joint names and angles -> this package's: comma-separated "
+      "stock=ours[:sign[:zero]] for all 18 joints (q = sign * (q_stock - zero), rad); empty = Hiwonder's ROS 2 "
+      "map (docs/companion.md: where each value comes from). A stock joint it does not name is logged once and "
+      "counted on /diagnostics", read_only=True, check=_joint_map_text,
+      pattern_text="18 entries stock=ours[:sign[:zero]]"),
+    P("imu_frame", "string", "imu_link", "the frame_id the stock IMU messages must carry: the frame imu_mount_rpy "
+      "describes; a message in another frame is logged once, counted on /diagnostics and not used",
+      read_only=True),
+    P("imu_mount_rpy", "double_array", list(IMU_MOUNT_HIWONDER_ROS2), "the stock IMU's frame (imu_frame) in "
+      "base_link (roll, pitch, yaw as a URDF origin): its orientation, rates and specific force are turned into "
+      "base_link axes with it. Default: Hiwonder's description mounts imu_link at yaw -90 deg (the same "
+      "parameter as servo_driver's; verify on your robot: docs/companion.md)", lo=-math.pi, hi=math.pi,
+      length=3, unit="rad", read_only=True),
+    P("move_time", "double", 0.02, "time_from_start of the republished joint_commands point: the stock gait's "
+      "servo move time (Hiwonder's: 20 ms per 50 Hz step)", lo=0.0, hi=MAX_MOVE_TIME_S, unit="s", read_only=True),
+    P("stale_after", "double", 1.0, "no stock command or IMU message for this long is an ERROR on /diagnostics "
+      "(the stock stack stopped, or publishes elsewhere)", lo=0.1, hi=60.0, unit="s", read_only=True),
+])
+
+ALL = {p.node_name: p for p in (SERVO_DRIVER, IMU, GAIT_CONTROLLER, PREDICTOR, DAMAGE_MONITOR, ROBOT_EMULATOR,
+                                STOCK_ADAPTER)}

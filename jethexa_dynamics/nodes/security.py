@@ -49,15 +49,21 @@ def fully_qualified(name: str, node: str, namespace: str = "/") -> str:
     return ns + name
 
 
+def namespace(graph: str) -> str:
+    """The ROS namespace of ``graph``'s nodes (``/`` unless the graph spec gives one)."""
+    return "/" + graph_spec.GRAPHS[graph].get("namespace", "").strip("/")
+
+
 def operator_endpoints(graph: str) -> Tuple[Endpoint, ...]:
     """What the operator's tools may do on ``graph``: publish the inputs no node of the graph publishes, call every
     service the nodes serve, subscribe to every topic they publish; plus what a ``ros2`` command's own node creates
     on Humble (ros2cli starts it without parameter services)."""
     nodes = graph_spec.graph_endpoints(graph)
+    ns = namespace(graph)
     seen: Dict[str, Dict[str, Endpoint]] = {"publish": {}, "subscribe": {}, "reply": {}, "request": {}}
     for node, eps in nodes.items():
         for e in eps:
-            seen[e.kind].setdefault(fully_qualified(e.name, node), e)
+            seen[e.kind].setdefault(fully_qualified(e.name, node, ns), e)
 
     def as_(kind, name, e):
         return Endpoint(kind, name, e.type, since=e.since)
@@ -85,8 +91,9 @@ def enclaves(graph: str) -> Dict[str, Tuple[str, ...]]:
     out = {n: (n,) for n in nodes if n != OPERATOR}
     for layout in graph_spec.LAYOUTS.values():
         for process, members in layout:
-            if len(members) > 1:
-                out[process] = tuple(n for n in members if n in nodes)
+            present = tuple(n for n in members if n in nodes)
+            if len(members) > 1 and present:
+                out[process] = present
     out[OPERATOR] = (OPERATOR,)
     return out
 
@@ -120,7 +127,8 @@ def policy_xml(graph: str, root: str = ENCLAVE_ROOT) -> str:
     for name, nodes in enclaves(graph).items():
         lines += ["    <enclave path=%s>" % quoteattr(enclave(name, root)), "      <profiles>"]
         for node in nodes:
-            lines.append('        <profile ns="/" node=%s>' % quoteattr(node))
+            lines.append('        <profile ns=%s node=%s>' % (quoteattr("/" if node == OPERATOR else namespace(graph)),
+                                                             quoteattr(node)))
             for element, rule, item, chosen in _groups(endpoints[node]):
                 lines.append('          <%s %s="ALLOW">' % (element, rule))
                 for e in chosen:
