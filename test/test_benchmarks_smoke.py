@@ -238,3 +238,16 @@ def test_bench_body_graph_refuses_bad_arguments_before_any_work(argv, message):
     """One line naming the option and its range, exit 2, before the graph starts (nothing printed on stdout)."""
     lines = _refusal("bench_body_graph.py", argv)
     assert lines[-1].startswith("bench_body_graph.py: error: %s" % message), lines
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--cases", "XX:1"], "--cases: 'XX:1' is not a single-leg case"),
+    (["--cases", "LM:3"], "--cases: 'LM:3' is not a single-leg case"),
+    (["--after", "2"], "--after 2 outside [5, 120]"),
+    (["--window", "30"], "--window 30 outside [1, 17]"),
+    (["--mass-scale", "nan"], "--mass-scale nan outside [0.5, 2]"),
+    (["--speed", "0.5"], "--speed 0.5 outside [0.001, 0.1]")])
+def test_bench_graph_damage_refuses_bad_arguments_before_any_work(argv, message):
+    """One line naming the option and its range, exit 2, before any graph starts (nothing printed on stdout)."""
+    lines = _refusal("bench_graph_damage.py", argv)
+    assert lines[-1].startswith("bench_graph_damage.py: error: %s" % message), lines

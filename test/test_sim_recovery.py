@@ -55,6 +55,29 @@ def test_gait_switch_at_the_damage_has_no_joint_target_jump(robot, label, lpl):
     assert worst <= SERVO_RATE * DT_CMD, "%s: %.3f rad in one %g s period" % (label, worst, DT_CMD)
 
 
+def test_a_stand_is_the_stance_at_once_and_walking_resumes_from_it_without_a_jump(robot):
+    """``WalkingGait.stand`` (an active probe's stand): mid-blend after a gait switch, the stance comes at once (a
+    re-planned gait's blend to it would go on moving the joints for up to a second, under the probe) and stays the
+    same tick after tick; walking then starts from it within the servo rate, and stepping still (not walking) after
+    the stand keeps those targets."""
+    w = _walker(robot)
+    for _ in range(73):
+        w.step(DT_CMD, True)
+    w.set_morphology([3, 2, 3, 3, 3, 3])
+    w.step(DT_CMD, False)
+    assert w._blend is not None and w.blend_time > 0.5          # the switch's blend: the case the stand cuts short
+    names, q = w.stand()
+    assert w._blend is None and np.allclose(q, w.stance) and names == w.names
+    assert np.allclose(w.stand()[1], q)
+    assert np.allclose(w.step(DT_CMD, False)[1], q)               # standing on: the same targets
+    last, worst = dict(zip(names, q)), 0.0
+    for _ in range(int(3.0 / DT_CMD)):
+        names, q = w.step(DT_CMD, True)
+        worst = max([worst] + [abs(v - last[n]) for n, v in zip(names, q) if n in last])
+        last = dict(zip(names, q))
+    assert worst <= SERVO_RATE * DT_CMD and w.t > 0.0, worst
+
+
 class _GatedPlanner(GaitPlanner):
     """The real planner behind a gate: ``plan`` waits until ``gate`` is set (a re-plan as slow as we like)."""
 

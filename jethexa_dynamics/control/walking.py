@@ -262,6 +262,13 @@ class WalkingGait:
         names = list(self.names)     # before the step: a re-planned gait may switch in it
         return names, self._strategy.step(dt, walking)
 
+    def stand(self) -> Tuple[List[str], np.ndarray]:
+        """The stance's (joint names, targets) at once, no blend (the caller moves there in ``STANCE_MOVE_TIME``): a
+        stand whose joints must then stay still, as the active probe's (its models start from the set-points held
+        when it starts). Walking resumes from them with the usual start blend."""
+        names = list(self.names)
+        return names, self._strategy.stand()
+
 
 class GaitStrategy:
     """How a ``WalkingGait`` walks: the interface of ``FixedGait`` and ``ReplannedGait``.
@@ -355,6 +362,9 @@ class FixedGait(GaitStrategy):
         else:
             w.gait.set_command(w.applied)  # standing still is always reachable
         return w.applied
+
+    def stand(self) -> np.ndarray:
+        return self.walker.stance.copy()
 
     def step(self, dt: float, walking: bool) -> np.ndarray:
         w = self.walker
@@ -594,6 +604,17 @@ class ReplannedGait(GaitStrategy):
             out = self._targets(w.t)
         else:
             out = w.stance.copy()
+        self._prev_targets = out
+        self._last = dict(zip(w.names, out))
+        return out.copy()
+
+    def stand(self) -> np.ndarray:
+        """The stance now: any blend dropped, the gait clock at 0; the next walking step blends from here."""
+        w = self.walker
+        out = w.stance.copy()
+        self.blend = None
+        self._moving = False
+        w.t = 0.0
         self._prev_targets = out
         self._last = dict(zip(w.names, out))
         return out.copy()

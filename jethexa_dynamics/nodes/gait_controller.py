@@ -318,7 +318,15 @@ class GaitController(ThinNode):
             state = "crawl"
         if self.probe is not None or self._returning is not None:
             state = "probe"
-        names, targets = self.walker.step(min(dt, 0.1), state in STEPPING)
+        if self.probe is not None:
+            # the stand for a probe: the walker's stance at once (no blend: a re-planned gait's lasts up to a second,
+            # and the probe's models start from the set-points held at its start), then held as it was until the end
+            # (a plan or a morphology coming meanwhile waits: the probe is scored on those set-points)
+            if "stand" not in self.probe:
+                self.probe["stand"] = self.walker.stand()
+            names, targets = self.probe["stand"]
+        else:
+            names, targets = self.walker.step(min(dt, 0.1), state in STEPPING)
         if self.walker.switches != self._switches and not self.walker.planning:   # a plan finished in the worker
             self._log_gait("re-planned for %s" % format_morphology(self.walker.links_per_leg, self.leg_names))
         move_time = 1.0 / self.p["control_rate"]

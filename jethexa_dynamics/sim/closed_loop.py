@@ -48,10 +48,12 @@ class GaitLoop:
         """Indices of joint ``names`` in the engine's joint vector."""
         return np.array([self._index[n] for n in names], dtype=np.int64)
 
-    def command(self, dt_cmd: float, walking: bool) -> Tuple[List[str], np.ndarray, float]:
+    def command(self, dt_cmd: float, walking: bool, stand: bool = False) -> Tuple[List[str], np.ndarray, float]:
         """The gait's targets for one command period of ``dt_cmd`` s and the move time the servo driver gives
-        them (one period while walking, ``STANCE_MOVE_TIME`` on the way to the stance); nothing sent."""
-        names, q = self.walker.step(dt_cmd, walking)
+        them (one period while walking, ``STANCE_MOVE_TIME`` on the way to the stance); nothing sent. ``stand``:
+        the stance at once, no blend (``WalkingGait.stand``: an active probe's stand, as the gait controller's)."""
+        names, q = self.walker.stand() if stand else self.walker.step(dt_cmd, walking)
+        walking = walking and not stand
         move_time = dt_cmd if walking and self.walker.can_walk else STANCE_MOVE_TIME
         return names, q, move_time
 

@@ -93,6 +93,38 @@ def segment_metrics(t, pos, rpy, margin, command, t_ref, t0, t1, cycle: float = 
     }
 
 
+def window_metrics(t, pos, rpy, t_damage: float, after: float = 17.0, last: float = 8.0, cycle: float = 1.3,
+                   command: float = 0.05) -> dict:
+    """The recovered walk after a damage at ``t_damage`` (s), from poses sampled at ``t`` (s; ``pos`` (n, 3) m world,
+    ``rpy`` (n, 3) rad, yaw unwrapped): the reference line is the mean pose over the ``cycle`` s before the damage
+    (its mean position and mean yaw: the gait's sway averages out). ``speed_fraction``: forward distance along that
+    heading over the last ``last`` s of the ``after`` s window, per second, over ``command`` (m/s); ``yaw_deg``: the
+    window's last cycle's mean yaw minus the reference's; ``lateral_m``: cross-track distance of the last cycle's mean
+    position from the reference line; ``max_roll_deg``/``max_pitch_deg`` over the window; ``covered_s``: the poses'
+    span within the window (short of ``after``: the run ended early). ValueError if no pose is before the damage
+    or in the last ``last`` s."""
+    t, pos, rpy = np.asarray(t, float), np.asarray(pos, float), np.asarray(rpy, float)
+    ref = (t >= t_damage - cycle) & (t < t_damage)
+    end = t_damage + after
+    tail = (t >= end - last) & (t <= end)
+    win = (t >= t_damage) & (t <= end)
+    if not ref.any() or tail.sum() < 2:
+        raise ValueError("poses: none in the cycle before the damage or fewer than 2 in the last %g s" % last)
+    yaw0 = float(rpy[ref, 2].mean())
+    u = np.array([math.cos(yaw0), math.sin(yaw0)])
+    p0 = pos[ref, :2].mean(axis=0)
+    pt, tt = pos[tail, :2], t[tail]
+    speed = float((pt[-1] - pt[0]) @ u) / float(tt[-1] - tt[0])
+    lastc = win & (t >= end - cycle)
+    d = pos[lastc, :2].mean(axis=0) - p0
+    return {"speed_mps": speed, "speed_fraction": speed / command if command else float("nan"),
+            "yaw_deg": math.degrees(float(rpy[lastc, 2].mean()) - yaw0),
+            "lateral_m": float(u[0] * d[1] - u[1] * d[0]),
+            "max_roll_deg": float(np.degrees(np.abs(rpy[win, 0]).max())),
+            "max_pitch_deg": float(np.degrees(np.abs(rpy[win, 1]).max())),
+            "covered_s": float(t[win][-1] - t_damage)}
+
+
 def _checked_command(command, before, after, dt_cmd) -> np.ndarray:
     """The command (vx m/s, vy m/s, yaw rate rad/s) as an array; ValueError naming a bad argument."""
     cmd = np.asarray(command, dtype=float)

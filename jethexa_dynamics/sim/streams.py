@@ -187,7 +187,7 @@ def walk_streams(cfg: WalkConfig, identifier=None, truth: Optional[list] = None,
                 if walking:
                     walker.set_command(segs[seg_i].command)
             held = None if probe is None else probe.command(t, sent.copy())
-            cmd_names, q, mt = loop.command(dt_c, walking and held is None)
+            cmd_names, q, mt = loop.command(dt_c, walking and held is None, stand=held is not None)
             if cmd_names:
                 loop.send(cmd_names, q, mt)
                 emit(t, "cmd", (q, mt, loop.joints(cmd_names)))
