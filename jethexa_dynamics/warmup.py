@@ -244,7 +244,7 @@ def _say_other_stack(groups: Sequence[str], directory: Optional[str], where: str
 def ensure_kernels(groups: Sequence[str], log: Callable[[str], None] = print) -> Tuple[bool, float]:
     """Compile (cold cache) or load (warm cache) the kernels of ``groups``; log what happens and how long
     it took. Returns (compiled, seconds): ``compiled`` is True if numba compiled anything (cold or stale
-cache), False when everything came from the cache."""
+    cache), False when everything came from the cache."""
     unknown = [g for g in groups if g not in GROUPS]
     if unknown:
         raise ValueError("unknown kernel group(s) %s; allowed: %s" % (", ".join(unknown), ", ".join(GROUPS)))

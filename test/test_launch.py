@@ -118,11 +118,13 @@ def test_generate_launch_description_when_launch_is_installed(graph):
 
 
 def test_user_docs_describe_every_parameter_and_launch_argument():
-    text = open(os.path.join(ROOT, "docs", "nodes.md")).read()
+    """The node reference pages (docs/nodes/, generated: test/test_docs.py) list every parameter and argument."""
     for name, params in node_params.ALL.items():
-        assert "### %s" % name in text
+        text = open(os.path.join(ROOT, "docs", "nodes", name + ".md")).read()
+        assert "# %s\n" % name in text
         for spec in params:
             assert "| `%s` |" % spec.name in text, (name, spec.name)
+    text = open(os.path.join(ROOT, "docs", "nodes", "launch_arguments.md")).read()
     for graph in GRAPHS:
         for arg in graph_spec.GRAPHS[graph]["arguments"]:
             assert "`%s`" % arg.name in text, arg.name

@@ -240,6 +240,47 @@ def _rclpy_has(since):
     return True
 
 
+def qos_created(probe, name):
+    """{(kind, topic): (reliability, durability)} of node ``name``'s publishers and subscriptions, as the ROS graph
+    has them (the ROS client library's own /rosout and /parameter_events left out; the graph does not carry a
+    subscription's depth: test_the_qos_profiles_are_the_nodes_own checks those)."""
+    out = {}
+    for kind, method in (("publish", "get_publishers_info_by_topic"), ("subscribe", "get_subscriptions_info_by_topic")):
+        for topic, _ in probe.get_topic_names_and_types():
+            if topic in ("/rosout", "/parameter_events"):
+                continue
+            for info in getattr(probe, method)(topic):
+                if info.node_name == name and info.node_namespace == "/":
+                    q = info.qos_profile
+                    out[(kind, topic)] = (q.reliability.name.lower(), q.durability.name.lower())
+    return out
+
+
+def qos_of_spec(entry, values):
+    """The same, as graph_spec's endpoints give it (``Endpoint.qos``, ``graph_spec.QOS``)."""
+    out = {}
+    for e in graph_spec.node_endpoints(entry.executable, values):
+        if e.kind in ("publish", "subscribe") and e.name not in ("/rosout", "/parameter_events"):
+            q = graph_spec.QOS[e.qos]
+            out[(e.kind, fully_qualified(e.name, entry.name))] = (q.reliability, q.durability)
+    return out
+
+
+def test_the_qos_profiles_are_the_nodes_own():
+    """graph_spec.QOS, what the node reference pages print, is what the nodes create their endpoints with."""
+    from jethexa_dynamics.nodes import _common, bag_recorder
+
+    made = {"sensor": _common.SENSOR_QOS, "polled_sensor": _common.POLLED_SENSOR_QOS,
+            "reliable": _common.RELIABLE_QOS, "latched": _common.LATCHED_QOS,
+            "recorder": bag_recorder.STREAM_QOS, "recorder_latched": bag_recorder.LATCHED_QOS}
+    assert set(made) == set(graph_spec.QOS)
+    for name, q in made.items():
+        spec = graph_spec.QOS[name]
+        assert (q.reliability.name.lower(), q.durability.name.lower(), q.depth) == (
+            spec.reliability, spec.durability, spec.depth), name
+    assert bag_recorder.DEFAULT_LATCHED == ("morphology",)
+
+
 @pytest.fixture(scope="module", params=["bringup", "sim"])
 def running(request, tmp_path_factory):
     """The nodes of a launch graph, started in one process: bringup as launched by default (no servo bus, no
@@ -266,6 +307,7 @@ def test_running_nodes_create_exactly_the_spec_endpoints_and_the_policy_covers_t
         spec = {(e.kind, fully_qualified(e.name, entry.name), e.type)
                 for e in graph_spec.node_endpoints(entry.executable, values) if _rclpy_has(e.since)}
         assert actual == spec, (entry.name, sorted(actual - spec), sorted(spec - actual))
+        assert qos_created(probe, entry.name) == qos_of_spec(entry, values), entry.name
         node, rules = policy[enclave(entry.name)]
         allowed = {(kind, fully_qualified(name, node)) for kind, name in rules}
         assert {(kind, n) for kind, n, _ in actual} <= allowed, entry.name

@@ -1,7 +1,7 @@
 """Periodic gait generator: foot targets in ``base_link`` from per-leg phase offsets and a duty factor.
 
 The paper's tripod (Farghdani et al., eq. 56, Table IV) is one instance. For leg i with phase
-``s = frac(t / T + offset_i)`` the swing takes ``s in [0, 1 - duty)`` and the stance the rest:
+``s = frac(t / T + offset_i)`` the swing takes ``s in [0, 1 - duty)`` and the stance the rest::
 
     swing  (u = s / (1 - duty)):        a = -cos(pi u) / 2,   dz = step_height (1 - cos(2 pi u)) / 2
     stance (w = (s - 1 + duty) / duty): a = +cos(pi w) / 2    ('cosine', eq. 56)

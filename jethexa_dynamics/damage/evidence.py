@@ -4,19 +4,19 @@ A wrong morphology is how a false alarm becomes a fall: the re-planned gait fold
 carries the body. So the damage monitor says, per leg, what its verdict rests on, and the gait controller stops
 supporting on a leg only when that evidence says the leg carries nothing:
 
-=============  =========================================================================  ========
-kind           what it means                                                              strength
-=============  =========================================================================  ========
-``servo``      a servo of the leg confirmed silent (missed reads, then a long-timeout      strong
-               confirmation read, made on time, without a reply: ``damage.detection``)
-``model``      the model-based identifier (``damage.identification``): the body moves as   strong
-               if the links were gone
-``override``   the user's manual override (damage_monitor parameter ``morphology``)        strong
-``stall``      a servo far from its command under load, from a monitor that counts it as  weak
-               a lost link (this package's monitor reports it as a seized joint)
-``joint_states`` a joint its publisher stopped carrying (another driver's bus)             weak
-``none``       nothing known (a message without evidence, e.g. from another publisher)    weak
-=============  =========================================================================  ========
+================  =========================================================================  ========
+kind              what it means                                                              strength
+================  =========================================================================  ========
+``servo``         a servo of the leg confirmed silent (missed reads, then a long-timeout     strong
+                  confirmation read, made on time, without a reply: ``damage.detection``)
+``model``         the model-based identifier (``damage.identification``): the body moves as  strong
+                  if the links were gone
+``override``      the user's manual override (damage_monitor parameter ``morphology``)       strong
+``stall``         a servo far from its command under load, from a monitor that counts it as  weak
+                  a lost link (this package's monitor reports it as a seized joint)
+``joint_states``  a joint its publisher stopped carrying (another driver's bus)              weak
+``none``          nothing known (a message without evidence, e.g. from another publisher)    weak
+================  =========================================================================  ========
 
 On weak evidence the gait stands still on every foot it has and says why; it walks again when the evidence
 comes (the monitor publishes it just before the morphology; either may arrive first) or when the morphology is

@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def identify(bag, idf, initial, *bodies):
-    """Feed ``bag`` (``BagData``) through ``idf`` (and ``bodies``, ``BodyLoadEstimator``s, each told the
+    """Feed ``bag`` (``BagData``) through ``idf`` (and ``bodies``, ``BodyLoadEstimator`` objects, each told the
     identifier's morphology); returns the wall time (s)."""
     from jethexa_dynamics.validation.replay import COMMAND, IMU, JOINT_STATES, MORPHOLOGY, bag_events, joint_matrix
 

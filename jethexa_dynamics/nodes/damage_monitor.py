@@ -23,7 +23,7 @@ phase) and ``imu/data`` (the attitude), while the morphology is healthy; on ``bo
 ``/diagnostics`` (``body_mass``, ``body_com``), at ``check_rate``. Its CPU is the ``body`` stage. The servos' law it
 reads the load with: ``body_servo_kp``, ``body_servo_ki``, ``body_servo_kd``, ``body_servo_damping``.
 
-Active probe (``probe``, on by default; issue 23 point 1): when the identifier names a broken leg (with
+Active probe (``probe``, on by default): when the identifier names a broken leg (with
 ``probe_always`` false: only when its event lists ``alternatives``, link counts of that leg the walk could not rule
 out), ``damage.active_probe.ActiveProbe``,
 driven on the identifier's worker thread by the ``joint_commands`` it sees (the gait's ticks: the joint

@@ -18,7 +18,7 @@ losses and the paper's scenarios are planned ahead at start. The heading
 hold (``control.heading``) trims the yaw rate from ``imu/data`` (gyro z) and ``predicted/odom`` (position);
 a silent IMU -> the stance. /diagnostics carries ``active_gait`` and ``stability_margin`` (m, planned).
 
-Active probe (issue 23 point 1; ``damage.probe_request``): a request on ``damage/probe`` from the morphology
+Active probe (``damage.probe_request``): a request on ``damage/probe`` from the morphology
 authority (the damage monitor) for leg L stops the walk at once (state ``probe``: the other legs hold their
 stance, ``cmd_vel`` is kept but not followed), brings L to the request's stance angles, and from its start time
 (ROS clock) for its duration moves L's coxa and femur through ``LinkProbe.targets`` at every control tick (the

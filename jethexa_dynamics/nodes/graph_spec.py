@@ -257,12 +257,36 @@ class Endpoint:
     """A topic or service of a node, named as the node names it: relative names resolve in the node's namespace,
     ``~/name`` under the node's own name. ``kind``: ``publish`` or ``subscribe`` (a topic), ``reply`` (a service
     the node serves) or ``request`` (a service it calls). ``since``: a ROS 2 distro before which the node does
-    not create it (e.g. ``iron``: Humble has no such endpoint)."""
+    not create it (e.g. ``iron``: Humble has no such endpoint). ``qos``: a topic's QoS profile, a key of
+    :data:`QOS` (test/test_security.py compares it with the running node's)."""
     kind: str
     name: str
     type: str
     when: Optional[When] = None
     since: str = ""
+    qos: str = ""
+
+
+@dataclass(frozen=True)
+class Qos:
+    """A QoS profile as the nodes create it (``nodes/_common.py``): history keep last ``depth``."""
+    reliability: str      # reliable | best_effort
+    durability: str       # volatile | transient_local
+    depth: int
+    meaning: str
+
+
+#: the QoS profiles of the package's topics, by the name an :class:`Endpoint` gives
+QOS: Dict[str, Qos] = {
+    "sensor": Qos("best_effort", "volatile", 5, "sensor stream (rclpy's qos_profile_sensor_data)"),
+    "polled_sensor": Qos("best_effort", "volatile", 50, "sensor stream taken at the node's other wake-ups: "
+                         "every sample since the last one waits"),
+    "reliable": Qos("reliable", "volatile", 10, "commands and computed outputs"),
+    "latched": Qos("reliable", "transient_local", 10, "state: a late joiner gets the current value"),
+    "recorder": Qos("best_effort", "volatile", 100, "the recorder's: matches reliable and best-effort publishers"),
+    "recorder_latched": Qos("reliable", "transient_local", 1, "the recorder's for a latched topic: gets the value "
+                            "published before recording started"),
+}
 
 
 def _params_services() -> Tuple[Endpoint, ...]:
@@ -282,7 +306,7 @@ ROS_NODE: Tuple[Endpoint, ...] = (
 )
 #: and every node of this package (``ThinNode``): its own status on /diagnostics
 THIN_NODE: Tuple[Endpoint, ...] = ROS_NODE + (
-    Endpoint("publish", "/diagnostics", "diagnostic_msgs/msg/DiagnosticArray"),)
+    Endpoint("publish", "/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", qos="reliable"),)
 
 _IMU, _JS, _TRAJ = "sensor_msgs/msg/Imu", "sensor_msgs/msg/JointState", "trajectory_msgs/msg/JointTrajectory"
 _POSE, _ODOM, _MORPH = "geometry_msgs/msg/PoseStamped", "nav_msgs/msg/Odometry", "std_msgs/msg/UInt8MultiArray"
@@ -294,53 +318,56 @@ _BOARD = When("transport", ("rrc",))
 #: starts every node and compares)
 ENDPOINTS: Dict[str, Tuple[Endpoint, ...]] = {
     "servo_driver": (
-        Endpoint("publish", "joint_states", _JS),
-        Endpoint("publish", "joint_states/setpoint", _JS),
-        Endpoint("publish", "imu/data_raw", _IMU, _BOARD),
-        Endpoint("publish", "imu/data", _IMU, _BOARD),
-        Endpoint("publish", "battery", "sensor_msgs/msg/BatteryState", _BOARD),
-        Endpoint("subscribe", "joint_commands", _TRAJ),
+        Endpoint("publish", "joint_states", _JS, qos="sensor"),
+        Endpoint("publish", "joint_states/setpoint", _JS, qos="sensor"),
+        Endpoint("publish", "imu/data_raw", _IMU, _BOARD, qos="sensor"),
+        Endpoint("publish", "imu/data", _IMU, _BOARD, qos="sensor"),
+        Endpoint("publish", "battery", "sensor_msgs/msg/BatteryState", _BOARD, qos="sensor"),
+        Endpoint("subscribe", "joint_commands", _TRAJ, qos="reliable"),
         Endpoint("reply", "~/emergency_stop", "std_srvs/srv/Trigger"),
         Endpoint("reply", "~/set_torque", "std_srvs/srv/SetBool"),
     ),
     "imu": (
-        Endpoint("publish", "imu/data_raw", _IMU),
-        Endpoint("publish", "imu/data", _IMU),
-        Endpoint("subscribe", "emulator/imu_motion", _IMU, When("source", ("emulator",))),
+        Endpoint("publish", "imu/data_raw", _IMU, qos="sensor"),
+        Endpoint("publish", "imu/data", _IMU, qos="sensor"),
+        Endpoint("subscribe", "emulator/imu_motion", _IMU, When("source", ("emulator",)), qos="sensor"),
     ),
     "gait_controller": (
-        Endpoint("publish", "joint_commands", _TRAJ),
-        Endpoint("subscribe", "cmd_vel", "geometry_msgs/msg/Twist"),
-        Endpoint("subscribe", "morphology", _MORPH),
-        Endpoint("subscribe", "morphology/evidence", _EVIDENCE),
-        Endpoint("subscribe", "damage/probe", _EVIDENCE),
-        Endpoint("subscribe", "imu/data", _IMU, _RECOVERY),
-        Endpoint("subscribe", "predicted/odom", _ODOM, _RECOVERY),
+        Endpoint("publish", "joint_commands", _TRAJ, qos="reliable"),
+        Endpoint("subscribe", "cmd_vel", "geometry_msgs/msg/Twist", qos="reliable"),
+        Endpoint("subscribe", "morphology", _MORPH, qos="latched"),
+        Endpoint("subscribe", "morphology/evidence", _EVIDENCE, qos="latched"),
+        Endpoint("subscribe", "damage/probe", _EVIDENCE, qos="latched"),
+        Endpoint("subscribe", "imu/data", _IMU, _RECOVERY, qos="sensor"),
+        Endpoint("subscribe", "predicted/odom", _ODOM, _RECOVERY, qos="reliable"),
     ),
     "predictor": (
-        Endpoint("publish", "predicted/pose", _POSE),
-        Endpoint("publish", "predicted/odom", _ODOM),
-        Endpoint("publish", "measured/pose", _POSE),
-        Endpoint("publish", "prediction/error", "std_msgs/msg/Float64MultiArray"),
-        Endpoint("publish", "slip/pose", _POSE),
-        Endpoint("publish", "slip/odom", _ODOM),
-        Endpoint("subscribe", "joint_commands", _TRAJ),
-        Endpoint("subscribe", "joint_states", _JS),
-        Endpoint("subscribe", "imu/data", _IMU),
-        Endpoint("subscribe", "mocap/pose", _POSE),
-        Endpoint("subscribe", "morphology", _MORPH),
-        Endpoint("subscribe", "body/inertia", "geometry_msgs/msg/InertiaStamped", When("body_estimate", (True,))),
+        Endpoint("publish", "predicted/pose", _POSE, qos="reliable"),
+        Endpoint("publish", "predicted/odom", _ODOM, qos="reliable"),
+        Endpoint("publish", "measured/pose", _POSE, qos="reliable"),
+        Endpoint("publish", "prediction/error", "std_msgs/msg/Float64MultiArray", qos="reliable"),
+        Endpoint("publish", "slip/pose", _POSE, qos="reliable"),
+        Endpoint("publish", "slip/odom", _ODOM, qos="reliable"),
+        Endpoint("subscribe", "joint_commands", _TRAJ, qos="reliable"),
+        Endpoint("subscribe", "joint_states", _JS, qos="sensor"),
+        Endpoint("subscribe", "imu/data", _IMU, qos="sensor"),
+        Endpoint("subscribe", "mocap/pose", _POSE, qos="sensor"),
+        Endpoint("subscribe", "morphology", _MORPH, qos="latched"),
+        Endpoint("subscribe", "body/inertia", "geometry_msgs/msg/InertiaStamped", When("body_estimate", (True,)),
+                 qos="reliable"),
     ),
     "damage_monitor": (
-        Endpoint("publish", "morphology", _MORPH),
-        Endpoint("publish", "morphology/evidence", _EVIDENCE),
-        Endpoint("publish", "damage/probe", _EVIDENCE),
-        Endpoint("publish", "body/inertia", "geometry_msgs/msg/InertiaStamped", When("body_estimate", (True,))),
-        Endpoint("subscribe", "joint_states/setpoint", _JS, When("body_estimate", (True,))),
-        Endpoint("subscribe", "/diagnostics", "diagnostic_msgs/msg/DiagnosticArray"),
-        Endpoint("subscribe", "joint_states", _JS),
-        Endpoint("subscribe", "joint_commands", _TRAJ),
-        Endpoint("subscribe", "imu/data", _IMU),
+        Endpoint("publish", "morphology", _MORPH, qos="latched"),
+        Endpoint("publish", "morphology/evidence", _EVIDENCE, qos="latched"),
+        Endpoint("publish", "damage/probe", _EVIDENCE, qos="latched"),
+        Endpoint("publish", "body/inertia", "geometry_msgs/msg/InertiaStamped", When("body_estimate", (True,)),
+                 qos="reliable"),
+        Endpoint("subscribe", "joint_states/setpoint", _JS, When("body_estimate", (True,)), qos="sensor"),
+        Endpoint("subscribe", "/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", qos="reliable"),
+        Endpoint("subscribe", "joint_states", _JS, When("wake_on", ("joint_states",)), qos="sensor"),
+        Endpoint("subscribe", "joint_states", _JS, When("wake_on", ("imu/data",)), qos="polled_sensor"),
+        Endpoint("subscribe", "joint_commands", _TRAJ, qos="reliable"),
+        Endpoint("subscribe", "imu/data", _IMU, qos="polled_sensor"),
         Endpoint("reply", "~/reset", "std_srvs/srv/Trigger"),
     ),
     "stock_adapter": (
@@ -350,14 +377,16 @@ ENDPOINTS: Dict[str, Tuple[Endpoint, ...]] = {
         Endpoint("subscribe", "/imu", _IMU),
     ),
     "robot_emulator": (
-        Endpoint("publish", "mocap/pose", _POSE),
+        Endpoint("publish", "mocap/pose", _POSE, qos="sensor"),
         Endpoint("publish", "emulator/imu_motion", _IMU, When("transport", ("uart",),
-                                                               also=(When("interface", ("bus",)),))),
-        Endpoint("publish", "joint_states", _JS, When("interface", ("topics",))),
-        Endpoint("publish", "imu/data", _IMU, When("interface", ("topics",))),
-        Endpoint("publish", "imu/data_raw", _IMU, When("interface", ("topics",))),
-        Endpoint("subscribe", "joint_commands", _TRAJ, When("interface", ("topics",))),
-    ) + tuple(Endpoint("subscribe", t, ty, When("record", nonempty=True)) for t, ty in DEFAULT_RECORD_TOPICS.items()),
+                                                               also=(When("interface", ("bus",)),)), qos="sensor"),
+        Endpoint("publish", "joint_states", _JS, When("interface", ("topics",)), qos="sensor"),
+        Endpoint("publish", "imu/data", _IMU, When("interface", ("topics",)), qos="sensor"),
+        Endpoint("publish", "imu/data_raw", _IMU, When("interface", ("topics",)), qos="sensor"),
+        Endpoint("subscribe", "joint_commands", _TRAJ, When("interface", ("topics",)), qos="reliable"),
+    ) + tuple(Endpoint("subscribe", t, ty, When("record", nonempty=True),
+                       qos="recorder_latched" if t == "morphology" else "recorder")   # bag_recorder.DEFAULT_LATCHED
+              for t, ty in DEFAULT_RECORD_TOPICS.items()),
 }
 
 #: the launch files' robot_state_publisher (added when that package is installed; C++, rclcpp), from its Humble
@@ -575,7 +604,7 @@ def launch_prefix(process: Process, user_prefix: str = "", prefix_filter: str = 
 def launch_description(graph: str):
     """The ``LaunchDescription`` of ``<graph>.launch.py`` (needs ``launch`` and ``launch_ros``): the arguments
     declared, then (once ``ros2 launch`` has their values) the processes of :func:`processes`, each with a
-    parameter file written from the graph spec (config/*.yaml of the installed share directory + the graph's
+    parameter file written from the graph spec (``config/*.yaml`` of the installed share directory + the graph's
     fixed values + the arguments: the same values the demo and the tests use), and its prefix from
     :func:`launch_prefix` (``ros2 launch --launch-prefix`` reaches every process, the niced ones too)."""
     from launch import LaunchDescription

@@ -12,6 +12,7 @@ ground-reaction resolution then gives joint torques and foot forces. Here, per j
    free: rank 5, minimum-norm answer, flagged); body acceleration by differencing the twist;
 4. ``contact_inverse_dynamics`` on the RNEA chains (independent of the core model): ground forces (rank
    checked) and joint torques, available as ``joint_torques()`` and ``ground_reactions()``.
+
 The planar part of the twist of the centre of mass is integrated on SE(2) like the slip predictor.
 """
 import numpy as np

@@ -1,15 +1,17 @@
 """Ground-reaction resolution of paper 004 (§4, extraction §2.4-2.5) with the rank check it lacks.
 
 The base is unactuated, so the ground forces on the stance feet must supply the wrench the legs-in-air
-inverse dynamics asks of the base (the paper's body equations (3)-(4)):
+inverse dynamics asks of the base (the paper's body equations (3)-(4))::
 
     sum_k f_k = F_req,   sum_k p_k x f_k = N_req        (world-aligned axes, moments about the base origin)
 
 Only 6 equations, so the paper ties the unknowns together ("reduced set of 6"):
+
 - 4 legs: 4 independent F_z, one F_x common to all, one F_y common to all;
 - 3 legs: 3 F_z, one common F_x, and F_y split by side: the side with one stance leg gets its own F_y, the
   two legs of the other side share one;
 - 2 legs: all 6 components.
+
 As written the 4-leg and 2-leg systems are rank 5 for every geometry (vertical forces give no yaw moment;
 the squeeze force along the two-foot line is unobservable), and the 3-leg rule transplanted to a hexapod
 tripod is rank 5 when the lone middle leg sits at x = 0. The SVD rank is checked every time; a deficient
@@ -115,6 +117,7 @@ def contact_inverse_dynamics(robot, g_sb, q, v, a, stance, scheme="paper"):
     1. legs-in-air recursion -> the wrench the base needs (paper's f-bar, n-bar plus the body's own terms);
     2. stance ground forces from :func:`resolve_ground_reactions`;
     3. recursion again with those foot forces -> joint torques (= tau-bar - J^T f).
+
     stance: bool per tip (robot.tip_names order). Returns (generalized forces (nv,), GroundReactions);
     the base rows of the first are the wrench left unbalanced (0 when the residual is 0).
     """

@@ -5,6 +5,7 @@
   (they are in Zhao's thesis), so segment spacing, reach and amplitudes here are stand-ins.
 - ``disk``: the paper's timing model: a disk with N legs equally spaced on the rim, each with two rotations
   (yaw, elevation) and a vertical slide, limited so the workspaces do not overlap; random poses and rates.
+
 Positions [m] and velocities [m/s] are in the body frame (x forward, y left, z up), origin at the COM.
 """
 import numpy as np

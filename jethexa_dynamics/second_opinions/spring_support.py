@@ -5,6 +5,7 @@ Each leg is a vertical linear spring under a rigid, slightly tilted "body plane"
 roll/pitch moments about the body origin (assumed to be the centre of mass).
 
 Conventions (body frame REP-103: x forward, y left, z up; ground at world z = 0):
+
 - foot world height  ``h_j(s) = -alpha_x x_j + alpha_y y_j + z_j + p_z0``  (paper eq. 6); leg j is in contact
   when ``h_j < 0`` and then carries ``F_j = -K_j h_j`` (eq. 7).
 - ``alpha_x`` is the pitch (positive = nose down), ``alpha_y`` the roll (positive = left side up): the
@@ -12,12 +13,14 @@ Conventions (body frame REP-103: x forward, y left, z up; ground at world z = 0)
 
 Algorithm: the paper's contact-switching path search, written as an active-set Newton method on the
 convex energy ``U(s) = sum_j K_j/2 [-h_j]_+^2 + Mg p_z0`` (its stationary points are the balanced states):
+
 1. closed-form level start (step A1),
 2. Newton step for the current contact set (the paper's 3x3 solve, step A2, errata fixed),
 3. walk along the step and flip exactly one leg at the first contact switch (step A3),
 4. with fewer than three non-collinear contacts and an unbalanced moment, tilt the plane about the support
    point/line in the direction gravity turns it until another leg touches (appendix 6.1.2/6.1.3, component
    orders fixed). No leg to touch = the centre of mass is outside the support: tip-over, reported.
+
 The centre of mass exactly above one foot or on the line between two feet is balanced without a unique tilt;
 the rank-deficient Newton step is then solved by pseudo-inverse and reported as ``DEGENERATE``.
 

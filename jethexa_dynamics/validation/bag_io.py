@@ -339,7 +339,7 @@ def read_bag(path, topics: TopicNames = TopicNames(), start: Optional[float] = N
     """Read and check the validation inputs of a rosbag2 bag (or a ROS 1 ``.bag``).
 
     ``start``/``end``: window in seconds from the bag start (None = bag start/end). Raises a
-    :class:`BagError` subclass for every problem with the bag (see :mod:`.errors`).
+    :class:`BagError` subclass for every problem with the bag (see :mod:`jethexa_dynamics.validation.errors`).
     ``layout``: None = ``topics`` as given (this package's own layout); else a name of
     :data:`.layouts.CHOICES` (``auto``: from the bag's topics): its topics (with ``overrides``, role -> topic),
     its joint map (or ``joint_map``) and IMU mount turn the stock software's messages into this package's.
