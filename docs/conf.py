@@ -95,16 +95,23 @@ class RepositoryLinks(SphinxTransform):
     def apply(self, **kwargs):
         from sphinx import addnodes
 
+        docs = os.path.join(ROOT, "docs")
         here = os.path.dirname(self.env.doc2path(self.env.docname))
         for ref in list(self.document.findall(addnodes.pending_xref)):
-            if ref.get("reftype") != "myst" or ref.get("refdomain") != "doc":
+            if ref.get("reftype") != "myst" or ref.get("refdomain") not in ("doc", None):
                 continue
             target = ref["reftarget"]
-            if target in self.env.found_docs or not os.path.isabs(target):
-                continue
+            if ref.get("refdomain") == "doc":        # a .md file MyST found: the document it would be
+                if target in self.env.found_docs or not os.path.isabs(target):
+                    continue
+                rel = os.path.relpath(target, self.env.srcdir) + ".md"
+            else:                                    # a file MyST did not find (rosdoc2's copy of docs/)
+                if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+                    continue
+                rel = os.path.join(os.path.dirname(self.env.docname), target.split("#")[0])
             # the file as the page names it, from docs/ of the repository (rosdoc2 builds a copy elsewhere)
-            path = os.path.normpath(os.path.join(ROOT, "docs", os.path.relpath(target, self.env.srcdir))) + ".md"
-            if not os.path.isfile(path) or path.startswith(os.path.join(ROOT, "docs") + os.sep):
+            path = os.path.normpath(os.path.join(docs, rel))
+            if not os.path.isfile(path) or path.startswith(docs + os.sep) or not path.startswith(ROOT + os.sep):
                 continue
             link = addnodes.download_reference(refdomain=None, reftarget=os.path.relpath(path, here),
                                                refdoc=self.env.docname, reftype="myst",

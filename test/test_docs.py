@@ -103,6 +103,26 @@ def test_the_graph_picture_has_every_topic_between_two_nodes_of_the_graph():
     assert ("robot_emulator", "emulator/imu_motion", "imu") in drawn and "serial bus" in text
 
 
+def test_every_declared_diagnostics_key_is_still_written_by_the_code():
+    """nodes/diagnostics.py against the package's source: each key's fixed text (the parts between ``<...>``) is
+    in a string of the code (``test_security.py`` checks the other way: every key a running node publishes is
+    declared)."""
+    source = "\n".join(open(p, encoding="utf-8").read() for p in glob.glob(
+        os.path.join(ROOT, "jethexa_dynamics", "**", "*.py"), recursive=True)
+        if not p.endswith(os.path.join("nodes", "diagnostics.py")))
+    strings = set(re.findall(r"\"([^\"\n]*)\"", source))
+    missing = []
+    for node, statuses in diagnostics.KEYS.items():
+        for status in statuses:
+            if status.keys == tuple(diagnostics.K(k, v) for k, v in diagnostics.SERVO_FIELDS.items()):
+                continue                  # ServoStatus's fields, by name: diagnostics.py asserts them
+            for key in status.keys:
+                fragments = [f for f in re.split(r"<[^>]*>", key.name) if len(f.strip(" _")) >= 3]
+                if not all(any(f.strip() in text for text in strings) for f in fragments):
+                    missing.append((node, status.name, key.name))
+    assert not missing, missing
+
+
 # ---------------------------------------------------------------------------------------------- the Sphinx build
 @pytest.mark.slow
 @pytest.mark.timeout(900)

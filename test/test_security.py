@@ -7,6 +7,7 @@ started and the ROS graph is asked. The launch files pass each node its enclave.
 here (no sros2, no keystore); docs/security.md says what was and was not run.
 """
 import os
+import time
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -291,7 +292,7 @@ def running(request, tmp_path_factory):
     g = Graph()
     try:
         nodes = add_launch_graph(g, graph, args)
-        yield graph, graph_spec.node_parameters(graph, args), nodes
+        yield graph, graph_spec.node_parameters(graph, args), nodes, g
     finally:
         g.close()
 
@@ -299,7 +300,7 @@ def running(request, tmp_path_factory):
 @pytest.mark.ros
 @pytest.mark.timeout(300)
 def test_running_nodes_create_exactly_the_spec_endpoints_and_the_policy_covers_them(running):
-    graph, params, nodes = running
+    graph, params, nodes, _ = running
     policy = parse(graph)
     probe = next(iter(nodes.values()))
     for entry, values in params:
@@ -318,7 +319,7 @@ def test_running_nodes_create_exactly_the_spec_endpoints_and_the_policy_covers_t
 def test_run_time_parameters_refuse_out_of_range_values(running):
     """Every parameter that can change at run time, given a value outside its range through the node's parameter
     service path (set_parameters): refused, the node keeps its value. The authority parameters are read-only."""
-    _, params, nodes = running
+    _, params, nodes, _ = running
     tried = 0
     for entry, _ in params:
         node = nodes[entry.name]
@@ -335,3 +336,43 @@ def test_run_time_parameters_refuse_out_of_range_values(running):
             assert node.p[spec.name] == before and node.get_parameter(spec.name).value == before
             tried += 1
     assert tried > 20
+
+
+@pytest.mark.ros
+@pytest.mark.timeout(300)
+def test_every_diagnostics_key_a_running_node_publishes_is_declared(running):
+    """What the nodes publish on /diagnostics, spinning (the sim graph walking), against nodes/diagnostics.py, what
+    the node reference pages print: every status and every key is declared there."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    from jethexa_dynamics.nodes import diagnostics
+    from jethexa_dynamics.nodes.graph import Watcher, wait_for
+
+    graph, params, nodes, g = running
+    executables = {entry.name: entry.executable for entry, _ in params}
+    seen = {}
+
+    def take(msg):
+        for st in msg.status:
+            seen.setdefault(st.name, set()).update(kv.key for kv in st.values)
+
+    watcher = g.add(Watcher, name="diagnostics_watcher")
+    watcher.watch(DiagnosticArray, "/diagnostics", accept=take)
+    g.start()
+    watcher.drive(0.05)
+    expected = set(executables)
+    wait_for(lambda: {n.split(": ")[0] for n in seen} >= expected
+             and (graph != "sim" or any(": servo " in n for n in seen)), 120)
+    time.sleep(3.0)                       # a few more reports: the walk under way
+    undeclared = []
+    for name, keys in sorted(seen.items()):
+        node, _, what = name.partition(": ")
+        if node not in executables:
+            continue
+        statuses = [s for s in diagnostics.KEYS[executables[node]] if diagnostics.pattern(s.name).fullmatch(what)]
+        if not statuses:
+            undeclared.append(name)
+            continue
+        undeclared += ["%s: %s" % (name, k) for k in sorted(keys) if not statuses[0].match(k)]
+    assert not undeclared, undeclared
+    assert {n.split(": ")[0] for n in seen} >= expected, sorted(seen)

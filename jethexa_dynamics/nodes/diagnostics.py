@@ -112,6 +112,15 @@ KEYS: Dict[str, Tuple[Status, ...]] = {
         Status("servo <id> (<joint>)", "one per servo, all at diagnostics_rate, the faulty ones (missed replies, "
                "readings outside the servo's own limits) at fault_report_rate: what damage_monitor decides from",
                tuple(K(k, v) for k, v in SERVO_FIELDS.items())),
+        Status("board", "with transport rrc (the STM32 board): its IMU and battery reports (ERROR when the IMU "
+               "reports stop; battery WARN at 10.5 V, ERROR at 10 V)", (
+                   K("imu_samples", "IMU reports published on imu/data"),
+                   K("imu_gaps", "IMU sample periods without a report"),
+                   K("imu_rate_expected_hz", "the board's IMU rate (parameter imu_rate) [Hz]"),
+                   K("battery_v", "the battery voltage [V] (nan: no report yet)"),
+                   K("battery_reports", "battery reports read"),
+                   K("reports_<kind>", "unasked reports of the board skipped, by kind (bad CRC, unknown function, "
+                     "...)"))),
     ),
     "imu": (
         node_status(
@@ -234,6 +243,9 @@ KEYS: Dict[str, Tuple[Status, ...]] = {
     "robot_emulator": (
         node_status(
             "the emulated world (WARN when it falls behind real time)",
+            K("interface", "bus (servo bus and IMU model for the drivers) or topics (the world's joints and IMU "
+              "as topics)"),
+            K("plant", "engine or mujoco"),
             K("port", "the emulated bus's pty"),
             K("port_link", "the link to it (what servo_driver opens)"),
             K("sim_time", "simulated time [s]"),
@@ -244,6 +256,8 @@ KEYS: Dict[str, Tuple[Status, ...]] = {
             K("world_morphology", "the world's robot: links per leg (parameter damage)"),
             K("silenced_servos", "servos silenced by the damage"),
             K("world_breaks", "silent breaks in the world (parameter breaks)"),
-            K("world_seized", "seized joints in the world (parameter seize)")),
+            K("world_seized", "seized joints in the world (parameter seize)"),
+            K("commands_applied", "with interface topics: joint_commands taken"),
+            K("hidden_joints", "with interface topics: joints left out of joint_states (parameter hide)")),
     ),
 }
