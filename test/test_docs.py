@@ -61,6 +61,15 @@ def test_a_file_without_the_markers_is_left_alone(tmp_path, monkeypatch):
     assert (tmp_path / "README.md").read_text() == "# no markers here\n"
 
 
+def test_every_topic_has_a_qos_profile():
+    """Each topic a node creates names its QoS profile (``Endpoint.qos``, a key of ``graph_spec.QOS``): the node
+    pages print it, test_security.py compares it with the running nodes'."""
+    missing = [(node, e.name) for node, eps in list(graph_spec.ENDPOINTS.items()) + [("every node", graph_spec.THIN_NODE)]
+               for e in eps if e.kind in ("publish", "subscribe") and e.name not in ("/rosout", "/parameter_events")
+               and e.qos not in graph_spec.QOS]
+    assert not missing, missing
+
+
 def test_every_node_parameter_topic_and_argument_is_on_its_page():
     """Independent of the generator's code paths: each page names what the specs hold."""
     for node, specs in node_params.ALL.items():

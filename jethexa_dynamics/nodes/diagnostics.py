@@ -240,6 +240,23 @@ KEYS: Dict[str, Tuple[Status, ...]] = {
             K("body_servo_lag_ms", "the servos' moves' timing against the driver's set-points [ms]"),
             *KERNEL_KEYS),
     ),
+    "stock_adapter": (
+        node_status(
+            "the stock topics' conversion (WARN with names or frames the joint map does not know; ERROR when the "
+            "stock stack is silent for stale_after)",
+            K("mode", "companion"),
+            K("unavailable", "what the stock topics cannot give (measured joints, servo health, seizure detection)"),
+            K("morphology", "reported on morphology, not acted on (the stock gait does not read it)"),
+            K("joint_map", "the joint map in use"),
+            K("commands_topic", "the stock commanded joints' topic"),
+            K("imu_topic", "the stock IMU's topic"),
+            K("commands_in", "stock joint messages converted"),
+            K("imu_in", "stock IMU messages converted"),
+            K("command_age_s", "seconds since the last stock joint message"),
+            K("imu_age_s", "seconds since the last stock IMU message"),
+            K("foreign_joints", "stock joints the map does not name, with their counts"),
+            K("foreign_frames", "IMU frames other than imu_frame, with their counts")),
+    ),
     "robot_emulator": (
         node_status(
             "the emulated world (WARN when it falls behind real time)",

@@ -371,10 +371,10 @@ ENDPOINTS: Dict[str, Tuple[Endpoint, ...]] = {
         Endpoint("reply", "~/reset", "std_srvs/srv/Trigger"),
     ),
     "stock_adapter": (
-        Endpoint("publish", "joint_commands", _TRAJ),
-        Endpoint("publish", "imu/data", _IMU),
-        Endpoint("subscribe", "/controller_manager/joint_states", _JS),
-        Endpoint("subscribe", "/imu", _IMU),
+        Endpoint("publish", "joint_commands", _TRAJ, qos="reliable"),
+        Endpoint("publish", "imu/data", _IMU, qos="sensor"),
+        Endpoint("subscribe", "/controller_manager/joint_states", _JS, qos="sensor"),
+        Endpoint("subscribe", "/imu", _IMU, qos="sensor"),
     ),
     "robot_emulator": (
         Endpoint("publish", "mocap/pose", _POSE, qos="sensor"),

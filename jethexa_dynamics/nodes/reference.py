@@ -113,9 +113,10 @@ def node_page(node: str) -> str:
     specs = node_params.ALL[node]
     out = [GENERATED % "`nodes/graph_spec.py`, `nodes/params.py`, `nodes/diagnostics.py` and the node's docstring",
            "", "# %s" % node, ""]
-    out += ["Executable `%s` (`ros2 run jethexa_dynamics %s`, or in a process of several nodes: `robot %s ...`); "
-            "source `jethexa_dynamics/nodes/%s.py`; parameters file `config/%s.yaml`." % (node, node, node, node, node),
-            ""]
+    shared = (", or in a process of several nodes: `robot %s ...` (launch argument `composed`)" % node
+              if node in graph_spec.ROBOT_NODES else "")
+    out += ["Executable `%s` (`ros2 run jethexa_dynamics %s`%s); source `jethexa_dynamics/nodes/%s.py`; parameters "
+            "file `config/%s.yaml`." % (node, node, shared, node, node), ""]
     launched = _graphs_of(node)
     if launched:
         out += ["Launched by: %s." % ", ".join("`%s.launch.py`" % g for g, _ in launched), ""]
