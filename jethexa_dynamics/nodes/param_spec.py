@@ -18,6 +18,9 @@ import yaml
 from .messages import InputError
 
 KINDS = ("bool", "int", "double", "string", "int_array", "double_array", "string_array")
+#: each kind in words, as a range text begins
+KIND_TEXT = {"bool": "true or false", "int": "integer", "double": "number", "string": "string",
+             "int_array": "integer list", "double_array": "number list", "string_array": "string list"}
 
 
 class ParamError(InputError):
@@ -65,10 +68,7 @@ class ParamSpec:
     # ------------------------------------------------------------------ describing
     def range_text(self) -> str:
         """Human-readable allowed range, e.g. ``float in [1, 100] Hz``."""
-        base = {"bool": "true or false", "int": "integer", "double": "number", "string": "string",
-                "int_array": "integer list", "double_array": "number list",
-                "string_array": "string list"}[self.kind]
-        parts = [base]
+        parts = [KIND_TEXT[self.kind]]
         if self.lo is not None or self.hi is not None:
             lo = "-inf" if self.lo is None else _fmt(self.lo)
             hi = "inf" if self.hi is None else _fmt(self.hi)
