@@ -55,8 +55,14 @@ release = version = "0.1.0"
 extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
-    "sphinxcontrib.mermaid",
 ]
+try:                                  # the node graphs (requirements-dev.txt); without it they show as their text
+    import sphinxcontrib.mermaid  # noqa: F401
+
+    extensions.append("sphinxcontrib.mermaid")
+    HAVE_MERMAID = True
+except ImportError:
+    HAVE_MERMAID = False
 source_suffix = {".md": "markdown"}
 root_doc = "index"
 myst_enable_extensions = ["colon_fence", "deflist"]
@@ -131,7 +137,28 @@ def plain_bars(app, what, name, obj, options, lines):
                            for part in _LITERAL.split(line))
 
 
+def _mermaid_as_text():
+    """A ``mermaid`` directive that shows the flowchart's text (where sphinxcontrib-mermaid is not installed,
+    e.g. a ROS build farm that installs only rosdoc2's own dependencies)."""
+    from docutils import nodes
+    from docutils.parsers.rst import Directive
+
+    class MermaidText(Directive):
+        has_content = True
+        optional_arguments = 1
+        final_argument_whitespace = True
+        option_spec = {}
+
+        def run(self):
+            text = "\n".join(self.content)
+            return [nodes.literal_block(text, text)]
+
+    return MermaidText
+
+
 def setup(app):
     app.add_transform(RepositoryLinks)
+    if not HAVE_MERMAID:
+        app.add_directive("mermaid", _mermaid_as_text())
     app.connect("autodoc-process-docstring", plain_bars)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
