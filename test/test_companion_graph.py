@@ -25,7 +25,7 @@ from jethexa_dynamics.nodes import graph_spec
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-def test_companion_graph_is_the_models_nodes_in_their_namespace_with_no_device():
+def test_companion_graph_is_the_models_nodes_in_their_namespace_with_no_device(tmp_path):
     resolved = graph_spec.node_parameters("companion")
     assert [e.name for e, _ in resolved] == ["stock_adapter", "predictor", "damage_monitor"]
     params = {e.name: p for e, p in resolved}
@@ -38,6 +38,15 @@ def test_companion_graph_is_the_models_nodes_in_their_namespace_with_no_device()
     assert "robot_state_publisher" not in graph_spec.graph_endpoints("companion")
     names = {a.name for a in graph_spec.GRAPHS["companion"]["arguments"]}
     assert {"joint_map", "commands_topic", "imu_topic", "predictor"} <= names and "kit" not in names
+    # as launched: each process in the namespace, its parameter file keyed by the nodes' fully qualified names
+    # (a file's plain "predictor:" would not reach /companion/predictor)
+    import yaml
+
+    for proc in graph_spec.processes("companion"):
+        assert proc.namespace == "companion"
+        with open(graph_spec.write_parameters(proc, str(tmp_path))) as f:
+            keys = set(yaml.safe_load(f))
+        assert keys == {"/companion/" + e.name for e, _ in proc.nodes}
     with pytest.raises(ValueError) as e:
         graph_spec.node_parameters("companion", {"joint_map": "coxa_LF_joint=nowhere"})
     assert "joint_map" in str(e.value) and "'nowhere' is not a joint" in str(e.value) and "\n" not in str(e.value)

@@ -244,7 +244,8 @@ def start_process(process, workdir: str, env: Optional[Dict[str, str]] = None,
     log = open(os.path.join(workdir, name + ".log"), "w+")
     cmd = (launcher or [sys.executable, "-m", "jethexa_dynamics.nodes.entry"]) + [
         process.executable, *process.arguments, "--ros-args"] + (
-        ["-r", "__node:=" + process.name] if process.name else []) + [
+        ["-r", "__node:=" + process.name] if process.name else []) + (
+        ["-r", "__ns:=/" + process.namespace.strip("/")] if process.namespace else []) + [
         "--params-file", write_parameters(process, workdir)]
     proc = subprocess.Popen(cmd, env=dict(os.environ if env is None else env, PYTHONUNBUFFERED="1"),
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -507,6 +507,7 @@ class Process:
     arguments: Tuple[str, ...]
     nodes: Tuple[Tuple[NodeEntry, Dict[str, Any]], ...]
     group: Optional[str] = None       # the process's name in :data:`LAYOUTS` (a process of several nodes)
+    namespace: str = ""               # the graph's namespace (its nodes' ``/<namespace>/<node>``), '' = none
 
     @property
     def nice(self) -> int:
@@ -526,16 +527,17 @@ def processes(graph: str, arguments: Optional[Dict[str, str]] = None) -> List[Pr
     :func:`node_parameters` resolves them (the demo's, too)."""
     layout = LAYOUTS[launch_layout(dict(arguments or {}).get("composed", COMPOSED_DEFAULT))]
     resolved = node_parameters(graph, arguments)
+    ns = GRAPHS[graph].get("namespace", "")
     by_name = {e.name: (e, p) for e, p in resolved}
     groups = {n: (label, tuple(m for m in nodes if m in by_name)) for label, nodes in layout for n in nodes}
     out: List[Process] = []
     for e, p in resolved:
         label, members = groups.get(e.name, (e.name, (e.name,)))     # a node of no group: a process of its own
         if len(members) == 1:
-            out.append(Process(e.executable, e.name, (), ((e, p),)))
+            out.append(Process(e.executable, e.name, (), ((e, p),), namespace=ns))
         elif e.name == members[0]:                # the group's process where its first node stood
             out.append(Process("robot", None, members, tuple(_shared_rhythm(by_name, m, members) for m in members),
-                               label))
+                               label, namespace=ns))
     return out
 
 
@@ -550,12 +552,14 @@ def _shared_rhythm(by_name: Dict[str, Tuple[NodeEntry, Dict[str, Any]]], name: s
 
 
 def write_parameters(process: Process, directory: str) -> str:
-    """The process's parameter file (one ``<node>: ros__parameters:`` section per node) in ``directory``."""
+    """The process's parameter file (one ``<node>: ros__parameters:`` section per node, ``/<namespace>/<node>`` in
+    a graph with a namespace: a file's node names are matched fully qualified) in ``directory``."""
     import yaml
 
     path = os.path.join(directory, "%s.params.yaml" % process.label)
+    prefix = "/%s/" % process.namespace.strip("/") if process.namespace else ""
     with open(path, "w", encoding="utf-8") as f:
-        yaml.safe_dump({e.name: {"ros__parameters": dict(p)} for e, p in process.nodes}, f)
+        yaml.safe_dump({prefix + e.name: {"ros__parameters": dict(p)} for e, p in process.nodes}, f)
     return path
 
 
@@ -631,7 +635,7 @@ def launch_description(graph: str):
         user_prefix = context.launch_configurations.get("launch-prefix", "")
         prefix_filter = context.launch_configurations.get("launch-prefix-filter", "")
         return [Node(package=PACKAGE, executable=p.executable, name=p.name, arguments=list(p.arguments),
-                     namespace=spec.get("namespace", ""),
+                     namespace=p.namespace,
                      parameters=[write_parameters(p, directory)], output="screen", emulate_tty=True,
                      ros_arguments=["--enclave", enclave(p.label, args["enclave_root"])],
                      prefix=launch_prefix(p, user_prefix, prefix_filter))
