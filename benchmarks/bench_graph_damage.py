@@ -73,6 +73,28 @@ def parse_cases(text):
     return out
 
 
+def parse_overrides(items):
+    """``NODE.PARAM=VALUE`` strings -> {node: {param: value}} (VALUE read as YAML), each checked against the node's
+    ParamSpec; ValueError naming the bad one."""
+    import yaml
+
+    from jethexa_dynamics.nodes import params as node_params
+
+    out = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        node, dot, name = key.partition(".")
+        if not sep or not dot or node not in node_params.ALL or name not in node_params.ALL[node]:
+            raise ValueError("--set %s: not NODE.PARAM=VALUE with a parameter of %s" % (
+                item, ", ".join(sorted(node_params.ALL))))
+        try:
+            value = node_params.ALL[node].specs[name].validate(yaml.safe_load(text))
+        except (ValueError, TypeError, yaml.YAMLError) as exc:
+            raise ValueError("--set %s: %s" % (item, exc)) from None
+        out.setdefault(node, {})[name] = value
+    return out
+
+
 def emulator_has(name):
     from jethexa_dynamics.nodes import params as node_params
 
@@ -115,6 +137,7 @@ def run_case(case, args, log=print):
         for entry, params in p.nodes:
             if entry.name == "robot_emulator":
                 params.update(body_mass_scale=args.mass_scale, body_com_shift=[args.com_shift, 0.0, 0.0])
+            params.update(args.overrides.get(entry.name, {}))
     g = Graph()
     w = g.add(Watcher, name="graph_damage_watcher")
     w.msgs = defaultdict(lambda: deque(maxlen=100000))
@@ -266,6 +289,8 @@ def main(argv=None):
     ap.add_argument("--mass-scale", type=float, default=1.1, help="the world's body mass / the URDF's, [0.5, 2]")
     ap.add_argument("--com-shift", type=float, default=0.005, help="the world's body CoM forward [m], [-0.03, 0.03]")
     ap.add_argument("--timeout", type=float, default=240.0, help="graph start-up allowed [s]")
+    ap.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
+                    help="a node parameter on top of the launch's (repeatable), e.g. damage_monitor.probe_max_lag=0.06")
     ap.add_argument("--out-recovery", default="", help="write the recovery table here (markdown)")
     ap.add_argument("--out-identify", default="", help="write the identify table here (markdown)")
     args = ap.parse_args(argv)
@@ -280,6 +305,10 @@ def main(argv=None):
                             ("--timeout", args.timeout, 10.0, 3600.0)):
         if not (math.isfinite(v) and lo <= v <= hi):
             ap.error("%s %g outside [%g, %g]" % (name, v, lo, hi))
+    try:
+        args.overrides = parse_overrides(args.set)
+    except ValueError as exc:
+        ap.error(str(exc))
     for name, value, default in (("plant", args.plant, "engine"), ("interface", args.interface, "bus")):
         if value != default and not emulator_has(name):
             ap.error("--%s %s: this robot_emulator has no parameter %s (only its %s world)" % (name, value, name,
@@ -289,9 +318,10 @@ def main(argv=None):
     head = describe() + [
         "- command: `python benchmarks/bench_graph_damage.py %s`" % " ".join(sys.argv[1:] if argv is None else argv),
         "- graph: sim launch, composed:=%s, recovery:=true, plant %s, interface %s; world body x%.2f mass, CoM %+.1f mm "
-        "forward; %s at t = %.0f s of walking at %.3f m/s" % (
+        "forward; %s at t = %.0f s of walking at %.3f m/s%s" % (
             args.composed, args.plant, args.interface, args.mass_scale, 1e3 * args.com_shift,
-            "silent break (breaks)" if args.kind == "break" else "loss (damage)", args.before, args.speed),
+            "silent break (breaks)" if args.kind == "break" else "loss (damage)", args.before, args.speed,
+            "".join("; %s.%s = %r" % (n, k, v) for n, d in args.overrides.items() for k, v in d.items())),
         "- shared machine: 2 cores shared with 7 other sessions; runs may be slowed"]
     print("\n".join(head), flush=True)
     rec_rows, id_rows, holds, exact, touched, done = [], [], 0, 0, 0, []

@@ -246,7 +246,9 @@ def test_bench_body_graph_refuses_bad_arguments_before_any_work(argv, message):
     (["--after", "2"], "--after 2 outside [5, 120]"),
     (["--window", "30"], "--window 30 outside [1, 17]"),
     (["--mass-scale", "nan"], "--mass-scale nan outside [0.5, 2]"),
-    (["--speed", "0.5"], "--speed 0.5 outside [0.001, 0.1]")])
+    (["--speed", "0.5"], "--speed 0.5 outside [0.001, 0.1]"),
+    (["--set", "damage_monitor.probe_max_lag=0.5"], "--set damage_monitor.probe_max_lag=0.5: parameter"),
+    (["--set", "nosuch.x=1"], "--set nosuch.x=1: not NODE.PARAM=VALUE")])
 def test_bench_graph_damage_refuses_bad_arguments_before_any_work(argv, message):
     """One line naming the option and its range, exit 2, before any graph starts (nothing printed on stdout)."""
     lines = _refusal("bench_graph_damage.py", argv)
