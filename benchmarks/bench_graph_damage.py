@@ -254,7 +254,6 @@ def identify_row(case, res, args):
             t_exact = t
     from jethexa_dynamics.model import format_morphology
 
-    n = [3] * 6
     wrong = sorted({format_morphology(d, LEGS) for _, d in after if d != truth and d != [3] * 6
                     and d[leg] != truth[leg] and all(d[i] == 3 for i in range(6) if i != leg)})
     other = sorted({format_morphology(d, LEGS) for _, d in after
@@ -263,7 +262,6 @@ def identify_row(case, res, args):
     row = "| %s | %s | %s | %s | %s | %s |" % (
         case, "-" if t_exact is None else "%.1f" % t_exact, format_morphology(final, LEGS) if final else "-",
         "yes" if exact else "no", ", ".join(wrong) or "-", ", ".join(other) or "none")
-    del n
     return row, exact, bool(other), final
 
 
@@ -313,7 +311,7 @@ def main(argv=None):
         if value != default and not emulator_has(name):
             ap.error("--%s %s: this robot_emulator has no parameter %s (only its %s world)" % (name, value, name,
                                                                                               default))
-    from _machine import describe
+    from _machine import describe, front_matter, write_results
 
     head = describe() + [
         "- command: `python benchmarks/bench_graph_damage.py %s`" % " ".join(sys.argv[1:] if argv is None else argv),
@@ -343,15 +341,30 @@ def main(argv=None):
         print(row, flush=True)
         print(irow, "  world lag events, real-time factor: %s; startup %.0f s" % (res["lag_events"],
                                                                                 res["startup_s"]), flush=True)
-    rec = "\n".join(head + ["", RECOVERY_HEADER % (args.window, args.after, args.window)] + rec_rows + [
-        "", "holds (speed >= 60 %%, |yaw| <= 2 deg, |drift| <= 3 cm, upright): %d/%d" % (holds, len(done))])
-    ide = "\n".join(head + ["", IDENTIFY_HEADER % args.exact_within] + id_rows + [
-        "", "exact within %g s: %d/%d; other legs touched in %d" % (args.exact_within, exact, len(done), touched)])
+    summary_r = "holds (speed >= 60 %%, |yaw| <= 2 deg, |drift| <= 3 cm, upright): %d/%d" % (holds, len(done))
+    summary_i = "exact within %g s: %d/%d; other legs touched in %d" % (args.exact_within, exact, len(done), touched)
+    rec = "\n".join(["# Recovered speed in the running graph (`benchmarks/bench_graph_damage.py`)", ""] + head + [
+        "", RECOVERY_HEADER % (args.window, args.after, args.window)] + rec_rows + ["", summary_r])
+    ide = "\n".join(["# Exact link counts in the running graph (`benchmarks/bench_graph_damage.py`)", ""] + head + [
+        "", IDENTIFY_HEADER % args.exact_within] + id_rows + ["", summary_i])
     print("\n" + rec + "\n\n" + ide)
-    for path, text in ((args.out_recovery, rec), (args.out_identify, ide)):
+    date = head[0].split(": ", 1)[1]
+    machine = head[1].split(": ", 1)[1] + " (shared with 7 other sessions)"
+    command = "python benchmarks/bench_graph_damage.py %s" % " ".join(sys.argv[1:] if argv is None else argv)
+    cases_text = "%d single-leg %s" % (len(done), "silent breaks" if args.kind == "break" else "losses")
+    for path, text, row in (
+            (args.out_recovery, rec, {"area": "Recovery", "figure": "the running graph (recovery:=true, every node on "
+                                      "its defaults), %s on the %s plant: the last %g s of %g s after the damage"
+                                      % (cases_text, args.plant, args.window, args.after), "value": summary_r,
+                                      "target": ">= 60 %%, <= 2 deg, <= 3 cm for every case: %s" % (
+                                          "met" if holds == len(cases) else "not met")}),
+            (args.out_identify, ide, {"area": "Identification", "figure": "the running graph, %s on the %s plant, "
+                                      "body x%.2f, CoM %+.0f mm: the monitor's morphology exact" % (
+                                          cases_text, args.plant, args.mass_scale, 1e3 * args.com_shift),
+                                      "value": summary_i, "target": ">= 17/18 within 6 s, no other leg: %s" % (
+                                          "met" if exact >= 17 and not touched else "not met")})):
         if path:
-            with open(path, "w") as f:
-                f.write(text + "\n")
+            write_results(text + "\n", path, front_matter(date, machine, command, [row]))
     return 0
 
 
