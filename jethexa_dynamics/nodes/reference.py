@@ -217,11 +217,20 @@ def launch_arguments_page() -> str:
                 "Nodes: %s." % ", ".join("[`%s`](%s.md)" % (e.name, e.executable) for e in spec["nodes"]), "",
                 "| argument | default | sets | meaning |", "|---|---|---|---|"]
         for a in spec["arguments"]:
-            sets = ", ".join("`%s` `%s`" % t for t in a.targets) or "how the nodes share processes" \
-                if a.name == "composed" else ", ".join("`%s` `%s`" % t for t in a.targets) or "(see meaning)"
+            sets = ", ".join("`%s` `%s`" % t for t in a.targets) or {
+                "composed": "how the nodes share processes", "kit": "the kit's parameters (below)",
+                "enclave_root": "each process's `--enclave`"}.get(a.name, "(see meaning)")
             out.append("| `%s` | %s | %s | %s |" % (a.name, "`%s`" % a.default if a.default else "`''`", sets,
                                                     _cell(a.description)))
         out.append("")
+        if any(a.name == "kit" for a in spec["arguments"]):
+            out += ["What each `kit` sets (`graph_spec.KITS`), before the other arguments:", "",
+                    "| kit | sets | nodes left out |", "|---|---|---|"]
+            for name, kit in graph_spec.KITS.items():
+                sets = "; ".join("`%s`: %s" % (node, ", ".join("`%s: %s`" % (k, _value(v)) for k, v in values.items()))
+                                 for node, values in graph_spec.kit_params(graph, name).items())
+                out.append("| `%s` | %s | %s |" % (name, sets, ", ".join("`%s`" % n for n in kit.without)))
+            out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 
