@@ -215,7 +215,9 @@ def link_problems(path, root=ROOT):
 
 
 def named_paths(path):
-    """[(line, path)]: the code spans, and the words of code blocks, that name a repository file or directory."""
+    """[(line, path)]: the code spans, and the words of code blocks, that name a repository file or directory: a
+    path with a directory part taken to be this repository's (another project's file is named by its name and
+    project, not by a path)."""
     out = []
     for number, line, in_code in lines_of(path):
         words = line.split() if in_code else [m.group(2).strip() for m in CODE_SPAN.finditer(line)]
