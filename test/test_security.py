@@ -374,5 +374,6 @@ def test_every_diagnostics_key_a_running_node_publishes_is_declared(running):
             undeclared.append(name)
             continue
         undeclared += ["%s: %s" % (name, k) for k in sorted(keys) if not statuses[0].match(k)]
-    assert not undeclared, undeclared
+    assert not undeclared, ("published on /diagnostics but not declared in jethexa_dynamics/nodes/diagnostics.py "
+                            "(KEYS; then python -m jethexa_dynamics.nodes.reference): %s" % undeclared)
     assert {n.split(": ")[0] for n in seen} >= expected, sorted(seen)
