@@ -12,5 +12,10 @@ class InvalidMessage(InputError):
     """A message field outside its allowed range; ``str(exc)`` names the field and the range."""
 
 
+class OversizeMessage(InvalidMessage):
+    """A serialized message larger than its subscription decodes: counted apart, under ``<topic> (oversize)``
+    (someone sends huge messages: a different fault from a bad field)."""
+
+
 class CannotServe(InputError):
     """A valid message the node cannot act on now (e.g. the servo bus is not open, an emergency stop)."""

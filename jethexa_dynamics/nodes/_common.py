@@ -11,6 +11,7 @@ import inspect
 import math
 import os
 import signal
+import struct
 import sys
 import threading
 import time
@@ -20,19 +21,23 @@ import rclpy
 import rclpy.executors
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSCompatibility, QoSProfile, ReliabilityPolicy, qos_check_compatible
 from rclpy.qos import qos_profile_sensor_data
+from rclpy.type_support import check_for_type_support
 
 try:   # rclpy >= Iron
     from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 except ImportError:  # Humble
     from rclpy.qos_event import PublisherEventCallbacks, SubscriptionEventCallbacks
 
+from jethexa_dynamics.errors import OversizeMessage
 from jethexa_dynamics.hardware.errors import ParameterError
+from jethexa_dynamics.nodes import messages as _messages
 from jethexa_dynamics.nodes.executor import POLLED, LeanExecutor
-from jethexa_dynamics.nodes.messages import InputError
+from jethexa_dynamics.nodes.messages import InputError, InvalidMessage
 from jethexa_dynamics.nodes.param_spec import ParamError, ParamSet, ParamSpec
 
 #: what ``ThinNode.guard`` rejects as bad input: the nodes' message/parameter checks (``InputError``:
@@ -63,6 +68,49 @@ QOS_CHECK_PERIOD = 2.0
 #: the emulated servos started a move 0.45 ms (median), 6.6 ms (p95) and 29 ms (p99) after it was written with
 #: Python's 5 ms; 0.2, 1.8-3.7 and 3.9-5.2 ms with this
 BUS_SWITCH_INTERVAL = 0.0005
+
+
+#: the largest serialized message [bytes] a subscription decodes, by message type (the default for the others):
+#: anything larger is rejected before it is decoded, at the cost of a copy. Each is 10-100 times the largest
+#: message the graph sends on it (18 joints: a JointState of 0.8 kB, a JointTrajectory of 0.6 kB; the servo
+#: driver's /diagnostics array 5-10 kB); a huge one costs its decoding first (rclpy builds a Python object per
+#: element: 0.2 s for 10 000 statuses, 1 s for 10 000 trajectory points on this machine)
+MAX_MESSAGE_BYTES = 64 * 1024
+MAX_BYTES_BY_TYPE = {
+    "sensor_msgs/msg/Imu": 4096, "geometry_msgs/msg/PoseStamped": 4096, "geometry_msgs/msg/Twist": 4096,
+    "nav_msgs/msg/Odometry": 4096, "geometry_msgs/msg/InertiaStamped": 4096,
+    "std_msgs/msg/UInt8MultiArray": 4096, "diagnostic_msgs/msg/DiagnosticStatus": 16 * 1024,
+    "sensor_msgs/msg/JointState": 16 * 1024, "trajectory_msgs/msg/JointTrajectory": 16 * 1024,
+}
+#: CDR encapsulation (the 2nd byte of a serialized message): byte order of the plain encodings, in which a
+#: message that starts with a std_msgs/Header has its stamp (int32 sec, uint32 nanosec) right after the 4 bytes
+_PLAIN_CDR = {0x00: struct.Struct(">iI"), 0x01: struct.Struct("<iI"), 0x06: struct.Struct(">iI"),
+              0x07: struct.Struct("<iI")}
+
+
+def decoder(msg_type, topic: str = "") -> Callable[[bytes], Any]:
+    """A function that decodes a serialized ``msg_type`` (a ``raw=True`` subscription's message on ``topic``);
+    bytes that do not decode as one (truncated, another type's) raise ``InvalidMessage``."""
+    check_for_type_support(msg_type)
+    name = msg_type.__name__
+
+    def decode(raw):
+        try:
+            return _rclpy.rclpy_deserialize(raw, msg_type)
+        except RuntimeError:       # rclpy's RMWError: the middleware's decoder refused the bytes
+            raise InvalidMessage("%s: %d bytes that do not decode as a %s" % (topic or name, len(raw), name)) \
+                from None
+    return decode
+
+
+def type_name(msg_type) -> str:
+    """``pkg/msg/Name`` of a message class."""
+    return "%s/msg/%s" % (msg_type.__module__.split(".")[0], msg_type.__name__)
+
+
+def max_bytes(msg_type) -> int:
+    """The largest serialized ``msg_type`` a subscription decodes (``MAX_BYTES_BY_TYPE``)."""
+    return MAX_BYTES_BY_TYPE.get(type_name(msg_type), MAX_MESSAGE_BYTES)
 
 
 def switch_for_bus() -> None:
@@ -275,24 +323,28 @@ class ThinNode(Node):
         """Wrap a callback: bad input (``INPUT_ERRORS``) is rejected with a log line; anything else is a bug:
         counted in ``errors``, logged with the topic, and re-raised with its traceback. The callback runs
         under the node's lock, so a parameter change never lands in the middle of it. Its CPU time is counted
-        under ``topic`` in ``self.cpu`` (rejected input too: handling it is the node's work as well)."""
+        under ``topic`` in ``self.cpu``, a rejected call's under ``rejected <topic>`` (what garbage costs). A
+        message rejected for its size (``OversizeMessage``) is counted under ``<topic> (oversize)``."""
         cpu = self.cpu
+        rejected_stage, oversize = "rejected " + topic, topic + " (oversize)"
 
         @functools.wraps(fn)
         def wrapped(*args, **kwargs):
             c0 = time.thread_time()
+            stage = topic
             try:
                 with self._lock:
                     return fn(*args, **kwargs)
             except INPUT_ERRORS as exc:
-                self.reject(topic, str(exc))
+                stage = rejected_stage
+                self.reject(oversize if isinstance(exc, OversizeMessage) else topic, str(exc))
             except Exception as exc:
                 self.errors += 1
                 self.get_logger().error("%s: unexpected %s (a bug, not bad input): %s" % (
                     topic, type(exc).__name__, exc))
                 raise
             finally:
-                cpu.add(topic, time.thread_time() - c0)
+                cpu.add(stage, time.thread_time() - c0)
             return None
 
         # rclpy's executor looks at a timer callback's signature at every call (for a TimerInfo parameter):
@@ -303,10 +355,52 @@ class ThinNode(Node):
             pass
         return wrapped
 
-    def sub(self, msg_type, topic: str, callback: Callable, qos=RELIABLE_QOS, wake: bool = True):
-        """A guarded subscription. ``wake=False``: polled (``nodes.executor``): its messages do not wake the
-        executor but are taken at the node's next wake-up (its cycle timer or pacing topic), before the cycle."""
-        sub = self.create_subscription(msg_type, topic, self.guard(topic, callback), qos)
+    def intake(self, msg_type, topic: str, callback: Callable, stamped: bool = False,
+               decode: bool = True) -> Callable:
+        """``callback(msg)`` (or ``callback(msg, info)``) behind the checks a serialized message passes before it
+        is decoded, cheapest first: its size (``max_bytes``: a huge message would cost its decoding first), and
+        with ``stamped`` its header stamp (read from the first bytes; ``messages.stamp`` against the node's
+        ``stamp_tolerance``: stale, future and absurd stamps). Returns a function of the serialized message
+        (``raw=True`` subscriptions) that raises ``InvalidMessage`` naming the field, or decodes the message
+        (``decode=False``: hands the serialized message on, for ``decoder(msg_type)`` later) and returns what
+        ``callback`` returns."""
+        decode_raw = decoder(msg_type, topic)
+        limit = max_bytes(msg_type)
+        field = topic + ".header.stamp"
+
+        def checked(raw):
+            n = len(raw)
+            if n > limit:
+                raise OversizeMessage("%s: serialized message of %d bytes, more than the %d a %s may have here"
+                                      % (topic, n, limit, msg_type.__name__))
+            if stamped and n >= 12:
+                unpack = _PLAIN_CDR.get(raw[1])
+                if unpack is not None:
+                    sec, nanosec = unpack.unpack_from(raw, 4)
+                    _messages.stamp(field, sec, nanosec, self.now_sec(), self.p["stamp_tolerance"])
+            return decode_raw(raw) if decode else raw
+
+        try:
+            with_info = len(inspect.signature(callback).parameters) == 2
+        except (TypeError, ValueError):
+            with_info = False
+        if with_info:
+            def take(raw, info):
+                return callback(checked(raw), info)
+        else:
+            def take(raw):
+                return callback(checked(raw))
+        return take
+
+    def sub(self, msg_type, topic: str, callback: Callable, qos=RELIABLE_QOS, wake: bool = True,
+            stamped: bool = False, decode: bool = True):
+        """A guarded subscription, its messages taken serialized and checked before they are decoded
+        (``intake``: size; with ``stamped`` the header stamp against ``stamp_tolerance``; ``decode=False``: the
+        callback gets the serialized message). ``wake=False``: polled (``nodes.executor``): its messages do not
+        wake the executor but are taken at the node's next wake-up (its cycle timer or pacing topic), before the
+        cycle."""
+        sub = self.create_subscription(msg_type, topic, self.guard(topic, self.intake(
+            msg_type, topic, callback, stamped, decode)), qos, raw=True)
         if not wake:
             setattr(sub, POLLED, True)
         return sub

@@ -228,13 +228,19 @@ class MorphologySubscription:
     """``morphology`` for ``node`` (a ``ThinNode`` declaring the two authority parameters): ``callback(msg)`` runs
     for the allowed senders' messages only. The subscription, its callback and the look-up timer are guarded
     like the node's other callbacks (under the node's lock, CPU counted under ``morphology``); a malformed message
-    of an allowed sender is rejected by ``callback`` as before (``rejected morphology``)."""
+    of an allowed sender is rejected by ``callback`` as before (``rejected morphology``). The sender is judged
+    on the serialized message (after its size, ``ThinNode.intake``): a foreign one is never decoded. The
+    subscription is polled (``ThinNode.sub(wake=False)``): its messages are taken at the node's next wake-up (its
+    cycle), so a flood on the topic does not wake the node once per message."""
 
     def __init__(self, node, callback: Callable[[Any], None], qos, topic: str = "morphology", msg_type=None):
-        from jethexa_dynamics.nodes._common import INPUT_ERRORS
+        from std_msgs.msg import UInt8MultiArray
+
+        from jethexa_dynamics.nodes._common import INPUT_ERRORS, decoder
 
         self.node, self.callback, self.qos, self.topic = node, callback, qos, topic
-        self.msg_type = msg_type
+        self.msg_type = msg_type or UInt8MultiArray
+        self._decode = decoder(self.msg_type, topic)
         self._input_errors = INPUT_ERRORS
         self.allowed = allowed_senders(node.p["morphology_authority"], node.p["morphology_publishers_allowed"],
                                        node.get_namespace())
@@ -248,16 +254,13 @@ class MorphologySubscription:
             node.status_sources.append(self.status)
 
     def _subscribe(self):
-        from std_msgs.msg import UInt8MultiArray
-
-        msg_type = self.msg_type or UInt8MultiArray
         if self.with_info:     # rclpy passes (msg, info) to a callback with two parameters
-            def on_message(msg, info):
-                self._on_message(msg, _info_gid(info))
+            def on_message(raw, info):
+                self._on_message(raw, _info_gid(info))
         else:
-            def on_message(msg):
-                self._on_message(msg, None)
-        return self.node.sub(msg_type, self.topic, on_message, self.qos)
+            def on_message(raw):
+                self._on_message(raw, None)
+        return self.node.sub(self.msg_type, self.topic, on_message, self.qos, wake=False, decode=False)
 
     def _on_message(self, msg, gid: Optional[bytes]) -> None:
         self.gate.on_message(msg, gid)
@@ -278,9 +281,9 @@ class MorphologySubscription:
         return [Publisher(_node_of(info), gid_bytes(info.endpoint_gid))
                 for info in self.node.get_publishers_info_by_topic(self.subscription.topic_name)]
 
-    def _deliver(self, msg) -> None:
+    def _deliver(self, raw) -> None:
         try:
-            self.callback(msg)
+            self.callback(self._decode(raw))
         except self._input_errors as exc:
             self.node.reject(self.topic, str(exc))
 

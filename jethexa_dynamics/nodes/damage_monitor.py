@@ -299,7 +299,8 @@ class DamageMonitor(ThinNode):
                                           gains=(p["body_servo_kp"], p["body_servo_ki"], p["body_servo_kd"]))
             self.body_pairs = ReadingPairs(self.joint_names)
             self.body_pub = self.create_publisher(InertiaStamped, "body/inertia", RELIABLE_QOS)
-            self.sub(JointState, "joint_states/setpoint", self._on_setpoints, SENSOR_QOS, wake=False)
+            self.sub(JointState, "joint_states/setpoint", self._on_setpoints, SENSOR_QOS, wake=False,
+                     stamped=True)
         # one wake-up per sample of ``wake_on``: the other streams are polled, taken at that wake-up (or the
         # check's) before it, and the identifier's worker puts their samples in time order. Alone, on joint_states
         # (50 Hz: a window closes a few ms later than with a wake-up per 100 Hz IMU sample; the node wakes half as
@@ -308,10 +309,10 @@ class DamageMonitor(ThinNode):
         # second instead of 153-219, and took 0.136-0.142 CPU-s/s instead of 0.149-0.178)
         imu_wakes = self.p["wake_on"] == "imu/data"
         self.sub(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS, wake=False)
-        self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS, wake=False)
-        self.sub(Imu, "imu/data", self._on_imu, POLLED_SENSOR_QOS, wake=imu_wakes)
+        self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS, wake=False, stamped=True)
+        self.sub(Imu, "imu/data", self._on_imu, POLLED_SENSOR_QOS, wake=imu_wakes, stamped=True)
         self.sub(JointState, "joint_states", self._on_joint_states, POLLED_SENSOR_QOS if imu_wakes else SENSOR_QOS,
-                 wake=not imu_wakes)
+                 wake=not imu_wakes, stamped=True)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.rate_timer("check_rate", self._on_check, "check")
         self._decide(self.now_sec(), ["start-up"])

@@ -123,8 +123,8 @@ class GaitController(ThinNode):
         self.probe_sub = subscribe_morphology(self, self._on_probe_request, LATCHED_QOS, "damage/probe",
                                               DiagnosticStatus)
         if self.p["recovery"]:
-            self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS, wake=False)
-            self.sub(Odometry, "predicted/odom", self._on_odom, RELIABLE_QOS, wake=False)
+            self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS, wake=False, stamped=True)
+            self.sub(Odometry, "predicted/odom", self._on_odom, RELIABLE_QOS, wake=False, stamped=True)
         self.rate_timer("control_rate", self._on_tick, "control")
         self._diag_timer = self.timer(1.0, self._on_diag, "diagnostics")
         self._last_tick = time.monotonic()
@@ -134,19 +134,30 @@ class GaitController(ThinNode):
                            k_lat=self.p["heading_k_lat"], max_yaw_correction=self.p["heading_max_correction"],
                            imu_timeout=self.p["heading_imu_timeout"])
 
+    def _stamp(self, topic: str, header) -> None:
+        validate.stamp(topic + ".header.stamp", header.stamp.sec, header.stamp.nanosec, self.now_sec(),
+                       self.p["stamp_tolerance"])
+
     def _on_imu(self, msg: Imu) -> None:
+        """The gyro's yaw rate and, when the message carries an orientation (covariance[0] != -1), its yaw; the
+        whole message checked first (stamp, finite values, a unit quaternion), as the predictor checks it."""
+        self._stamp("imu/data", msg.header)
         w = validate.finite_vector("imu/data.angular_velocity", (msg.angular_velocity.x, msg.angular_velocity.y,
                                                                  msg.angular_velocity.z), 3)
-        self._gyro = float(w[2])
         o = msg.orientation
-        if msg.orientation_covariance[0] != -1.0 and all(math.isfinite(v) for v in (o.w, o.x, o.y, o.z)) \
-                and (o.w, o.x, o.y, o.z) != (0.0, 0.0, 0.0, 0.0):
+        yaw = None
+        if msg.orientation_covariance[0] != -1.0:
+            x, y, z, qw = validate.imu_orientation((o.x, o.y, o.z, o.w), msg.orientation_covariance)
             # yaw of the filter's attitude (w, x, y, z): the heading hold then shares odometry's world frame
-            self._yaw = math.atan2(2.0 * (o.w * o.z + o.x * o.y), 1.0 - 2.0 * (o.y * o.y + o.z * o.z))
+            yaw = math.atan2(2.0 * (qw * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+        self._gyro = float(w[2])
+        if yaw is not None:
+            self._yaw = yaw
 
     def _on_odom(self, msg: Odometry) -> None:
-        p = validate.finite_vector("predicted/odom.pose.position", (msg.pose.pose.position.x,
-                                                                    msg.pose.pose.position.y), 2)
+        self._stamp("predicted/odom", msg.header)
+        pos, o = msg.pose.pose.position, msg.pose.pose.orientation
+        p, _ = validate.pose((pos.x, pos.y, pos.z), (o.x, o.y, o.z, o.w), "predicted/odom.pose.pose")
         self._odom = (float(p[0]), float(p[1]))
 
     def apply_params(self, changed: Dict[str, Any]) -> None:

@@ -120,8 +120,24 @@ class Watcher(Node):
 
     def watch(self, msg_type, topic: str, qos=10, accept: Optional[Callable[[Any], None]] = None) -> None:
         """Record ``topic``; with ``accept``, only messages for which ``accept(msg)`` does not raise
-        ``ValueError`` (the others are counted in ``rejected[topic]``): anyone may publish on a topic."""
-        def cb(msg, topic=topic):
+        ``ValueError`` (the others are counted in ``rejected[topic]``): anyone may publish on a topic. A message
+        larger than the nodes' inputs may be (``_common.max_bytes``) is counted there too, before it is decoded (a
+        flood of huge messages must not cost this process their decoding), and so is one that does not decode."""
+        from rclpy.serialization import deserialize_message
+
+        from jethexa_dynamics.nodes._common import max_bytes
+
+        limit = max_bytes(msg_type)
+
+        def cb(raw, topic=topic):
+            if len(raw) > limit:
+                self.rejected[topic] += 1
+                return
+            try:
+                msg = deserialize_message(raw, msg_type)
+            except RuntimeError:          # rclpy's RMWError: bytes that are no ``msg_type`` (truncated, ...)
+                self.rejected[topic] += 1
+                return
             if accept is not None:
                 try:
                     accept(msg)
@@ -131,7 +147,7 @@ class Watcher(Node):
             with self.lock:
                 self.msgs[topic].append((time.monotonic(), msg))
 
-        self.create_subscription(msg_type, topic, cb, qos)
+        self.create_subscription(msg_type, topic, cb, qos, raw=True)
 
     def drive(self, vx: float, vy: float = 0.0, wz: float = 0.0, period: float = 0.1) -> None:
         """Publish this velocity command on ``cmd_vel`` every ``period`` seconds (like a teleop node)."""

@@ -141,7 +141,8 @@ class ImuNode(ThinNode):
             from jethexa_dynamics.hardware.mpu6050_emulator import Mpu6050Emulator
 
             self.bus = Mpu6050Emulator(address=self.p["address"])
-            self.sub(Imu, "emulator/imu_motion", self._on_motion, SENSOR_QOS, wake=False)  # taken at each sample
+            self.sub(Imu, "emulator/imu_motion", self._on_motion, SENSOR_QOS, wake=False,   # taken at each sample
+                     stamped=True)
         self._init_chip()
         self.rate_timer("rate", self._on_tick, "sample")
         self._diag_timer = self.timer(1.0, self._on_diag, "diagnostics")

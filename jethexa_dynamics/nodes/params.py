@@ -177,6 +177,9 @@ GAIT_CONTROLLER = ParamSet("gait_controller", [
       "the margin over 0.1 rad/s)", lo=0.0, hi=0.1, unit="rad/s"),
     P("heading_imu_timeout", "double", 0.5, "heading hold: the IMU is silent after this long", lo=0.05, hi=10.0,
       unit="s"),
+    P("stamp_tolerance", "double", 2.0, "with recovery: imu/data and predicted/odom stamped more than this far from "
+      "the node's clock are rejected, never read by the heading hold (all-zero stamps pass as 'not stamped')",
+      lo=0.01, hi=1.0e9, unit="s"),
 ] + _morphology_authority())
 
 PREDICTOR = ParamSet("predictor", [

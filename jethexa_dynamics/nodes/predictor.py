@@ -115,21 +115,21 @@ class PredictorNode(ThinNode):
         self.out_msgs = {"pose": PoseStamped(), "odom": Odometry(), "measured": PoseStamped(),
                          "slip_pose": PoseStamped(), "slip_odom": Odometry(), "error": Float64MultiArray()}
         self.out_msgs["error"].layout.dim = [MultiArrayDimension(label=",".join(ERROR_FIELDS), size=6, stride=6)]
-        self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS, wake=False)
+        self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS, wake=False, stamped=True)
         # polled (taken at the next cycle, before it): the joint states are stamped, the commands placed at arrival
-        self.sub(JointState, "joint_states", self._on_joint_states, SENSOR_QOS, wake=False)
+        self.sub(JointState, "joint_states", self._on_joint_states, SENSOR_QOS, wake=False, stamped=True)
         # imu/data also paces the cycle when it arrives at the cycle's rate (nodes/pacing.py): one wake-up of
         # the executor per period instead of two; the cycle timer is then cancelled and a watchdog of two
         # periods (reset by every sample) hands the cycle back to it when the IMU falls silent
         self.pacer = CyclePacer(1.0 / self.p["rate"])
         self.governor = self._new_governor()
-        self._imu_sample = self.guard("imu/data", self._on_imu)
+        self._imu_sample = self.guard("imu/data", self.intake(Imu, "imu/data", self._on_imu, stamped=True))
         self._paced_cycle = self.guard("predict", self._on_tick)
-        self.create_subscription(Imu, "imu/data", self._on_imu_arrival, SENSOR_QOS)
-        self.sub(PoseStamped, "mocap/pose", self._on_mocap, SENSOR_QOS, wake=False)
+        self.create_subscription(Imu, "imu/data", self._on_imu_arrival, SENSOR_QOS, raw=True)
+        self.sub(PoseStamped, "mocap/pose", self._on_mocap, SENSOR_QOS, wake=False, stamped=True)
         self.morphology_sub = subscribe_morphology(self, self._on_morphology, LATCHED_QOS)  # authority only
         if self.p["body_estimate"]:
-            self.sub(InertiaStamped, "body/inertia", self._on_body, RELIABLE_QOS, wake=False)
+            self.sub(InertiaStamped, "body/inertia", self._on_body, RELIABLE_QOS, wake=False, stamped=True)
         self.rate_timer("rate", self._on_cycle_timer, "predict")
         self._watchdog = self._new_watchdog()
         self.rate_timer("diagnostics_rate", self._on_diag, "diagnostics")
@@ -200,7 +200,9 @@ class PredictorNode(ThinNode):
 
     # ------------------------------------------------------------------ inputs
     # Every handler validates the WHOLE message (stamp first, then every field) before it changes any state
-    # or calls a model: a rejected message leaves no trace but its counter on /diagnostics.
+    # or calls a model: a rejected message leaves no trace but its counter on /diagnostics. Before a handler,
+    # the subscription's intake (``ThinNode.intake``) has rejected a serialized message that is too large or
+    # stamped out of ``stamp_tolerance`` without decoding it (the handler checks the stamp again, decoded).
     def _stamp(self, topic: str, header) -> None:
         validate.stamp(topic + ".header.stamp", header.stamp.sec, header.stamp.nanosec, self.now_sec(),
                        self.p["stamp_tolerance"])
@@ -228,7 +230,7 @@ class PredictorNode(ThinNode):
         q[idx] = pos
         self._each("on_joints", t, q)
 
-    def _on_imu(self, msg: Imu) -> None:
+    def _on_imu(self, msg: Imu) -> bool:
         self._stamp("imu/data", msg.header)
         o = msg.orientation
         x, y, z, w = validate.imu_orientation((o.x, o.y, o.z, o.w), msg.orientation_covariance)
@@ -240,6 +242,7 @@ class PredictorNode(ThinNode):
         quat = np.array([w, x, y, z])
         self.measured.on_imu(t, quat)
         self._each("on_imu", t, quat, gyro, acc)
+        return True
 
     def _on_mocap(self, msg: PoseStamped) -> None:
         self._stamp("mocap/pose", msg.header)
@@ -279,10 +282,11 @@ class PredictorNode(ThinNode):
         timer.cancel()
         return timer
 
-    def _on_imu_arrival(self, msg: Imu) -> None:
-        """imu/data: the sample (validated and fed like any input), then the cycle if the IMU paces it."""
-        self._imu_sample(msg)
-        if not self.p["pace_on_imu"]:
+    def _on_imu_arrival(self, raw: bytes) -> None:
+        """imu/data (serialized): the sample (checked, decoded, validated and fed like any input), then the cycle if
+        the IMU paces it. A rejected sample is no part of the IMU's rhythm: a flood on the topic neither runs nor
+        re-times the cycle."""
+        if not self._imu_sample(raw) or not self.p["pace_on_imu"]:
             return
         with self._lock:     # (a parameter change may re-create the timers from another thread)
             run, arm = self.pacer.on_input(time.monotonic())

@@ -250,7 +250,7 @@ class ServoDriver(ThinNode):
         self.state_pub = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
         self.setpoint_pub = self.create_publisher(JointState, "joint_states/setpoint", SENSOR_QOS)
         self.setpoints_sent = 0        # joint_states/setpoint messages published
-        self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS)
+        self.sub(JointTrajectory, "joint_commands", self._on_commands, RELIABLE_QOS, stamped=True)
         self.create_service(Trigger, "~/emergency_stop", self._on_estop)
         self.create_service(SetBool, "~/set_torque", self._on_set_torque)
         self._diag_ticks = 0
