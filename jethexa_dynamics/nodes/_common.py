@@ -358,7 +358,8 @@ class ThinNode(Node):
     def intake(self, msg_type, topic: str, callback: Callable, stamped: bool = False,
                decode: bool = True) -> Callable:
         """``callback(msg)`` (or ``callback(msg, info)``) behind the checks a serialized message passes before it
-        is decoded, cheapest first: its size (``max_bytes``: a huge message would cost its decoding first), and
+        is decoded, cheapest first: its size (``max_bytes``: a huge message would cost its decoding first; fewer
+        bytes than an empty message's cannot decode), and
         with ``stamped`` its header stamp (read from the first bytes; ``messages.stamp`` against the node's
         ``stamp_tolerance``: stale, future and absurd stamps). Returns a function of the serialized message
         (``raw=True`` subscriptions) that raises ``InvalidMessage`` naming the field, or decodes the message
@@ -366,6 +367,7 @@ class ThinNode(Node):
         ``callback`` returns."""
         decode_raw = decoder(msg_type, topic)
         limit = max_bytes(msg_type)
+        least = len(_rclpy.rclpy_serialize(msg_type(), msg_type))     # every string and array empty
         field = topic + ".header.stamp"
 
         def checked(raw):
@@ -373,6 +375,9 @@ class ThinNode(Node):
             if n > limit:
                 raise OversizeMessage("%s: serialized message of %d bytes, more than the %d a %s may have here"
                                       % (topic, n, limit, msg_type.__name__))
+            if n < least:
+                raise InvalidMessage("%s: serialized message of %d bytes, fewer than the %d of an empty %s"
+                                     % (topic, n, least, msg_type.__name__))
             if stamped and n >= 12:
                 unpack = _PLAIN_CDR.get(raw[1])
                 if unpack is not None:

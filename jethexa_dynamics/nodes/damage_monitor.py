@@ -658,10 +658,12 @@ class DamageMonitor(ThinNode):
 
     def _on_joint_states(self, msg: JointState) -> None:
         """Presence evidence and, with the identifier on, the measured angles. The whole message is validated
-        first (known, unique names; sizes; finite values): a malformed message is rejected, never taken as
-        evidence that the joints it leaves out are gone (a flood of malformed joint_states)."""
+        first (known, unique names; sizes; finite values within the joint limits and their margin, as the
+        predictor checks them): a malformed message is rejected, never taken as evidence that the joints it
+        leaves out are gone (a flood of malformed joint_states)."""
         self._stamp("joint_states", msg.header)
-        idx, pos, _ = messages.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names)
+        idx, pos, _ = messages.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names,
+                                           lower=self.lower, upper=self.upper)
         now = self.now_sec()
         st = msg.header.stamp
         self.presence.observe(now, list(msg.name), None if st.sec == 0 and st.nanosec == 0 else stamp_to_sec(st))
