@@ -168,3 +168,117 @@ def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
             if proc is not None and proc.poll() is None:
                 proc.kill()
         g.close()
+
+
+def test_the_flood_covers_every_topic_the_robots_nodes_subscribe_to():
+    """test/flood.py's streams are every topic a robot node subscribes to in any launch of the sim graph
+    (graph_spec), each with a huge message among its kinds (a Twist has no array: none there) and a truncated
+    one; and a huge message is larger than any subscription decodes."""
+    import flood
+    from jethexa_dynamics.nodes._common import max_bytes
+    from jethexa_dynamics.nodes.graph_spec import ROBOT_NODES, graph_endpoints
+    from rclpy.serialization import serialize_message
+
+    from builtin_interfaces.msg import Time
+
+    subscribed = {e.name for n in ROBOT_NODES for e in graph_endpoints("sim")[n] if e.kind == "subscribe"}
+    streams = {topic: (typ, build) for topic, typ, _, build in flood.streams(lambda: Time(sec=1_800_000_000))}
+    assert subscribed <= set(streams), subscribed - set(streams)
+    assert not {"cmd_vel", "/diagnostics", "morphology", "damage/probe"} - set(streams)
+    for topic, (typ, build) in streams.items():
+        big = flood.big(topic, flood.TEST_BIG)
+        assert big or topic == "cmd_vel", topic
+        for m in big:
+            assert isinstance(m, typ) and len(serialize_message(m)) > max_bytes(typ), topic
+        msgs = build()
+        assert len(msgs) >= 3 and all(isinstance(m, typ) for m in msgs), topic
+        raws = flood.truncated([serialize_message(m) for m in msgs])
+        assert len(raws) == len(msgs) + 1 and len(raws[-1]) < len(raws[0])
+
+
+def test_every_kind_of_garbage_on_every_topic_at_once_reaches_no_model():
+    """The demo's graph (the robot's nodes in this process; its arguments: recovery on, the slip model beside the
+    main one) walks while a foreign process at nice 19 floods EVERY topic the nodes subscribe to at once, 50
+    messages/s each, with every kind of garbage: NaN/inf, wrong and huge array sizes, unknown and repeated joint
+    names, out-of-range joints, non-unit quaternions, stale, future and absurd stamps, malformed morphologies,
+    evidence, probe requests and servo statuses, truncated messages, huge messages (test/flood.py). Correctness
+    only (the rates are benchmarks/bench_flood.py's): no garbage reaches a model or the gait's heading hold; the
+    outputs stay finite; the morphology stays healthy; every topic's rejections are counted per node on
+    /diagnostics (huge messages under ``<topic> (oversize)``, rejected before they are decoded); no node error."""
+    from flood import TEST_BIG, demo_arguments, rejections, start_flood, stop_flood
+
+    g, nodes, w = walking_graph("flood_all", demo_arguments("flood_all"))
+    flood = None
+    try:
+        w.watch(UInt8MultiArray, "morphology", LATCHED_QOS)
+        pr, gc, mon = nodes["predictor"], nodes["gait_controller"], nodes["damage_monitor"]
+        assert set(pr.models) == {"boltzmann_hamel", "slip"} and gc.p["recovery"]
+        seen = spy_on_model_inputs(pr)
+        idf = mon.identifier
+        idf_commands, hold_inputs = [], []
+
+        def on_command(t, q, *args, _fn=idf.on_command, **kw):
+            idf_commands.append(np.array(q, dtype=float))
+            return _fn(t, q, *args, **kw)
+        idf.on_command = on_command
+
+        def update(command, now, dt, _fn=gc.hold.update, **kw):
+            hold_inputs.append(kw)
+            return _fn(command, now, dt, **kw)
+        gc.hold.update = update
+        t1 = time.monotonic()
+        flood = start_flood(50, pr, big=TEST_BIG, nice=19)
+        time.sleep(12.0)
+        sent = stop_flood(flood)
+        t2 = time.monotonic()
+        time.sleep(2.5)                                 # every node's status after the flood (1 Hz or more)
+        told = rejections(w, t2)
+
+        print("sent %s; rejected on /diagnostics %s" % (sent, told))
+        assert set(sent) >= {"joint_commands", "/diagnostics", "cmd_vel"} and min(sent.values()) > 100, sent
+        # every subscription rejected its share, counted per topic on the node's own /diagnostics status; the
+        # huge messages for their size, before they were decoded; foreign morphologies by their sender
+        expected = {
+            "predictor": ("joint_commands", "joint_states", "imu/data", "mocap/pose", "morphology from /flood"),
+            "servo_driver": ("joint_commands",), "imu": ("emulator/imu_motion",),
+            "gait_controller": ("cmd_vel", "imu/data", "predicted/odom", "morphology from /flood",
+                                "morphology/evidence from /flood", "damage/probe from /flood"),
+            "damage_monitor": ("/diagnostics", "joint_commands", "joint_states", "imu/data")}
+        for name, topics in expected.items():
+            for topic in topics:
+                assert told[name].get(topic, 0) > 10, (name, topic, told[name])
+            for topic in topics:
+                topic = topic.replace(" from /flood", "")
+                if topic != "cmd_vel":
+                    assert told[name].get(topic + " (oversize)", 0) > 2, (name, topic, told[name])
+        # nothing of the flood reached a model: every input the models got is the graph's own, plausible data
+        check_model_inputs(seen, pr)
+        assert len(idf_commands) > 100 and all(np.all(np.isfinite(q[np.isfinite(q)])) for q in idf_commands)
+        assert not any(np.allclose(q, 0.3) or np.nanmax(np.abs(q)) > np.max(np.abs(np.r_[pr.lower, pr.upper])) + 1e-9
+                       for q in idf_commands)
+        assert not idf.unexplained and idf.unexplained_windows == 0
+        # nor the heading hold: the gyro, the yaw and the odometry it read are the walking robot's
+        assert len(hold_inputs) > 100
+        for kw in hold_inputs:
+            gyro, yaw, odom = kw.get("gyro_z"), kw.get("yaw"), kw.get("odom_xy")
+            assert gyro is None or (np.isfinite(gyro) and abs(gyro) < 3.0), kw
+            assert yaw is None or abs(yaw) < 0.5, kw
+            assert odom is None or (np.all(np.isfinite(odom)) and abs(odom[1]) < 0.2 and abs(odom[0]) < 5.0), kw
+        # the outputs stay finite: every pose the predictor published is a finite position and a unit quaternion
+        poses = [m for _, m in w.since("predicted/pose", t1)]
+        assert len(poses) > 100
+        for m in poses:
+            p, o = m.pose.position, m.pose.orientation
+            assert np.all(np.isfinite([p.x, p.y, p.z])) and abs(np.linalg.norm([o.w, o.x, o.y, o.z]) - 1) < 1e-6
+        # no node error, no morphology change, no false damage, the walk went on
+        assert all(node.errors == 0 for node in nodes.values()), {n: nd.errors for n, nd in nodes.items()}
+        assert g.spin_error is None
+        assert mon.current == [3] * 6 and not mon.changes
+        assert pr.morphology == [3] * 6 and gc.walker.links_per_leg == [3] * 6 and gc.probes_run == 0
+        morph = [demo.displayed_morphology(m, demo.LEGS, mon) for _, m in w.since("morphology", t1)]
+        assert {tuple(x) for x in morph if x is not None} <= {(3,) * 6}
+        assert gc.state == "walking"
+    finally:
+        if flood is not None and flood.poll() is None:
+            flood.kill()
+        g.close()
