@@ -22,8 +22,12 @@ Times are the arrival of the world's ``mocap/pose`` here; robot_emulator's ``lag
 time) is reported per run. ``--plant``/``--interface`` pass to the sim launch's arguments of those names where the
 emulator has them.
 
-    .venv/bin/python benchmarks/bench_graph_damage.py [--cases LM:1,RR:2|all] [--kind break|loss]
-        [--out-recovery results/graph_recovery.md] [--out-identify results/graph_identify.md]
+    .venv/bin/python benchmarks/bench_graph_damage.py --plant mujoco --interface topics [--cases LM:1,RR:2|all]
+        [--kind break|loss] [--set damage_monitor.probe_max_lag=0.05 ...]
+        [--out-recovery benchmarks/results/graph_recovery.md] [--out-identify benchmarks/results/graph_identify.md]
+
+A case takes about a minute (start-up, 8 s of walking, 17 s after the damage); the 18 take 20-30 min on a shared
+2-core machine. The results files begin with the front matter collect.py reads (benchmarks/README.md).
 """
 from __future__ import annotations
 
