@@ -30,6 +30,16 @@ Turn it off where the robot must not stop, or where the named leg cannot move fr
 plant they do not match it can be sure and wrong (MuJoCo's RF:0 named RF:2 with no alternative left,
 ``benchmarks/results/identify_probe_mujoco.md``); the stop is the same one the ambiguous case pays.
 
+A leg only weak evidence calls lost (a joint its publisher left out of ``joint_states``: no servo confirmed it silent,
+the model cannot tell while the body stands still) is probed too, on the caller's word (:meth:`ActiveProbe.suspect`):
+the same stand, plan and motion, scored over every count of the leg, the whole leg included. A count short of the
+whole leg that explains the gyro (probability at least ``decide``, misfit at most ``MAX_MISFIT``) goes to the
+identifier as any probe's verdict (the loss confirmed, evidence ``model``); the whole leg at least ``decide``
+probable, with every shorter count leaving more than ``MAX_MISFIT`` (the moved leg pushed on something: it is
+there), rules the loss out (``present`` in the result: the caller withdraws its weak evidence); anything else is no
+verdict (run once more, as below). :meth:`ActiveProbe.withdraw` drops a suspect probe whose evidence went away
+(the joints are back).
+
 Each leg is probed at most once (a later event on the same leg is left to the identifier), except that a probe
 which gave no verdict because its graph was starved (more than a tenth of its IMU samples lost, ``MIN_SAMPLES``,
 or its command ticks more than ``MAX_COMMAND_GAP`` periods apart), or whose best count leaves more than
@@ -209,6 +219,10 @@ class ActiveProbe:
         self._probed = set()
         self._retry: Optional[dict] = None     # the result of a starved probe to run again (its leg, attempt)
         self._run: Optional[dict] = None
+        # suspect probes asked for by another thread (the node's executor): (leg index, links), taken at the next
+        # command; legs whose suspicion was withdrawn meanwhile (list appends and set adds: atomic under the GIL)
+        self._suspects: List[Tuple[int, int]] = []
+        self._withdrawn: set = set()
         self._R = np.eye(3)
 
     @property
@@ -217,6 +231,28 @@ class ActiveProbe:
         return self._run is not None
 
     # ---------------------------------------------------------------------------------------------- inputs
+    def suspect(self, leg: int, links: int) -> None:
+        """Weak evidence says leg index ``leg`` has ``links`` links: probe it at the next command (after a probe
+        under way), its counts 0..whole scored (the module's docstring). Any thread."""
+        n = self.robot.description.n_joints
+        if not (isinstance(leg, (int, np.integer)) and 0 <= leg < len(n)):
+            raise ValueError("leg=%r: an index in [0, %d)" % (leg, len(n)))
+        if not (isinstance(links, (int, np.integer)) and 0 <= links < n[leg]):
+            raise ValueError("links=%r: a count in [0, %d)" % (links, n[leg]))
+        self._withdrawn.discard(int(leg))
+        self._suspects.append((int(leg), int(links)))
+
+    def withdraw(self, leg: int) -> None:
+        """The weak evidence on leg index ``leg`` is gone (its joints are back): a suspect probe of it still to
+        come is dropped, one under way ends at the next command without a verdict. Any thread."""
+        self._withdrawn.add(int(leg))
+
+    @property
+    def suspect_pending(self) -> bool:
+        """A suspect probe asked for and not yet ended (waiting, standing or probing)."""
+        run = self._run
+        return bool(self._suspects) or (run is not None and run["result"].get("suspect", False))
+
     def on_imu(self, t: float, quat, gyro) -> None:
         """An IMU sample: attitude (w, x, y, z) for the margin, gyro [rad/s] kept while probing. Nothing is done
         between probes (the node hands it every sample at 100 Hz): the stand before a probe brings the attitude
@@ -239,6 +275,11 @@ class ActiveProbe:
         """At a command tick ``t`` [s], given the joint set-points the robot holds [rad; NaN: never commanded]:
         None (walk as planned) or (joint indices, targets [rad], move time [s]) -- the caller then holds its gait's
         stance and sends these to the named leg."""
+        if self._run is not None and self._run["result"].get("suspect") and self._run["leg"] in self._withdrawn:
+            run, self._run = self._run, None
+            run["result"]["reason"] = "withdrawn: the weak evidence on %s went away" % run["result"]["leg"]
+            joints = np.arange(3 * run["leg"], 3 * run["leg"] + 3)
+            return joints, run["q"][joints] if "q" in run else self.stance[joints], STANCE_MOVE_TIME
         if self._run is None and not self._start(float(t)):
             return None
         run = self._run
@@ -273,12 +314,28 @@ class ActiveProbe:
     def _start(self, t: float) -> bool:
         """A new model event with alternatives (any, with ``always``) on a leg not probed yet starts a probe (or
         records why not); else a starved probe's retry, if one is due and its leg still the one named."""
+        while self._suspects:
+            leg, links = self._suspects.pop(0)
+            if leg in self._withdrawn:
+                continue
+            name = self.robot.leg_names[leg]
+            result = {"t_named": t, "leg": name, "named": links, "alternatives": [], "probed": False,
+                      "suspect": True, "attempt": 1}
+            if not self.config.enabled:
+                self.results.append(dict(result, reason="probe off (enabled=False)"))
+                continue
+            self.results.append(result)
+            self._run = {"leg": leg, "phase": "stand", "t_stand": t, "result": result}
+            return True
         events = self.identifier.events
         new, self._seen = events[self._seen:], len(events)
         retry, self._retry = self._retry, None
-        if not new and retry is not None and self.identifier.morphology[retry["leg"]] == retry["named"]:
+        suspect = retry is not None and retry["result"].get("suspect", False)
+        if suspect and retry["leg"] in self._withdrawn:
+            retry = None
+        if not new and retry is not None and (suspect or self.identifier.morphology[retry["leg"]] == retry["named"]):
             result = {k: retry["result"][k] for k in ("t_named", "leg", "named", "alternatives")}
-            result.update(probed=False, attempt=retry["attempt"])
+            result.update(probed=False, attempt=retry["attempt"], suspect=suspect)
             self.results.append(result)
             self._run = {"leg": retry["leg"], "phase": "stand", "t_stand": t, "result": result}
             return True
@@ -313,7 +370,8 @@ class ActiveProbe:
         leg, joints = run["leg"], np.arange(3 * run["leg"], 3 * run["leg"] + 3)
         q = np.where(np.isfinite(setpoints), setpoints, self.stance)
         q[joints] = self.stance[joints]
-        counts = tuple(range(self.robot.description.n_joints[leg]))
+        # a model event's leg lost links (which count?); a suspect leg may be whole too
+        counts = tuple(range(self.robot.description.n_joints[leg] + (1 if run["result"].get("suspect") else 0)))
         probe = LinkProbe(self.robot, self.robot.leg_names[leg], spec=cfg.spec, gyro_noise=cfg.gyro_noise,
                           settle=cfg.model_settle, stance=q, contact=self.contact)
         morphology = list(self.identifier.morphology)
@@ -371,6 +429,9 @@ class ActiveProbe:
         result.update(cpu_score_s=time.thread_time() - c0, t_end=t, probed=True, probabilities=p,
                       samples=samples, margin_min=run["margin_min"], misfit_per_value=misfit)
         fittest = min(misfit, key=misfit.get)
+        if result.get("suspect"):
+            self._suspect_verdict(t, leg, result, p, misfit)
+            return
         if misfit[fittest] > MAX_MISFIT:
             self._no_verdict(leg, result, "no count explains the gyro (the best, %s:%d, leaves %.1f times the "
                              "noise's chi^2 per value; up to %g taken)" % (result["leg"], fittest, misfit[fittest],
@@ -391,6 +452,25 @@ class ActiveProbe:
             others = [(c, v) for c, v in sorted(p.items(), key=lambda kv: -kv[1])
                       if c != take and v >= 1 - cfg.decide]
             self.identifier.on_probe(t, leg, int(take), p[take], others)
+
+    def _suspect_verdict(self, t: float, leg: int, result: dict, p: dict, misfit: dict) -> None:
+        """A suspect leg's verdict: a loss that explains the gyro goes to the identifier; the whole leg, when no
+        loss explains it, rules the suspicion out (``present``); else no verdict."""
+        cfg, full = self.config, self.robot.description.n_joints[leg]
+        best, reason = verdict(result["leg"], p, cfg.decide)
+        result.update(count=best, reason=reason, present=False, taken=None)
+        if best is not None and best < full and misfit[best] <= MAX_MISFIT:
+            others = [(c, v) for c, v in sorted(p.items(), key=lambda kv: -kv[1]) if c != best and v >= 1 - cfg.decide]
+            result["taken"] = best
+            self._probed.add(leg)
+            self.identifier.on_probe(t, leg, int(best), p[best], others)
+        elif best == full and all(v > MAX_MISFIT for c, v in misfit.items() if c < full):
+            result["present"] = True
+            result["reason"] += ": the leg is there (no loss explains the gyro)"
+        else:
+            self._no_verdict(leg, result, "no count explains the gyro well enough to confirm or rule out the loss "
+                             "(best %s:%d, misfit %.1f per value)" % (result["leg"], min(misfit, key=misfit.get),
+                                                                      min(misfit.values())))
 
     def _no_verdict(self, leg: int, result: dict, why: str) -> None:
         """No count taken (the identifier's stays); run once more (``RETRIES``): a starved graph may have its CPU

@@ -389,11 +389,31 @@ class DamageDetector:
         #: joints servo statuses have been received for: joint_states evidence is not used for them (the
         #: driver's confirmation reads are the better evidence, and it keeps publishing silent joints)
         self.diagnosed: set = set()
+        #: joints whose joint_states absence is not judged until they appear there again (:meth:`clear`):
+        #: joint -> the stamp they were last seen at when held (None: never)
+        self.held: Dict[str, Optional[float]] = {}
 
     def reset(self) -> None:
         self.faults.clear()
         self.stalled.clear()
+        self.held.clear()
         self._pending = {j: _Pending() for j in self.joint_names}
+
+    def clear(self, joints: Iterable[str], hold: Optional["JointPresenceTracker"] = None) -> List[str]:
+        """Withdraw the joint_states faults of ``joints`` (their evidence is gone: the joints are back in
+        joint_states, or an active probe found the leg there); with ``hold`` (the presence tracker) the absence of
+        the joints cleared is not judged again until they appear in joint_states again (a driver that still leaves
+        them out says nothing new). A servo's fault (``diagnostics``) stays: it is withdrawn by :meth:`reset` only.
+        Returns the joints cleared."""
+        out = []
+        for j in joints:
+            f = self.faults.get(j)
+            if f is not None and f.source == "joint_states":
+                del self.faults[j]
+                out.append(j)
+                if hold is not None:
+                    self.held[j] = hold.last_seen.get(j)
+        return out
 
     def _fault_reason(self, h: ServoStatus) -> Optional[str]:
         c = self.config
@@ -448,6 +468,10 @@ class DamageDetector:
         for j in presence.last_seen:
             if j in self.diagnosed or j not in self._pending:
                 continue
+            if j in self.held:
+                if presence.last_seen.get(j) == self.held[j]:
+                    continue
+                del self.held[j]              # back in joint_states: judged by the rule again
             reason = None
             if j in absent:
                 reason = "absent from joint_states for %.2f s (%d messages of its publisher)" % (absent[j][1],
@@ -464,10 +488,13 @@ class DamageDetector:
             del self.faults[joint]
         return []
 
-    def detected(self) -> List[int]:
-        """Intact links per leg implied by the current faults."""
+    def detected(self, strong: bool = False) -> List[int]:
+        """Intact links per leg implied by the current faults (``strong``: a servo's faults only, not a joint left
+        out of joint_states)."""
         out = [self.links] * len(self.leg_names)
-        for j in self.faults:
+        for j, f in self.faults.items():
+            if strong and f.source == "joint_states":
+                continue
             leg, link = self._leg_link[j]
             out[leg] = min(out[leg], link)
         return out

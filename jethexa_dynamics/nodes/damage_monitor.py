@@ -55,7 +55,7 @@ from trajectory_msgs.msg import JointTrajectory
 from jethexa_dynamics.nodes import params as node_params
 from jethexa_dynamics.damage.detection import (DamageDetector, DetectorConfig, JointPresenceTracker, MorphologyChange,
                                                decode_servo_status, joint_leg_link)
-from jethexa_dynamics.damage.evidence import NAME as EVIDENCE_NAME, evidence_to_values
+from jethexa_dynamics.damage.evidence import NAME as EVIDENCE_NAME, STRONG, evidence_to_values
 from jethexa_dynamics.damage.probe_request import NAME as PROBE_NAME, ProbeRequest
 from jethexa_dynamics.damage.seizure import SeizureConfig, SeizureTracker
 from jethexa_dynamics.model import format_morphology
@@ -75,6 +75,11 @@ _CONFIG_KEYS = ("no_reply_timeout", "min_missed_reads", "position_error_threshol
 _IDENTIFIER_ATTRS = node_params.IDENTIFIER_PARAMS
 _SEIZURE_KEYS = ("seizure_window", "seizure_min_travel", "seizure_max_motion")
 _DEGRADE_KEYS = ("identify_degrade", "identify_max_lag", "identify_max_bank_every", "identify_recover")
+#: s after weak evidence is resolved (or a probe ends) before seizures are judged again: the body settles on the
+#: feet the gait now uses (standing on a missing leg, a loaded joint that cannot reach its command is no seizure)
+SEIZURE_GRACE = 1.0
+#: s a suspect probe may take to start (the next joint_commands tick; another probe under way is waited for)
+SUSPECT_START = 1.0
 
 
 #: the worker's share of the interpreter during a bank window at most (it pauses between models for as long as
@@ -272,6 +277,11 @@ class DamageMonitor(ThinNode):
         self.presence = JointPresenceTracker(self.joint_names)
         self.seizure = SeizureTracker(self.joint_names, self._seizure_config())
         self.seized: Dict[str, str] = {}   # seized joints (servo stall or joint_states) -> reason; links kept
+        self.suspected: Dict[str, int] = {}  # legs on weak evidence a suspect probe was asked for -> their links
+        self._suspect_asked: Dict[str, float] = {}   # ... -> node time [s] asked
+        self._suspect_started: set = set()           # ... whose probe has started
+        self.unresolved: set = set()         # legs a suspect probe could not settle: their weak evidence published
+        self._seizure_paused_until = -math.inf   # node time [s] until which seizures are not judged
         self._t_start_ros = self.now_sec()
         self.pub = self.create_publisher(UInt8MultiArray, "morphology", LATCHED_QOS)
         self.evidence_pub = self.create_publisher(DiagnosticStatus, "morphology/evidence", LATCHED_QOS)
@@ -376,13 +386,16 @@ class DamageMonitor(ThinNode):
                         r["leg"], _alternatives_text(r), r["reason"]))
             r = probe.results[-1] if probe.results else None
             if probe.active and not was_active and r is not None:
+                if r.get("suspect"):
+                    self._suspect_started.add(r["leg"])
                 cfg = probe.config
                 leg = self.leg_names.index(r["leg"])
                 # node time -> ROS clock (the gait controller's): now on both, minus the start's distance from now
                 t_start = self.now_sec() + (t + cfg.settle - self.t())
                 req = ProbeRequest("probe", self.probe_requests + 1, r["leg"], t_start, cfg.spec,
                                    tuple(float(v) for v in probe.stance[3 * leg:3 * leg + 3]))
-                self._publish_probe(req, "link count ambiguous" if r["alternatives"] else "link count checked")
+                self._publish_probe(req, "a loss on weak evidence checked" if r.get("suspect") else
+                                    "link count ambiguous" if r["alternatives"] else "link count checked")
                 self.get_logger().warning(
                     "probe %d: %s named with %s: standing on the other legs, %s moves for %.1f s from %.1f s on "
                     "(damage/probe)" % (req.id, r["leg"], _alternatives_text(r), r["leg"], cfg.spec.duration,
@@ -394,7 +407,31 @@ class DamageMonitor(ThinNode):
                 self.get_logger().warning("probe %d of %s: %s%s" % (
                     req.id if req is not None else 0, r["leg"], r.get("reason", "ended"),
                     "" if "cpu_score_s" not in r else " (scored in %.0f ms of CPU)" % (1e3 * r["cpu_score_s"])))
+                if r.get("suspect"):
+                    self._suspect_probed(r)
             self._publish_status_locked()
+
+    def _suspect_probed(self, r: dict) -> None:
+        """A suspect probe ended (under the lock): the leg found there withdraws its weak evidence (its absence
+        from joint_states is not judged again until the joints come back); a loss found went to the identifier
+        (its event publishes the morphology on evidence ``model``); refused, or no verdict after the retry: the
+        weak evidence is published as it is."""
+        self._seizure_paused_until = max(self._seizure_paused_until, self.t() + SEIZURE_GRACE)
+        leg = r["leg"]
+        self._suspect_started.discard(leg)
+        reason = r.get("reason", "")
+        if "probing again" in reason and leg in self._suspect_asked:
+            self._suspect_asked[leg] = self.t()      # the retry starts at the next command
+        if r.get("present"):
+            i = self.leg_names.index(leg)
+            joints = [j for j, (k, _) in zip(self.joint_names, joint_leg_link(self.joint_names, self.leg_names))
+                      if k == i]
+            self.detector.clear(joints, hold=self.presence)
+            self._decide_locked(self.now_sec(), ["probe: %s is there (%s); its absence from joint_states is not "
+                                                 "evidence" % (leg, reason)])
+        elif (r.get("taken") is None and "probing again" not in reason and not reason.startswith("withdrawn")
+              and leg in self.suspected):
+            self._unresolved(leg, "the probe neither confirmed nor ruled out its loss (%s)" % reason)
 
     def _probe_values(self) -> list:
         """The probe's /diagnostics values: state, last result (reason, probabilities, CPU)."""
@@ -460,7 +497,9 @@ class DamageMonitor(ThinNode):
             self.worker.put(topic, method, *args)
 
     def _feed_servo(self) -> None:
-        self._feed("servo", "on_servo_morphology", self.t(), self.detector.morphology(None))
+        # a servo confirmed silent only: a joint left out of joint_states is no fact about the body for the model
+        # (it would take the loss as its own count); the suspect probe settles it
+        self._feed("servo", "on_servo_morphology", self.t(), self.detector.detected(strong=True))
 
     def _check_identifier(self, idf, ok: bool, topic: str) -> None:
         """After each sample the worker fed ``idf`` (worker thread, under the node's lock like a callback):
@@ -497,8 +536,9 @@ class DamageMonitor(ThinNode):
         idx, pos, t_from_start = messages.trajectory(msg.joint_names, points, self.joint_names, self.lower,
                                                      self.upper)
         # at arrival: a command drained late (polled) or by a starved monitor still asked the joint when it came
-        self.seizure.on_command(self.now_sec() - self.arrival_age(), [self.joint_names[i] for i in idx], pos,
-                                t_from_start)
+        if not self._seizure_paused():
+            self.seizure.on_command(self.now_sec() - self.arrival_age(), [self.joint_names[i] for i in idx], pos,
+                                    t_from_start)
         if self.body is not None:
             self._body("on_command", self.arrival_time(), pos, self.arrival_time() + t_from_start, idx)
         if self.worker is None:
@@ -598,14 +638,32 @@ class DamageMonitor(ThinNode):
             held = self._seized_legs()
             new = [n if (override is not None and override[i] >= 0) or self.leg_names[i] in held else min(n, model[i])
                    for i, n in enumerate(new)]
+        # a leg shortened on weak evidence alone (a joint left out of joint_states) is not published while the
+        # suspect probe may settle it: the probe's stop holds the robot meanwhile, and a false alarm changes nothing
+        prev = list(self.current) if self.current is not None else [self.detector.links] * len(self.leg_names)
+        pending = {}
+        for leg, kind in self._leg_evidence(new, override).items():
+            i = self.leg_names.index(leg)
+            if kind not in STRONG and new[i] < prev[i] and self._can_settle(leg):
+                pending[leg] = new[i]
+                new[i] = prev[i]
+        self._ask_suspects(pending)
+        evidence = self._leg_evidence(new, override)
         if new == self.current:
+            if evidence != self.evidence:     # the same links on other evidence (a suspect leg confirmed)
+                self.evidence = evidence
+                self.evidence_pub.publish(evidence_msg(new, self.evidence, self.leg_names, self.unexplained,
+                                                       sorted(self.seized)))
+                self.get_logger().warning("morphology %s now rests on %s (%s)" % (
+                    format_morphology(new, self.leg_names), ", ".join("%s %s" % kv for kv in sorted(evidence.items())),
+                    "; ".join(reasons)))
             return
         old = self.current
         self.current = new
         if self.body is not None:
             self.body.on_morphology(new)
         # what the verdict rests on, per leg, just before the morphology (the gait acts only on strong evidence)
-        self.evidence = self._leg_evidence(new, override)
+        self.evidence = evidence
         self.evidence_pub.publish(evidence_msg(new, self.evidence, self.leg_names, self.unexplained,
                                                    sorted(self.seized)))
         self.pub.publish(morphology_msg(new, self.leg_names))
@@ -615,6 +673,71 @@ class DamageMonitor(ThinNode):
                 format_morphology(old, self.leg_names), format_morphology(new, self.leg_names), "; ".join(reasons)))
         else:
             self.get_logger().info("morphology %s" % format_morphology(new, self.leg_names))
+
+    def _can_settle(self, leg: str) -> bool:
+        """A suspect probe may still settle ``leg``: the identifier and the probe are on, and no suspect probe of
+        the leg has failed to (refused, no verdict after its retry, never started)."""
+        probe = self.active_probe
+        return probe is not None and probe.config.enabled and leg not in self.unresolved
+
+    def _ask_suspects(self, pending: Dict[str, int]) -> None:
+        """A suspect probe for each leg ``pending`` ({leg: links} on weak evidence, not published) not asked for
+        yet (under the lock): the robot stands, the leg moves, and the gyro says whether it is there
+        (``ActiveProbe.suspect``); the legs no longer pending are forgotten. Seizures wait meanwhile."""
+        t = self.t()
+        for leg in list(self.suspected):
+            if leg not in pending:
+                del self.suspected[leg]
+                self._suspect_asked.pop(leg, None)
+        for leg, links in sorted(pending.items()):
+            if self.suspected.get(leg) == links:
+                continue
+            self.suspected[leg] = links
+            self._suspect_asked[leg] = t
+            self.active_probe.suspect(self.leg_names.index(leg), links)
+            self.get_logger().warning("%s:%d rests on weak evidence (%s) alone: probing the leg to confirm or rule it "
+                                      "out before it is published" % (leg, links, ", ".join(sorted(
+                                          f.reason for j, f in self.detector.faults.items()
+                                          if j.endswith("_" + leg)))))
+        weak = pending or any(k not in STRONG for k in self.evidence.values())
+        if weak:
+            self._seizure_paused_until = math.inf
+        elif self._seizure_paused_until == math.inf:
+            self._seizure_paused_until = t + SEIZURE_GRACE
+
+    def _unresolved(self, leg: str, why: str) -> None:
+        """The suspect probe cannot settle ``leg`` (under the lock): its weak evidence is published as it is (the
+        gait keeps every foot down on it until other evidence comes or the morphology is corrected)."""
+        self.unresolved.add(leg)
+        self.get_logger().warning("%s: %s; its loss is published on its weak evidence (the gait keeps every foot "
+                                  "down until other evidence comes or the morphology is corrected)" % (leg, why))
+        self._decide_locked(self.now_sec(), ["%s unresolved: %s" % (leg, why)])
+
+    def _seizure_paused(self) -> bool:
+        """Seizures are not judged while a leg's state is unresolved (weak evidence), while a probe holds the robot,
+        and ``SEIZURE_GRACE`` s after either: standing on a leg that may be gone loads the others past their
+        commands."""
+        probe = self.active_probe
+        return (self.t() < self._seizure_paused_until
+                or (probe is not None and (probe.active or probe.suspect_pending)))
+
+    def _joints_back(self, now: float, names: List[str]) -> None:
+        """Joints whose only fault was their absence from joint_states are back: that evidence is withdrawn (the
+        morphology follows; a suspect probe of their leg is dropped)."""
+        back = [j for j in names if j in self.detector.faults and self.detector.faults[j].source == "joint_states"]
+        if not back:
+            return
+        with self._lock:
+            cleared = self.detector.clear(back)
+            legs = {self.leg_names[k] for k, _ in joint_leg_link(cleared, self.leg_names)}
+            left = {self.leg_names[k] for k, _ in joint_leg_link(
+                [j for j, f in self.detector.faults.items() if f.source == "joint_states"], self.leg_names)}
+            for leg in legs - left:
+                self.unresolved.discard(leg)
+                if self.active_probe is not None:
+                    self.active_probe.withdraw(self.leg_names.index(leg))
+        self._decide(now, ["%s back in joint_states" % ", ".join(cleared)])
+        self._publish_status()
 
     def _leg_evidence(self, new: List[int], override: Optional[List[int]]) -> Dict[str, str]:
         """Per damaged leg of ``new``, what its link count rests on (``damage.evidence.KINDS``): the override, the
@@ -668,11 +791,13 @@ class DamageMonitor(ThinNode):
         st = msg.header.stamp
         self.presence.observe(now, list(msg.name), None if st.sec == 0 and st.nanosec == 0 else stamp_to_sec(st))
         if self._presence_judged(now):
+            self._joints_back(now, list(msg.name))
             self._apply(now, self.detector.update_presence(now, self.presence))
         if self.body is not None:
             self._pair(False, st, self.stamp_time(st), idx, pos)
-        self.seizure.on_joint_states(now, now if st.sec == 0 and st.nanosec == 0 else stamp_to_sec(st),
-                                     [self.joint_names[i] for i in idx], pos)
+        if not self._seizure_paused():
+            self.seizure.on_joint_states(now, now if st.sec == 0 and st.nanosec == 0 else stamp_to_sec(st),
+                                         [self.joint_names[i] for i in idx], pos)
         if self.seizure.changed:
             self.seizure.changed = False
             self._seizure_changed(now)
@@ -721,6 +846,9 @@ class DamageMonitor(ThinNode):
             self.detector.reset()
             self.seizure.reset()
             self.seized = {}
+            self.suspected, self._suspect_asked, self._suspect_started = {}, {}, set()
+            self.unresolved = set()
+            self._seizure_paused_until = -math.inf
             self._make_identifier()            # forget what the model found, too
             self._decide(self.now_sec(), ["reset"])
         response.success = True
@@ -731,7 +859,24 @@ class DamageMonitor(ThinNode):
     # /diagnostics reader deserializes -- this node too, which reads the servo driver's there. At 10 Hz it cost
     # ~4 % of the model process's CPU (bench_nano_budget.py); a change of state is published at once instead.
     def _on_check(self) -> None:
+        self._suspects_waiting()
         self._publish_status()
+
+    def _suspects_waiting(self) -> None:
+        """A suspect probe that has not started ``SUSPECT_START`` s after it was asked (no joint_commands: no gait
+        controller to move the leg) cannot settle its leg: its weak evidence is published."""
+        with self._lock:
+            probe, t = self.active_probe, self.t()
+            for leg, asked in list(self._suspect_asked.items()):
+                if leg in self._suspect_started or t - asked < SUSPECT_START:
+                    continue
+                if probe is not None and probe.active:
+                    continue                   # another probe holds the robot: this one waits its turn
+                if probe is not None:
+                    probe.withdraw(self.leg_names.index(leg))
+                self._suspect_asked.pop(leg, None)
+                self._unresolved(leg, "no probe started within %.1f s (no joint_commands to move the leg with?)"
+                                 % SUSPECT_START)
 
     def _publish_status(self) -> None:
         with self._lock:
@@ -751,6 +896,11 @@ class DamageMonitor(ThinNode):
             message += "; seized: %s (links kept, the gait crawls)" % ", ".join(sorted(self.seized))
             level = max(level, 1)
         values.append(("evidence", self.last_source))
+        values += [("suspects", format_morphology([self.suspected.get(leg, self.detector.links)
+                                                   for leg in self.leg_names], self.leg_names)
+                    if self.suspected else ""), ("unresolved", ",".join(sorted(self.unresolved)))]
+        if self.suspected:
+            message += "; probing %s: a loss on weak evidence" % ",".join(sorted(self.suspected))
         values += [("evidence " + leg, kind) for leg, kind in sorted(self.evidence.items())]
         if self.changes:      # why the morphology is what it is (a model's link count it could not single out too)
             values.append(("last_change_reason", "; ".join(self.changes[-1].reasons)))
