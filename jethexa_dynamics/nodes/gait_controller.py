@@ -6,7 +6,8 @@ Holds the neutral stance when ``cmd_vel`` is older than ``cmd_vel_timeout`` (or 
 only when ``morphology/evidence`` (damage_monitor) says it carries nothing (a servo confirmed silent, the
 model, the manual override: ``damage.evidence.SupportGate``); on weaker evidence the gait stands still on every
 foot it has (state ``unconfirmed``, the reason on /diagnostics) until the evidence comes or the morphology is
-corrected. While ``morphology/evidence`` says the motion is unexplained (no morphology of the identifier's bank
+corrected (this package's damage monitor probes such a leg first and publishes it on weak evidence only when the
+probe cannot settle it). While ``morphology/evidence`` says the motion is unexplained (no morphology of the identifier's bank
 explains it) or a joint is seized, the gait keeps its morphology and walks at ``unexplained_speed_scale`` of
 ``cmd_vel`` (a safe crawl; state ``crawl``) until the monitor clears it.
 
