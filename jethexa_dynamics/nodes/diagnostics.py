@@ -193,6 +193,9 @@ KEYS: Dict[str, Tuple[Status, ...]] = {
             K("evidence", "servo or model: the evidence of the last change"),
             K("evidence <leg>", "the evidence of a damaged leg (servo, model, override, stall, joint_states, probe, "
               "none)"),
+            K("suspects", "legs lost on weak evidence alone (joint_states) that a probe is checking before they are "
+              "published, e.g. RM:0 ('' none)"),
+            K("unresolved", "legs a probe could not settle: published on their weak evidence, comma-separated"),
             K("last_change_reason", "the reasons of the last morphology change"),
             K("identifier", "on, off, or failed: why"),
             K("hypothesis <n>", "the identifier's n-th most probable morphology, e.g. LM:1 p=0.987"),
