@@ -741,7 +741,9 @@ class DamageMonitor(ThinNode):
 
     def _leg_evidence(self, new: List[int], override: Optional[List[int]]) -> Dict[str, str]:
         """Per damaged leg of ``new``, what its link count rests on (``damage.evidence.KINDS``): the override, the
-        model (the identifier's count), else the servo detector's strongest fault on that leg."""
+        model (the identifier's count; or fewer links where the model counts the leg broken, its foot gone, and its
+        joints are gone from joint_states: the model says it carries nothing, joint_states how many joints are
+        left), else the servo detector's strongest fault on that leg."""
         servo = self.detector.leg_evidence()
         det = self.detector.morphology(None)
         model = self.identifier.morphology if self.identifier is not None else None
@@ -753,7 +755,8 @@ class DamageMonitor(ThinNode):
                 out[leg] = "override"
             elif det[i] == n and servo.get(leg) == "servo":
                 out[leg] = "servo"
-            elif model is not None and model[i] == n:
+            elif model is not None and (model[i] == n or (n < model[i] < self.detector.links
+                                                           and servo.get(leg) == "joint_states")):
                 out[leg] = "model"
             else:
                 out[leg] = servo.get(leg, "none")
