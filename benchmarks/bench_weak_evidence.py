@@ -87,7 +87,9 @@ def main(argv=None):
                 print(row, flush=True)
                 rows.append(row)
                 stats.setdefault((plant, case), []).append((conf, tilt, speed, run))
-    lines = ["# Weak evidence in the running graph: a leg lost only from joint_states", ""] + describe("mujoco") + [
+    desc = describe("mujoco")
+    desc[0] = "- date: " + date                  # the run's start, as in the front matter
+    lines = ["# Weak evidence in the running graph: a leg lost only from joint_states", ""] + desc + [
         "- load: the machine was shared with other sessions' builds and tests (2 cores for 8); the world's clock is "
         "the reference, wall time is not", "",
         "The sim graph on `interface:=topics` (no servo_driver, no imu: the world publishes joint_states and imu/data), "

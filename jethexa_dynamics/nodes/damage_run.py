@@ -57,8 +57,8 @@ class DamageRun:
 
     def confirmed(self, leg: str, links: int) -> Optional[float]:
         """Seconds after the first change until the monitor's ``leg:links`` rested on strong evidence."""
+        legs = "LF LM LR RF RM RR".split()
         for s in self._after(self.t_damage):
-            legs = "LF LM LR RF RM RR".split()
             if s.monitor[legs.index(leg)] == links and s.evidence.get(leg) in STRONG:
                 return s.t - self.t_damage
         return None
@@ -83,18 +83,20 @@ class DamageRun:
 
     def gait_morphologies(self) -> List[Tuple[int, ...]]:
         """The gait's morphologies in order (each once per stretch)."""
-        out: List[Tuple[int, ...]] = []
-        for s in self.samples:
-            if not out or out[-1] != s.gait:
-                out.append(s.gait)
-        return out
+        return _stretches(s.gait for s in self.samples)
 
     def monitor_morphologies(self) -> List[Tuple[int, ...]]:
-        out: List[Tuple[int, ...]] = []
-        for s in self.samples:
-            if not out or out[-1] != s.monitor:
-                out.append(s.monitor)
-        return out
+        """The damage monitor's morphologies in order (each once per stretch)."""
+        return _stretches(s.monitor for s in self.samples)
+
+
+def _stretches(values) -> list:
+    """``values`` with each run of equal ones once."""
+    out: list = []
+    for v in values:
+        if not out or out[-1] != v:
+            out.append(v)
+    return out
 
 
 def run_damage(changes: Sequence[Tuple[float, str, str]], seconds: float = 25.0, plant: str = "engine",
