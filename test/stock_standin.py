@@ -23,6 +23,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from jethexa_dynamics.hardware.joint_map import HIWONDER_ROS2, IMU_MOUNT_HIWONDER_ROS2, imu_from_base
 from jethexa_dynamics.nodes._common import RELIABLE_QOS, SENSOR_QOS
+from jethexa_dynamics.nodes.stock_adapter import turned_imu
 
 
 class StockStandIn(Node):
@@ -62,14 +63,5 @@ class StockStandIn(Node):
 
     def _on_imu(self, msg: Imu) -> None:
         o, w, a = msg.orientation, msg.angular_velocity, msg.linear_acceleration
-        q, g, acc = imu_from_base(IMU_MOUNT_HIWONDER_ROS2, (o.w, o.x, o.y, o.z), (w.x, w.y, w.z), (a.x, a.y, a.z))
-        out = Imu()
-        out.header.stamp = msg.header.stamp
-        out.header.frame_id = self.imu_frame
-        out.orientation.w, out.orientation.x, out.orientation.y, out.orientation.z = (float(v) for v in q)
-        out.angular_velocity.x, out.angular_velocity.y, out.angular_velocity.z = (float(v) for v in g)
-        out.linear_acceleration.x, out.linear_acceleration.y, out.linear_acceleration.z = (float(v) for v in acc)
-        out.orientation_covariance = list(msg.orientation_covariance)
-        out.angular_velocity_covariance = list(msg.angular_velocity_covariance)
-        out.linear_acceleration_covariance = list(msg.linear_acceleration_covariance)
-        self.imu_pub.publish(out)
+        self.imu_pub.publish(turned_imu(msg, self.imu_frame, *imu_from_base(
+            IMU_MOUNT_HIWONDER_ROS2, (o.w, o.x, o.y, o.z), (w.x, w.y, w.z), (a.x, a.y, a.z))))

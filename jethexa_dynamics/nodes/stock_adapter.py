@@ -101,18 +101,8 @@ class StockAdapter(ThinNode):
             msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z))
         acc = validate.finite_vector(self.p["imu_topic"] + ".linear_acceleration", (
             msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z))
-        q, g, a = imu_to_base(self.mount, np.array([w, x, y, z]), gyro, acc)
-        out = Imu()
-        out.header.stamp = msg.header.stamp
-        out.header.frame_id = "base_link"
-        out.orientation.w, out.orientation.x, out.orientation.y, out.orientation.z = (float(v) for v in q)
-        out.angular_velocity.x, out.angular_velocity.y, out.angular_velocity.z = (float(v) for v in g)
-        out.linear_acceleration.x, out.linear_acceleration.y, out.linear_acceleration.z = (float(v) for v in a)
-        # covariances: the rotation keeps a diagonal of equal entries; copied as the stock filter states them
-        out.orientation_covariance = list(msg.orientation_covariance)
-        out.angular_velocity_covariance = list(msg.angular_velocity_covariance)
-        out.linear_acceleration_covariance = list(msg.linear_acceleration_covariance)
-        self.imu_pub.publish(out)
+        self.imu_pub.publish(turned_imu(msg, "base_link", *imu_to_base(self.mount, np.array([w, x, y, z]), gyro,
+                                                                        acc)))
         self.imu_in += 1
         self._t_imu = self.t()
 
@@ -140,6 +130,21 @@ class StockAdapter(ThinNode):
         if self.foreign_frames:
             values.append(("foreign_frames", ", ".join("%s (%d)" % kv for kv in sorted(self.foreign_frames.items()))))
         self.publish_diagnostics([self.node_status(message, level, values)])
+
+
+def turned_imu(msg: Imu, frame: str, quat_wxyz, gyro, accel) -> Imu:
+    """``msg`` (stamp, covariances) with its orientation, rates and specific force replaced by the turned ones, in
+    ``frame``. The covariances are copied: a rotation keeps a diagonal of equal entries (the stock filter's)."""
+    out = Imu()
+    out.header.stamp = msg.header.stamp
+    out.header.frame_id = frame
+    out.orientation.w, out.orientation.x, out.orientation.y, out.orientation.z = (float(v) for v in quat_wxyz)
+    out.angular_velocity.x, out.angular_velocity.y, out.angular_velocity.z = (float(v) for v in gyro)
+    out.linear_acceleration.x, out.linear_acceleration.y, out.linear_acceleration.z = (float(v) for v in accel)
+    out.orientation_covariance = list(msg.orientation_covariance)
+    out.angular_velocity_covariance = list(msg.angular_velocity_covariance)
+    out.linear_acceleration_covariance = list(msg.linear_acceleration_covariance)
+    return out
 
 
 NODE = StockAdapter  # the class graph.node_class() finds
