@@ -42,11 +42,12 @@ K = Key
 NODE_KEYS: Tuple[Key, ...] = (
     K("rejected_total", "messages and parameter values refused since start (bad input: the node keeps serving)"),
     K("errors", "unexpected exceptions in callbacks (a bug: logged with its traceback)"),
-    K("rejected <topic>", "refused messages of one topic (or parameter changes, or the servo bus)"),
+    K("rejected <topic>", "refused messages of one topic (or parameter changes, or the servo bus); "
+      "``rejected <topic> (oversize)``: those refused for their size before they were decoded"),
     K("last_rejection", "the last refusal's one line"),
     K("qos_incompatible", "publishers or subscriptions on this node's topics whose QoS cannot match (WARN)"),
     K("cpu_ms_per_s <callback>", "CPU time of one callback (a topic, a timer) since the previous report "
-      "[ms per s; 10 = 1 % of a core]"),
+      "[ms per s; 10 = 1 % of a core]; ``rejected <topic>``: of its calls that refused the message"),
     K("cpu_s <callback>", "its total CPU time [s]"),
     K("calls <callback>", "how often it ran"),
 )
