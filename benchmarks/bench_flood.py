@@ -28,7 +28,7 @@ import statistics
 import sys
 import time
 
-from _machine import describe, proc_cpu
+from _machine import describe, front_matter, machine, proc_cpu, write_results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "test"))
@@ -383,11 +383,37 @@ def main(argv=None):
     if args.smoke:
         print("smoke run:\n" + text)
         return 0
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
-    print(text)
+    date = next(ln[len("- date: "):] for ln in text.splitlines() if ln.startswith("- date: "))
+    command = "python benchmarks/bench_flood.py --layouts %s --seconds %g --rate %g --big %d --alone-seconds %g" % (
+        ",".join(args.layouts), args.seconds, args.rate, args.big, args.alone_seconds)
+    write_results(text, args.out, front_matter(date, machine() + " (shared)", command, current_rows(results, costs)))
     return 0
+
+
+def current_rows(results, costs):
+    """The front matter's figures: the every-topic-at-once rate against the quiet windows per layout, the quiet
+    attitude error, and what a message costs accepted and rejected."""
+    rows = []
+    for layout, (run, _, _, _) in results.items():
+        quiet = [r for r in run.rows if r["label"] == "quiet"]
+        flood = next(r for r in run.rows if r["label"] == "every topic at once")
+        q = statistics.mean(r["rate"] for r in quiet)
+        rows.append({"area": "Bad input (flood)", "figure": "every subscribed topic at once, 50 malformed messages/s "
+                     "each, huge ones among them, sender at nice 19: predicted/pose flooded / quiet, layout %s" % layout,
+                     "value": "%.2fx (%.1f / %.1f Hz); attitude %.3f -> %.3f deg RMS" % (
+                         flood["rate"] / q, flood["rate"], q, statistics.mean(r["att"] for r in quiet), flood["att"]),
+                     "target": ">= 0.8x quiet: %s" % ("met" if flood["rate"] >= 0.8 * q else "not met")})
+    if costs:
+        valid = [ok for _, _, ok, _ in costs]
+        rejected = [c for _, _, _, cs in costs for k, c in cs if not k.startswith("huge")]
+        huge = [c for _, _, _, cs in costs for k, c in cs if k.startswith("huge")]
+        rows.append({"area": "Bad input (flood)", "figure": "CPU per message in a node's callback, from the serialized "
+                     "message: valid vs rejected (huge ones before decoding)",
+                     "value": "valid %.0f-%.0f us; rejected %.0f-%.0f us, huge %.1f-%.1f us" % (
+                         min(valid), max(valid), min(rejected), max(rejected), min(huge), max(huge)),
+                     "nano": "valid %.0f-%.0f us; rejected %.0f-%.0f us (4-6x)" % (
+                         4 * min(valid), 6 * max(valid), 4 * min(rejected + huge), 6 * max(rejected))})
+    return rows
 
 
 if __name__ == "__main__":
