@@ -146,6 +146,7 @@ def test_bench_nano_budget_refuses_bad_arguments_before_any_work(argv, option):
 
 @pytest.mark.slow
 @pytest.mark.ros
+@pytest.mark.serial          # its demo runs beside busy loops, which would starve the other workers' tests
 def test_bench_false_damage_smoke_writes_both_parts(tmp_path):
     text = _smoke_results("bench_false_damage.py", tmp_path)
     checks = _table(text, "## Acceptance")

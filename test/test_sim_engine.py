@@ -231,6 +231,7 @@ def test_imu_rotating_base_matches_the_rigid_body_formula(robot):
         assert acc == pytest.approx(ref, rel=1e-12, abs=1e-12)
 
 
+@pytest.mark.serial          # compares a thread's rate with and without the GIL: needs a core of its own
 def test_stepping_releases_the_gil(robot, monkeypatch):
     """The compiled loop is nogil: a Python thread keeps counting while one long ``step`` call is in progress.
     The reference is the same compiled work called through a wrapper that holds the GIL, where the counter

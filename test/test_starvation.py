@@ -21,7 +21,8 @@ from jethexa_dynamics.nodes import graph_spec  # noqa: E402
 from jethexa_dynamics.nodes._common import LATCHED_QOS, SENSOR_QOS  # noqa: E402
 from jethexa_dynamics.nodes.graph import Graph, Watcher, wait_for  # noqa: E402
 
-pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(400)]
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(400),
+              pytest.mark.serial]      # its CPU hogs would starve the other workers' graphs too
 
 HOG = "import time\nend = time.monotonic() + float(__import__('sys').argv[1])\nwhile time.monotonic() < end: pass\n"
 

@@ -20,7 +20,8 @@ from transforms3d.euler import quat2euler
 from jethexa_dynamics.predictors import registry
 from jethexa_dynamics.validation import cli, simbag
 
-pytestmark = [pytest.mark.slow, pytest.mark.ros]
+pytestmark = [pytest.mark.slow, pytest.mark.ros,
+              pytest.mark.xdist_group("validation_e2e")]   # one worker records the demo bag once for all
 
 PRED = "boltzmann_hamel"
 LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
@@ -33,7 +34,7 @@ def demo_bag(tmp_path_factory):
     """Record the demo graph (emulated robot, real nodes over loopback DDS) to an MCAP bag."""
     bag = tmp_path_factory.mktemp("demo") / "walk"
     exe = Path(sys.executable).parent / "jethexa-demo"
-    env = dict(os.environ, ROS_DOMAIN_ID=str(150 + os.getpid() % 80), ROS_LOCALHOST_ONLY="1",
+    env = dict(os.environ, ROS_LOCALHOST_ONLY="1",        # the domain: this test process's own (conftest)
                ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", MPLBACKEND="Agg")
     # the demo's own live predictor is irrelevant to the bag; the cheap one leaves the CPU to the world
     # one retry: on a loaded 2-core box the live graph occasionally misdetects a damage (servo reads time out);
