@@ -38,4 +38,5 @@ RUN source install/setup.bash && ros2 run jethexa_dynamics jethexa-warmup
 
 # every command runs in the built workspace (the base image's entrypoint sources only /opt/ros/humble)
 ENTRYPOINT ["/bin/bash", "-c", "source /root/ros2_ws/install/setup.bash && exec \"$@\"", "--"]
-CMD ["ros2", "launch", "jethexa_dynamics", "bringup.launch.py"]
+# the container is the Jetson Nano kit's way (today's Orin kit runs Humble natively)
+CMD ["ros2", "launch", "jethexa_dynamics", "bringup.launch.py", "kit:=nano"]

@@ -82,7 +82,7 @@ def test_the_image_builds_in_the_readme_workspace_on_a_base_image_argument():
                    "-e JETSON_MODEL_NAME=JETSON_NANO", "--network host"):
         assert option in run, option
     cmd = next(a for k, a in instructions if k == "CMD")
-    assert cmd == '["ros2", "launch", "jethexa_dynamics", "bringup.launch.py"]'
+    assert cmd == '["ros2", "launch", "jethexa_dynamics", "bringup.launch.py", "kit:=nano"]'   # the Nano kit's way
 
 
 def test_one_numba_numpy_story_pins_what_compat_py310_tests_and_pip_owns_what_rosdep_does_not():
