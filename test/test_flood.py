@@ -74,6 +74,7 @@ def check_model_inputs(seen, node):
     assert all(list(links) == [3] * 6 for _, links in kinds["on_morphology"])
 
 
+@pytest.mark.serial   # its rate bound needs the machine's cores (test/conftest.py)
 def test_flood_of_malformed_messages_is_cheap_and_reaches_no_model():
     g, nodes, w = walking_graph("flood_bus")
     flood = control = None
