@@ -215,7 +215,10 @@ GRAPHS: Dict[str, Dict[str, Any]] = {
         "namespace": "companion",
         "robot_state_publisher": False,
         "nodes": [NodeEntry("stock_adapter", "stock_adapter"), NodeEntry("predictor", "predictor"),
-                  NodeEntry("damage_monitor", "damage_monitor", {"joints_from_commands": True})],
+                  # no joint_states here to wake it (its default wake_on): the adapter's IMU samples do, or
+                  # the commands it polls would wait for its 1 Hz check and every window close a second late
+                  NodeEntry("damage_monitor", "damage_monitor", {"joints_from_commands": True,
+                                                                 "wake_on": "imu/data"})],
         "arguments": [
             Argument("joint_map", "", "the stock joint names and angles -> this package's ('' = Hiwonder's ROS 2 "
                      "map; 'stock=ours:sign:zero, ...', docs/companion.md)", (("stock_adapter", "joint_map"),)),
