@@ -266,6 +266,12 @@ class RobotEmulator(ThinNode):
         if self._ticks % max(1, int(round(rate / self.p["mocap_rate"]))) == 0:
             self._on_mocap()
 
+    def _reset_world(self, exc: Exception) -> None:
+        """The engine failed a step (``SimulationError``): counted, said once, the robot back to standing."""
+        self.sim_failures += 1
+        self.get_logger().error("world: %s; robot reset to standing" % exc)
+        self.engine.reset_standing()
+
     def _on_world(self, now: Optional[float] = None) -> None:
         """The world up to monotonic time ``now`` (default now: the timer's), the reads' angles set for it."""
         with self.lock:
@@ -283,9 +289,7 @@ class RobotEmulator(ThinNode):
                 try:
                     e.advance(target)
                 except self._SimulationError as exc:
-                    self.sim_failures += 1
-                    self.get_logger().error("world: %s; robot reset to standing" % exc)
-                    e.reset_standing()
+                    self._reset_world(exc)
                 return
             t_bus = self.bus.now(now)
             idx = [i for i, j in enumerate(self.joint_names) if j not in self.silenced]
@@ -302,9 +306,7 @@ class RobotEmulator(ThinNode):
                     e.set_joint_targets(goal, move_time=dt, joints=idx)
                     e.advance(target)
             except self._SimulationError as exc:
-                self.sim_failures += 1
-                self.get_logger().error("world: %s; robot reset to standing" % exc)
-                e.reset_standing()
+                self._reset_world(exc)
                 return
             q = e.joint_angles
             if exact:    # reads carry the angles forward to their own time (the engine's time on the bus clock)
