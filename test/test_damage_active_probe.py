@@ -22,9 +22,9 @@ PLANT = dict(mass_scale=1.1, body_com_offset=(0.005, 0.0, 0.0), gyro_bias=(0.01,
 LEGS = ["LF", "LM", "LR", "RF", "RM", "RR"]
 
 
-def _walk(brk, seed=1, **probe_kw):
-    """Walk, break ``brk`` at BREAK, 6 s more; the identifier, the probe and the plant's own margin [m] of its
-    CoM over its other five feet at every command tick of the probe."""
+def _walk(brk, seed=1, gaps=(), **probe_kw):
+    """Walk, break ``brk`` at BREAK, 6 s more (``gaps``: WalkConfig's); the identifier, the probe and the plant's
+    own margin [m] of its CoM over its other five feet at every command tick of the probe."""
     idf = DamageIdentifier()
     probe = ActiveProbe(idf, **probe_kw)
     plant = []
@@ -34,7 +34,8 @@ def _walk(brk, seed=1, **probe_kw):
             feet, _ = eng.foot_states()
             others = [k for k in range(6) if k != probe._run["leg"]]
             plant.append(support_margin(feet[others, :2], eng.center_of_mass()[:2]))
-    walk_streams(WalkConfig(duration=BREAK + 6.0, breaks=[(BREAK, brk)], seed=seed, **PLANT), identifier=idf,
+    walk_streams(WalkConfig(duration=BREAK + 6.0, breaks=[(BREAK, brk)], seed=seed, gaps=list(gaps), **PLANT),
+                 identifier=idf,
                  probe=probe, on_tick=oracle)
     return idf, probe, plant
 
@@ -51,10 +52,12 @@ def test_the_loop_probes_an_ambiguous_leg_and_ends_at_the_exact_count(spec):
     assert model and model[0]["alternatives"], "the walk alone settled it: no probe case"
     (res,) = probe.results
     assert res["probed"] and res["leg"] == leg and res["count"] == links and res["probabilities"][links] >= 0.9
-    # each count's chi^2 per scored value (3 axes x the samples inside the lag margin, 3 each side at 30 ms):
-    # the verdict's count fits best, and the misfits give the probabilities' ratios (Gaussian likelihood)
+    # each count's chi^2 per scored value (3 axes x 2 per Fourier coefficient in (0, band] Hz of the samples inside
+    # the lag margin, 3 each side at 30 ms): the verdict's count fits best, and the misfits give the probabilities'
+    # ratios (Gaussian likelihood)
     m, p = res["misfit_per_value"], res["probabilities"]
-    values = 3 * (res["samples"] - 2 * 3)
+    f = np.fft.rfftfreq(res["samples"] - 2 * 3, ProbeSpec().imu_period)
+    values = 6 * int(np.sum((f > 0) & (f <= ProbeConfig().band)))
     assert min(m, key=m.get) == links
     for c in (0, 1, 2):
         if c != links and p[c] > 1e-300:
@@ -289,18 +292,60 @@ def test_a_probe_that_lost_more_than_a_tenth_of_its_imu_samples_gives_no_verdict
     assert len(results) == 1 and results[0]["samples"] == 200 and results[0]["max_command_gap"] == pytest.approx(0.02)
 
 
-def test_a_probe_whose_command_ticks_came_late_gives_no_verdict_and_the_next_on_time_is_scored():
-    """The models move the leg at every 20 ms tick; a gait (or monitor) starved for 80 ms in the middle of the
-    probe held the leg still where the models moved it: no verdict, naming the gap, and the probe runs again;
-    on time, the second is scored. A gap of 40 ms (one tick lost) is still scored."""
-    late = lambda k, attempt: attempt == 1 and 150 <= k < 157       # noqa: E731 - 4 ticks lost: 100 ms apart
-    idf, results = _by_hand(skip=late)
-    assert [r["attempt"] for r in results] == [1, 2]
-    assert results[0]["count"] is None and "commands came up to 100 ms apart" in results[0]["reason"]
-    assert results[0]["max_command_gap"] == pytest.approx(0.1)
-    assert set(results[1]["probabilities"]) == {0, 1, 2} and results[1]["max_command_gap"] == pytest.approx(0.02)
-    _, results = _by_hand(skip=lambda k, attempt: k == 150)      # the probe runs at k = 80..280
-    assert len(results) == 1 and "probabilities" in results[0] and results[0]["max_command_gap"] == pytest.approx(0.04)
+def test_a_probe_whose_gait_ticks_came_late_is_scored_against_the_commands_as_they_came():
+    """A gait controller starved for 100 ms in the middle of the probe (no command tick: the plant holds the leg
+    there, its sensors go on) moved the leg off the probe's schedule; the models replay the commands as they came,
+    so the probe still names the plant's count (LF:2) with a misfit at the noise's (chi^2 per value ~1; the models
+    on the schedule left 9 per value there, over ``MAX_MISFIT``: no verdict)."""
+    _, probe, _ = _walk("LF:2")
+    t0 = probe.results[0]["t_start"]
+    idf, probe, _ = _walk("LF:2", gaps=[(t0 + 0.9, 0.1, "commands")])
+    (res,) = probe.results
+    assert res["max_command_gap"] == pytest.approx(0.12) and res["samples"] == 200
+    assert res["count"] == 2 and res["probabilities"][2] >= 0.999 and res["misfit_per_value"][2] < 1.3
+    assert idf.morphology == (2, 3, 3, 3, 3, 3)
+
+
+def test_a_probe_driven_by_another_nodes_commands_replays_them():
+    """The node graph's way: the gait controller (here a loop on the probe's request: start ``settle`` after the
+    stand, targets one tick ahead) moves the leg of an engine plant (LF:2, its own break: the oracle) and the
+    monitor hands each command to the probe with its move time; the gait's ticks are 20 ms apart but stop for
+    100 ms mid-probe. The probe replays what was sent, names LF:2 with a misfit at the noise's, and reports the
+    gap; with no command seen during the probe (fewer than half, ``MIN_COMMANDS``) it gives no verdict and probes
+    again."""
+    def run(gap):
+        rng = np.random.default_rng(5)
+        idf = DamageIdentifier()
+        probe = ActiveProbe(idf)
+        idf.events.append({"t": 0.0, "morphology": [1, 3, 3, 3, 3, 3], "source": "model", "probability": 1.0,
+                           "alternatives": [([0, 3, 3, 3, 3, 3], 0.3), ([2, 3, 3, 3, 3, 3], 0.3)]})
+        idf.model_morphology = (1, 3, 3, 3, 3, 3)
+        link = LinkProbe(leg="LF", stance=probe.stance)
+        plant = link.standing_engine(links=2)
+        q = plant.setpoints().copy()
+        t_start = None
+        for k in range(1, 400):
+            plant.step(int(round(0.01 / plant.dt)))
+            t = 0.01 * k
+            gyro, _ = plant.imu()
+            probe.on_imu(t, np.array([1.0, 0.0, 0.0, 0.0]), gyro + rng.normal(0.0, 0.005, 3))
+            if k % 2 or gap(t - (t_start if t_start is not None else math.inf)):
+                continue
+            if t_start is None and probe.active:
+                t_start = t + probe.config.settle      # the request: the stand began at this tick
+            if t_start is not None and -0.02 < t - t_start < 2.0:
+                q[0:3] = link.targets(probe.stance[0:3], t - t_start + 0.02)
+                plant.set_joint_targets(q[0:3], move_time=0.02, joints=np.arange(3))
+            probe.command(t, q, 0.02)
+        return idf, probe.results
+
+    idf, results = run(lambda tau: 0.9 <= tau < 1.0)
+    (res,) = results
+    assert res["max_command_gap"] > 0.099 and res["samples"] == 200
+    assert res["count"] == 2 and res["misfit_per_value"][2] < 1.3 and idf.morphology[0] == 2
+    _, results = run(lambda tau: -0.02 < tau < 2.0)
+    assert results[0]["count"] is None and "of its 100 commands came" in results[0]["reason"]
+    assert results[0]["reason"].endswith("probing again")
 
 
 def test_a_probe_no_count_explains_gives_no_verdict_and_the_next_is_scored():

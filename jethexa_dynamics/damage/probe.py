@@ -88,6 +88,14 @@ class ProbeSpec:
         return (self.coxa_amp * (2 * math.pi * self.coxa_hz + w), self.femur_amp * (2 * math.pi * self.femur_hz + w))
 
 
+def _bridged(g: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """The rows of ``g`` (n, 3) not ``ok`` filled in linearly from the rows around them (the ends held)."""
+    if ok.all():
+        return g
+    k = np.arange(len(g))
+    return np.column_stack([np.interp(k, k[ok], g[ok, a]) for a in range(g.shape[1])])
+
+
 class LinkProbe:
     """The probe of leg ``leg`` of ``robot`` (healthy model; the hypotheses are its breaks ``LEG:n``): targets,
     the model's predicted gyro per link count, and the likelihoods of a measured gyro series.
@@ -138,23 +146,46 @@ class LinkProbe:
         """The leg's joint targets [rad] at probe time ``t``: its stance angles plus the offsets."""
         return np.asarray(q_stance, dtype=float) + self.offsets(t)
 
-    def run(self, engine, noise: Optional[Tuple[np.random.Generator, float]] = None, on_sample=None) -> np.ndarray:
+    def schedule(self, q_stance: Sequence[float]) -> list:
+        """The probe's commands on its own schedule: [(probe time [s], the leg's joint targets [rad], move time
+        [s])], one every ``command_period`` from 0 on, each aiming at the targets one period ahead (the servo
+        reaches them at the end of its move), from the stance angles ``q_stance`` of the leg."""
+        s = self.spec
+        n = int(math.ceil(s.duration / s.command_period - 1e-9))
+        return [(j * s.command_period, self.targets(q_stance, (j + 1) * s.command_period), s.command_period)
+                for j in range(n)]
+
+    def run(self, engine, noise: Optional[Tuple[np.random.Generator, float]] = None, on_sample=None,
+            commands: Optional[Sequence[Tuple[float, Sequence[float], float]]] = None) -> np.ndarray:
         """Run the probe on ``engine`` (standing, the break applied and settled; servo-target mode; or anything
         with its ``setpoints``, ``set_joint_targets``, ``step``, ``imu`` and ``dt``, e.g. ``sim.mjcf``'s
-        ``MujocoServoPlant``): commands every ``command_period``, the gyro [rad/s, body axes] every
-        ``imu_period``; returns (n, 3). ``noise``: (rng, sigma) added to each sample (a test's stand-in for the
-        IMU); ``on_sample(k, engine)`` after each sample (an oracle's look at the plant)."""
+        ``MujocoServoPlant``): the leg's ``commands`` [(probe time [s], its three joint targets [rad], move time
+        [s])], default its ``schedule``, each applied at the IMU sample time nearest its time (one before 0 at 0,
+        one at or after ``duration`` never); the gyro [rad/s, body axes] every ``imu_period``: returns (n, 3) at probe times
+        (k + 1) ``imu_period``. ``noise``: (rng, sigma) added to each sample (a test's stand-in for the IMU);
+        ``on_sample(k, engine)`` after each sample (an oracle's look at the plant)."""
         s = self.spec
-        q0 = engine.setpoints()[self.joints].copy()
-        every = max(1, int(round(s.command_period / s.imu_period)))
-        steps = max(1, int(round(s.imu_period / engine.dt)))
+        if commands is None:
+            commands = self.schedule(engine.setpoints()[self.joints].copy())
+        # each command at the IMU sample nearest its time, after that sample: the engine's servo answers a command
+        # step with a transient of a few ms, which a gyro sampled 1 ms after the step catches and one sampled at it
+        # misses (a measured gyro's phase against the commands is its own; ``misfit``'s lag fit takes up the rest)
+        grid = int(round(s.imu_period / engine.dt))
+        at = [(max(0, grid * int(round(tau / s.imu_period))), np.asarray(q, dtype=float), float(mt))
+              for tau, q, mt in sorted(commands, key=lambda c: c[0]) if tau < s.duration - 1e-9]
         n = int(round(s.duration / s.imu_period))
         out = np.empty((n, 3))
+        i = step = 0
         for k in range(n):
-            if k % every == 0:
-                t_next = (k + every) * s.imu_period
-                engine.set_joint_targets(self.targets(q0, t_next), move_time=s.command_period, joints=self.joints)
-            engine.step(steps)
+            end = int(round((k + 1) * s.imu_period / engine.dt))
+            while i < len(at) and at[i][0] < end:
+                if at[i][0] > step:
+                    engine.step(at[i][0] - step)
+                    step = at[i][0]
+                engine.set_joint_targets(at[i][1], move_time=at[i][2], joints=self.joints)
+                i += 1
+            engine.step(end - step)
+            step = end
             gyro, _ = engine.imu()
             out[k] = gyro if noise is None else gyro + noise[0].normal(0.0, noise[1], 3)
             if on_sample is not None:
@@ -176,22 +207,34 @@ class LinkProbe:
         eng.step(int(round(self.settle / eng.dt)))
         return eng
 
-    def predicted(self, links: int) -> np.ndarray:
-        """The model's gyro series for the probe with the leg at ``links`` links (computed once)."""
+    def predicted(self, links: int, commands=None) -> np.ndarray:
+        """The model's gyro series for the probe with the leg at ``links`` links: on the probe's ``schedule``
+        (computed once), or replaying ``commands`` (``run``'s: the commands the robot was actually sent, e.g. a
+        starved gait controller's late ticks)."""
+        if commands is not None:
+            return self.run(self.standing_engine(links=links), commands=commands)
         if links not in self._predicted:
             self._predicted[links] = self.run(self.standing_engine(links=links))
         return self._predicted[links]
 
-    def misfit(self, gyro: np.ndarray, links: int, max_lag: int = 0) -> float:
+    def misfit(self, gyro: np.ndarray, links: int, max_lag: int = 0, commands=None,
+               band: Optional[float] = None) -> float:
         """chi^2 (= -2 log-likelihood, the constants dropped) of the measured gyro series (n, 3) [rad/s, base_link
-        axes; rows of NaN skipped] against the model's prediction with the leg at ``links`` links: residuals over
-        ``gyro_noise``, a constant bias per axis fitted, the best shift in [-max_lag, max_lag] samples (see
-        ``likelihoods``). 0 when the model is the plant."""
+        axes; rows of NaN skipped] against the model's prediction with the leg at ``links`` links (``predicted``,
+        ``commands`` as there): residuals over ``gyro_noise``, a constant bias per axis fitted, the best shift in
+        [-max_lag, max_lag] samples (see ``likelihoods``). 0 when the model is the plant.
+
+        ``band`` [Hz]: compare only below this frequency (the residual's Fourier coefficients in (0, band], each
+        two values of white noise; rows of NaN bridged linearly first). Above it a gyro holds the servos' answer
+        to each command step (at the 50 Hz command rate and its sidebands, near the 100 Hz IMU's Nyquist
+        frequency), whose sampled size depends on the phase of the commands against the samples and on the servo
+        (the engine's, MuJoCo's, a real one), not on the links; the probe's own motion is at 3-5 Hz. None: every
+        sample as it is."""
         gyro = np.asarray(gyro, dtype=float)
         m = int(max_lag)
         if m < 0:
             raise ValueError("max_lag=%r: a number of samples >= 0" % (max_lag,))
-        pred = self.predicted(int(links))
+        pred = self.predicted(int(links), commands)
         n = min(len(pred), len(gyro))
         if n == 0:
             raise ValueError("gyro: no samples to score")
@@ -200,12 +243,26 @@ class LinkProbe:
         g, ok = self._scored(gyro, m, n)
         if not ok.any():
             raise ValueError("gyro: no samples to score")
+        if band is not None:
+            g, ok = _bridged(g, ok), np.ones(len(g), dtype=bool)
+            keep = self._band(len(g), band)
         best = math.inf
         for lag in range(-m, m + 1):      # measured sample k against predicted sample k - lag
             r = g[ok] - pred[m - lag:n - m - lag][ok]
-            r = r - r.mean(axis=0)          # the constant gyro bias per axis, fitted (profile likelihood)
-            best = min(best, float(np.sum((r / self.gyro_noise) ** 2)))
+            if band is None:
+                r = r - r.mean(axis=0)          # the constant gyro bias per axis, fitted (profile likelihood)
+                chi2 = float(np.sum((r / self.gyro_noise) ** 2))
+            else:                               # Parseval: E|R_k|^2 = n sigma^2 for white noise (the bias is R_0)
+                chi2 = float(2.0 * np.sum(np.abs(np.fft.rfft(r, axis=0)[keep]) ** 2) / (len(r) * self.gyro_noise ** 2))
+            best = min(best, chi2)
         return best
+
+    def _band(self, n: int, band: float) -> np.ndarray:
+        """Which of the ``rfft`` coefficients of ``n`` samples are in (0, ``band``] Hz, below the Nyquist one."""
+        if not (math.isfinite(band) and band > 0.0):
+            raise ValueError("band=%r: a frequency > 0 Hz" % (band,))
+        f = np.fft.rfftfreq(n, self.spec.imu_period)
+        return (f > 0.0) & (f <= band) & (f < 0.5 / self.spec.imu_period)
 
     @staticmethod
     def _scored(gyro: np.ndarray, m: int, n: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -214,12 +271,16 @@ class LinkProbe:
         g = gyro[m:n - m]
         return g, np.all(np.isfinite(g), axis=1)
 
-    def scored_values(self, gyro: np.ndarray, max_lag: int = 0) -> int:
-        """How many values ``misfit`` sums (3 axes of each sample that came, inside the lag margins): its chi^2
-        per value is about 1 when a count explains the gyro down to ``gyro_noise``."""
+    def scored_values(self, gyro: np.ndarray, max_lag: int = 0, band: Optional[float] = None) -> int:
+        """How many values ``misfit`` sums (3 axes of each sample that came, inside the lag margins; with
+        ``band``, 3 axes x 2 per Fourier coefficient kept): its chi^2 per value is about 1 when a count explains
+        the gyro down to ``gyro_noise``."""
         gyro = np.asarray(gyro, dtype=float)
         n = min(int(round(self.spec.duration / self.spec.imu_period)), len(gyro))
-        return 3 * int(self._scored(gyro, int(max_lag), n)[1].sum())
+        g, ok = self._scored(gyro, int(max_lag), n)
+        if band is not None:
+            return 6 * int(self._band(len(g), band).sum())
+        return 3 * int(ok.sum())
 
     def likelihoods(self, gyro: np.ndarray, counts: Sequence[int] = (0, 1, 2), max_lag: int = 0) -> Dict[int, float]:
         """{link count: probability} of the measured gyro series (n, 3) [rad/s; rows of NaN skipped] under each

@@ -192,11 +192,11 @@ class IdentifierWorker(Worker):
         if method == "on_imu":
             probe.on_imu(args[0], args[1], args[2])
             return
-        t, pos, _, idx = args
+        t, pos, t_end, idx = args
         self.sent[np.asarray(idx, dtype=int)] = pos
         before = (probe.active, len(probe.results))
         c0 = time.thread_time()
-        probe.command(t, self.sent)            # (its plan copies what it keeps)
+        probe.command(t, self.sent, t_end - t)      # the gait's command, replayed by the probe's models
         if self.cpu is not None:
             with self._cpu_lock:
                 self.cpu.add("probe", time.thread_time() - c0)
@@ -404,9 +404,13 @@ class DamageMonitor(ThinNode):
                 req = self.probe_request
                 if "t_end" not in r and req is not None and req.action == "probe":    # refused or aborted
                     self._publish_probe(ProbeRequest("cancel", req.id, req.leg), r.get("reason", "ended"))
+                fit = r.get("misfit_per_value", {})
                 self.get_logger().warning("probe %d of %s: %s%s" % (
                     req.id if req is not None else 0, r["leg"], r.get("reason", "ended"),
-                    "" if "cpu_score_s" not in r else " (scored in %.0f ms of CPU)" % (1e3 * r["cpu_score_s"])))
+                    "" if "cpu_score_s" not in r else " (misfit per value %s; %d IMU samples, commands up to %.0f ms "
+                    "apart; scored in %.0f ms of CPU)" % (
+                        ", ".join("%s:%d %.2f" % (r["leg"], c, v) for c, v in sorted(fit.items())), r["samples"],
+                        1e3 * r.get("max_command_gap", 0.0), 1e3 * r["cpu_score_s"])))
                 if r.get("suspect"):
                     self._suspect_probed(r)
             self._publish_status_locked()

@@ -77,8 +77,9 @@ class WalkConfig:
     joint_rate: float = 50.0
     imu_rate: float = 100.0
     settle: float = 0.5                                             # s standing before the first command
-    # (t s, duration s, "stall" | "sensors"): "stall" = the controller's executor stalls (no command, no
-    # joint state, no IMU sample; the plant holds its last targets), "sensors" = only joints and IMU drop out
+    # (t s, duration s, "stall" | "sensors" | "commands"): "stall" = the controller's executor stalls (no
+    # command, no joint state, no IMU sample; the plant holds its last targets), "sensors" = only joints and IMU
+    # drop out, "commands" = only the gait's ticks stop (a gait controller starved in a process of its own)
     gaps: List[Tuple[float, float, str]] = field(default_factory=list)
     recovery: bool = False           # the gait controller's damage recovery: a re-planned gait per morphology
     stall_on_switch: float = 0.0     # s the executor stalls when the gait follows a new morphology (a re-plan
@@ -175,7 +176,7 @@ def walk_streams(cfg: WalkConfig, identifier=None, truth: Optional[list] = None,
             walker.set_morphology(links)          # what gait_controller does on `morphology`
             if cfg.stall_on_switch > 0.0:
                 gaps.append((t, cfg.stall_on_switch, "stall"))
-        if t >= t_next["cmd"] - 1e-9 and silent(t, ("stall",)):
+        if t >= t_next["cmd"] - 1e-9 and silent(t, ("stall", "commands")):
             t_next["cmd"] += dt_c                 # the gait controller's timer does not run
         if t >= t_next["cmd"] - 1e-9:
             tw = t - cfg.settle
