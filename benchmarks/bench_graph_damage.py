@@ -324,7 +324,8 @@ def main(argv=None):
             args.composed, args.plant, args.interface, args.mass_scale, 1e3 * args.com_shift,
             "silent break (breaks)" if args.kind == "break" else "loss (damage)", args.before, args.speed,
             "".join("; %s.%s = %r" % (n, k, v) for n, d in args.overrides.items() for k, v in d.items())),
-        "- shared machine: 2 cores shared with 7 other sessions; runs may be slowed"]
+        "- load average at the start: %.2f %.2f %.2f (1, 5, 15 min)" % os.getloadavg()]
+    load0 = os.getloadavg()[0]
     print("\n".join(head), flush=True)
     rec_rows, id_rows, holds, exact, touched, done = [], [], 0, 0, 0, []
     for case in cases:
@@ -345,6 +346,8 @@ def main(argv=None):
         print(row, flush=True)
         print(irow, "  world lag events, real-time factor: %s; startup %.0f s" % (res["lag_events"],
                                                                                 res["startup_s"]), flush=True)
+    head.append("- load average at the end: %.2f %.2f %.2f (1, 5, 15 min)" % os.getloadavg())
+    load1 = os.getloadavg()[0]
     summary_r = "holds (speed >= 60 %%, |yaw| <= 2 deg, |drift| <= 3 cm, upright): %d/%d" % (holds, len(done))
     summary_i = "exact within %g s: %d/%d; other legs touched in %d" % (args.exact_within, exact, len(done), touched)
     rec = "\n".join(["# Recovered speed in the running graph (`benchmarks/bench_graph_damage.py`)", ""] + head + [
@@ -353,7 +356,7 @@ def main(argv=None):
         "", IDENTIFY_HEADER % args.exact_within] + id_rows + ["", summary_i])
     print("\n" + rec + "\n\n" + ide)
     date = head[0].split(": ", 1)[1]
-    machine = head[1].split(": ", 1)[1] + " (shared with 7 other sessions)"
+    machine = "%s (load average %.1f at the start, %.1f at the end)" % (head[1].split(": ", 1)[1], load0, load1)
     command = "python benchmarks/bench_graph_damage.py %s" % " ".join(sys.argv[1:] if argv is None else argv)
     cases_text = "%d single-leg %s" % (len(done), "silent breaks" if args.kind == "break" else "losses")
     for path, text, row in (
