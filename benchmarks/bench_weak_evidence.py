@@ -91,8 +91,8 @@ def main(argv=None):
     desc = describe("mujoco")
     desc[0] = "- date: " + date                  # the run's start, as in the front matter
     lines = ["# Weak evidence in the running graph: a leg lost only from joint_states", ""] + desc + [
-        "- load average %.1f at the start, %.1f at the end (1 min); the world's clock is the reference, wall time is "
-        "not" % (load0, os.getloadavg()[0]), "",
+        "- load average %.1f at the start, %.1f at the end (1 min); the world's clock is the reference, wall time "
+        "is not" % (load0, os.getloadavg()[0]), "",
         "The sim graph on `interface:=topics` (no servo_driver, no imu: the world publishes joint_states and imu/data), "
         "recovery on, damage_monitor's defaults (identifier and probe on), one process over DDS "
         "(`jethexa_dynamics.nodes.damage_run`), predictor_rate %g Hz, walking at 0.05 m/s; the damage 8 s into the "
@@ -128,8 +128,8 @@ def main(argv=None):
                             "target": "nothing changes: %s" % ("met" if same else "NOT met")})
     command = "python benchmarks/bench_weak_evidence.py --runs %d --plants %s --predictor-rate %g" % (
         args.runs, ",".join(plants), args.predictor_rate)
-    write_results("\n".join(lines), args.out, front_matter(date, "%s (load average %.1f at the start, %.1f at the end)" % (
-        machine(), load0, os.getloadavg()[0]), command, current))
+    machine_load = "%s (load average %.1f at the start, %.1f at the end)" % (machine(), load0, os.getloadavg()[0])
+    write_results("\n".join(lines), args.out, front_matter(date, machine_load, command, current))
     return 0
 
 

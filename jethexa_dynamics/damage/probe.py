@@ -161,8 +161,8 @@ class LinkProbe:
         with its ``setpoints``, ``set_joint_targets``, ``step``, ``imu`` and ``dt``, e.g. ``sim.mjcf``'s
         ``MujocoServoPlant``): the leg's ``commands`` [(probe time [s], its three joint targets [rad], move time
         [s])], default its ``schedule``, each applied at the IMU sample time nearest its time (one before 0 at 0,
-        one at or after ``duration`` never); the gyro [rad/s, body axes] every ``imu_period``: returns (n, 3) at probe times
-        (k + 1) ``imu_period``. ``noise``: (rng, sigma) added to each sample (a test's stand-in for the IMU);
+        one at or after ``duration`` never); the gyro [rad/s, body axes] every ``imu_period``: returns (n, 3) at probe
+        times (k + 1) ``imu_period``. ``noise``: (rng, sigma) added to each sample (a test's stand-in for the IMU);
         ``on_sample(k, engine)`` after each sample (an oracle's look at the plant)."""
         s = self.spec
         if commands is None:
