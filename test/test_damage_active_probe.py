@@ -252,16 +252,24 @@ def test_a_body_tipped_during_the_probe_aborts_it_and_gives_no_verdict():
     assert idf.morphology == (3, 0, 3, 3, 3, 3)
 
 
+def _named(leg, links, alternatives, t=1.0):
+    """An identifier whose model event at ``t`` [s] names leg index ``leg`` with ``links`` links, the counts
+    ``alternatives`` listed beside it (0.3 each), and its probe."""
+    idf = DamageIdentifier()
+    probe = ActiveProbe(idf)
+    morphology = lambda n: [n if j == leg else 3 for j in range(6)]       # noqa: E731
+    idf.events.append({"t": t, "morphology": morphology(links), "source": "model", "probability": 1.0,
+                       "alternatives": [(morphology(c), 0.3) for c in alternatives]})
+    idf.model_morphology = tuple(morphology(links))
+    return idf, probe
+
+
 def _by_hand(drop=lambda k, attempt: False, skip=lambda k, attempt: False, seconds=8.0, noise=lambda attempt: 0.0):
     """The probe driven by hand on LM (a model event with alternatives): IMU samples at 100 Hz (level, still;
     white gyro noise of ``noise(attempt)`` rad/s), command ticks at 50 Hz, ``drop(k, attempt)`` /
     ``skip(k, attempt)`` lose the k-th sample / tick."""
     rng = np.random.default_rng(3)
-    idf = DamageIdentifier()
-    probe = ActiveProbe(idf)
-    idf.events.append({"t": 1.0, "morphology": [3, 0, 3, 3, 3, 3], "source": "model", "probability": 1.0,
-                       "alternatives": [([3, 1, 3, 3, 3, 3], 0.3), ([3, 2, 3, 3, 3, 3], 0.3)]})
-    idf.model_morphology = (3, 0, 3, 3, 3, 3)
+    idf, probe = _named(1, 0, (1, 2))
     level = np.array([1.0, 0.0, 0.0, 0.0])
     for k in range(int(round(seconds / 0.01))):
         t = 1.0 + 0.01 * k
@@ -315,11 +323,7 @@ def test_a_probe_driven_by_another_nodes_commands_replays_them():
     again."""
     def run(gap):
         rng = np.random.default_rng(5)
-        idf = DamageIdentifier()
-        probe = ActiveProbe(idf)
-        idf.events.append({"t": 0.0, "morphology": [1, 3, 3, 3, 3, 3], "source": "model", "probability": 1.0,
-                           "alternatives": [([0, 3, 3, 3, 3, 3], 0.3), ([2, 3, 3, 3, 3, 3], 0.3)]})
-        idf.model_morphology = (1, 3, 3, 3, 3, 3)
+        idf, probe = _named(0, 1, (0, 2), t=0.0)
         link = LinkProbe(leg="LF", stance=probe.stance)
         plant = link.standing_engine(links=2)
         q = plant.setpoints().copy()
