@@ -325,3 +325,37 @@ def test_measured_joint_angles_within_limits_plus_margin():
     validate.joint_state(JOINTS, [1.0 + 0.9 * m] * 18, [], [], JOINTS, lower=lo, upper=hi)
     with pytest.raises(validate.InvalidMessage, match=r"joint_states.position\[0\] \(coxa_joint_LF\) = 50.0000 rad"):
         validate.joint_state(JOINTS, [50.0] * 18, [], [], JOINTS, lower=lo, upper=hi)
+
+
+def test_a_quaternion_is_read_from_the_serialized_message_where_rclpy_put_it():
+    """``messages.raw_quaternion`` against rclpy's own serializer (the oracle): Imu, PoseStamped and Odometry with
+    frame ids of every length mod 8 (the CDR padding), the quaternion and the float64 after it as they were set."""
+    pytest.importorskip("rclpy")
+    from geometry_msgs.msg import PoseStamped
+    from nav_msgs.msg import Odometry
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import Imu
+
+    rng = np.random.default_rng(0)
+    for n in range(12):
+        for msg_type in (Imu, PoseStamped, Odometry):
+            m = msg_type()
+            m.header.frame_id = "f" * n
+            if msg_type is Imu:
+                o = m.orientation
+                m.orientation_covariance[0] = -1.0
+            elif msg_type is PoseStamped:
+                o = m.pose.orientation
+                m.pose.position.z = 0.7
+            else:
+                m.child_frame_id = "c" * (n % 5)
+                o = m.pose.pose.orientation
+                m.pose.pose.position.z = 0.7
+            q = rng.normal(size=4)
+            o.x, o.y, o.z, o.w = map(float, q)
+            raw = serialize_message(m)
+            got, after = validate.raw_quaternion(raw, *validate.QUATERNION_AT[msg_type.__name__][:2])
+            assert np.array_equal(got, q), (msg_type, n)
+            assert after == (-1.0 if msg_type is Imu else None if msg_type is PoseStamped else 0.0)
+            assert validate.raw_quaternion(raw[:20], 1, 3) is None                 # too short: the decoder's
+            assert validate.raw_quaternion(b"\x00\x09" + raw[2:], 0, 0) is None    # not plain CDR: the same

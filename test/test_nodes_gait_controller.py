@@ -416,3 +416,66 @@ def test_a_probe_request_from_a_node_that_is_not_the_morphology_authority_moves_
         assert g.spin_error is None and gc.errors == 0
     finally:
         g.close()
+
+
+def test_a_bad_quaternion_is_rejected_before_the_message_is_decoded(monkeypatch):
+    """The heading hold's inputs (recovery on): an imu/data or predicted/odom whose quaternion is not a finite unit
+    one is rejected from its serialized bytes, with the line the decoded check gives, and never decoded (the
+    oracle: the node's decoders, counted); a valid one is decoded and taken. An Imu without orientation
+    (covariance[0] = -1, imu/data_raw's layout) is not checked for one and is taken."""
+    from nav_msgs.msg import Odometry
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import Imu
+
+    from jethexa_dynamics.nodes import _common
+
+    decoded = []
+    real = _common.decoder
+
+    def counting(msg_type, topic=""):
+        fn = real(msg_type, topic)
+
+        def decode(raw):
+            decoded.append(topic)
+            return fn(raw)
+        return decode
+    monkeypatch.setattr(_common, "decoder", counting)
+    g = Graph()
+    try:
+        gc = g.add(GaitController, {"recovery": True})
+        subs = {s.topic_name.lstrip("/"): s.callback for s in gc.subscriptions}
+        stamp = gc.get_clock().now().to_msg()
+
+        def imu(q_xyzw, cov0=0.0004, gyro_z=0.0):
+            m = Imu()
+            m.header.stamp, m.header.frame_id = stamp, "imu_link"
+            m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w = q_xyzw
+            m.orientation_covariance[0] = cov0
+            m.angular_velocity.z = gyro_z
+            return serialize_message(m)
+
+        def odom(q_xyzw):
+            m = Odometry()
+            m.header.stamp, m.header.frame_id, m.child_frame_id = stamp, "odom", "base_link"
+            o = m.pose.pose.orientation
+            o.x, o.y, o.z, o.w = q_xyzw
+            return serialize_message(m)
+
+        for topic, raw, field in (("imu/data", imu((0.0, 0.0, 0.0, 0.6)), "imu/data.orientation"),
+                                  ("imu/data", imu((math.nan, 0.0, 0.0, 1.0)), "imu/data.orientation"),
+                                  ("predicted/odom", odom((0.0, 0.0, 0.0, 0.0)),
+                                   "predicted/odom.pose.pose.orientation")):
+            before = gc.rejected.get(topic, 0)
+            subs[topic](raw)
+            assert gc.rejected[topic] == before + 1 and gc.last_rejection.startswith("%s: %s" % (topic, field)), \
+                gc.last_rejection
+        assert decoded == []
+        n = sum(gc.rejected.values())
+        subs["imu/data"](imu((0.0, 0.0, 0.0, 0.0), cov0=-1.0, gyro_z=0.25))
+        assert gc._gyro == 0.25
+        subs["imu/data"](imu((0.0, 0.0, 0.0, 1.0), gyro_z=0.5))
+        subs["predicted/odom"](odom((0.0, 0.0, 0.0, 1.0)))
+        assert sum(gc.rejected.values()) == n and gc._gyro == 0.5
+        assert decoded == ["imu/data", "imu/data", "predicted/odom"]
+    finally:
+        g.close()

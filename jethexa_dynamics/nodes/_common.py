@@ -35,6 +35,7 @@ except ImportError:  # Humble
 
 from jethexa_dynamics.errors import OversizeMessage
 from jethexa_dynamics.hardware.errors import ParameterError
+from jethexa_dynamics.model.se3 import QUAT_NORM_TOL
 from jethexa_dynamics.nodes import messages as _messages
 from jethexa_dynamics.nodes.executor import POLLED, LeanExecutor
 from jethexa_dynamics.nodes.messages import InputError, InvalidMessage
@@ -356,12 +357,15 @@ class ThinNode(Node):
         return wrapped
 
     def intake(self, msg_type, topic: str, callback: Callable, stamped: bool = False,
-               decode: bool = True) -> Callable:
+               decode: bool = True, unit_quaternion: bool = False) -> Callable:
         """``callback(msg)`` (or ``callback(msg, info)``) behind the checks a serialized message passes before it
         is decoded, cheapest first: its size (``max_bytes``: a huge message would cost its decoding first; fewer
-        bytes than an empty message's cannot decode), and
+        bytes than an empty message's cannot decode),
         with ``stamped`` its header stamp (read from the first bytes; ``messages.stamp`` against the node's
-        ``stamp_tolerance``: stale, future and absurd stamps). Returns a function of the serialized message
+        ``stamp_tolerance``: stale, future and absurd stamps), and with ``unit_quaternion`` its quaternion
+        (``messages.QUATERNION_AT``; an Imu's only when its orientation covariance[0] is not -1): finite and of unit
+        norm, as ``callback`` checks it after decoding, so that garbage costs less than a message taken (the
+        decoding is most of a small message's cost). Returns a function of the serialized message
         (``raw=True`` subscriptions) that raises ``InvalidMessage`` naming the field, or decodes the message
         (``decode=False``: hands the serialized message on, for ``decoder(msg_type)`` later) and returns what
         ``callback`` returns."""
@@ -369,6 +373,12 @@ class ThinNode(Node):
         limit = max_bytes(msg_type)
         least = len(_rclpy.rclpy_serialize(msg_type(), msg_type))     # every string and array empty
         field = topic + ".header.stamp"
+        strings, values, name = _messages.QUATERNION_AT.get(msg_type.__name__, (0, 0, "")) if unit_quaternion \
+            else (0, 0, "")
+        if unit_quaternion and not name:
+            raise ValueError("unit_quaternion: %s has no quaternion layout in messages.QUATERNION_AT"
+                             % msg_type.__name__)
+        imu, q_field, tol = msg_type.__name__ == "Imu", topic + name, QUAT_NORM_TOL
 
         def checked(raw):
             n = len(raw)
@@ -383,6 +393,13 @@ class ThinNode(Node):
                 if unpack is not None:
                     sec, nanosec = unpack.unpack_from(raw, 4)
                     _messages.stamp(field, sec, nanosec, self.now_sec(), self.p["stamp_tolerance"])
+            if name:
+                got = _messages.raw_quaternion(raw, strings, values)
+                if got is not None and not (imu and got[1] == -1.0):
+                    x, y, z, w = got[0]
+                    norm = math.sqrt(x * x + y * y + z * z + w * w)
+                    if not abs(norm - 1.0) <= tol:          # NaN too: the check's own line names it
+                        _messages.quaternion(q_field, got[0])
             return decode_raw(raw) if decode else raw
 
         try:
@@ -398,14 +415,14 @@ class ThinNode(Node):
         return take
 
     def sub(self, msg_type, topic: str, callback: Callable, qos=RELIABLE_QOS, wake: bool = True,
-            stamped: bool = False, decode: bool = True):
+            stamped: bool = False, decode: bool = True, unit_quaternion: bool = False):
         """A guarded subscription, its messages taken serialized and checked before they are decoded
-        (``intake``: size; with ``stamped`` the header stamp against ``stamp_tolerance``; ``decode=False``: the
-        callback gets the serialized message). ``wake=False``: polled (``nodes.executor``): its messages do not
+        (``intake``: size; with ``stamped`` the header stamp against ``stamp_tolerance``; with ``unit_quaternion``
+        its quaternion; ``decode=False``: the callback gets the serialized message). ``wake=False``: polled (``nodes.executor``): its messages do not
         wake the executor but are taken at the node's next wake-up (its cycle timer or pacing topic), before the
         cycle."""
         sub = self.create_subscription(msg_type, topic, self.guard(topic, self.intake(
-            msg_type, topic, callback, stamped, decode)), qos, raw=True)
+            msg_type, topic, callback, stamped, decode, unit_quaternion)), qos, raw=True)
         if not wake:
             setattr(sub, POLLED, True)
         return sub

@@ -124,8 +124,9 @@ class GaitController(ThinNode):
         self.probe_sub = subscribe_morphology(self, self._on_probe_request, LATCHED_QOS, "damage/probe",
                                               DiagnosticStatus)
         if self.p["recovery"]:
-            self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS, wake=False, stamped=True)
-            self.sub(Odometry, "predicted/odom", self._on_odom, RELIABLE_QOS, wake=False, stamped=True)
+            self.sub(Imu, "imu/data", self._on_imu, SENSOR_QOS, wake=False, stamped=True, unit_quaternion=True)
+            self.sub(Odometry, "predicted/odom", self._on_odom, RELIABLE_QOS, wake=False, stamped=True,
+                     unit_quaternion=True)
         self.rate_timer("control_rate", self._on_tick, "control")
         self._diag_timer = self.timer(1.0, self._on_diag, "diagnostics")
         self._last_tick = time.monotonic()

@@ -7,6 +7,7 @@ rejecting the message and carrying on.
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -185,6 +186,38 @@ def quaternion(field: str, xyzw: Sequence[float]) -> np.ndarray:
     """Check a quaternion (x, y, z, w): finite, norm within ``1 +- model.se3.QUAT_NORM_TOL`` (the package's one
     tolerance); returns it normalised."""
     return unit_quat(finite_vector(field, xyzw, 4), field, InvalidMessage)
+
+
+#: where the quaternion of a stamped message is in its serialized form: (strings after the header's frame_id,
+#: float64 values after those, the field's name after the topic), by the message type's name
+QUATERNION_AT = {"Imu": (0, 0, ".orientation"), "PoseStamped": (0, 3, ".pose.orientation"),
+                 "Odometry": (1, 3, ".pose.pose.orientation")}
+_CDR = {0x00: ">", 0x01: "<", 0x06: ">", 0x07: "<"}     # plain CDR and XCDR2, big and little endian
+
+
+def raw_quaternion(raw: bytes, strings: int, values: int) -> Optional[Tuple[Tuple[float, ...], Optional[float]]]:
+    """((x, y, z, w), the float64 after it or None) of a serialized stamped message (``sensor_msgs/Imu``: its
+    ``orientation`` and ``orientation_covariance[0]``; the layouts in ``QUATERNION_AT``) read from the bytes, without
+    decoding: the header (stamp, ``frame_id``), ``strings`` more strings, ``values`` float64s, then the quaternion.
+    None when the bytes are not plain CDR or too short for it (the decoder judges those)."""
+    endian = _CDR.get(raw[1]) if len(raw) > 16 else None
+    if endian is None:
+        return None
+    pos = 8                                    # data offsets (after the 4-byte encapsulation): the stamp is 0..8
+    for _ in range(1 + strings):
+        pos = (pos + 3) & ~3                   # a string: uint32 length (with its NUL), aligned to 4, its bytes
+        if len(raw) < 4 + pos + 4:
+            return None
+        pos += 4 + int.from_bytes(raw[4 + pos:8 + pos], "little" if endian == "<" else "big")
+    pos = ((pos + 7) & ~7) + 8 * values        # float64s aligned to 8
+    if len(raw) < 4 + pos + 32:
+        return None
+    q = _QUAT[endian].unpack_from(raw, 4 + pos)
+    return q, (_DOUBLE[endian].unpack_from(raw, 4 + pos + 32)[0] if len(raw) >= 4 + pos + 40 else None)
+
+
+_QUAT = {e: struct.Struct(e + "4d") for e in "<>"}
+_DOUBLE = {e: struct.Struct(e + "d") for e in "<>"}
 
 
 def twist(linear: Sequence[float], angular: Sequence[float], max_linear: float, max_angular: float,

@@ -123,10 +123,12 @@ class PredictorNode(ThinNode):
         # periods (reset by every sample) hands the cycle back to it when the IMU falls silent
         self.pacer = CyclePacer(1.0 / self.p["rate"])
         self.governor = self._new_governor()
-        self._imu_sample = self.guard("imu/data", self.intake(Imu, "imu/data", self._on_imu, stamped=True))
+        self._imu_sample = self.guard("imu/data", self.intake(Imu, "imu/data", self._on_imu, stamped=True,
+                                                              unit_quaternion=True))
         self._paced_cycle = self.guard("predict", self._on_tick)
         self.create_subscription(Imu, "imu/data", self._on_imu_arrival, SENSOR_QOS, raw=True)
-        self.sub(PoseStamped, "mocap/pose", self._on_mocap, SENSOR_QOS, wake=False, stamped=True)
+        self.sub(PoseStamped, "mocap/pose", self._on_mocap, SENSOR_QOS, wake=False, stamped=True,
+                 unit_quaternion=True)
         self.morphology_sub = subscribe_morphology(self, self._on_morphology, LATCHED_QOS)  # authority only
         if self.p["body_estimate"]:
             self.sub(InertiaStamped, "body/inertia", self._on_body, RELIABLE_QOS, wake=False, stamped=True)
