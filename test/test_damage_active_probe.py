@@ -308,6 +308,8 @@ def test_a_probe_whose_gait_ticks_came_late_is_scored_against_the_commands_as_th
     _, probe, _ = _walk("LF:2")
     t0 = probe.results[0]["t_start"]
     idf, probe, _ = _walk("LF:2", gaps=[(t0 + 0.9, 0.1, "commands")])
+    with pytest.raises(ValueError, match="gaps: .*one of stall, sensors, commands"):
+        WalkConfig(gaps=[(t0, 0.1, "command")])
     (res,) = probe.results
     assert res["max_command_gap"] == pytest.approx(0.12) and res["samples"] == 200
     assert res["count"] == 2 and res["probabilities"][2] >= 0.999 and res["misfit_per_value"][2] < 1.3

@@ -57,6 +57,10 @@ MAX_PLANT_SLOPE = math.radians(20.0)
 MAX_COM_OFFSET = 0.05
 
 
+#: the kinds of WalkConfig.gaps: what stops during one
+GAP_KINDS = ("stall", "sensors", "commands")
+
+
 @dataclass
 class WalkConfig:
     """What the plant does (``duration`` s, ``segments``, silent ``breaks``, executor/sensor ``gaps``) and how its
@@ -100,6 +104,9 @@ class WalkConfig:
             if not (math.isfinite(t) and t >= 0.0):
                 raise ValueError("friction patch at t=%r: the time must be finite and >= 0 s" % (t,))
             ContactModel(friction="coulomb", mu=mu)      # its own check names mu and the allowed range
+        for gap in self.gaps:
+            if len(gap) != 3 or gap[2] not in GAP_KINDS or not all(math.isfinite(v) and v >= 0.0 for v in gap[:2]):
+                raise ValueError("gaps: %r: (t >= 0 s, duration >= 0 s, one of %s)" % (gap, ", ".join(GAP_KINDS)))
 
 
 def walk_streams(cfg: WalkConfig, identifier=None, truth: Optional[list] = None, probe=None, on_tick=None,
