@@ -1,6 +1,7 @@
 """servo_driver against the pty bus emulator over real DDS: commands, joint_states, diagnostics, services,
 silenced servo -> damage_monitor, bad input, torque off on shutdown."""
 import math
+import os
 import time
 
 import numpy as np
@@ -268,3 +269,22 @@ def test_the_gil_switches_faster_only_for_the_body_estimates_dithered_reads(dith
         g.close()
         emu.stop()
         sys.setswitchinterval(before)
+
+
+def test_commands_before_the_bus_first_opens_are_dropped_not_rejected():
+    """At start-up the gait may command before the port appears (the emulator compiling, the board's USB): a valid
+    command then has nothing to move and is no bad input: dropped and counted (``commands_before_open`` on
+    /diagnostics), not rejected; a malformed one is still rejected."""
+    from rclpy.serialization import serialize_message
+
+    g = Graph()
+    try:
+        drv = g.add(ServoDriver, {"port": "/tmp/jethexa_no_such_port_%d" % os.getpid()})
+        take = next(s.callback for s in drv.subscriptions if s.topic_name.endswith("joint_commands"))
+        take(serialize_message(traj(JOINTS[:1], [0.2])))
+        take(serialize_message(traj(JOINTS[:1], [0.1])))
+        assert drv.joints is None and drv.commands_before_open == 2 and drv.rejected == {}
+        take(serialize_message(traj(JOINTS[:1], [math.nan])))
+        assert drv.rejected == {"joint_commands": 1} and drv.commands_before_open == 2
+    finally:
+        g.close()

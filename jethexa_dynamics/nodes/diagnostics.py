@@ -108,6 +108,8 @@ KEYS: Dict[str, Tuple[Status, ...]] = {
             "legs)",
             K("port", "the serial device"),
             K("commands_applied", "joint_commands messages sent to the servos"),
+            K("commands_before_open", "valid joint_commands that came before the bus first opened (start-up: "
+              "dropped, not counted as rejected; after a bus failure they are rejected)"),
             K("bus_silent_s", "seconds since any servo answered"),
             K("led_alarm", "the configured LED alarm setting (parameter led_alarm)")),
         Status("servo <id> (<joint>)", "one per servo, all at diagnostics_rate, the faulty ones (missed replies, "

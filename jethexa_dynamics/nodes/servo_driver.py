@@ -247,6 +247,10 @@ class ServoDriver(ThinNode):
         self._open_next_log = 0.0
         self.commanded: Dict[str, float] = {}
         self.commands_applied = 0
+        # valid commands that came before the bus first opened: the gait starts before the port appears (the
+        # emulator compiling, the board's USB enumerating); nothing to move yet, and no bad input: dropped, counted
+        self.commands_before_open = 0
+        self._opened = False
         self.state_pub = self.create_publisher(JointState, "joint_states", SENSOR_QOS)
         self.setpoint_pub = self.create_publisher(JointState, "joint_states/setpoint", SENSOR_QOS)
         self.setpoints_sent = 0        # joint_states/setpoint messages published
@@ -299,6 +303,7 @@ class ServoDriver(ThinNode):
             return False
         self.joints = JointServoBus(bus, self.table, read_timeout=self.p["reply_timeout"],
                                     line_model=self.p["line_model"])
+        self._opened = True
         self.open_error = ""
         self.get_logger().info("servo bus open on %s (%s, %d baud, %d servos)" % (
             self.p["port"], self.p["transport"], self.p["baudrate"], len(self.table)))
@@ -350,6 +355,9 @@ class ServoDriver(ThinNode):
         points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
         idx, pos, t = validate.trajectory(msg.joint_names, points, self.joint_names, self.lower, self.upper)
         if self.joints is None:
+            if not self._opened:
+                self.commands_before_open += 1
+                return
             raise validate.CannotServe("joint_commands: servo bus not open (%s)" % self.open_error)
         if self.joints.emergency_stopped:
             raise validate.CannotServe("joint_commands: emergency stop active (call ~/set_torque true to resume)")
@@ -582,13 +590,15 @@ class ServoDriver(ThinNode):
             with self._tracker_lock:
                 silent = self.tracker.bus_silent_for(time.monotonic())
             if joints is None:
-                statuses.insert(0, self.node_status(self.open_error or "opening the bus", 2))
+                statuses.insert(0, self.node_status(self.open_error or "opening the bus", 2, [
+                    ("commands_before_open", self.commands_before_open)]))
             else:
                 level, message = (1, "e-stop active") if joints.emergency_stopped else (0, "running")
                 if silent > 1.0 and self.p["reads_per_cycle"] > 0:
                     level, message = 2, "no servo has answered for %.1f s (bus, wiring or servo power?)" % silent
                 statuses.insert(0, self.node_status(message, level, [
                     ("port", self.p["port"]), ("commands_applied", self.commands_applied),
+                    ("commands_before_open", self.commands_before_open),
                     ("bus_silent_s", silent), ("led_alarm", self.p["led_alarm"])]))
         if full and self.board is not None:
             statuses.insert(1, self.board.status(time.monotonic()))
