@@ -198,8 +198,10 @@ class ActiveProbe:
     ``margin_planned`` [m], ``cpu_plan_s``; once scored ``t_end`` [s], ``probabilities`` {count: p}, ``count``
     (None when no count reaches ``decide``), ``taken`` (the count handed to the identifier, None if its own
     stays), ``samples`` (IMU samples scored), ``margin_min`` [m] (the model's margin watched at the IMU's
-    attitude) and ``cpu_score_s`` (the three models); ``cpu_watch_s`` the margin watched over the probe. CPU
-    times [s] are the calling thread's (``time.thread_time``: in a node, its worker's alone).
+    attitude) and ``cpu_score_s`` (the three models); ``cpu_watch_s`` the margin watched over the probe;
+    ``again`` (no verdict: a probe of the leg runs once more), ``withdrawn`` (a suspect probe ended because its
+    weak evidence went away), ``suspect``, ``present`` (a suspect leg found there). CPU times [s] are the calling
+    thread's (``time.thread_time``: in a node, its worker's alone).
     """
 
     def __init__(self, identifier, robot: Optional[LeggedRobot] = None, body=None,
@@ -286,7 +288,8 @@ class ActiveProbe:
         someone else with that move time: a node graph's gait controller, whose ticks may come late)."""
         if self._run is not None and self._run["result"].get("suspect") and self._run["leg"] in self._withdrawn:
             run, self._run = self._run, None
-            run["result"]["reason"] = "withdrawn: the weak evidence on %s went away" % run["result"]["leg"]
+            run["result"].update(withdrawn=True,
+                                 reason="withdrawn: the weak evidence on %s went away" % run["result"]["leg"])
             joints = np.arange(3 * run["leg"], 3 * run["leg"] + 3)
             return joints, run["q"][joints] if "q" in run else self.stance[joints], STANCE_MOVE_TIME
         if self._run is None and not self._start(float(t)):
@@ -492,7 +495,8 @@ class ActiveProbe:
         """No count taken (the identifier's stays); run once more (``RETRIES``): a starved graph may have its CPU
         back, a leg held or pushed during the probe may be free. ``leg``: the probed leg's index."""
         again = result["attempt"] <= RETRIES
-        result.update(count=None, taken=None, reason="no verdict: " + why + ("; probing again" if again else ""))
+        result.update(count=None, taken=None, again=again,
+                      reason="no verdict: " + why + ("; probing again" if again else ""))
         if again:
             self._retry = {"leg": leg, "named": self.identifier.morphology[leg], "result": result,
                            "attempt": result["attempt"] + 1}

@@ -22,8 +22,8 @@ On weak evidence the gait stands still on every foot it has and says why; it wal
 comes (the monitor publishes it just before the morphology; either may arrive first) or when the morphology is
 corrected. This package's monitor does not leave it there: a loss on ``joint_states`` alone is first checked by the
 active probe and published only on its verdict (strong, ``model``) or, when the probe cannot settle it, on its weak
-evidence (``nodes/damage_monitor.py``; docs/identification.md). Links that come back (a reset, a corrected false alarm) need no evidence: adding support never
-drops the body.
+evidence (``nodes/damage_monitor.py``; docs/identification.md). Links that come back (a reset, a corrected false
+alarm) need no evidence: adding support never drops the body.
 
 Motion that no morphology explains (an obstacle, a shortened foot; the identifier's ``unexplained``) is said on
 the same message, key ``unexplained`` = ``true``; a seized joint (its servo answers, the joint follows no

@@ -11,7 +11,6 @@ import inspect
 import math
 import os
 import signal
-import struct
 import sys
 import threading
 import time
@@ -35,7 +34,6 @@ except ImportError:  # Humble
 
 from jethexa_dynamics.errors import OversizeMessage
 from jethexa_dynamics.hardware.errors import ParameterError
-from jethexa_dynamics.model.se3 import QUAT_NORM_TOL
 from jethexa_dynamics.nodes import messages as _messages
 from jethexa_dynamics.nodes.executor import POLLED, LeanExecutor
 from jethexa_dynamics.nodes.messages import InputError, InvalidMessage
@@ -83,12 +81,6 @@ MAX_BYTES_BY_TYPE = {
     "std_msgs/msg/UInt8MultiArray": 4096, "diagnostic_msgs/msg/DiagnosticStatus": 16 * 1024,
     "sensor_msgs/msg/JointState": 16 * 1024, "trajectory_msgs/msg/JointTrajectory": 16 * 1024,
 }
-#: CDR encapsulation (the 2nd byte of a serialized message): byte order of the plain encodings, in which a
-#: message that starts with a std_msgs/Header has its stamp (int32 sec, uint32 nanosec) right after the 4 bytes
-_PLAIN_CDR = {0x00: struct.Struct(">iI"), 0x01: struct.Struct("<iI"), 0x06: struct.Struct(">iI"),
-              0x07: struct.Struct("<iI")}
-
-
 def decoder(msg_type, topic: str = "") -> Callable[[bytes], Any]:
     """A function that decodes a serialized ``msg_type`` (a ``raw=True`` subscription's message on ``topic``);
     bytes that do not decode as one (truncated, another type's) raise ``InvalidMessage``."""
@@ -373,12 +365,10 @@ class ThinNode(Node):
         limit = max_bytes(msg_type)
         least = len(_rclpy.rclpy_serialize(msg_type(), msg_type))     # every string and array empty
         field = topic + ".header.stamp"
-        strings, values, name = _messages.QUATERNION_AT.get(msg_type.__name__, (0, 0, "")) if unit_quaternion \
-            else (0, 0, "")
-        if unit_quaternion and not name:
+        if unit_quaternion and msg_type.__name__ not in _messages.QUATERNION_AT:
             raise ValueError("unit_quaternion: %s has no quaternion layout in messages.QUATERNION_AT"
                              % msg_type.__name__)
-        imu, q_field, tol = msg_type.__name__ == "Imu", topic + name, QUAT_NORM_TOL
+        quaternion_of = msg_type.__name__ if unit_quaternion else ""
 
         def checked(raw):
             n = len(raw)
@@ -388,18 +378,12 @@ class ThinNode(Node):
             if n < least:
                 raise InvalidMessage("%s: serialized message of %d bytes, fewer than the %d of an empty %s"
                                      % (topic, n, least, msg_type.__name__))
-            if stamped and n >= 12:
-                unpack = _PLAIN_CDR.get(raw[1])
-                if unpack is not None:
-                    sec, nanosec = unpack.unpack_from(raw, 4)
-                    _messages.stamp(field, sec, nanosec, self.now_sec(), self.p["stamp_tolerance"])
-            if name:
-                got = _messages.raw_quaternion(raw, strings, values)
-                if got is not None and not (imu and got[1] == -1.0):
-                    x, y, z, w = got[0]
-                    norm = math.sqrt(x * x + y * y + z * z + w * w)
-                    if not abs(norm - 1.0) <= tol:          # NaN too: the check's own line names it
-                        _messages.quaternion(q_field, got[0])
+            if stamped:
+                stamp = _messages.raw_stamp(raw)
+                if stamp is not None:
+                    _messages.stamp(field, stamp[0], stamp[1], self.now_sec(), self.p["stamp_tolerance"])
+            if quaternion_of:
+                _messages.raw_unit_quaternion(raw, quaternion_of, topic)
             return decode_raw(raw) if decode else raw
 
         try:
@@ -414,13 +398,19 @@ class ThinNode(Node):
                 return callback(checked(raw))
         return take
 
+    def check_stamp(self, topic: str, header) -> float:
+        """A decoded message's ``header`` stamp against the node's ``stamp_tolerance`` (``messages.stamp``:
+        ``InvalidMessage`` naming ``<topic>.header.stamp``); returns it [s, 0 when unset]."""
+        return _messages.stamp(topic + ".header.stamp", header.stamp.sec, header.stamp.nanosec, self.now_sec(),
+                               self.p["stamp_tolerance"])
+
     def sub(self, msg_type, topic: str, callback: Callable, qos=RELIABLE_QOS, wake: bool = True,
             stamped: bool = False, decode: bool = True, unit_quaternion: bool = False):
         """A guarded subscription, its messages taken serialized and checked before they are decoded
         (``intake``: size; with ``stamped`` the header stamp against ``stamp_tolerance``; with ``unit_quaternion``
-        its quaternion; ``decode=False``: the callback gets the serialized message). ``wake=False``: polled (``nodes.executor``): its messages do not
-        wake the executor but are taken at the node's next wake-up (its cycle timer or pacing topic), before the
-        cycle."""
+        its quaternion; ``decode=False``: the callback gets the serialized message). ``wake=False``: polled
+        (``nodes.executor``): its messages do not wake the executor but are taken at the node's next wake-up (its
+        cycle timer or pacing topic), before the cycle."""
         sub = self.create_subscription(msg_type, topic, self.guard(topic, self.intake(
             msg_type, topic, callback, stamped, decode, unit_quaternion)), qos, raw=True)
         if not wake:

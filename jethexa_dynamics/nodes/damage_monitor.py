@@ -424,7 +424,7 @@ class DamageMonitor(ThinNode):
         leg = r["leg"]
         self._suspect_started.discard(leg)
         reason = r.get("reason", "")
-        if "probing again" in reason and leg in self._suspect_asked:
+        if r.get("again") and leg in self._suspect_asked:
             self._suspect_asked[leg] = self.t()      # the retry starts at the next command
         if r.get("present"):
             i = self.leg_names.index(leg)
@@ -433,8 +433,7 @@ class DamageMonitor(ThinNode):
             self.detector.clear(joints, hold=self.presence)
             self._decide_locked(self.now_sec(), ["probe: %s is there (%s); its absence from joint_states is not "
                                                  "evidence" % (leg, reason)])
-        elif (r.get("taken") is None and "probing again" not in reason and not reason.startswith("withdrawn")
-              and leg in self.suspected):
+        elif r.get("taken") is None and not r.get("again") and not r.get("withdrawn") and leg in self.suspected:
             self._unresolved(leg, "the probe neither confirmed nor ruled out its loss (%s)" % reason)
 
     def _probe_values(self) -> list:
@@ -529,13 +528,8 @@ class DamageMonitor(ThinNode):
                             e["source"], format_morphology(e["morphology"], self.leg_names), e["probability"], alt)])
                         self._publish_status()
 
-    def _stamp(self, topic: str, header) -> None:
-        """Absurd stamps are rejected like the predictor does (a foreign message must not reach the identifier)."""
-        messages.stamp(topic + ".header.stamp", header.stamp.sec, header.stamp.nanosec, self.now_sec(),
-                       self.p["stamp_tolerance"])
-
     def _on_commands(self, msg: JointTrajectory) -> None:
-        self._stamp("joint_commands", msg.header)
+        self.check_stamp("joint_commands", msg.header)
         points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
         idx, pos, t_from_start = messages.trajectory(msg.joint_names, points, self.joint_names, self.lower,
                                                      self.upper)
@@ -557,7 +551,7 @@ class DamageMonitor(ThinNode):
     def _on_imu(self, msg: Imu) -> None:
         if self.worker is None and self.body is None:
             return
-        self._stamp("imu/data", msg.header)
+        self.check_stamp("imu/data", msg.header)
         o = msg.orientation
         x, y, z, w = messages.imu_orientation((o.x, o.y, o.z, o.w), msg.orientation_covariance)
         gyro = messages.finite_vector("imu/data.angular_velocity", (
@@ -574,7 +568,7 @@ class DamageMonitor(ThinNode):
         self.cpu.add("body", time.thread_time() - c0)
 
     def _on_setpoints(self, msg: JointState) -> None:
-        self._stamp("joint_states/setpoint", msg.header)
+        self.check_stamp("joint_states/setpoint", msg.header)
         idx, pos, _ = messages.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names,
                                            prefix="joint_states/setpoint", lower=self.lower, upper=self.upper)
         self._pair(True, msg.header.stamp, self.stamp_time(msg.header.stamp), idx, pos)
@@ -791,7 +785,7 @@ class DamageMonitor(ThinNode):
         first (known, unique names; sizes; finite values within the joint limits and their margin, as the
         predictor checks them): a malformed message is rejected, never taken as evidence that the joints it
         leaves out are gone (a flood of malformed joint_states)."""
-        self._stamp("joint_states", msg.header)
+        self.check_stamp("joint_states", msg.header)
         idx, pos, _ = messages.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names,
                                            lower=self.lower, upper=self.upper)
         now = self.now_sec()

@@ -7,9 +7,9 @@ only when ``morphology/evidence`` (damage_monitor) says it carries nothing (a se
 model, the manual override: ``damage.evidence.SupportGate``); on weaker evidence the gait stands still on every
 foot it has (state ``unconfirmed``, the reason on /diagnostics) until the evidence comes or the morphology is
 corrected (this package's damage monitor probes such a leg first and publishes it on weak evidence only when the
-probe cannot settle it). While ``morphology/evidence`` says the motion is unexplained (no morphology of the identifier's bank
-explains it) or a joint is seized, the gait keeps its morphology and walks at ``unexplained_speed_scale`` of
-``cmd_vel`` (a safe crawl; state ``crawl``) until the monitor clears it.
+probe cannot settle it). While ``morphology/evidence`` says the motion is unexplained (no morphology of the
+identifier's bank explains it) or a joint is seized, the gait keeps its morphology and walks at
+``unexplained_speed_scale`` of ``cmd_vel`` (a safe crawl; state ``crawl``) until the monitor clears it.
 
 With ``recovery`` the gait is re-planned from the model for each morphology (statically stable
 crawl with body shift, folded footless legs, blended switch; no stable gait -> safe stance). The planning
@@ -136,14 +136,10 @@ class GaitController(ThinNode):
                            k_lat=self.p["heading_k_lat"], max_yaw_correction=self.p["heading_max_correction"],
                            imu_timeout=self.p["heading_imu_timeout"])
 
-    def _stamp(self, topic: str, header) -> None:
-        validate.stamp(topic + ".header.stamp", header.stamp.sec, header.stamp.nanosec, self.now_sec(),
-                       self.p["stamp_tolerance"])
-
     def _on_imu(self, msg: Imu) -> None:
         """The gyro's yaw rate and, when the message carries an orientation (covariance[0] != -1), its yaw; the
         whole message checked first (stamp, finite values, a unit quaternion), as the predictor checks it."""
-        self._stamp("imu/data", msg.header)
+        self.check_stamp("imu/data", msg.header)
         w = validate.finite_vector("imu/data.angular_velocity", (msg.angular_velocity.x, msg.angular_velocity.y,
                                                                  msg.angular_velocity.z), 3)
         o = msg.orientation
@@ -157,7 +153,7 @@ class GaitController(ThinNode):
             self._yaw = yaw
 
     def _on_odom(self, msg: Odometry) -> None:
-        self._stamp("predicted/odom", msg.header)
+        self.check_stamp("predicted/odom", msg.header)
         pos, o = msg.pose.pose.position, msg.pose.pose.orientation
         p, _ = validate.pose((pos.x, pos.y, pos.z), (o.x, o.y, o.z, o.w), "predicted/odom.pose.pose")
         self._odom = (float(p[0]), float(p[1]))

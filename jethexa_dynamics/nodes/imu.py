@@ -188,8 +188,7 @@ class ImuNode(ThinNode):
     # ------------------------------------------------------------------ callbacks
     def _on_motion(self, msg: Imu) -> None:
         """emulator/imu_motion: orientation world<-body, body rates, IMU-point acceleration in the world."""
-        validate.stamp("emulator/imu_motion.header.stamp", msg.header.stamp.sec, msg.header.stamp.nanosec,
-                       self.now_sec(), self.p["stamp_tolerance"])
+        self.check_stamp("emulator/imu_motion", msg.header)
         q = validate.quaternion("emulator/imu_motion.orientation",
                                 (msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w))
         w = validate.finite_vector("emulator/imu_motion.angular_velocity",

@@ -188,11 +188,23 @@ def quaternion(field: str, xyzw: Sequence[float]) -> np.ndarray:
     return unit_quat(finite_vector(field, xyzw, 4), field, InvalidMessage)
 
 
+#: the byte order of a serialized message's plain encodings (CDR and XCDR2, big and little endian), by its 2nd byte
+_CDR = {0x00: ">", 0x01: "<", 0x06: ">", 0x07: "<"}
+_STAMP = {e: struct.Struct(e + "iI") for e in "<>"}
+_QUAT = {e: struct.Struct(e + "4d") for e in "<>"}
+_DOUBLE = {e: struct.Struct(e + "d") for e in "<>"}
 #: where the quaternion of a stamped message is in its serialized form: (strings after the header's frame_id,
-#: float64 values after those, the field's name after the topic), by the message type's name
-QUATERNION_AT = {"Imu": (0, 0, ".orientation"), "PoseStamped": (0, 3, ".pose.orientation"),
-                 "Odometry": (1, 3, ".pose.pose.orientation")}
-_CDR = {0x00: ">", 0x01: "<", 0x06: ">", 0x07: "<"}     # plain CDR and XCDR2, big and little endian
+#: float64 values after those, the field's name after the topic, whether the float64 after it is a covariance
+#: whose -1 says the message carries no orientation), by the message type's name
+QUATERNION_AT = {"Imu": (0, 0, ".orientation", True), "PoseStamped": (0, 3, ".pose.orientation", False),
+                 "Odometry": (1, 3, ".pose.pose.orientation", False)}
+
+
+def raw_stamp(raw: bytes) -> Optional[Tuple[int, int]]:
+    """(sec, nanosec) of a serialized message that starts with a ``std_msgs/Header``, read from its first bytes
+    (right after the 4-byte encapsulation); None when the bytes are not plain CDR or too short."""
+    endian = _CDR.get(raw[1]) if len(raw) >= 12 else None
+    return None if endian is None else _STAMP[endian].unpack_from(raw, 4)
 
 
 def raw_quaternion(raw: bytes, strings: int, values: int) -> Optional[Tuple[Tuple[float, ...], Optional[float]]]:
@@ -216,8 +228,14 @@ def raw_quaternion(raw: bytes, strings: int, values: int) -> Optional[Tuple[Tupl
     return q, (_DOUBLE[endian].unpack_from(raw, 4 + pos + 32)[0] if len(raw) >= 4 + pos + 40 else None)
 
 
-_QUAT = {e: struct.Struct(e + "4d") for e in "<>"}
-_DOUBLE = {e: struct.Struct(e + "d") for e in "<>"}
+def raw_unit_quaternion(raw: bytes, type_name: str, topic: str) -> None:
+    """Check the quaternion of a serialized ``type_name`` message on ``topic`` (``QUATERNION_AT``) as
+    :func:`quaternion` checks the decoded one, before decoding: ``InvalidMessage`` naming the field. Not checked:
+    bytes ``raw_quaternion`` cannot read (the decoder judges them), an Imu that carries no orientation."""
+    strings, values, field, covariance = QUATERNION_AT[type_name]
+    got = raw_quaternion(raw, strings, values)
+    if got is not None and not (covariance and got[1] == -1.0):
+        quaternion(topic + field, got[0])
 
 
 def twist(linear: Sequence[float], angular: Sequence[float], max_linear: float, max_angular: float,

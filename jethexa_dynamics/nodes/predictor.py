@@ -205,14 +205,10 @@ class PredictorNode(ThinNode):
     # or calls a model: a rejected message leaves no trace but its counter on /diagnostics. Before a handler,
     # the subscription's intake (``ThinNode.intake``) has rejected a serialized message that is too large or
     # stamped out of ``stamp_tolerance`` without decoding it (the handler checks the stamp again, decoded).
-    def _stamp(self, topic: str, header) -> None:
-        validate.stamp(topic + ".header.stamp", header.stamp.sec, header.stamp.nanosec, self.now_sec(),
-                       self.p["stamp_tolerance"])
-
     def _on_commands(self, msg: JointTrajectory) -> None:
         if self.p["joint_source"] != "commands":
             return
-        self._stamp("joint_commands", msg.header)
+        self.check_stamp("joint_commands", msg.header)
         points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
         idx, pos, t_from_start = validate.trajectory(msg.joint_names, points, self.joint_names, self.lower,
                                                      self.upper)
@@ -221,7 +217,7 @@ class PredictorNode(ThinNode):
         self._each("on_command", t, self.q_cmd.copy(), t + t_from_start)
 
     def _on_joint_states(self, msg: JointState) -> None:
-        self._stamp("joint_states", msg.header)
+        self.check_stamp("joint_states", msg.header)
         idx, pos, _ = validate.joint_state(msg.name, msg.position, msg.velocity, msg.effort, self.joint_names,
                                            lower=self.lower, upper=self.upper)
         t = self.stamp_time(msg.header.stamp, MAX_STAMP_AGE)
@@ -233,7 +229,7 @@ class PredictorNode(ThinNode):
         self._each("on_joints", t, q)
 
     def _on_imu(self, msg: Imu) -> bool:
-        self._stamp("imu/data", msg.header)
+        self.check_stamp("imu/data", msg.header)
         o = msg.orientation
         x, y, z, w = validate.imu_orientation((o.x, o.y, o.z, o.w), msg.orientation_covariance)
         gyro = validate.finite_vector("imu/data.angular_velocity", (
@@ -247,7 +243,7 @@ class PredictorNode(ThinNode):
         return True
 
     def _on_mocap(self, msg: PoseStamped) -> None:
-        self._stamp("mocap/pose", msg.header)
+        self.check_stamp("mocap/pose", msg.header)
         p, o = msg.pose.position, msg.pose.orientation
         pos, (x, y, z, w) = validate.pose((p.x, p.y, p.z), (o.x, o.y, o.z, o.w), "mocap/pose.pose")
         t = self.stamp_time(msg.header.stamp, MAX_STAMP_AGE)
@@ -258,7 +254,7 @@ class PredictorNode(ThinNode):
     def _on_body(self, msg: InertiaStamped) -> None:
         """damage_monitor's body estimate (m [kg], com [m, base_link]): the models' body from now on, in place (the
         models keep their state; the slip model keeps the weight it was built with)."""
-        self._stamp("body/inertia", msg.header)
+        self.check_stamp("body/inertia", msg.header)
         com = validate.finite_vector("body/inertia.inertia.com", (msg.inertia.com.x, msg.inertia.com.y,
                                                                    msg.inertia.com.z))
         try:

@@ -350,8 +350,7 @@ class ServoDriver(ThinNode):
 
     # ------------------------------------------------------------------ commands (executor thread)
     def _on_commands(self, msg: JointTrajectory) -> None:
-        validate.stamp("joint_commands.header.stamp", msg.header.stamp.sec, msg.header.stamp.nanosec,
-                       self.now_sec(), self.p["stamp_tolerance"])
+        self.check_stamp("joint_commands", msg.header)
         points = [(p.positions, p.velocities, stamp_to_sec(p.time_from_start)) for p in msg.points]
         idx, pos, t = validate.trajectory(msg.joint_names, points, self.joint_names, self.lower, self.upper)
         if self.joints is None:
